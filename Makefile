@@ -1,0 +1,39 @@
+# hloscope: `make run` and `make test` set everything up from a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test check lint typecheck format clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job on a bundled sample: the overview of a jitted MLP whose layers are
+# nested jits.
+run: $(STAMP)
+	$(BIN)/hloscope inspect samples/nested_jits.py:mlp --args samples/nested_jits.py:example_args --print
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests samples
+	$(BIN)/ruff format --check src tests samples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+check: lint typecheck test
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix src tests samples
+	$(BIN)/ruff format src tests samples
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""`python -m hloscope`."""
+
+from hloscope.cli import main
+
+main()

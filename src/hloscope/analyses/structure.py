@@ -1,0 +1,195 @@
+"""The shape of a module: its functions, who calls whom, and which ops it holds.
+
+Nested `jax.jit`s lower to private functions reached by `func.call`; XLA's
+computations reach each other through `called_computations`, `to_apply` and the
+like. The call graph is read from those references. Ops are counted per function
+(nested regions included, callees not) and per op kind over the functions
+reachable from the module's roots (its public functions), so that the
+`fused_computation` copies that XLA's HLO-to-MLIR conversion leaves beside the
+`mhlo.fusion` regions are not counted twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from hloscope.ir.model import Function, Module, is_computation, symbol_references
+
+# Attributes whose value names other functions.
+CALL_ATTRIBUTES = (
+    "callee",
+    "called_computations",
+    "called_computation",
+    "decomposition",
+    "to_apply",
+    "body",
+    "condition",
+    "branch_computations",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """Calls from one function to another."""
+
+    callee: str
+    count: int
+    """Number of call sites."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionInfo:
+    """One function of the module."""
+
+    name: str
+    visibility: str
+    """`public` or `private`."""
+    ops: int
+    """Ops in its body, nested regions included, calls not followed; terminators
+    (`return`) are not counted."""
+    parameters: int
+    results: int
+    calls: tuple[Call, ...]
+    """Functions it calls, with the number of call sites, in order of first call."""
+    called_by: tuple[str, ...]
+    reachable: bool
+    """Whether a public function reaches it through calls."""
+    inlined_ops: int
+    """Ops once every call is inlined, as XLA sees the function (nested jits are
+    inlined into the outer one)."""
+    op_counts: Mapping[str, int]
+    """Op kinds in its body, most frequent first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Structure:
+    """Functions, call graph and op counts of a module."""
+
+    module: str | None
+    """The module's name (`jit_f`)."""
+    entry: str | None
+    """The entry function (`main`)."""
+    functions: tuple[FunctionInfo, ...]
+    """In module order."""
+    op_counts: Mapping[str, int]
+    """Op kinds over the reachable functions, most frequent first."""
+    total_ops: int
+    """Ops in the reachable functions."""
+    all_ops: int
+    """Every op in the module, unreachable functions and terminators included."""
+    dialects: Mapping[str, int]
+    """Ops per dialect over the reachable functions."""
+    call_depth: int
+    """Longest chain of calls from a public function (0: no calls)."""
+
+    def function(self, name: str) -> FunctionInfo | None:
+        return next((f for f in self.functions if f.name == name), None)
+
+
+def _sorted_counts(counter: Counter[str]) -> Mapping[str, int]:
+    return MappingProxyType(dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
+    """(callee, call sites) for every function `function` references, in order."""
+    counts: dict[str, int] = {}
+    names = module.functions
+    for op in module.function_ops(function):
+        attributes = op.attributes
+        if not attributes:
+            continue
+        for key in CALL_ATTRIBUTES:
+            text = attributes.get(key)
+            if text is None or "@" not in text:
+                continue
+            for callee in symbol_references(text):
+                if callee in names:
+                    counts[callee] = counts.get(callee, 0) + 1
+    return list(counts.items())
+
+
+def analyze_structure(module: Module) -> Structure:
+    """Functions, call graph and op counts of `module`."""
+    calls: dict[str, list[tuple[str, int]]] = {}
+    counts: dict[str, Counter[str]] = {}
+    for name, function in module.functions.items():
+        calls[name] = function_calls(module, function)
+        counter: Counter[str] = Counter(
+            op.name for op in module.function_ops(function) if is_computation(op)
+        )
+        counts[name] = counter
+
+    callers: dict[str, list[str]] = {name: [] for name in module.functions}
+    for caller, edges in calls.items():
+        for callee, _count in edges:
+            if caller not in callers[callee]:
+                callers[callee].append(caller)
+
+    roots = [f.name for f in module.functions.values() if f.visibility == "public"]
+    entry = module.entry
+    if not roots and entry is not None:
+        roots = [entry.name]
+    reachable: set[str] = set()
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        if name in reachable:
+            continue
+        reachable.add(name)
+        stack.extend(callee for callee, _ in calls.get(name, ()))
+
+    inlined: dict[str, int] = {}
+    depth: dict[str, int] = {}
+
+    def inline(name: str, active: frozenset[str]) -> tuple[int, int]:
+        if name in inlined:
+            return inlined[name], depth[name]
+        total = sum(counts[name].values())
+        deepest = 0
+        for callee, count in calls[name]:
+            if callee in active:  # recursion cannot be inlined; count it once
+                continue
+            callee_ops, callee_depth = inline(callee, active | {name})
+            total += count * callee_ops
+            deepest = max(deepest, callee_depth + 1)
+        inlined[name], depth[name] = total, deepest
+        return total, deepest
+
+    for name in module.functions:
+        inline(name, frozenset())
+
+    reachable_counts: Counter[str] = Counter()
+    for name in reachable:
+        reachable_counts.update(counts[name])
+    dialects: Counter[str] = Counter()
+    for op_name, count in reachable_counts.items():
+        dialects[op_name.partition(".")[0]] += count
+
+    infos = tuple(
+        FunctionInfo(
+            name=name,
+            visibility=function.visibility,
+            ops=sum(counts[name].values()),
+            parameters=len(function.arguments),
+            results=len(function.results),
+            calls=tuple(Call(callee, count) for callee, count in calls[name]),
+            called_by=tuple(callers[name]),
+            reachable=name in reachable,
+            inlined_ops=inlined[name],
+            op_counts=_sorted_counts(counts[name]),
+        )
+        for name, function in module.functions.items()
+    )
+    return Structure(
+        module=module.name,
+        entry=entry.name if entry is not None else None,
+        functions=infos,
+        op_counts=_sorted_counts(reachable_counts),
+        total_ops=sum(reachable_counts.values()),
+        all_ops=len(module.ops),
+        dialects=_sorted_counts(dialects),
+        call_depth=max((depth[name] for name in roots if name in depth), default=0),
+    )

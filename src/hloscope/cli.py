@@ -1,0 +1,144 @@
+"""The command line: options in, a renderer out. No analysis happens here.
+
+stdout is data (a report or one JSON document); failures are one line on stderr
+and exit code 2 (see `hloscope.errors`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from hloscope import __version__, api
+from hloscope.errors import ExitCode, command_edge, print_error
+from hloscope.render import json as json_render
+from hloscope.render import text as text_render
+
+app = typer.Typer(
+    name="hloscope",
+    help="See what XLA was given and what it made of it: StableHLO and HLO, "
+    "from a JAX entrypoint or a dump.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+TargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="TARGET",
+        help="A module file or dump folder, or an entrypoint: pkg.module:function or "
+        "path/to/file.py:function.",
+        show_default=False,
+    ),
+]
+ArgOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--arg",
+        metavar="SHAPE",
+        help="Example positional argument as an HLO shape (f32[8,128], bf16[2,3], i32[], "
+        "pred[4]); repeat once per argument.",
+        show_default=False,
+    ),
+]
+ArgsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--args",
+        metavar="FACTORY",
+        help="module:callable or file.py:callable returning the example arguments: a tuple, "
+        "or a pair (args_tuple, kwargs_dict), of arrays or jax.ShapeDtypeStructs.",
+        show_default=False,
+    ),
+]
+ModuleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--module",
+        metavar="NAME",
+        help="Which module of a dump folder (its name, number or file stem).",
+        show_default=False,
+    ),
+]
+CompileOption = Annotated[
+    bool,
+    typer.Option(
+        "--compile",
+        help="Read the optimized module: compile an entrypoint or a before-optimization dump "
+        "for the local backend, or pick a dump folder's after-optimization file.",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
+]
+PrintOption = Annotated[bool, typer.Option("--print", help="Print the report even on a terminal.")]
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"hloscope {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """hloscope: a terminal tool for JAX/XLA compiler IR."""
+
+
+def _options(
+    arg: list[str] | None, args: str | None, module: str | None, compile: bool
+) -> api.LoadOptions:
+    return api.LoadOptions(
+        args=tuple(arg or ()), args_factory=args, module=module, optimized=compile
+    )
+
+
+@app.command()
+def inspect(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    compile: CompileOption = False,
+    json: JsonOption = False,
+    print_: PrintOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """Overview: functions and call graph (nested jits), op counts, timings and cost."""
+    with command_edge(debug):
+        loaded = api.load(target, _options(arg, args, module, compile))
+        report = api.inspect_report(loaded)
+        if json:
+            sys.stdout.write(json_render.dumps(json_render.inspect_json(report)) + "\n")
+            return
+        text_render.render_inspect(report, text_render.make_console())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `hloscope` console script."""
+    try:
+        app(args=argv, prog_name="hloscope", standalone_mode=False)
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        print_error("interrupted")
+        raise SystemExit(ExitCode.INTERRUPTED) from None
+    except typer.TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # `hloscope` alone: the help is what the user asked for.
+            sys.stdout.write(exc.format_message() + "\n")
+            raise SystemExit(ExitCode.OK) from None
+        print_error(f"{exc.format_message()} (see hloscope --help)")
+        raise SystemExit(ExitCode.ERROR) from None
+    raise SystemExit(ExitCode.OK)

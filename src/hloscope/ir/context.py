@@ -1,0 +1,976 @@
+"""The one place that talks to jaxlib's native IR libraries.
+
+It owns the MLIR context (JAX's dialects: stablehlo, chlo, mhlo, sdy, mpmd,
+func and the upstream ones), parses MLIR text and bytecode, turns portable VHLO
+artifacts back into StableHLO, parses HLO text and protos with XLA's own parser
+and converts them to MLIR with jaxlib's `hlo_to_stablehlo` (which keeps
+`mhlo.fusion` regions and source locations), and builds the `hloscope.ir.model`
+that analyses read, in one walk. Nothing else in hloscope imports `jaxlib.mlir`.
+
+All native calls run under one lock (an MLIR context is not thread safe) and with
+native stderr captured, so XLA's log lines never reach the user's terminal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from hloscope.errors import HloscopeError, native_stderr_captured, one_line
+from hloscope.ir import model
+
+_lock = threading.RLock()
+_context: Any = None
+
+# Attributes longer than this are summarised: multi-megabyte constants and
+# serialized kernels (`backend_config`) would otherwise be copied into every report.
+MAX_ATTRIBUTE_CHARS = 2000
+# Dense constants with more elements than this are summarised without printing.
+MAX_DENSE_ELEMENTS = 64
+
+BYTECODE_MAGIC = b"ML\xefR"
+
+
+@contextmanager
+def native() -> Iterator[list[str]]:
+    """Serialise native IR work and capture what it logs to stderr."""
+    with _lock, native_stderr_captured() as logged:
+        yield logged
+
+
+def _make_context() -> Any:
+    from jaxlib.mlir import ir
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+    from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+
+    # As jax._src.interpreters.mlir.make_ir_context does, without importing jax
+    # (half a second we do not need to load a dump).
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    context = ir.Context()
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    sdy.register_dialect(context)
+    mpmd.register_dialect(context)
+    mhlo.register_mhlo_dialect(context)
+    chlo.register_dialect(context)
+    stablehlo.register_dialect(context)
+    return context
+
+
+_portable: Any = None
+
+
+def _portable_context() -> Any:
+    """A context for deserializing portable artifacts. StableHLO's deserializer loads
+    dialects (quant) into the context it is given; keeping that out of the main
+    context keeps what parses there independent of what was loaded before."""
+    global _portable
+    with _lock:
+        if _portable is None:
+            _portable = _make_context()
+        return _portable
+
+
+def mlir_context() -> Any:
+    """The process-wide MLIR context with JAX's dialects."""
+    global _context
+    with _lock:
+        if _context is None:
+            _context = _make_context()
+        return _context
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass(eq=False)
+class ParsedModule:
+    """A module parsed by jaxlib, with the model built from it."""
+
+    model: model.Module
+    format: str
+    """What was parsed: `stablehlo`, `mlir`, `vhlo`, `hlo` (converted to MLIR),
+    `hlo-native` (XLA's HLO, shown without conversion)."""
+    notes: tuple[str, ...] = ()
+    """Things worth telling the user (a conversion fallback, XLA warnings)."""
+    _printer: Callable[[bool], str] | None = dataclasses.field(default=None, repr=False)
+    _writer: Callable[[], bytes] | None = dataclasses.field(default=None, repr=False)
+
+    def text(self, debug_info: bool = False) -> str:
+        """The module's IR as MLIR's printer (or XLA's, for `hlo-native`) prints it."""
+        if self._printer is None:
+            return ""
+        return self._printer(debug_info)
+
+    def bytecode(self) -> bytes | None:
+        """The module as MLIR bytecode (None for `hlo-native`), e.g. to compile it."""
+        return self._writer() if self._writer is not None else None
+
+
+# --------------------------------------------------------------------------- MLIR
+
+
+def _diagnostic_where(location: str, source_name: str) -> str:
+    match = re.match(r'loc\("(?:[^"\\]|\\.)*":(\d+):(\d+)', location)
+    if match and match.group(1) != "0":
+        return f"{source_name}:{match.group(1)}:{match.group(2)}"
+    return source_name
+
+
+def _mlir_error(exc: Exception, source_name: str, what: str) -> HloscopeError:
+    from jaxlib.mlir import ir
+
+    if isinstance(exc, ir.MLIRError) and exc.error_diagnostics:
+        first = exc.error_diagnostics[0]
+        message = first.message
+        notes = [n.message for n in first.notes if n.message]
+        if notes and "bytecode" in " ".join(notes):
+            message = f"{message} ({notes[0]})"
+        return HloscopeError(
+            f"{what}: {one_line(message, 300)}",
+            where=_diagnostic_where(str(first.location), source_name),
+        )
+    return HloscopeError(f"{what}: {one_line(str(exc), 300)}", where=source_name)
+
+
+def parse_mlir(data: str | bytes, source_name: str) -> ParsedModule:
+    """Parse MLIR text or bytecode (a portable VHLO artifact is deserialized to
+    StableHLO first)."""
+    from jaxlib.mlir import ir
+
+    is_bytecode = isinstance(data, bytes) and data.startswith(BYTECODE_MAGIC)
+    with native() as logged:
+        context = mlir_context()
+        if is_bytecode and _is_portable_artifact(data):  # type: ignore[arg-type]
+            from jaxlib.mlir.dialects import stablehlo
+
+            try:
+                module = stablehlo.deserialize_portable_artifact(_portable_context(), data)
+                fmt = "vhlo"
+            except Exception as exc:
+                raise HloscopeError(
+                    "cannot read this portable StableHLO artifact: "
+                    + one_line(str(exc).replace("failed to deserialize module", ""), 300),
+                    where=source_name,
+                ) from exc
+        else:
+            try:
+                with context:
+                    module = ir.Module.parse(data)
+            except Exception as exc:
+                what = "malformed MLIR bytecode" if is_bytecode else "malformed MLIR"
+                raise _mlir_error(exc, source_name, what) from exc
+            fmt = "mlir"
+        built = build_model(module)
+    if fmt == "mlir" and any(op.dialect == "stablehlo" for op in built.ops):
+        fmt = "stablehlo"
+    return ParsedModule(
+        built, fmt, _notes_from_log(logged), _mlir_printer(module), _mlir_writer(module)
+    )
+
+
+def _is_portable_artifact(data: bytes) -> bool:
+    # The bytecode producer string follows the magic and the version varint.
+    return b"StableHLO_v" in data[4:40]
+
+
+def _mlir_printer(module: Any) -> Callable[[bool], str]:
+    def print_module(debug_info: bool) -> str:
+        with native():
+            text: str = module.operation.get_asm(
+                enable_debug_info=debug_info, large_elements_limit=16, assume_verified=True
+            )
+        return text
+
+    return print_module
+
+
+def _mlir_writer(module: Any) -> Callable[[], bytes]:
+    def write_module() -> bytes:
+        import io
+
+        buffer = io.BytesIO()
+        with native():
+            module.operation.write_bytecode(file=buffer)
+        return buffer.getvalue()
+
+    return write_module
+
+
+def _notes_from_log(lines: list[str]) -> tuple[str, ...]:
+    """XLA's warnings, de-duplicated and without glog prefixes."""
+    notes: dict[str, None] = {}
+    for line in lines:
+        text = re.sub(r"^[WEI]\d{4} [\d:. ]+\s*\d+ [\w.]+:\d+\]\s*", "", line).strip()
+        text = re.sub(r"\d+", "N", text) if text.startswith("Invalid stack_frame_id") else text
+        if text and not text.startswith("WARNING: All log messages before absl"):
+            notes[text] = None
+    return tuple(notes)[:10]
+
+
+# --------------------------------------------------------------------------- HLO
+
+
+def parse_hlo_text(text: str, source_name: str) -> ParsedModule:
+    """Parse HLO text with XLA's parser and convert it to MLIR.
+
+    Both run in a child process: XLA's converter can crash (a segfault) on modules
+    its parser accepts, and a dump is untrusted input.
+    """
+    return _parse_hlo_isolated("text", text.encode("utf-8"), source_name)
+
+
+def parse_hlo_proto(data: bytes, source_name: str, *, trusted: bool = False) -> ParsedModule:
+    """Parse a serialized `HloModuleProto` (or an `HloProto` wrapping one).
+
+    `trusted` protos (made by XLA in this process) are converted in process; others in
+    a child process, as for HLO text.
+    """
+    if not trusted:
+        return _parse_hlo_isolated("proto", data, source_name)
+    module = hlo_module_from_proto(data)
+    if module is None:
+        raise HloscopeError("not a valid HLO module proto", where=source_name)
+    return _from_hlo_module(module, source_name, [])
+
+
+class _HloReader:
+    """A child process that parses HLO and converts it to MLIR, kept for reuse.
+
+    XLA's HLO-to-MLIR converter segfaults on some modules its parser accepts (a
+    typed-FFI custom call with a non-dictionary backend_config, in the corpus), so
+    untrusted HLO never reaches it in this process. When the child dies, the request
+    is answered from what it sent before dying, and the next request starts a new
+    child. Requests and replies are frames: a JSON header line with a `size`, then
+    that many bytes.
+    """
+
+    def __init__(self) -> None:
+        self._process: Any = None
+
+    def _start(self) -> Any:
+        import os
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parent.parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "hloscope.ir.context"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        except OSError as exc:
+            raise HloscopeError(f"cannot start the HLO reader process: {exc}") from exc
+
+    def request(self, kind: str, payload: bytes) -> tuple[list[Frame], int | None]:
+        """Send one request; the reply frames, and the child's exit code if it died."""
+        with _lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = self._start()
+            process = self._process
+            frames: list[Frame] = []
+            try:
+                _write_frame(process.stdin, {"kind": kind}, payload)
+                while True:
+                    frame = _read_frame(process.stdout)
+                    if frame is None:
+                        break
+                    frames.append(frame)
+                    if frame[0].get("stage") == "done":
+                        return frames, None
+            except OSError:
+                pass
+            code: int = process.wait()
+            self._process = None
+            return frames, code
+
+
+Frame = tuple[dict[str, Any], bytes]
+
+
+def _write_frame(stream: Any, header: dict[str, Any], body: bytes = b"") -> None:
+    import json
+
+    stream.write(json.dumps({**header, "size": len(body)}).encode() + b"\n" + body)
+    stream.flush()
+
+
+def _read_frame(stream: Any) -> Frame | None:
+    import json
+
+    line = stream.readline()
+    if not line.endswith(b"\n"):
+        return None
+    header = json.loads(line)
+    size = int(header.get("size", 0))
+    body = stream.read(size) if size else b""
+    if len(body) != size:
+        return None
+    return header, body
+
+
+_reader = _HloReader()
+
+
+def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedModule:
+    import signal
+
+    frames, died = _reader.request(kind, payload)
+    stages = {header.get("stage"): (header, body) for header, body in frames}
+    if "error" in stages:
+        raise _hlo_error(str(stages["error"][0].get("message", "")), source_name)
+    logged = list(stages["done"][0].get("log", [])) if "done" in stages else []
+    crash = signal.Signals(-died).name if died is not None and died < 0 else f"exit {died}"
+    if "parsed" not in stages:
+        raise HloscopeError(
+            f"XLA's HLO parser crashed ({crash}) reading this file", where=source_name
+        )
+
+    def xla_module() -> Any:
+        # The child parsed it without crashing, so parsing here is safe too.
+        module = hlo_module_from_proto(stages["parsed"][1])
+        if module is None and kind == "text":
+            import jaxlib._hlo as hlo
+
+            with native():
+                module = hlo.hlo_module_from_text(payload.decode("utf-8"))
+        if module is None:
+            raise HloscopeError("not a valid HLO module", where=source_name)
+        return module
+
+    if "converted" not in stages:
+        reason = (
+            f"XLA's converter crashed ({crash})" if died is not None else "XLA's converter failed"
+        )
+        module = xla_module()
+        notes = (
+            f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
+            "op names are HLO opcodes",
+        )
+        return ParsedModule(
+            _build_hlo_native_model(module),
+            "hlo-native",
+            notes + _notes_from_log(logged),
+            lambda _debug: str(module.to_string()),
+        )
+    return _from_converted(xla_module, stages["converted"][1], source_name, logged)
+
+
+def _hlo_worker() -> int:
+    """The child process of `_HloReader`: for each request, parse the HLO, send its
+    module proto, then its MLIR conversion, then `done` with what XLA logged."""
+    import sys
+
+    import jaxlib._hlo as hlo
+    import jaxlib._jax as jax_ext
+
+    requests = sys.stdin.buffer
+    replies = sys.stdout.buffer
+    while True:
+        request = _read_frame(requests)
+        if request is None:
+            return 0
+        header, payload = request
+        with native_stderr_captured() as logged:
+            module: Any = None
+            try:
+                if header.get("kind") == "text":
+                    module = hlo.hlo_module_from_text(payload.decode("utf-8"))
+                else:
+                    module = hlo_module_from_proto(payload)
+                    if module is None:
+                        raise ValueError("not a valid HLO module proto")
+            except Exception as exc:
+                _write_frame(replies, {"stage": "error", "message": str(exc)})
+            if module is not None:
+                proto = module.as_serialized_hlo_module_proto()
+                _write_frame(replies, {"stage": "parsed"}, proto)
+                try:
+                    converted = jax_ext.mlir.hlo_to_stablehlo(proto)
+                    _write_frame(replies, {"stage": "converted"}, converted)
+                except Exception as exc:
+                    _write_frame(replies, {"stage": "convert-error", "message": str(exc)})
+        _write_frame(replies, {"stage": "done", "log": logged[:50]})
+
+
+def hlo_module_from_proto(data: bytes) -> Any | None:
+    """XLA's `HloModule` from proto bytes, or None if they are not one."""
+    import jaxlib._hlo as hlo
+
+    candidates = [data]
+    inner = _proto_field(data, 1)
+    if inner is not None:
+        # An HloProto (what --xla_dump_hlo_as_proto writes) has the module in field 1.
+        candidates.insert(0, inner)
+    with native():
+        for candidate in candidates:
+            try:
+                module = hlo.HloModule.from_serialized_hlo_module_proto(candidate)
+            except Exception:
+                continue
+            if module.computations():
+                return module
+    return None
+
+
+def _proto_field(data: bytes, field: int) -> bytes | None:
+    """The payload of the first length-delimited `field` in a protobuf message."""
+    pos = 0
+    size = len(data)
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while pos < size:
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                break
+        raise ValueError("bad varint")
+
+    try:
+        while pos < size:
+            key = varint()
+            number, wire = key >> 3, key & 7
+            if wire == 2:
+                length = varint()
+                if pos + length > size:
+                    return None
+                if number == field:
+                    return data[pos : pos + length]
+                pos += length
+            elif wire == 0:
+                varint()
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            else:
+                return None
+    except ValueError:
+        return None
+    return None
+
+
+def _hlo_error(message: str, source_name: str) -> HloscopeError:
+    # XLA: "INVALID_ARGUMENT: Syntax error when trying to parse the text as a
+    # HloModule:\nwas parsing 4:14: error: expects opcode but sees: x\n  <line>\n ^"
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    found: list[tuple[str, str, str]] = []
+    for line in lines:
+        match = re.match(r"^(?:was parsing\s+)?(\d+):(\d+):\s*(?:error:)?\s*(.*)$", line)
+        if match and match.group(3) not in [m for _, _, m in found]:
+            found.append((match.group(1), match.group(2), match.group(3)))
+    if found:
+        line, column, _ = found[0]
+        text = "; ".join(m for _, _, m in found[:2])
+        return HloscopeError(
+            f"malformed HLO: {one_line(text, 300)}", where=f"{source_name}:{line}:{column}"
+        )
+    text = next((line for line in reversed(lines) if not line.endswith(":")), message)
+    text = re.sub(r"^[A-Z_]+:\s*", "", text)
+    return HloscopeError(f"malformed HLO: {one_line(text, 300)}", where=source_name)
+
+
+def _from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> ParsedModule:
+    import jaxlib._jax as jax_ext
+
+    with native() as converted_log:
+        bytecode = jax_ext.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())
+    return _from_converted(lambda: hlo_module, bytecode, source_name, logged + converted_log)
+
+
+def _from_converted(
+    xla_module: Callable[[], Any], bytecode: bytes, source_name: str, logged: list[str]
+) -> ParsedModule:
+    """The model of an HLO module from its MLIR conversion, or XLA's own view when the
+    conversion does not verify (ops MHLO cannot express, say)."""
+    from jaxlib.mlir import ir
+
+    with native() as parse_log:
+        try:
+            with mlir_context():
+                module = ir.Module.parse(bytecode)
+        except Exception as exc:
+            reason = one_line(str(exc).replace("Unable to parse module assembly:", ""), 200)
+            hlo_module = xla_module()
+            built = _build_hlo_native_model(hlo_module)
+            notes: tuple[str, ...] = (
+                f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
+                "op names are HLO opcodes",
+            )
+            return ParsedModule(
+                built,
+                "hlo-native",
+                notes + _notes_from_log(logged),
+                lambda _debug: str(hlo_module.to_string()),
+            )
+        built = build_model(module)
+    notes = _notes_from_log(logged + parse_log)
+    return ParsedModule(built, "hlo", notes, _mlir_printer(module), _mlir_writer(module))
+
+
+def hlo_to_mlir_bytecode(hlo_proto: bytes) -> bytes:
+    """Convert a serialized HloModuleProto to StableHLO bytecode (with mhlo.fusion)."""
+    import jaxlib._jax as jax_ext
+
+    with native():
+        out: bytes = jax_ext.mlir.hlo_to_stablehlo(hlo_proto)
+    return out
+
+
+# --------------------------------------------------------------------------- model builder
+
+
+def build_model(module: Any) -> model.Module:
+    """Build the model in one pre-order walk of an `ir.Module`.
+
+    Strings for types, attributes and locations are cached by the (uniqued) MLIR
+    object, so each distinct one is printed once.
+    """
+    from jaxlib.mlir import ir
+
+    ops: list[model.Op] = []
+    value_types: list[str] = []
+    value_owner: list[int] = []
+    value_ids: dict[Any, int] = {}
+    type_text: dict[Any, str] = {}
+    attr_text: dict[Any, str] = {}
+    locations: dict[Any, str] = {}
+    unresolved: list[tuple[model.Op, list[Any]]] = []
+    functions: dict[str, model.Function] = {}
+    dense_type = ir.DenseElementsAttr
+    empty = model.EMPTY_ATTRIBUTES
+
+    def type_of(value: Any) -> str:
+        t = value.type
+        text = type_text.get(t)
+        if text is None:
+            text = type_text[t] = str(t)
+        return text
+
+    def attribute(attr: Any) -> str:
+        text = attr_text.get(attr)
+        if text is None:
+            text = attr_text[attr] = _attribute_text(attr, dense_type)
+        return text
+
+    def location(loc: Any) -> str:
+        text = locations.get(loc)
+        if text is None:
+            text = locations[loc] = str(loc)
+        return text
+
+    def new_value(value: Any, owner: int) -> int:
+        index = len(value_types)
+        value_ids[value] = index
+        value_types.append(type_of(value))
+        value_owner.append(owner)
+        return index
+
+    def visit(operation: Any, parent: model.Op | None, function: str | None) -> model.Op:
+        operands: list[int] = []
+        missing = False
+        for value in operation.operands:
+            index = value_ids.get(value)
+            if index is None:
+                missing = True
+                index = -1
+            operands.append(index)
+        op_id = len(ops)
+        attrs = operation.attributes
+        attributes: dict[str, str] | Mapping[str, str] = empty
+        if len(attrs):
+            try:
+                attributes = {name: attribute(attr) for name, attr in attrs.items()}
+            except TypeError:
+                attributes = _attributes_one_by_one(operation, attribute)
+        op = model.Op(
+            op_id,
+            operation.name,
+            tuple(operands),
+            (),
+            attributes,
+            location(operation.location),
+            parent,
+            function,
+        )
+        ops.append(op)
+        if missing:
+            unresolved.append((op, list(operation.operands)))
+        op.results = tuple(new_value(r, op_id) for r in operation.results)
+        is_function = op.name == "func.func" and parent is None
+        if is_function:
+            function = model.string_attribute(attributes.get("sym_name", '""'))
+        regions = operation.regions
+        if len(regions):
+            built_regions = []
+            for region in regions:
+                blocks = []
+                for block in region.blocks:
+                    arguments = tuple(new_value(a, op_id) for a in block.arguments)
+                    children = tuple(
+                        visit(child.operation, op, function) for child in block.operations
+                    )
+                    blocks.append(model.Block(arguments, children))
+                built_regions.append(model.Region(tuple(blocks)))
+            op.regions = tuple(built_regions)
+        op.end = len(ops)
+        if is_function:
+            built = _function(op, operation, value_types, attribute, location)
+            if built is not None:
+                functions.setdefault(built.name, built)
+        return op
+
+    body_ops: list[model.Op] = []
+    for child in module.body.operations:
+        body_ops.append(visit(child.operation, None, None))
+
+    for op, values in unresolved:
+        op.operands = tuple(value_ids.get(v, -1) for v in values)
+
+    module_attrs = module.operation.attributes
+    attributes = {name: attribute(attr) for name, attr in module_attrs.items()}
+    name = attributes.get("sym_name")
+    return model.Module(
+        name=model.string_attribute(name) if name else None,
+        attributes=attributes,
+        ops=ops,
+        body=tuple(body_ops),
+        functions=functions,
+        value_types=value_types,
+        value_owner=value_owner,
+    )
+
+
+def _attributes_one_by_one(operation: Any, attribute: Callable[[Any], str]) -> dict[str, str]:
+    """Attributes of an op some of whose attributes the bindings cannot represent.
+
+    jaxlib's bindings raise TypeError for complex-valued dense constants (and abort
+    the process if one is reached through `NamedAttribute.attr`), so such values are
+    read from the op's generic printed form instead.
+    """
+    attrs = operation.attributes
+    out: dict[str, str] = {}
+    generic: str | None = None
+    for name in attrs.keys():  # noqa: SIM118 (an MLIR attribute map, not a dict)
+        try:
+            out[name] = attribute(attrs[name])
+        except TypeError:
+            if generic is None:
+                generic = operation.get_asm(
+                    print_generic_op_form=True,
+                    skip_regions=True,
+                    large_elements_limit=MAX_DENSE_ELEMENTS,
+                    assume_verified=True,
+                )
+            out[name] = _printed_attribute(generic, name)
+    return out
+
+
+def _printed_attribute(generic: str, name: str) -> str:
+    """The value of attribute `name` in an op's generic printed form."""
+    match = re.search(rf"[{{,<]\s*{re.escape(name)} = ", generic)
+    if not match:
+        return "?"
+    depth = 0
+    start = match.end()
+    for i in range(start, len(generic)):
+        ch = generic[i]
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            if depth == 0:
+                return generic[start:i].strip()
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return generic[start:i].strip()
+    return generic[start:].strip()
+
+
+def _attribute_text(attr: Any, dense_type: Any) -> str:
+    if isinstance(attr, dense_type):
+        try:
+            large = not attr.is_splat and len(attr) > MAX_DENSE_ELEMENTS
+        except Exception:
+            # Element types the bindings cannot size (complex): size it from the type.
+            large = _type_elements(str(attr.type)) > MAX_DENSE_ELEMENTS
+        if large:
+            count = _type_elements(str(attr.type))
+            return f"dense<...{count} elements, {_digest(attr)}> : {attr.type}"
+    text = str(attr)
+    if len(text) > MAX_ATTRIBUTE_CHARS:
+        digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        return f"{text[:200]}...({len(text)} chars, {digest})"
+    return text
+
+
+def _type_elements(mlir_type: str) -> int:
+    types = model.parse_type(mlir_type)
+    return (types[0].elements or 0) if types else 0
+
+
+def _digest(attr: Any) -> str:
+    try:
+        import numpy as np
+
+        data = np.ascontiguousarray(np.asarray(attr)).tobytes()
+    except Exception:
+        return "contents not summarised"
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def _function(
+    op: model.Op,
+    operation: Any,
+    value_types: list[str],
+    attribute: Callable[[Any], str],
+    location: Callable[[Any], str],
+) -> model.Function | None:
+    name = model.string_attribute(op.attributes.get("sym_name", ""))
+    if not name:
+        return None
+    visibility = model.string_attribute(op.attributes.get("sym_visibility", '"public"'))
+    raw_attrs = operation.attributes
+    arg_attrs = _dict_list(raw_attrs, "arg_attrs", attribute)
+    res_attrs = _dict_list(raw_attrs, "res_attrs", attribute)
+    function_type = str(raw_attrs["function_type"]) if "function_type" in raw_attrs else ""
+    input_types, result_types = _split_function_type(function_type)
+    arguments: list[model.Argument] = []
+    if op.regions and op.regions[0].blocks:
+        block = operation.regions[0].blocks[0]
+        for index, value in enumerate(op.regions[0].blocks[0].arguments):
+            attrs = arg_attrs[index] if index < len(arg_attrs) else model.EMPTY_ATTRIBUTES
+            arguments.append(
+                model.Argument(
+                    index=index,
+                    value=value,
+                    type=value_types[value],
+                    location_text=location(block.arguments[index].location),
+                    attributes=attrs,
+                )
+            )
+    else:
+        # A declaration: no block, so no argument values.
+        arguments = [
+            model.Argument(i, -1, t, "loc(unknown)", model.EMPTY_ATTRIBUTES)
+            for i, t in enumerate(input_types)
+        ]
+    results = tuple(
+        model.Result(i, t, res_attrs[i] if i < len(res_attrs) else model.EMPTY_ATTRIBUTES)
+        for i, t in enumerate(result_types)
+    )
+    return model.Function(name, visibility, op, tuple(arguments), results)
+
+
+def _dict_list(attrs: Any, key: str, attribute: Callable[[Any], str]) -> list[Mapping[str, str]]:
+    if key not in attrs:
+        return []
+    out: list[Mapping[str, str]] = []
+    try:
+        entries_list = list(attrs[key])
+    except TypeError:
+        return out
+    for entry in entries_list:
+        entries: dict[str, str] = {}
+        # By name, never through NamedAttribute.attr (see _attributes_one_by_one).
+        for i in range(len(entry)):
+            name = entry[i].name
+            try:
+                entries[name] = attribute(entry[name])
+            except TypeError:
+                entries[name] = "?"
+        out.append(entries or model.EMPTY_ATTRIBUTES)
+    return out
+
+
+def _split_function_type(text: str) -> tuple[list[str], list[str]]:
+    """`(tensor<4xf32>, tensor<i32>) -> (tensor<f32>)` into input and result types."""
+    if not text.startswith("("):
+        return [], []
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+            if depth == 0:
+                inputs = model._split_top_level(text[1:i])
+                rest = text[i + 1 :].strip()
+                if rest.startswith("->"):
+                    rest = rest[2:].strip()
+                    if rest.startswith("(") and rest.endswith(")"):
+                        results = model._split_top_level(rest[1:-1])
+                    else:
+                        results = [rest] if rest else []
+                else:
+                    results = []
+                return inputs, results
+    return [], []
+
+
+# --------------------------------------------------------------------------- HLO fallback
+
+
+_HLO_INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
+    r"(?P<opcode>[a-z][\w-]*)\((?P<operands>.*)$"
+)
+
+
+def _build_hlo_native_model(hlo_module: Any) -> model.Module:
+    """A model of XLA's HLO module itself, used when its MLIR conversion fails.
+
+    Each computation becomes a function, each instruction an op named
+    `hlo.<opcode>`; shapes come from XLA's own printing of the instruction.
+    """
+    ops: list[model.Op] = []
+    value_types: list[str] = []
+    value_owner: list[int] = []
+    functions: dict[str, model.Function] = {}
+    body: list[model.Op] = []
+    with native():
+        computations = list(hlo_module.computations())
+        entry = re.search(r"^ENTRY\s+%?([\w.-]+)", str(hlo_module.to_string()), re.MULTILINE)
+        entry_name = entry.group(1) if entry else (computations[-1].name if computations else None)
+        for computation in computations:
+            is_entry = computation.name == entry_name
+            func_name = "main" if is_entry else computation.name
+            func_op = model.Op(
+                len(ops),
+                "func.func",
+                (),
+                (),
+                {
+                    "sym_name": f'"{func_name}"',
+                    "sym_visibility": '"public"' if is_entry else '"private"',
+                },
+                _name_loc(computation.name),
+                None,
+                None,
+            )
+            ops.append(func_op)
+            body.append(func_op)
+            ids: dict[str, int] = {}
+            children: list[model.Op] = []
+            arguments: list[model.Argument] = []
+            parameters: list[tuple[int, model.Op]] = []
+            for instruction in computation.instructions():
+                text = str(instruction.to_string())
+                match = _HLO_INSTRUCTION.match(text)
+                shape = match.group("shape") if match else ""
+                opcode = str(instruction.opcode).rsplit(".", 1)[-1].lower().replace("_", "-")
+                if match:
+                    opcode = match.group("opcode")
+                value = len(value_types)
+                value_types.append(_hlo_shape_to_mlir(shape))
+                operands = tuple(ids.get(o.name, -1) for o in instruction.operands())
+                op = model.Op(
+                    len(ops),
+                    f"hlo.{opcode}",
+                    operands,
+                    (value,),
+                    _hlo_attributes(text),
+                    _name_loc(instruction.name),
+                    func_op,
+                    func_name,
+                )
+                value_owner.append(op.id)
+                ids[instruction.name] = value
+                ops.append(op)
+                children.append(op)
+                if opcode == "parameter":
+                    number = re.search(r"parameter\((\d+)\)", text)
+                    parameters.append((int(number.group(1)) if number else len(parameters), op))
+            func_op.regions = (model.Region((model.Block((), tuple(children)),)),)
+            func_op.end = len(ops)
+            for index, op in sorted(parameters, key=lambda item: item[0]):
+                arguments.append(
+                    model.Argument(
+                        index,
+                        op.results[0],
+                        value_types[op.results[0]],
+                        op.location_text,
+                        model.EMPTY_ATTRIBUTES,
+                    )
+                )
+            root_type = value_types[children[-1].results[0]] if children else ""
+            functions[func_name] = model.Function(
+                func_name,
+                "public" if is_entry else "private",
+                func_op,
+                tuple(arguments),
+                (model.Result(0, root_type, model.EMPTY_ATTRIBUTES),) if children else (),
+            )
+    return model.Module(
+        name=str(hlo_module.name),
+        attributes={},
+        ops=ops,
+        body=tuple(body),
+        functions=functions,
+        value_types=value_types,
+        value_owner=value_owner,
+    )
+
+
+def _name_loc(name: str) -> str:
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'loc("{escaped}")'
+
+
+_HLO_DTYPES = {
+    "pred": "i1",
+    "s8": "i8",
+    "s16": "i16",
+    "s32": "i32",
+    "s64": "i64",
+    "u8": "ui8",
+    "u16": "ui16",
+    "u32": "ui32",
+    "u64": "ui64",
+    "c64": "complex<f32>",
+    "c128": "complex<f64>",
+}
+
+
+def _hlo_shape_to_mlir(shape: str) -> str:
+    """`f32[4,8]{1,0}` -> `tensor<4x8xf32>`; tuples become `tuple<...>`."""
+    shape = re.sub(r"\{[^{}]*\}", "", shape).strip()
+    if shape.startswith("("):
+        inner = model._split_top_level(shape[1:-1])
+        return "tuple<" + ", ".join(_hlo_shape_to_mlir(s) for s in inner) + ">"
+    match = re.match(r"^(\w+)\[([^\]]*)\]", shape)
+    if not match:
+        return "!stablehlo.token" if shape.startswith("token") else shape
+    dtype = _HLO_DTYPES.get(match.group(1), match.group(1))
+    dims = [d.strip().lstrip("<=") or "?" for d in match.group(2).split(",") if d.strip()]
+    return "tensor<" + "".join(f"{d}x" for d in dims) + dtype + ">"
+
+
+def _hlo_attributes(text: str) -> dict[str, str]:
+    attributes: dict[str, str] = {}
+    for key in ("frontend_attributes", "sharding", "custom_call_target", "kind", "calls"):
+        match = re.search(rf"\b{key}=(\{{[^}}]*\}}|\"[^\"]*\"|[\w.%-]+)", text)
+        if match:
+            attributes[key] = match.group(1)
+    return attributes
+
+
+if __name__ == "__main__":
+    raise SystemExit(_hlo_worker())

@@ -1,0 +1,756 @@
+"""The parsed module as plain Python objects: what every analysis reads.
+
+`hloscope.ir.context` builds a `Module` in one walk of the MLIR module that
+jaxlib parsed. Analyses read only this model, so they need neither jaxlib nor an
+MLIR context and can be tested on any module.
+
+Values are plain integers (indices into `Module.value_types`), ops are kept in
+one pre-order list (`Module.ops`), and an op's descendants are the contiguous
+slice `ops[op.id + 1 : op.end]`, so a function's ops are one slice, not a walk.
+Attribute values are the MLIR printed form of the attribute (large constants are
+summarised, see `hloscope.ir.context`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+
+EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
+
+
+# --------------------------------------------------------------------------- locations
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Frame:
+    """One Python (or other source) frame of a location's call stack."""
+
+    function: str | None
+    """Function name, when the location names one (JAX does)."""
+    file: str
+    line: int
+    column: int
+
+    @property
+    def source(self) -> str:
+        """`file.py:LINE`."""
+        return f"{self.file}:{self.line}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Location:
+    """Where an op came from: names (JAX op name stack or HLO instruction name)
+    and the source frames, innermost first."""
+
+    names: tuple[str, ...] = ()
+    """Name locations, outermost first: `jit(f)/jit(inner)/mul`, `fusion.3`."""
+    frames: tuple[Frame, ...] = ()
+    """Source frames, innermost (the line that made the op) first."""
+
+    @property
+    def name(self) -> str | None:
+        """The first name: for JAX lowerings the op name stack (`jit(f)/mul`)."""
+        return self.names[0] if self.names else None
+
+    @property
+    def source(self) -> str | None:
+        """`file.py:LINE` of the innermost frame, if any."""
+        return self.frames[0].source if self.frames else None
+
+    @property
+    def is_unknown(self) -> bool:
+        return not self.names and not self.frames
+
+
+UNKNOWN_LOCATION = Location()
+
+_LOC_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<string>"(?:[^"\\]|\\.)*")
+      | (?P<number>\d+)
+      | (?P<word>[A-Za-z_][\w.$-]*)
+      | (?P<punct>[():,\[\]<>#]|to\b)
+    )""",
+    re.VERBOSE,
+)
+
+
+def _unescape(quoted: str) -> str:
+    body = quoted[1:-1]
+    if "\\" not in body:
+        return body
+
+    def replace(match: re.Match[str]) -> str:
+        esc = match.group(1)
+        if esc in ('"', "\\"):
+            return esc
+        if esc == "n":
+            return "\n"
+        if esc == "t":
+            return "\t"
+        try:
+            return chr(int(esc, 16))
+        except ValueError:
+            return esc
+
+    return re.sub(r"\\([0-9A-Fa-f]{2}|.)", replace, body)
+
+
+class _LocParser:
+    """A recursive-descent reader of MLIR's printed location syntax.
+
+    Handles `unknown`, file locations (with ranges `"f.py":3:5 to :9`), name
+    locations (`"name"(child)`), `callsite(callee at caller)` and
+    `fused[...]` / `fused<#attr>[...]`.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        while pos < len(text):
+            match = _LOC_TOKEN.match(text, pos)
+            if match is None or match.end() == pos:
+                # Unknown syntax (an attribute in fused<...>): skip a character.
+                pos += 1
+                continue
+            kind = match.lastgroup or "punct"
+            self.tokens.append((kind, match.group(kind)))
+            pos = match.end()
+        self.pos = 0
+        self.names: list[str] = []
+        self.frames: list[Frame] = []
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str] | None:
+        token = self.peek()
+        self.pos += 1
+        return token
+
+    def accept(self, value: str) -> bool:
+        token = self.peek()
+        if token is not None and token[1] == value:
+            self.pos += 1
+            return True
+        return False
+
+    def parse(self) -> Location:
+        if self.accept("loc"):
+            self.accept("(")
+        self.location(None)
+        return Location(tuple(self.names), tuple(self.frames))
+
+    def location(self, function: str | None) -> None:
+        token = self.take()
+        if token is None:
+            return
+        kind, value = token
+        if kind == "word" and value == "unknown":
+            return
+        if kind == "word" and value == "callsite":
+            self.accept("(")
+            self.location(function)
+            self.accept("at")
+            self.location(None)
+            self.accept(")")
+            return
+        if kind == "word" and value == "fused":
+            if self.accept("<"):
+                depth = 1
+                while depth and self.peek() is not None:
+                    _, inner = self.take()  # type: ignore[misc]
+                    depth += {"<": 1, ">": -1}.get(inner, 0)
+            if self.accept("["):
+                while self.peek() is not None and not self.accept("]"):
+                    if not self.accept(","):
+                        self.location(function)
+            return
+        if kind == "string":
+            text = _unescape(value)
+            if self.accept(":"):
+                line = self.int()
+                column = self.int() if self.accept(":") else 0
+                if self.accept("to"):
+                    # A range: `to :COL` or `to LINE:COL`; the start is what we keep.
+                    self.int()
+                    if self.accept(":"):
+                        self.int()
+                self.frames.append(Frame(function, text, line, column))
+                return
+            if self.accept("("):
+                # A name location. JAX nests the frame's function name this way:
+                # "f"("file.py":3:4). An op-name stack ("jit(f)/mul") wraps a callsite.
+                child = self.peek()
+                is_frame_name = (
+                    child is not None
+                    and child[0] == "string"
+                    and self.pos + 1 < len(self.tokens)
+                    and self.tokens[self.pos + 1][1] == ":"
+                )
+                if is_frame_name:
+                    self.location(text)
+                else:
+                    self.names.append(text)
+                    self.location(function)
+                self.accept(")")
+                return
+            self.names.append(text)
+            return
+        # Anything else (an alias `#loc3` printed without its definition): ignore.
+
+    def int(self) -> int:
+        token = self.peek()
+        if token is not None and token[0] == "number":
+            self.pos += 1
+            return int(token[1])
+        return 0
+
+
+_SIMPLE_NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"\)')
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_location(text: str) -> Location:
+    """Read MLIR's printed form of a location (`loc(...)`)."""
+    if text in ("loc(unknown)", ""):
+        return UNKNOWN_LOCATION
+    simple = _SIMPLE_NAME_LOC.fullmatch(text)
+    if simple:
+        # By far the most common form in modules converted from HLO: loc("add.3").
+        return Location((_unescape('"' + simple.group(1) + '"'),))
+    try:
+        return _LocParser(text).parse()
+    except RecursionError:
+        return UNKNOWN_LOCATION
+
+
+# --------------------------------------------------------------------------- types
+
+# MLIR element type -> HLO primitive type spelling.
+_ELEMENT_TYPES = {
+    "i1": "pred",
+    "f16": "f16",
+    "bf16": "bf16",
+    "f32": "f32",
+    "f64": "f64",
+    "tf32": "tf32",
+    "index": "index",
+    "complex<f32>": "c64",
+    "complex<f64>": "c128",
+}
+_ELEMENT_BITS = {"pred": 8, "c64": 64, "c128": 128, "index": 64, "tf32": 32}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TensorType:
+    """An array type in HLO terms: `f32[8,128]`."""
+
+    dtype: str
+    """HLO element type: `f32`, `bf16`, `s32`, `u8`, `pred`, `c64`, `f8e4m3fn`, `token`."""
+    shape: tuple[int | None, ...] | None
+    """Dimensions (None for a dynamic one); None for an unranked tensor or a token."""
+
+    @property
+    def hlo(self) -> str:
+        """HLO shape syntax: `f32[8,128]`, `s32[]`, `f32[?,4]`."""
+        if self.shape is None:
+            return self.dtype if self.dtype == "token" else f"{self.dtype}[*]"
+        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}]"
+
+    @property
+    def elements(self) -> int | None:
+        if self.shape is None or any(d is None for d in self.shape):
+            return None
+        count = 1
+        for dim in self.shape:
+            count *= dim  # type: ignore[operator]
+        return count
+
+    @property
+    def nbytes(self) -> int | None:
+        """Size in bytes, or None for dynamic shapes, tokens and unknown dtypes."""
+        elements = self.elements
+        bits = element_bits(self.dtype)
+        if elements is None or bits is None:
+            return None
+        return (elements * bits + 7) // 8
+
+    def __str__(self) -> str:
+        return self.hlo
+
+
+def element_bits(dtype: str) -> int | None:
+    """Bits per element of an HLO element type, None if unknown."""
+    if dtype in _ELEMENT_BITS:
+        return _ELEMENT_BITS[dtype]
+    match = re.match(r"^[fsu](\d+)", dtype)
+    return int(match.group(1)) if match else None
+
+
+def _element_type(mlir: str) -> str:
+    known = _ELEMENT_TYPES.get(mlir)
+    if known is not None:
+        return known
+    match = re.fullmatch(r"(u?)i(\d+)", mlir)
+    if match:
+        return f"{'u' if match.group(1) else 's'}{match.group(2)}"
+    match = re.fullmatch(r"si(\d+)", mlir)
+    if match:
+        return f"s{match.group(1)}"
+    if mlir.startswith("f") and mlir[1:2].isdigit():
+        return mlir.lower()  # f8E4M3FN -> f8e4m3fn, as XLA spells it
+    if mlir.startswith("!quant.uniform<"):
+        storage = mlir[len("!quant.uniform<") :].split(":", 1)[0]
+        return _element_type(storage)
+    if mlir.startswith("complex<"):
+        return "c" + str(2 * (element_bits(_element_type(mlir[8:-1])) or 0))
+    return mlir
+
+
+def _split_top_level(text: str, sep: str = ",") -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
+    return parts
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
+    """The array types inside an MLIR type: one for a tensor, several for a tuple,
+    none for a type that is not an array (`!stablehlo.token` gives a token)."""
+    text = mlir_type.strip()
+    if text.startswith("tensor<") and text.endswith(">"):
+        body = text[len("tensor<") : -1]
+        # Drop an encoding (`, #stablehlo.bounds<...>`, `, #mhlo.type_extensions<...>`).
+        pieces = _split_top_level(body)
+        body = pieces[0] if pieces else body
+        if body.startswith("*x"):
+            return (TensorType(_element_type(body[2:]), None),)
+        dims: list[int | None] = []
+        rest = body
+        while True:
+            match = re.match(r"(\?|\d+)x", rest)
+            if not match:
+                break
+            dims.append(None if match.group(1) == "?" else int(match.group(1)))
+            rest = rest[match.end() :]
+        return (TensorType(_element_type(rest), tuple(dims)),)
+    if text.startswith("tuple<") and text.endswith(">"):
+        out: list[TensorType] = []
+        for part in _split_top_level(text[len("tuple<") : -1]):
+            out.extend(parse_type(part))
+        return tuple(out)
+    if text in ("!stablehlo.token", "!mhlo.token", "!hlo.token"):
+        return (TensorType("token", None),)
+    match = re.fullmatch(r"(?:memref|vector)<((?:\d+x)*)([\w<>:.!-]+)>", text)
+    if match:
+        shape = tuple(int(d) for d in match.group(1).split("x") if d)
+        return (TensorType(_element_type(match.group(2)), shape),)
+    if re.fullmatch(r"u?i\d+|f\d+|bf16|index|f8\w+", text):
+        return (TensorType(_element_type(text), ()),)
+    return ()
+
+
+def hlo_shape(mlir_type: str) -> str:
+    """HLO spelling of an MLIR type: `f32[8,128]`, `(f32[2], s32[])` for tuples."""
+    types = parse_type(mlir_type)
+    if not types:
+        return mlir_type
+    if len(types) == 1 and not mlir_type.startswith("tuple<"):
+        return types[0].hlo
+    return "(" + ", ".join(t.hlo for t in types) + ")"
+
+
+def type_bytes(mlir_type: str) -> int | None:
+    """Bytes of all arrays in a type; None when any size is unknown."""
+    total = 0
+    for tensor in parse_type(mlir_type):
+        if tensor.dtype == "token":
+            continue
+        size = tensor.nbytes
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+# --------------------------------------------------------------------------- attributes
+
+_DICT_ENTRY = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[\w.$-]+)\s*(?:=\s*)?')
+
+
+def parse_dict_attribute(text: str) -> dict[str, str]:
+    """Entries of a printed dictionary attribute `{a = "x", b = 1 : i32}`.
+
+    String values are unquoted; other values keep their printed form.
+    """
+    text = text.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return {}
+    out: dict[str, str] = {}
+    for entry in _split_top_level(text[1:-1]):
+        if not entry:
+            continue
+        key, sep, value = entry.partition("=")
+        key = key.strip()
+        if key.startswith('"'):
+            key = _unescape(key)
+        value = value.strip() if sep else "unit"
+        out[key] = string_attribute(value)
+    return out
+
+
+def string_attribute(text: str) -> str:
+    """The value of a printed string attribute, or `text` unchanged if not one."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        return _unescape(text)
+    return text
+
+
+def symbol_references(text: str) -> list[str]:
+    """Function names referenced by a printed attribute: `@f`, `[@a, @b]`, `@"x.y"`."""
+    return [
+        _unescape(quoted) if quoted else plain
+        for quoted, plain in re.findall(r'@(?:("(?:[^"\\]|\\.)*")|([\w.$-]+))', text)
+    ]
+
+
+# --------------------------------------------------------------------------- ops
+
+
+class Block:
+    """A block: its argument values and its ops."""
+
+    __slots__ = ("arguments", "ops")
+
+    def __init__(self, arguments: tuple[int, ...], ops: tuple[Op, ...]) -> None:
+        self.arguments = arguments
+        self.ops = ops
+
+
+class Region:
+    """A region: its blocks."""
+
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks: tuple[Block, ...]) -> None:
+        self.blocks = blocks
+
+
+class Op:
+    """One operation. Treat as immutable; built only by `hloscope.ir.context`."""
+
+    __slots__ = (
+        "attributes",
+        "end",
+        "function",
+        "id",
+        "location_text",
+        "name",
+        "operands",
+        "parent",
+        "regions",
+        "results",
+    )
+
+    id: int
+    """Pre-order index in `Module.ops`."""
+    end: int
+    """One past the pre-order index of the last op nested inside this one."""
+    name: str
+    """Full op name: `stablehlo.add`, `func.call`, `mhlo.fusion`."""
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    attributes: Mapping[str, str]
+    location_text: str
+    """MLIR's printed location (`loc(...)`); parsed on demand by `location`."""
+    regions: tuple[Region, ...]
+    parent: Op | None
+    """The op whose region holds this one (the `func.func` for a function's body)."""
+    function: str | None
+    """Name of the top-level function this op is in, None outside functions."""
+
+    def __init__(
+        self,
+        id: int,
+        name: str,
+        operands: tuple[int, ...],
+        results: tuple[int, ...],
+        attributes: Mapping[str, str],
+        location_text: str,
+        parent: Op | None,
+        function: str | None,
+    ) -> None:
+        self.id = id
+        self.end = id + 1
+        self.name = name
+        self.operands = operands
+        self.results = results
+        self.attributes = attributes
+        self.location_text = location_text
+        self.regions = ()
+        self.parent = parent
+        self.function = function
+
+    @property
+    def location(self) -> Location:
+        """Where the op came from (parsed from `location_text`, cached per text)."""
+        return parse_location(self.location_text)
+
+    @property
+    def dialect(self) -> str:
+        return self.name.partition(".")[0]
+
+    @property
+    def short_name(self) -> str:
+        """The name without its dialect: `add` for `stablehlo.add`."""
+        return self.name.partition(".")[2] or self.name
+
+    @property
+    def is_terminator(self) -> bool:
+        """Region terminators (`return`, `yield`): structure, not computation."""
+        short = self.short_name
+        return short in ("return", "yield") or self.name == "func.return"
+
+    def __repr__(self) -> str:
+        return f"<Op #{self.id} {self.name}>"
+
+
+TERMINATOR_NAMES = frozenset(
+    {"func.return", "stablehlo.return", "mhlo.return", "sdy.return", "chlo.return"}
+)
+
+
+def is_computation(op: Op) -> bool:
+    """True for ops that compute, as counted in reports: not terminators, not
+    function definitions."""
+    return op.name != "func.func" and not op.is_terminator
+
+
+# --------------------------------------------------------------------------- functions
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Argument:
+    """A function argument (an HLO parameter of the entry function)."""
+
+    index: int
+    value: int
+    type: str
+    """MLIR type: `tensor<8x128xf32>`."""
+    location_text: str
+    attributes: Mapping[str, str]
+    """Argument attributes: `mhlo.sharding`, `sdy.sharding`, `mhlo.memory_kind`,
+    `jax.buffer_donor`, `tf.aliasing_output`, ..."""
+
+    @property
+    def location(self) -> Location:
+        return parse_location(self.location_text)
+
+    @property
+    def name(self) -> str:
+        """Its name from its location (`params['w']`, `x`), else `%argN`."""
+        return self.location.name or f"%arg{self.index}"
+
+    @property
+    def shape(self) -> str:
+        return hlo_shape(self.type)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Result:
+    """A function result."""
+
+    index: int
+    type: str
+    attributes: Mapping[str, str]
+
+    @property
+    def shape(self) -> str:
+        return hlo_shape(self.type)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Function:
+    """A `func.func` at the top level of the module."""
+
+    name: str
+    visibility: str
+    """`public` or `private`."""
+    op: Op
+    arguments: tuple[Argument, ...]
+    results: tuple[Result, ...]
+
+    @property
+    def is_declaration(self) -> bool:
+        return not self.op.regions or not self.op.regions[0].blocks
+
+
+# --------------------------------------------------------------------------- module
+
+
+class Module:
+    """A parsed module. Treat as immutable; built only by `hloscope.ir.context`."""
+
+    __slots__ = (
+        "_names",
+        "_users",
+        "attributes",
+        "body",
+        "functions",
+        "name",
+        "ops",
+        "value_owner",
+        "value_types",
+    )
+
+    name: str | None
+    """The module's symbol name (`jit_f`), if it has one."""
+    attributes: Mapping[str, str]
+    ops: Sequence[Op]
+    """Every op below the module, in pre-order."""
+    body: tuple[Op, ...]
+    """The ops directly in the module (functions, `sdy.mesh`, ...)."""
+    functions: Mapping[str, Function]
+    """Top-level functions by name, in module order."""
+    value_types: Sequence[str]
+    """MLIR type of each value, by value id."""
+    value_owner: Sequence[int]
+    """Id of the op that defines each value: its result, or a block argument of one of
+    its regions (the `func.func` for function arguments)."""
+
+    def __init__(
+        self,
+        name: str | None,
+        attributes: Mapping[str, str],
+        ops: Sequence[Op],
+        body: tuple[Op, ...],
+        functions: Mapping[str, Function],
+        value_types: Sequence[str],
+        value_owner: Sequence[int],
+    ) -> None:
+        self.name = name
+        self.attributes = attributes
+        self.ops = ops
+        self.body = body
+        self.functions = functions
+        self.value_types = value_types
+        self.value_owner = value_owner
+        self._users: list[tuple[int, ...]] | None = None
+        self._names: dict[int, str] | None = None
+
+    # -- navigation -----------------------------------------------------------------
+
+    @property
+    def entry(self) -> Function | None:
+        """The entry function: public `main`, else the first public function, else the
+        first function."""
+        main = self.functions.get("main")
+        if main is not None and main.visibility == "public":
+            return main
+        for function in self.functions.values():
+            if function.visibility == "public" and not function.is_declaration:
+                return function
+        if main is not None:
+            return main
+        return next(iter(self.functions.values()), None)
+
+    def descendants(self, op: Op) -> Sequence[Op]:
+        """Every op nested inside `op`, in pre-order."""
+        return self.ops[op.id + 1 : op.end]
+
+    def function_ops(self, function: Function) -> Sequence[Op]:
+        return self.descendants(function.op)
+
+    def defining_op(self, value: int) -> Op | None:
+        """The op whose result `value` is; None for block arguments."""
+        owner = self.ops[self.value_owner[value]] if self.value_owner[value] >= 0 else None
+        if owner is not None and value in owner.results:
+            return owner
+        return None
+
+    def users(self, value: int) -> tuple[int, ...]:
+        """Ids of the ops that use `value` as an operand (computed once, lazily)."""
+        if self._users is None:
+            users: list[list[int]] = [[] for _ in range(len(self.value_types))]
+            for op in self.ops:
+                for operand in op.operands:
+                    if operand >= 0:
+                        users[operand].append(op.id)
+            self._users = [tuple(u) for u in users]
+        return self._users[value]
+
+    def value_name(self, value: int) -> str:
+        """MLIR-style name: `%arg0` for block arguments, `%3` or `%3#1` for results,
+        numbered per function as MLIR's printer numbers them (approximately: ops
+        with custom result names print differently)."""
+        if self._names is None:
+            self._names = self._number_values()
+        return self._names.get(value, f"%v{value}")
+
+    def _number_values(self) -> dict[int, str]:
+        names: dict[int, str] = {}
+
+        def number(scope: Sequence[Op], args: Sequence[int]) -> None:
+            next_arg = 0
+            next_result = 0
+            for value in args:
+                names[value] = f"%arg{next_arg}"
+                next_arg += 1
+            stack: list[Op] = list(reversed(scope))
+            while stack:
+                op = stack.pop()
+                if op.name == "func.func":
+                    continue
+                if len(op.results) == 1:
+                    names[op.results[0]] = f"%{next_result}"
+                    next_result += 1
+                elif op.results:
+                    for i, value in enumerate(op.results):
+                        names[value] = f"%{next_result}#{i}"
+                    next_result += 1
+                for region in op.regions:
+                    for block in region.blocks:
+                        for value in block.arguments:
+                            names[value] = f"%arg{next_arg}"
+                            next_arg += 1
+                for region in reversed(op.regions):
+                    for block in reversed(region.blocks):
+                        stack.extend(reversed(block.ops))
+
+        for function in self.functions.values():
+            if function.is_declaration:
+                continue
+            entry_block = function.op.regions[0].blocks[0]
+            ops: list[Op] = []
+            for block in function.op.regions[0].blocks:
+                ops.extend(block.ops)
+            number(ops, entry_block.arguments)
+        return names
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.ops)
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __repr__(self) -> str:
+        return f"<Module {self.name or '(unnamed)'}: {len(self.ops)} ops>"

@@ -1,0 +1,306 @@
+"""Recognise dumped modules by content, and list the modules of dump folders.
+
+Pure functions of bytes and folder listings: no parsing, no JAX. The formats:
+
+- MLIR bytecode (magic `ML\\xefR`), including portable VHLO artifacts
+  (producer `StableHLO_vX.Y.Z`);
+- MLIR text (StableHLO, MHLO, sdy, any dialect jaxlib knows);
+- HLO text, with or without the `HloModule` header and the FileNames/StackFrames
+  sections newer XLA prints;
+- a serialized HLO module proto (`HloModuleProto`, or the `HloProto` that
+  `--xla_dump_hlo_as_proto` writes);
+- a serialized `jax.export.Exported` (a flatbuffer);
+- an XLA `--xla_dump_to` folder (`module_0004.jit_f.before_optimizations.txt`,
+  `...cpu_after_optimizations.txt`, `.hlo.pb`, and `module_0004.jit_f/module.mlir`);
+- a `JAX_DUMP_IR_TO` folder (`jax_ir0002_jit_f_compile.mlir`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+from hloscope.errors import HloscopeError, display_path
+
+BYTECODE_MAGIC = b"ML\xefR"
+
+MLIR_BYTECODE = "mlir-bytecode"
+MLIR_TEXT = "mlir-text"
+HLO_TEXT = "hlo-text"
+HLO_PROTO = "hlo-proto"
+JAX_EXPORTED = "jax-exported"
+UNKNOWN_TEXT = "unknown-text"
+UNKNOWN_BINARY = "unknown-binary"
+
+# Refuse files larger than this with a message instead of exhausting memory.
+MAX_FILE_BYTES = 2 * 1024**3
+
+_MLIR_START = re.compile(
+    r"""^(?:module\b|builtin\.module\b|func\.func\b|\#|"|%|!|\{-\#|
+        [a-z_][a-z0-9_]*\.[a-z_][\w.]*)""",
+    re.VERBOSE,
+)
+_HLO_INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT\s+)?%?[\w.-]+\s*=\s*(?:\(|[a-z][a-z0-9]*\[|token\[\]|token\b)", re.MULTILINE
+)
+_MLIR_OP_LINE = re.compile(r"^\s*%[\w#:]+\s*=\s*(?:\"|[a-z_][\w]*\.[\w.]+)", re.MULTILINE)
+
+
+def strip_leading_comments(text: str) -> str:
+    """Text after leading blank lines and `//` comment lines."""
+    pos = 0
+    length = len(text)
+    while pos < length:
+        end = text.find("\n", pos)
+        end = length if end == -1 else end
+        line = text[pos:end].strip()
+        if line and not line.startswith("//"):
+            break
+        pos = end + 1
+    return text[pos:].lstrip("\ufeff \t\r\n")
+
+
+def decode_text(data: bytes) -> str | None:
+    """The file as text, or None if it is binary."""
+    sample = data[:65536]
+    if b"\x00" in sample:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def sniff_text(text: str) -> str:
+    """MLIR_TEXT, HLO_TEXT or UNKNOWN_TEXT for a text file."""
+    head = strip_leading_comments(text)
+    if head.startswith("HloModule"):
+        return HLO_TEXT
+    if _MLIR_START.match(head):
+        return MLIR_TEXT
+    window = text[:200_000]
+    hlo_lines = len(_HLO_INSTRUCTION.findall(window))
+    mlir_lines = len(_MLIR_OP_LINE.findall(window))
+    if re.search(r"^\s*HloModule\b", window, re.MULTILINE) or hlo_lines > mlir_lines:
+        return HLO_TEXT
+    if mlir_lines or "func.func" in window:
+        return MLIR_TEXT
+    return UNKNOWN_TEXT
+
+
+def sniff_bytes(data: bytes) -> str:
+    """The format of a file's contents."""
+    if data.startswith(BYTECODE_MAGIC):
+        return MLIR_BYTECODE
+    text = decode_text(data)
+    if text is not None:
+        return sniff_text(text)
+    if data[:1] == b"\x0a":
+        # Protobuf field 1 (the module name of an HloModuleProto, the module of an
+        # HloProto) is length-delimited: tag byte 0x0a.
+        return HLO_PROTO
+    if looks_like_flatbuffer(data):
+        return JAX_EXPORTED
+    return UNKNOWN_BINARY
+
+
+def looks_like_flatbuffer(data: bytes) -> bool:
+    """A structural check of a flatbuffer root table (a serialized Exported is one)."""
+    if len(data) < 16:
+        return False
+    root = int.from_bytes(data[0:4], "little")
+    if root < 4 or root + 4 > len(data):
+        return False
+    vtable = root - int.from_bytes(data[root : root + 4], "little", signed=True)
+    if vtable < 0 or vtable + 4 > len(data):
+        return False
+    vtable_size = int.from_bytes(data[vtable : vtable + 2], "little")
+    return 4 <= vtable_size <= 256 and vtable_size % 2 == 0
+
+
+def read_file(path: Path) -> bytes:
+    """The file's bytes, with clear errors for what cannot be read."""
+    where = display_path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise HloscopeError(f"cannot read it: {exc.strerror or exc}", where=where) from exc
+    if size > MAX_FILE_BYTES:
+        raise HloscopeError(
+            f"the file is {size / 1024**3:.1f} GiB; hloscope reads modules up to "
+            f"{MAX_FILE_BYTES // 1024**3} GiB",
+            where=where,
+        )
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError as exc:
+        raise HloscopeError("is a directory", where=where) from exc
+    except OSError as exc:
+        raise HloscopeError(f"cannot read it: {exc.strerror or exc}", where=where) from exc
+    if not data.strip():
+        raise HloscopeError("the file is empty", where=where)
+    return data
+
+
+# --------------------------------------------------------------------------- folders
+
+
+@dataclasses.dataclass(frozen=True)
+class DumpModule:
+    """One module of a dump folder, with the files that hold its stages."""
+
+    key: str
+    """Unique within the folder: `module_0004.jit_f`, `jax_ir0002_jit_f_compile`."""
+    name: str
+    """The module's name: `jit_f`."""
+    number: int | None
+    before: Path | None
+    """The module before XLA's optimizations (HLO text or proto, or MLIR)."""
+    after: Path | None
+    """The module after XLA's optimizations, when dumped."""
+
+    @property
+    def size(self) -> int:
+        path = self.before or self.after
+        try:
+            return path.stat().st_size if path else 0
+        except OSError:
+            return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class DumpFolder:
+    path: Path
+    kind: str
+    """`xla-dump`, `jax-dump`, `mixed` or `folder` (module files of any name)."""
+    modules: tuple[DumpModule, ...]
+
+    def pick(self, wanted: str | None) -> tuple[DumpModule, str | None]:
+        """The module `--module` names, or the largest one (with a note saying so)."""
+        where = display_path(self.path)
+        if not self.modules:
+            raise HloscopeError("the folder holds no modules hloscope can read", where=where)
+        if wanted is None:
+            if len(self.modules) == 1:
+                return self.modules[0], None
+            largest = max(self.modules, key=lambda m: (m.size, m.number or 0))
+            note = (
+                f"the folder holds {len(self.modules)} modules; showing the largest, "
+                f"{largest.key} (pick another with --module NAME)"
+            )
+            return largest, note
+        exact = [
+            m
+            for m in self.modules
+            if wanted in (m.key, m.name)
+            or (m.number is not None and wanted.isdigit() and int(wanted) == m.number)
+        ]
+        if len(exact) == 1:
+            return exact[0], None
+        candidates = exact or [m for m in self.modules if wanted in m.key]
+        if len(candidates) == 1:
+            return candidates[0], None
+        names = ", ".join(m.key for m in (candidates or self.modules)[:12])
+        more = "" if len(candidates or self.modules) <= 12 else ", ..."
+        if candidates:
+            raise HloscopeError(
+                f"--module {wanted} matches {len(candidates)} modules: {names}{more}", where=where
+            )
+        raise HloscopeError(f"no module named '{wanted}'; modules: {names}{more}", where=where)
+
+
+_XLA_FILE = re.compile(
+    r"^module_(?P<number>\d+)\.(?P<name>.+?)\."
+    r"(?P<stage>before_optimizations|[\w.]*after_optimizations)"
+    r"\.(?P<ext>txt|hlo\.pb|pb|mlir)$"
+)
+_XLA_MODULE_DIR = re.compile(r"^module_(?P<number>\d+)\.(?P<name>[^/]+)$")
+_JAX_FILE = re.compile(r"^jax_ir(?P<number>\d+)_(?P<rest>.+)\.mlir$")
+_JAX_STAGES = ("before_refine_polymorphic_shapes", "verification", "compile", "export")
+_MODULE_EXTENSIONS = (".mlir", ".mlirbc", ".bc", ".hlo", ".txt", ".pb", ".fb", ".stablehlo")
+# A folder of thousands of files is listed, but only this many are kept.
+MAX_FOLDER_ENTRIES = 100_000
+
+
+def list_folder(path: Path) -> DumpFolder:
+    """The modules in a dump folder (XLA's, JAX's, or a folder of module files)."""
+    where = display_path(path)
+    try:
+        entries = []
+        with os.scandir(path) as scan:
+            for entry in scan:
+                entries.append(entry.name)
+                if len(entries) >= MAX_FOLDER_ENTRIES:
+                    break
+    except OSError as exc:
+        raise HloscopeError(f"cannot list the folder: {exc.strerror or exc}", where=where) from exc
+    entries.sort()
+    xla: dict[str, dict[str, object]] = {}
+    # Prefer text over protos: both hold the same module, text keeps it readable.
+    rank = {"txt": 0, "hlo.pb": 1, "pb": 2, "mlir": 3}
+    for name in entries:
+        match = _XLA_FILE.match(name)
+        if not match:
+            continue
+        key = f"module_{match['number']}.{match['name']}"
+        slot = "after" if match["stage"].endswith("after_optimizations") else "before"
+        module = xla.setdefault(key, {"name": match["name"], "number": int(match["number"])})
+        current = module.get(slot)
+        if current is None or rank[match["ext"]] < module[f"{slot}_rank"]:  # type: ignore[operator]
+            module[slot] = path / name
+            module[f"{slot}_rank"] = rank[match["ext"]]
+    for name in entries:
+        # Newer XLA writes the module it was given as module_NNNN.name/module.mlir.
+        match = _XLA_MODULE_DIR.match(name)
+        mlir = path / name / "module.mlir"
+        if match and mlir.is_file():
+            key = f"module_{match['number']}.{match['name']}"
+            module = xla.setdefault(key, {"name": match["name"], "number": int(match["number"])})
+            module.setdefault("before", mlir)
+    modules = [
+        DumpModule(
+            key=key,
+            name=str(info["name"]),
+            number=int(info["number"]),  # type: ignore[call-overload]
+            before=info.get("before"),  # type: ignore[arg-type]
+            after=info.get("after"),  # type: ignore[arg-type]
+        )
+        for key, info in xla.items()
+    ]
+    jax_modules = []
+    for name in entries:
+        match = _JAX_FILE.match(name)
+        if not match:
+            continue
+        rest = match["rest"]
+        stage = next((s for s in _JAX_STAGES if rest.endswith("_" + s)), rest.rpartition("_")[2])
+        module_name = rest[: -len(stage) - 1] if rest.endswith("_" + stage) else rest
+        jax_modules.append(
+            DumpModule(
+                key=name[: -len(".mlir")],
+                name=module_name,
+                number=int(match["number"]),
+                before=path / name,
+                after=None,
+            )
+        )
+    if modules and jax_modules:
+        kind = "mixed"
+    elif modules:
+        kind = "xla-dump"
+    elif jax_modules:
+        kind = "jax-dump"
+    else:
+        kind = "folder"
+    modules.extend(jax_modules)
+    if kind == "folder":
+        for name in entries:
+            file = path / name
+            if name.startswith(".") or not name.endswith(_MODULE_EXTENSIONS):
+                continue
+            if not file.is_file():
+                continue
+            modules.append(DumpModule(key=name, name=name, number=None, before=file, after=None))
+    return DumpFolder(path=path, kind=kind, modules=tuple(modules))

@@ -1,0 +1,155 @@
+"""Import an entrypoint's module and fetch the named attribute.
+
+This runs the user's code (their module's top level), and nothing else does but
+lowering. It must run before anything initialises a JAX backend: user modules
+often set `XLA_FLAGS` or call `jax.config.update(...)` when imported, and those
+settings are ignored once a backend exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import io
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hloscope.errors import (
+    HloscopeError,
+    describe_exception,
+    display_path,
+    native_stderr_captured,
+    one_line,
+)
+from hloscope.sources.target import EntrypointTarget
+
+
+@contextlib.contextmanager
+def user_code() -> Iterator[list[str]]:
+    """Run user code with its prints and warnings kept off our stdout and stderr.
+
+    Yields a list that, when the block ends, holds what the code warned and printed
+    (as notes for the report): stdout belongs to the report or the JSON document.
+    """
+    caught: list[str] = []
+    printed = io.StringIO()
+    with (
+        warnings.catch_warnings(record=True) as records,
+        contextlib.redirect_stdout(printed),
+        native_stderr_captured(),
+    ):
+        warnings.simplefilter("always")
+        try:
+            yield caught
+        finally:
+            for record in records:
+                text = one_line(str(record.message), 300)
+                if text not in caught:
+                    caught.append(text)
+            lines = printed.getvalue().splitlines()
+            if lines:
+                caught.append(
+                    f"the code printed {len(lines)} line(s); first: {one_line(lines[0], 200)}"
+                )
+
+
+def import_target(target: EntrypointTarget, notes: list[str] | None = None) -> Any:
+    """The object `target` names. Raises `HloscopeError` if it cannot be had.
+
+    What the import printed or warned is appended to `notes`.
+    """
+    with user_code() as caught:
+        module = _import_file(target.file) if target.file is not None else _import_module(target)
+    if notes is not None:
+        notes.extend(caught)
+    obj: Any = module
+    walked: list[str] = []
+    for part in target.attribute.split("."):
+        walked.append(part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            where = display_path(target.file) if target.file is not None else target.module
+            available = _suggest(obj, part)
+            raise HloscopeError(
+                f"has no attribute '{'.'.join(walked)}'{available}", where=where
+            ) from None
+        except Exception as exc:
+            raise HloscopeError(
+                f"getting '{'.'.join(walked)}' raised {describe_exception(exc)}",
+                where=target.text,
+            ) from exc
+    return obj
+
+
+def _suggest(obj: Any, missing: str) -> str:
+    names = [n for n in dir(obj) if not n.startswith("_")]
+    close = [n for n in names if n.lower().startswith(missing[:2].lower())][:5]
+    return f" (did you mean: {', '.join(close)}?)" if close else ""
+
+
+def _import_module(target: EntrypointTarget) -> Any:
+    assert target.module is not None
+    # As `python -m` does: the working directory is importable.
+    cwd = str(Path.cwd())
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(target.module)
+    except ModuleNotFoundError as exc:
+        if exc.name and target.module.startswith(exc.name):
+            raise HloscopeError(
+                f"cannot import '{target.module}': no module named '{exc.name}' "
+                "(is it installed, or run from the folder that contains it?)"
+            ) from exc
+        raise _import_failure(target.module, exc) from exc
+    except SystemExit as exc:
+        raise HloscopeError(f"importing '{target.module}' called sys.exit({exc.code})") from exc
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _import_failure(target.module, exc) from exc
+
+
+def _import_file(file: Path) -> Any:
+    path = file.resolve()
+    directory = str(path.parent)
+    # Siblings of the file are importable, as when it runs as a script.
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    name = path.stem if path.stem.isidentifier() else "hloscope_entrypoint"
+    existing = sys.modules.get(name)
+    if existing is not None:
+        existing_file = getattr(existing, "__file__", None)
+        if existing_file and Path(existing_file).resolve() == path:
+            return existing
+        name = f"hloscope_entrypoint_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise HloscopeError("cannot be imported as a Python module", where=display_path(file))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[name]
+        raise HloscopeError(
+            f"importing it called sys.exit({exc.code})", where=display_path(file)
+        ) from exc
+    except BaseException as exc:
+        del sys.modules[name]
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        if isinstance(exc, SyntaxError):
+            where = f"{display_path(exc.filename or file)}:{exc.lineno}"
+            raise HloscopeError(f"syntax error: {exc.msg}", where=where) from exc
+        raise _import_failure(display_path(file), exc) from exc
+    return module
+
+
+def _import_failure(what: str, exc: BaseException) -> HloscopeError:
+    return HloscopeError(f"importing '{what}' raised {describe_exception(exc)}")

@@ -1,0 +1,323 @@
+"""The front of the pipeline: a target string in, a parsed module out.
+
+    target -> source (entrypoint | dump) -> lower / compile (jax) -> parse (jaxlib)
+
+`load` decides what the target names, imports and lowers an entrypoint (or reads
+and sniffs a dump), compiles when the optimized module is wanted, and parses the
+result into the model. Every failure is a `HloscopeError` naming the input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hloscope.errors import HloscopeError, display_path
+from hloscope.ir import context
+from hloscope.ir.model import Module
+from hloscope.sources import dumps
+from hloscope.sources.entrypoint import import_target
+from hloscope.sources.target import (
+    DumpTarget,
+    EntrypointTarget,
+    parse_arg_spec,
+    parse_target,
+)
+
+if TYPE_CHECKING:
+    from hloscope.sources.lower import Compilation, Lowering
+
+LOWERED = "lowered"
+OPTIMIZED = "optimized"
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadOptions:
+    """How to load a target (the command line's target options)."""
+
+    args: tuple[str, ...] = ()
+    """`--arg` shape specs, one per positional argument."""
+    args_factory: str | None = None
+    """`--args` target returning the example arguments."""
+    module: str | None = None
+    """`--module`: which module of a dump folder."""
+    optimized: bool = False
+    """Read the optimized module (compiling when needed) instead of the lowered one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where the module came from."""
+
+    target: str
+    """The target as the user gave it."""
+    kind: str
+    """`entrypoint` or `dump`."""
+    format: str
+    """What was read: `entrypoint`, `mlir-text`, `mlir-bytecode`, `hlo-text`,
+    `hlo-proto`, `jax-exported`."""
+    ir: str
+    """What the model was built from: `stablehlo`, `mlir`, `vhlo`, `hlo`, `hlo-native`."""
+    stage: str
+    """`lowered` (before XLA's optimizations) or `optimized`."""
+    path: str | None
+    """The file read, for dumps."""
+    folder_module: str | None = None
+    """The module picked in a dump folder."""
+    folder_modules: tuple[str, ...] = ()
+    """Every module of the dump folder."""
+
+
+@dataclasses.dataclass(eq=False)
+class Loaded:
+    """A loaded target: the model and everything known about where it came from."""
+
+    source: Source
+    parsed: context.ParsedModule
+    lowering: Lowering | None
+    """For entrypoints and Exported artifacts: what JAX knows about the lowering."""
+    compilation: Compilation | None
+    """When the optimized module was produced by compiling here."""
+    load_seconds: float
+    notes: tuple[str, ...] = ()
+    options: LoadOptions = dataclasses.field(default_factory=LoadOptions)
+
+    @property
+    def module(self) -> Module:
+        return self.parsed.model
+
+    @property
+    def label(self) -> str:
+        return self.source.target
+
+
+def load(target: str, options: LoadOptions | None = None) -> Loaded:
+    """Load `target` (a path or an entrypoint) as `options` say."""
+    options = options or LoadOptions()
+    start = time.perf_counter()
+    parsed_target = parse_target(target)
+    if isinstance(parsed_target, EntrypointTarget):
+        loaded = _load_entrypoint(target, parsed_target, options)
+    else:
+        loaded = _load_dump(target, parsed_target, options)
+    loaded.load_seconds = time.perf_counter() - start
+    return loaded
+
+
+def optimized(loaded: Loaded) -> Loaded:
+    """The same target's optimized module (compiling it here when needed)."""
+    if loaded.source.stage == OPTIMIZED:
+        return loaded
+    start = time.perf_counter()
+    options = dataclasses.replace(loaded.options, optimized=True)
+    if loaded.lowering is not None and loaded.lowering.handle is not None:
+        from hloscope.sources import lower
+
+        compilation = lower.compile_lowering(loaded.lowering, loaded.label)
+    else:
+        compilation = _compile_dump(loaded.parsed, loaded.label)
+    parsed = context.parse_hlo_proto(compilation.hlo_proto, loaded.label, trusted=True)
+    source = dataclasses.replace(loaded.source, ir=parsed.format, stage=OPTIMIZED)
+    return Loaded(
+        source=source,
+        parsed=parsed,
+        lowering=loaded.lowering,
+        compilation=compilation,
+        load_seconds=loaded.load_seconds + time.perf_counter() - start,
+        notes=loaded.notes + parsed.notes,
+        options=options,
+    )
+
+
+# --------------------------------------------------------------------------- entrypoints
+
+
+def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) -> Loaded:
+    if options.module is not None:
+        raise HloscopeError("--module picks a module of a dump folder; this is an entrypoint")
+    specs = [parse_arg_spec(spec) for spec in options.args]
+    if specs and options.args_factory:
+        raise HloscopeError("give example arguments with --arg or with --args, not both")
+    # The user's module first: it may configure JAX (XLA_FLAGS, jax.config) when
+    # imported, which only works before a backend exists.
+    import_notes: list[str] = []
+    obj = import_target(target, import_notes)
+    factory = None
+    if options.args_factory:
+        factory_target = parse_target(options.args_factory)
+        if not isinstance(factory_target, EntrypointTarget):
+            raise HloscopeError(
+                f"--args {options.args_factory}: expected module:callable or file.py:callable"
+            )
+        factory = import_target(factory_target, import_notes)
+
+    from hloscope.sources import lower
+
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+    if factory is not None:
+        args, kwargs = lower.factory_arguments(factory, options.args_factory or "")
+    elif specs:
+        args = lower.example_arguments(specs)
+    lowering = lower.lower(
+        obj, args, kwargs, target.label, given_args=bool(specs or factory is not None)
+    )
+    notes = tuple(import_notes) + lowering.notes
+    if lowering.mlir_bytecode is None or options.optimized:
+        compilation = lower.compile_lowering(lowering, target.label)
+        parsed = context.parse_hlo_proto(compilation.hlo_proto, target.label, trusted=True)
+        stage = OPTIMIZED
+    else:
+        compilation = None
+        parsed = context.parse_mlir(lowering.mlir_bytecode, target.label)
+        stage = LOWERED
+    source = Source(
+        target=text,
+        kind="entrypoint",
+        format="entrypoint",
+        ir=parsed.format,
+        stage=stage,
+        path=None,
+    )
+    return Loaded(source, parsed, lowering, compilation, 0.0, notes + parsed.notes, options)
+
+
+# --------------------------------------------------------------------------- dumps
+
+
+def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
+    path = target.path
+    notes: list[str] = []
+    folder_module = None
+    folder_modules: tuple[str, ...] = ()
+    stage_hint: str | None = None
+    if path.is_dir():
+        folder = dumps.list_folder(path)
+        picked, note = folder.pick(options.module)
+        if note:
+            notes.append(note)
+        folder_module = picked.key
+        folder_modules = tuple(m.key for m in folder.modules)
+        if options.optimized and picked.after is not None:
+            file, stage_hint = picked.after, OPTIMIZED
+        elif picked.before is not None:
+            file, stage_hint = picked.before, LOWERED
+        else:
+            assert picked.after is not None
+            file, stage_hint = picked.after, OPTIMIZED
+    else:
+        if options.module is not None:
+            raise HloscopeError("--module picks a module of a dump folder; this is a file")
+        file = path
+    if options.args or options.args_factory:
+        raise HloscopeError("--arg and --args give example arguments to entrypoints, not dumps")
+    data = dumps.read_file(file)
+    label = display_path(file)
+    fmt, parsed, lowering = _parse_dump(data, label)
+    stage = stage_hint or _stage_of(parsed, data, file)
+    compilation = None
+    if options.optimized and stage != OPTIMIZED:
+        compilation = _compile_dump(parsed, label)
+        parsed = context.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
+        stage = OPTIMIZED
+    source = Source(
+        target=text,
+        kind="dump",
+        format=fmt,
+        ir=parsed.format,
+        stage=stage,
+        path=label,
+        folder_module=folder_module,
+        folder_modules=folder_modules,
+    )
+    all_notes = tuple(notes) + (lowering.notes if lowering else ()) + parsed.notes
+    return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options)
+
+
+def _parse_dump(data: bytes, label: str) -> tuple[str, context.ParsedModule, Lowering | None]:
+    fmt = dumps.sniff_bytes(data)
+    if fmt == dumps.MLIR_BYTECODE:
+        return fmt, context.parse_mlir(data, label), None
+    if fmt == dumps.HLO_PROTO:
+        try:
+            return fmt, context.parse_hlo_proto(data, label), None
+        except HloscopeError:
+            if not dumps.looks_like_flatbuffer(data):
+                raise
+            fmt = dumps.JAX_EXPORTED
+    if fmt == dumps.JAX_EXPORTED:
+        from hloscope.sources import lower
+
+        lowering = lower.deserialize_exported(data, label)
+        assert lowering.mlir_bytecode is not None
+        return fmt, context.parse_mlir(lowering.mlir_bytecode, label), lowering
+    if fmt == dumps.UNKNOWN_BINARY:
+        raise HloscopeError(
+            "unknown format: a binary file that is not MLIR bytecode, an HLO module proto "
+            "or a serialized jax.export.Exported",
+            where=label,
+        )
+    text = dumps.decode_text(data) or ""
+    if fmt == dumps.UNKNOWN_TEXT:
+        # Neither looks right; accept whichever parser takes it.
+        for attempt in (dumps.MLIR_TEXT, dumps.HLO_TEXT):
+            try:
+                return attempt, _parse_text(attempt, text, label), None
+            except HloscopeError:
+                continue
+        raise HloscopeError(
+            "unknown format: a text file that is neither MLIR (StableHLO) nor HLO text",
+            where=label,
+        )
+    try:
+        return fmt, _parse_text(fmt, text, label), None
+    except HloscopeError as first:
+        other = dumps.HLO_TEXT if fmt == dumps.MLIR_TEXT else dumps.MLIR_TEXT
+        try:
+            return other, _parse_text(other, text, label), None
+        except HloscopeError:
+            raise first from None
+
+
+def _parse_text(fmt: str, text: str, label: str) -> context.ParsedModule:
+    if fmt == dumps.HLO_TEXT:
+        return context.parse_hlo_text(text, label)
+    return context.parse_mlir(text, label)
+
+
+_SCHEDULED = re.compile(r"^\s*HloModule\b[^\n]*\bis_scheduled=true", re.MULTILINE)
+
+
+def _stage_of(parsed: context.ParsedModule, data: bytes, file: Path) -> str:
+    if "after_optimizations" in file.name:
+        return OPTIMIZED
+    if parsed.format in ("hlo", "hlo-native"):
+        if _SCHEDULED.search(data[:65536].decode("utf-8", "replace")):
+            return OPTIMIZED
+        if any(op.name in ("mhlo.fusion", "hlo.fusion") for op in parsed.model.ops):
+            return OPTIMIZED
+    return LOWERED
+
+
+def _compile_dump(parsed: context.ParsedModule, label: str) -> Compilation:
+    bytecode = parsed.bytecode()
+    if bytecode is None:
+        raise HloscopeError(
+            "cannot compile this module: it is shown as XLA's HLO because its MLIR form "
+            "does not verify",
+            where=label,
+        )
+    from hloscope.sources import lower
+
+    attributes = parsed.model.attributes
+    partitions = _int_attribute(attributes.get("mhlo.num_partitions"))
+    replicas = _int_attribute(attributes.get("mhlo.num_replicas"))
+    return lower.compile_module(bytecode, label, partitions, replicas)
+
+
+def _int_attribute(text: str | None) -> int:
+    match = re.match(r"\s*(\d+)", text or "")
+    return int(match.group(1)) if match else 1

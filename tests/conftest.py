@@ -1,0 +1,74 @@
+"""Shared fixtures: the repository's samples, the shared corpus, and a CLI runner."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+DUMPS = SAMPLES / "dumps"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CORPUS = (ROOT / ".." / "shared" / "corpus").resolve()
+
+
+@dataclasses.dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str) -> Run:
+    """Run `hloscope ARGS` in process through typer's CliRunner."""
+    from hloscope.cli import app
+
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Targets in tests are written relative to the repository root.
+    monkeypatch.chdir(ROOT)
+
+
+def require_corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    return CORPUS
+
+
+@pytest.fixture
+def corpus() -> Path:
+    return require_corpus()
+
+
+def sample(name: str, attr: str, factory: str = "example_args") -> list[str]:
+    """CLI arguments for a sample entrypoint with its example-argument factory."""
+    return [f"samples/{name}.py:{attr}", "--args", f"samples/{name}.py:{factory}"]
+
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+
+def line_of(path: Path, needle: str) -> int:
+    """The 1-based line of `path` that contains `needle` (tests name source lines)."""
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")

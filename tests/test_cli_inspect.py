@@ -1,0 +1,277 @@
+"""`hloscope inspect` through the command layer: every sample, every dump kind,
+every error the foundation promises a clear message for."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DUMPS, FIXTURES, ROOT, line_of, sample
+
+ENTRYPOINTS = [
+    ("compute_on", "host_inside_jit", "example_args"),
+    ("compute_on", "host_call_inside_jit", "example_args"),
+    ("compute_on", "host_outside_jit", "example_args"),
+    ("compute_on", "device_only", "example_args"),
+    ("params", "loss", "example_args"),
+    ("params", "loss_keep_unused", "example_args"),
+    ("params", "grad_w", "example_args"),
+    ("params", "train_step", "train_step_args"),
+    ("nested_jits", "mlp", "example_args"),
+    ("nested_jits", "mlp_without_outer_jit", "example_args"),
+    ("wrapped", "difference", "example_args"),
+    ("wrapped", "plain_difference", "example_args"),
+]
+
+
+def assert_contract(doc):
+    assert doc["schema_version"] == 1
+    assert doc["command"] == "inspect"
+    assert isinstance(doc["target"], str)
+    assert doc["functions"], "no functions"
+    for function in doc["functions"]:
+        assert {"name", "ops", "calls"} <= function.keys()
+        for call in function["calls"]:
+            assert {"callee", "count"} <= call.keys()
+    assert isinstance(doc["op_counts"], dict)
+    assert sum(doc["op_counts"].values()) == doc["total_ops"]
+
+
+@pytest.mark.parametrize(("module", "attr", "factory"), ENTRYPOINTS)
+def test_inspect_every_sample_entrypoint(cli, module, attr, factory):
+    run = cli("inspect", *sample(module, attr, factory), "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert_contract(doc)
+    assert doc["source"]["kind"] == "entrypoint"
+    assert doc["source"]["stage"] == "lowered"
+    assert doc["timings"]["lower_seconds"] is not None
+    assert doc["cost"]["flops"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "stage"),
+    [
+        ("mlp.stablehlo.mlir", "mlir-text", "lowered"),
+        ("mlp.mlirbc", "mlir-bytecode", "lowered"),
+        ("mlp.vhlo.mlirbc", "mlir-bytecode", "lowered"),
+        ("mlp.exported.bin", "jax-exported", "lowered"),
+        ("mlp.before_optimizations.hlo", "hlo-text", "lowered"),
+        ("mlp.after_optimizations.hlo", "hlo-text", "optimized"),
+        ("mlp.after_optimizations.hlo.pb", "hlo-proto", "optimized"),
+        ("host_call.stablehlo.mlir", "mlir-text", "lowered"),
+        ("host_call.after_optimizations.hlo", "hlo-text", "optimized"),
+    ],
+)
+def test_inspect_every_dump_kind(cli, name, fmt, stage):
+    run = cli("inspect", f"samples/dumps/{name}", "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert_contract(doc)
+    assert doc["source"]["format"] == fmt
+    assert doc["source"]["stage"] == stage
+
+
+def test_the_same_module_in_every_lowered_form_has_the_same_ops(cli):
+    counts = [
+        cli("inspect", f"samples/dumps/{name}", "--json").json()["op_counts"]
+        for name in ("mlp.stablehlo.mlir", "mlp.mlirbc", "mlp.vhlo.mlirbc", "mlp.exported.bin")
+    ]
+    assert all(c == counts[0] for c in counts)
+    live = cli("inspect", *sample("nested_jits", "mlp"), "--json").json()["op_counts"]
+    assert live == counts[0]
+
+
+def test_nested_jit_call_graph_in_json(cli):
+    doc = cli("inspect", *sample("nested_jits", "mlp"), "--json").json()
+    main = next(f for f in doc["functions"] if f["name"] == "main")
+    assert main["calls"] == [{"callee": "dense", "count": 3}, {"callee": "head", "count": 1}]
+    assert doc["call_depth"] == 2
+
+
+def test_compile_reads_the_optimized_module_with_cost_and_memory(cli):
+    doc = cli("inspect", *sample("nested_jits", "mlp"), "--compile", "--json").json()
+    assert doc["source"]["stage"] == "optimized"
+    assert "mhlo.fusion" in doc["op_counts"]
+    assert doc["timings"]["compile_seconds"] > 0
+    assert doc["memory"]["argument_size_in_bytes"] == (3 * (64 * 64 + 64) + 8 * 64) * 4
+    assert doc["cost"]["flops"] > 0
+
+
+def test_compile_a_before_optimization_dump(cli):
+    doc = cli("inspect", "samples/dumps/mlp.stablehlo.mlir", "--compile", "--json").json()
+    assert doc["source"]["stage"] == "optimized"
+    assert "mhlo.fusion" in doc["op_counts"]
+
+
+def test_arg_specs(cli):
+    run = cli("inspect", "samples/compute_on.py:device_only", "--arg", "f32[2,3]", "--json")
+    assert run.code == 0, run.stderr
+    assert run.json()["functions"][0]["parameters"] == 1
+
+
+def test_package_entrypoint(cli, monkeypatch):
+    monkeypatch.chdir(FIXTURES)
+    run = cli("inspect", "fixpkg.models:double", "--args", "fixpkg.models:example_args", "--json")
+    assert run.code == 0, run.stderr
+
+
+@pytest.mark.parametrize("attr", ["make_lowered", "make_compiled", "make_exported"])
+def test_zero_argument_callables_returning_stages(cli, attr):
+    run = cli("inspect", f"tests/fixtures/entrypoints.py:{attr}", "--json")
+    assert run.code == 0, run.stderr
+    expected = "optimized" if attr == "make_compiled" else "lowered"
+    assert run.json()["source"]["stage"] == expected
+
+
+def test_function_without_parameters_is_lowered(cli):
+    run = cli("inspect", "tests/fixtures/entrypoints.py:no_arguments", "--json")
+    assert run.code == 0, run.stderr
+
+
+def test_user_prints_stay_off_stdout(cli):
+    run = cli(
+        "inspect", "tests/fixtures/entrypoints.py:prints_while_tracing", "--arg", "f32[2]", "--json"
+    )
+    assert run.code == 0
+    doc = json.loads(run.stdout)
+    assert any("printed" in note for note in doc["notes"])
+
+
+def test_text_report(cli):
+    run = cli("inspect", *sample("nested_jits", "mlp"), "--print")
+    assert run.code == 0
+    assert "dense ×3" in run.stdout
+    assert "Call graph" in run.stdout
+    assert "stablehlo.dot_general" in run.stdout
+
+
+ENTRY = "tests/fixtures/entrypoints.py"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["no/such/file.mlir"], "no/such/file.mlir: no such file or directory"),
+        (["missing.py:f"], "missing.py: no such file"),
+        (["samples/dumps/mlp.stablehlo.mlir", "--module", "x"], "--module picks a module"),
+        ([f"{ENTRY}:nothere"], "has no attribute 'nothere'"),
+        ([f"{ENTRY}:not_a_function"], "it is a int, not a function"),
+        ([f"{ENTRY}:needs_two"], "takes 2 arguments (a, b) but no example arguments were given"),
+        ([f"{ENTRY}:needs_two", "--arg", "f32[2,"], "bad --arg 'f32[2,'"),
+        ([f"{ENTRY}:needs_two", "--arg", "q8[2]"], "unknown element type 'q8'"),
+        (
+            [f"{ENTRY}:needs_two", "--args", f"{ENTRY}:bad_factory"],
+            "the --args factory raised KeyError",
+        ),
+        ([f"{ENTRY}:needs_two", "--args", f"{ENTRY}:factory_returns_int"], "returned a int"),
+        (
+            ["tests/fixtures/broken_import.py:f"],
+            "raised KeyError: 'tpu' (at tests/fixtures/broken_import.py:4)",
+        ),
+        (["tests/fixtures/syntax_error.py:f"], "tests/fixtures/syntax_error.py:2: syntax error"),
+        (["no_such_package.mod:f"], "cannot import 'no_such_package.mod'"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(cli, args, message):
+    run = cli("inspect", *args)
+    assert run.code == 2
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("hloscope: error: ")
+    assert message in lines[0]
+    assert "internal error" not in lines[0]
+
+
+def test_tracing_error_names_the_users_frame(cli):
+    run = cli("inspect", f"{ENTRY}:raises_while_tracing", "--arg", "f32[4]")
+    assert run.code == 2
+    line = line_of(FIXTURES / "entrypoints.py", 'raise ValueError("expected a matrix')
+    assert (
+        f"tracing it raised ValueError: expected a matrix, got a vector "
+        f"(at tests/fixtures/entrypoints.py:{line})"
+    ) in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"module {\n  func.func @f() {\n    %0 = nope\n  }\n}\n", "bad.mlir:3:10: malformed MLIR"),
+        (
+            b"HloModule m\n\nENTRY e {\n  p = f32[4] parameterr(0)\n}\n",
+            "bad.mlir:4:14: malformed HLO",
+        ),
+        (b"just some words\n", "unknown format"),
+        (bytes(range(7, 250)) * 3, "unknown format"),
+        (b"ML\xefR\x06\x00junk", "malformed MLIR bytecode"),
+        (b"\n\n", "empty"),
+    ],
+)
+def test_bad_files(cli, tmp_path, content, message):
+    path = tmp_path / "bad.mlir"
+    path.write_bytes(content)
+    run = cli("inspect", str(path))
+    assert run.code == 2
+    assert len(run.stderr.splitlines()) == 1
+    assert message in run.stderr
+
+
+def test_truncated_bytecode(cli, tmp_path):
+    path = tmp_path / "cut.mlirbc"
+    path.write_bytes((DUMPS / "mlp.mlirbc").read_bytes()[:500])
+    run = cli("inspect", str(path))
+    assert run.code == 2
+    assert "malformed MLIR bytecode" in run.stderr
+
+
+def test_debug_shows_the_traceback(cli):
+    run = cli("inspect", f"{ENTRY}:needs_two", "--debug")
+    assert run.code == 2
+    assert "Traceback" in run.stderr
+    assert run.stderr.rstrip().splitlines()[-1].startswith("hloscope: error:")
+
+
+def hloscope(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "hloscope", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_console_script_usage_errors_are_one_line():
+    run = hloscope("inspect")
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "Missing argument" in run.stderr
+    run = hloscope("inspect", "samples/dumps/mlp.mlirbc", "--frobnicate")
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "--frobnicate" in run.stderr
+
+
+def test_console_script_version_and_help():
+    assert hloscope("--version").stdout.startswith("hloscope ")
+    run = hloscope()
+    assert run.returncode == 0 and "inspect" in run.stdout
+
+
+def test_json_path_never_imports_the_browser_or_jax_for_a_dump():
+    code = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        "try:\n"
+        "    main(['inspect', 'samples/dumps/mlp.after_optimizations.hlo', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(repr(sorted(m for m in ('textual', 'jax') if m in sys.modules)))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert json.loads(run.stdout)["command"] == "inspect"
+    assert run.stderr == "[]"

@@ -1,0 +1,48 @@
+"""Functions, call graph and op counts."""
+
+from conftest import DUMPS
+from hloscope.analyses.structure import analyze_structure
+from hloscope.ir import context
+
+
+def structure_of(name):
+    path = DUMPS / name
+    if path.suffix == ".hlo":
+        return analyze_structure(context.parse_hlo_text(path.read_text(), name).model)
+    return analyze_structure(context.parse_mlir(path.read_bytes(), name).model)
+
+
+def test_nested_jits_are_private_functions_called_by_func_call():
+    structure = structure_of("mlp.stablehlo.mlir")
+    assert structure.entry == "main"
+    main = structure.function("main")
+    dense = structure.function("dense")
+    assert main is not None and dense is not None
+    assert [(c.callee, c.count) for c in main.calls] == [("dense", 3), ("head", 1)]
+    assert dense.called_by == ("main",)
+    assert dense.visibility == "private"
+    assert structure.call_depth == 2  # main -> dense -> relu
+    # Inlining multiplies the callee's ops by its call sites.
+    relu = structure.function("relu")
+    head = structure.function("head")
+    assert relu is not None and head is not None
+    assert dense.inlined_ops == dense.ops + relu.ops
+    assert main.inlined_ops == main.ops + 3 * dense.inlined_ops + head.inlined_ops
+
+
+def test_op_counts_cover_reachable_functions_without_terminators():
+    structure = structure_of("mlp.stablehlo.mlir")
+    assert structure.op_counts["func.call"] == 5  # 4 in main, 1 in dense (relu)
+    assert "func.return" not in structure.op_counts
+    assert structure.total_ops == sum(structure.op_counts.values())
+    assert structure.dialects["stablehlo"] + structure.dialects["func"] == structure.total_ops
+
+
+def test_fused_computation_copies_are_not_counted_twice():
+    structure = structure_of("mlp.after_optimizations.hlo")
+    fused = [f for f in structure.functions if f.name.startswith("fused_computation")]
+    assert fused and not any(f.reachable for f in fused)
+    main = structure.function("main")
+    assert main is not None
+    assert structure.total_ops == main.ops
+    assert structure.op_counts["mhlo.fusion"] >= 3
