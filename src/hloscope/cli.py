@@ -7,14 +7,18 @@ and exit code 2 (see `hloscope.errors`).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 
 from hloscope import __version__, api
 from hloscope.errors import ExitCode, command_edge, print_error
 from hloscope.render import json as json_render
 from hloscope.render import text as text_render
+
+R = TypeVar("R")
 
 app = typer.Typer(
     name="hloscope",
@@ -104,6 +108,27 @@ def _options(
     )
 
 
+def emit(
+    debug: bool,
+    as_json: bool,
+    build: Callable[[], R],
+    to_json: Callable[[R], dict[str, Any]],
+    to_text: Callable[[R, Console], None],
+    exit_code: Callable[[R], int] | None = None,
+) -> None:
+    """The shape of every command: build a report inside the error edge, then print it
+    as JSON or text, then exit with the report's code (0 unless a check differs)."""
+    with command_edge(debug):
+        report = build()
+        if as_json:
+            sys.stdout.write(json_render.dumps(to_json(report)) + "\n")
+        else:
+            to_text(report, text_render.make_console())
+    code = exit_code(report) if exit_code is not None else ExitCode.OK
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
+
+
 @app.command()
 def inspect(
     target: TargetArg,
@@ -116,13 +141,13 @@ def inspect(
     debug: DebugOption = False,
 ) -> None:
     """Overview: functions and call graph (nested jits), op counts, timings and cost."""
-    with command_edge(debug):
-        loaded = api.load(target, _options(arg, args, module, compile))
-        report = api.inspect_report(loaded)
-        if json:
-            sys.stdout.write(json_render.dumps(json_render.inspect_json(report)) + "\n")
-            return
-        text_render.render_inspect(report, text_render.make_console())
+    emit(
+        debug,
+        json,
+        lambda: api.inspect_report(api.load(target, _options(arg, args, module, compile))),
+        json_render.inspect_json,
+        text_render.render_inspect,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -28,7 +28,7 @@ from hloscope.sources.target import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.sources.lower import Compilation, Lowering
+    from hloscope.sources.stages import Compilation, Lowering
 
 LOWERED = "lowered"
 OPTIMIZED = "optimized"
