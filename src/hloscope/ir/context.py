@@ -572,9 +572,12 @@ def build_model(module: Any) -> model.Module:
         return text
 
     def location(loc: Any) -> str:
-        text = locations.get(loc)
+        # Keyed by the location's attribute: ir.Location hashes by Python object,
+        # ir.Attribute by the uniqued MLIR attribute.
+        key = loc.attr
+        text = locations.get(key)
         if text is None:
-            text = locations[loc] = str(loc)
+            text = locations[key] = str(loc)
         return text
 
     def new_value(value: Any, owner: int) -> int:
