@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test check lint typecheck format clean
+.PHONY: install run test check lint typecheck format bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,16 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Speed and memory against baselines measured in the same run (bench/run.py).
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+bench-quick: $(STAMP)
+	$(BIN)/python bench/run.py --quick
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests samples
-	$(BIN)/ruff format --check src tests samples
+	$(BIN)/ruff check src tests samples bench
+	$(BIN)/ruff format --check src tests samples bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -32,8 +39,8 @@ typecheck: $(STAMP)
 check: lint typecheck test
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix src tests samples
-	$(BIN)/ruff format src tests samples
+	$(BIN)/ruff check --fix src tests samples bench
+	$(BIN)/ruff format src tests samples bench
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

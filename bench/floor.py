@@ -1,5 +1,6 @@
 """The floor: a bare process that parses a module with jaxlib's MLIR bindings and
-walks every op once. Nothing of hloscope is imported.
+walks every op once. Neither jax nor hloscope is imported: the context is made
+from jaxlib's dialects as `jax._src.interpreters.mlir.make_ir_context` makes it.
 
     python bench/floor.py FILE
 
@@ -8,14 +9,30 @@ parse of its output: the least anything must do to see HLO as MLIR.
 """
 
 import sys
+from pathlib import Path
 
-from jax._src.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+
+
+def make_context() -> ir.Context:
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    context = ir.Context()
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    sdy.register_dialect(context)
+    mpmd.register_dialect(context)
+    mhlo.register_mhlo_dialect(context)
+    chlo.register_dialect(context)
+    stablehlo.register_dialect(context)
+    return context
 
 
 def main(path: str) -> int:
-    context = jax_mlir.make_ir_context()
-    data = open(path, "rb").read()
+    context = make_context()
+    data = Path(path).read_bytes()
     if path.endswith(".hlo"):
         import jaxlib._hlo as hlo
         import jaxlib._jax as jax_ext
@@ -26,7 +43,7 @@ def main(path: str) -> int:
         module = ir.Module.parse(data)
     count = 0
 
-    def visit(op):
+    def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal count
         count += 1
         return ir.WalkResult.ADVANCE

@@ -108,3 +108,7 @@ if __name__ == "__main__":
     for name in sys.argv[1:] or list(SIZES):
         files = generate(name)
         print(name, json.loads(files["meta"].read_text()), *(str(p) for p in files.values()))
+
+
+# The entrypoint of the entrypoint benchmark: the 10k-op model as a function.
+entrypoint = model(128)

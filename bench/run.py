@@ -1,0 +1,389 @@
+"""`make bench`: hloscope against its floor, measured in the same run.
+
+Every figure is a ratio against a baseline measured here, now, on this machine:
+
+1. load: `hloscope inspect FILE --json` (load plus every static analysis) against
+   `bench/floor.py FILE` (a bare process that parses the file with jaxlib's MLIR
+   bindings and walks every op once), on generated modules of about 10k, 100k and
+   1M ops in three formats and on the corpus' largest real modules. Goals: at most
+   1.5x the floor's time at 100k and 1M ops, time per op flat from 10k to 1M, and
+   peak memory at most 2x the floor's.
+2. diff: `hloscope diff A B --json` of a 100k-op module and a mutated copy against
+   GNU `diff` of their texts. Goal: at most 3x.
+3. browser: time to first paint of a 100k-op module (goal: 2 s) and median
+   keystroke latency (goal: 50 ms), through `App.run_test()`.
+4. entrypoint: `hloscope inspect mod:fn --compile --json` against a plain script
+   doing `jax.jit(fn).lower(args).compile()` and printing `as_text()`. Goal: 1.2x.
+
+Results go to bench/results/latest.md and latest.json.
+
+    .venv/bin/python bench/run.py [--quick]     # --quick: skip the 1M-op modules
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+RESULTS = BENCH / "results"
+CORPUS = (ROOT / ".." / "shared" / "corpus").resolve()
+PYTHON = sys.executable
+HLOSCOPE = [PYTHON, "-m", "hloscope"]
+sys.path.insert(0, str(ROOT))
+
+from bench import generate  # noqa: E402
+
+
+@dataclasses.dataclass
+class Measurement:
+    seconds: float
+    max_rss_kb: int
+    stdout: str
+
+
+def measure(command: list[str], env: dict[str, str] | None = None) -> Measurement:
+    """Wall time and peak RSS (the process and the children it waited for)."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ, **(env or {})}
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+        out.seek(0)
+        stdout = out.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise RuntimeError(f"{' '.join(command)} failed ({code}): {stderr[-500:]}")
+    return Measurement(elapsed, int(usage.ru_maxrss), stdout)
+
+
+def median_of(command: list[str], repeats: int) -> tuple[float, int, str]:
+    runs = [measure(command) for _ in range(repeats)]
+    return (
+        statistics.median(r.seconds for r in runs),
+        max(r.max_rss_kb for r in runs),
+        runs[-1].stdout,
+    )
+
+
+@dataclasses.dataclass
+class Row:
+    section: str
+    name: str
+    ops: int | None
+    baseline_seconds: float
+    seconds: float
+    goal: float | None
+    baseline_rss_kb: int | None = None
+    rss_kb: int | None = None
+    rss_goal: float | None = None
+    note: str = ""
+    startup_seconds: float = 0.0
+    """hloscope's time on a tiny module of the same format: the fixed cost."""
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.baseline_seconds
+
+    @property
+    def rss_ratio(self) -> float | None:
+        if not self.rss_kb or not self.baseline_rss_kb:
+            return None
+        return self.rss_kb / self.baseline_rss_kb
+
+    @property
+    def us_per_op(self) -> float | None:
+        """Time per op once the fixed start-up cost is taken away."""
+        if not self.ops:
+            return None
+        return max(self.seconds - self.startup_seconds, 0.0) / self.ops * 1e6
+
+    def verdict(self) -> str:
+        missed = []
+        if self.goal is not None and self.ratio > self.goal:
+            missed.append("time")
+        rss = self.rss_ratio
+        if self.rss_goal is not None and rss is not None and rss > self.rss_goal:
+            missed.append("memory")
+        if self.goal is None and self.rss_goal is None:
+            return "-"
+        return "ok" if not missed else "MISSED " + ", ".join(missed)
+
+
+def repeats_for(ops: int) -> int:
+    return 5 if ops < 50_000 else 3 if ops < 500_000 else 1
+
+
+# --------------------------------------------------------------------------- 1. load
+
+
+def load_rows(sizes: list[str]) -> list[Row]:
+    rows = []
+    for size in sizes:
+        files = generate.generate(size)
+        for fmt in ("mlir", "mlirbc", "hlo"):
+            path = files[fmt]
+            rows.append(load_row(f"generated {size} ({fmt})", path, size != "10k"))
+    for relative in (
+        "xla/xla/tools/benchmarks/hlo/hlo_mixtral_8x7b_bf16_2x8.hlo",
+        "xla/xla/backends/cpu/benchmarks/hlo/gemma2_2b_keras_jax.hlo",
+        "gleasonk-stablehlo-exports/exports/pt_bert.mlir",
+    ):
+        path = CORPUS / relative
+        if path.exists():
+            rows.append(load_row(f"corpus {path.name}", path, True))
+    return rows
+
+
+TINY = {
+    ".mlir": ROOT / "samples/dumps/mlp.stablehlo.mlir",
+    ".mlirbc": ROOT / "samples/dumps/mlp.mlirbc",
+    ".hlo": ROOT / "samples/dumps/mlp.before_optimizations.hlo",
+}
+_startup: dict[str, float] = {}
+
+
+def startup_seconds(suffix: str) -> float:
+    if suffix not in _startup:
+        tiny = TINY.get(suffix, TINY[".mlir"])
+        _startup[suffix] = median_of([*HLOSCOPE, "inspect", str(tiny), "--json"], 5)[0]
+    return _startup[suffix]
+
+
+def load_row(name: str, path: Path, has_goal: bool) -> Row:
+    floor_seconds, floor_rss, floor_out = median_of([PYTHON, str(BENCH / "floor.py"), str(path)], 1)
+    ops = int(floor_out.strip().splitlines()[-1])
+    repeats = repeats_for(ops)
+    if repeats > 1:
+        floor_seconds, floor_rss, _ = median_of(
+            [PYTHON, str(BENCH / "floor.py"), str(path)], repeats
+        )
+    seconds, rss, out = median_of([*HLOSCOPE, "inspect", str(path), "--json"], repeats)
+    json.loads(out)
+    return Row(
+        "load",
+        name,
+        ops,
+        floor_seconds,
+        seconds,
+        1.5 if has_goal else None,
+        floor_rss,
+        rss,
+        2.0,
+        startup_seconds=startup_seconds(path.suffix),
+    )
+
+
+# --------------------------------------------------------------------------- 2. diff
+
+
+def has_command(name: str) -> bool:
+    run = subprocess.run([*HLOSCOPE, name, "--help"], capture_output=True, cwd=ROOT, check=False)
+    return run.returncode == 0
+
+
+def mutate(text: str) -> str:
+    """A copy with known changes: one op kind swapped, one constant changed."""
+    text = text.replace("stablehlo.tanh", "stablehlo.logistic", 1)
+    return re.sub(r"dense<1.000000e-06>", "dense<2.000000e-06>", text, count=1)
+
+
+def diff_rows(size: str) -> list[Row]:
+    if not has_command("diff"):
+        return [Row("diff", "100k vs mutated copy", None, 1, 1, None, note="no diff command yet")]
+    files = generate.generate(size)
+    original = files["mlir"]
+    with tempfile.TemporaryDirectory() as tmp:
+        mutated = Path(tmp) / "mutated.mlir"
+        mutated.write_text(mutate(original.read_text()))
+        baseline, _, _ = median_of(["diff", str(original), str(mutated)], 3)
+        seconds, _, out = median_of([*HLOSCOPE, "diff", str(original), str(mutated), "--json"], 3)
+        json.loads(out)
+    ops = json.loads(generate.paths(size)["meta"].read_text())["ops"]
+    return [
+        Row("diff", f"generated {size} vs mutated copy (GNU diff)", ops, baseline, seconds, 3.0)
+    ]
+
+
+# --------------------------------------------------------------------------- 3. browser
+
+
+def browser_rows(size: str) -> list[Row]:
+    probe = BENCH / "tui_latency.py"
+    if not probe.exists():
+        return [Row("browser", "first paint, keystrokes", None, 1, 1, None, note="no browser yet")]
+    files = generate.generate(size)
+    run = measure([PYTHON, str(probe), str(files["mlir"])])
+    result = json.loads(run.stdout)
+    return [
+        Row("browser", f"first paint {size} (vs 2 s)", None, 2.0, result["first_paint"], 1.0),
+        Row(
+            "browser",
+            f"median keystroke {size} (vs 50 ms)",
+            None,
+            0.050,
+            result["median_keystroke"],
+            1.0,
+            note=", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result["keys"].items()),
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- 4. entrypoint
+
+PLAIN_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+import jax
+from bench.generate import entrypoint, example_args
+print(jax.jit(entrypoint).lower(*example_args()).compile().as_text())
+"""
+
+
+def entrypoint_rows() -> list[Row]:
+    plain = [PYTHON, "-c", PLAIN_SCRIPT.format(root=str(ROOT))]
+    baseline, _, _ = median_of(plain, 3)
+    target = ["bench/generate.py:entrypoint", "--args", "bench/generate.py:example_args"]
+    compiled, _, _ = median_of([*HLOSCOPE, "inspect", *target, "--compile", "--json"], 3)
+    lowered, _, _ = median_of([*HLOSCOPE, "inspect", *target, "--json"], 3)
+    return [
+        Row(
+            "entrypoint",
+            "inspect --compile vs lower().compile() script",
+            None,
+            baseline,
+            compiled,
+            1.2,
+        ),
+        Row(
+            "entrypoint",
+            "inspect (lowering only) vs the same script",
+            None,
+            baseline,
+            lowered,
+            None,
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- report
+
+
+def machine() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import jax
+
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def markdown(rows: list[Row], info: dict[str, str]) -> str:
+    lines = [
+        f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, "
+        f"jax {info['jax']}; {info['date']}.",
+        "",
+        "| section | case | ops | baseline | hloscope | ratio | goal | µs/op | RSS ratio | verdict"
+        " |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for row in rows:
+        if row.note and row.goal is None and row.baseline_seconds == row.seconds == 1:
+            lines.append(f"| {row.section} | {row.name} | | | | | | | | {row.note} |")
+            continue
+        rss = row.rss_ratio
+        lines.append(
+            f"| {row.section} | {row.name} | {row.ops or ''} | {row.baseline_seconds:.3f} s | "
+            f"{row.seconds:.3f} s | {row.ratio:.2f}x | "
+            f"{'' if row.goal is None else f'{row.goal:g}x'} | "
+            f"{'' if row.us_per_op is None else f'{row.us_per_op:.1f}'} | "
+            f"{'' if rss is None else f'{rss:.2f}x'} | {row.verdict()}"
+            f"{' (' + row.note + ')' if row.note else ''} |"
+        )
+    flat = [r for r in rows if r.section == "load" and r.name.startswith("generated") and r.ops]
+    by_format: dict[str, dict[str, float]] = {}
+    for row in flat:
+        size, fmt = re.match(r"generated (\S+) \((\w+)\)", row.name).groups()  # type: ignore[union-attr]
+        by_format.setdefault(fmt, {})[size] = row.us_per_op or 0
+    if by_format:
+        lines.append("")
+        lines.append(
+            "Time per op (hloscope), 10k -> largest: "
+            + "; ".join(
+                f"{fmt}: " + " -> ".join(f"{v:.1f} µs" for v in sizes.values())
+                for fmt, sizes in by_format.items()
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="skip the 1M-op modules")
+    options = parser.parse_args()
+    sizes = ["10k", "100k"] if options.quick else ["10k", "100k", "1m"]
+    start = time.perf_counter()
+    for size in sizes:
+        print(f"generating {size} ...", flush=True)
+        generate.generate(size)
+    rows: list[Row] = []
+    for section, build in (
+        ("load", lambda: load_rows(sizes)),
+        ("diff", lambda: diff_rows("100k")),
+        ("browser", lambda: browser_rows("100k")),
+        ("entrypoint", entrypoint_rows),
+    ):
+        print(f"measuring {section} ...", flush=True)
+        rows.extend(build())
+    info = machine()
+    table = markdown(rows, info)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "latest.md").write_text(table)
+    (RESULTS / "latest.json").write_text(
+        json.dumps(
+            {
+                "machine": info,
+                "rows": [
+                    {**dataclasses.asdict(r), "ratio": r.ratio, "verdict": r.verdict()}
+                    for r in rows
+                ],
+            },
+            indent=2,
+        )
+    )
+    print()
+    print(table)
+    print(f"({time.perf_counter() - start:.0f} s; written to {RESULTS.relative_to(ROOT)}/)")
+    return 0
+
+
+if __name__ == "__main__":
+    if shutil.which("diff") is None:
+        print("GNU diff is needed for the diff baseline", file=sys.stderr)
+    raise SystemExit(main())
