@@ -369,7 +369,7 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
     console.print(header_table(rows))
 
     only_file = _single_file(line.source for line in analysis.lines)
-    lines_header = f"lines of {only_file.rpartition('/')[2]}" if only_file else "source lines"
+    lines_header = "lines" if only_file else "source lines"
     fusions = _table(
         f"Fusions ({len(analysis.fusions)})",
         [
@@ -399,6 +399,9 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         fusions.add_row(
             Text(f"… {len(analysis.fusions) - MAX_FUSION_ROWS} more (--json lists all)", "dim")
         )
+    if only_file:
+        fusions.caption = f"lines of {only_file}"
+        fusions.caption_justify = "left"
     if analysis.fusions:
         console.print()
         console.print(fusions)
@@ -434,6 +437,9 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
             unfused.add_row(
                 Text(f"… {len(analysis.unfused) - MAX_UNFUSED_ROWS} more (--json lists all)", "dim")
             )
+        if only_file:
+            unfused.caption = f"lines of {only_file}"
+            unfused.caption_justify = "left"
         console.print()
         console.print(unfused)
 
