@@ -308,3 +308,14 @@ def test_real_jax_module_compiled_for_the_cpu_maps_fusions_to_lines(corpus):
     # The random-number loop stays a while loop; XLA copies its carried values.
     assert analysis.unfused_by_category.get("control-flow", 0) >= 1
     assert analysis.unfused_by_category.get("copy", 0) >= 1
+
+
+def test_python_api_compiles_what_it_is_given():
+    # The command line asks for --compile before compiling a dump; the API compiles.
+    report = api.fusions_report(api.load("samples/dumps/mlp.stablehlo.mlir"))
+    assert report.source.stage == "optimized"
+    assert report.timings.compile_seconds is not None
+    assert report.module == "jit_mlp"
+    assert {f.name for f in report.analysis.crossing_jits} == {"maximum_tanh_fusion"}
+    relu = source(NESTED, "return jax.nn.relu(x @ w + b)")
+    assert report.line_texts[relu] == "return jax.nn.relu(x @ w + b)"
