@@ -8,16 +8,28 @@ so they never disagree. Reports are frozen dataclasses; renderers in
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import linecache
+import os
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
+from hloscope.analyses.fusions import (
+    FusionAnalysis,
+    FusionSummary,
+    analyze_fusions,
+    inner_jits,
+    summarize_fusions,
+)
 from hloscope.analyses.structure import Structure, analyze_structure
-from hloscope.sources.loader import Loaded, LoadOptions, Source, load, optimized
+from hloscope.sources.loader import OPTIMIZED, Loaded, LoadOptions, Source, load, optimized
 
 __all__ = [
+    "FusionsReport",
     "InspectReport",
     "LoadOptions",
     "Loaded",
     "Timings",
+    "fusions_report",
     "inspect_report",
     "load",
     "optimized",
@@ -52,6 +64,8 @@ class InspectReport:
     """XLA's memory analysis of the compiled executable (bytes of arguments, outputs,
     temporaries, generated code)."""
     notes: tuple[str, ...]
+    fusions: FusionSummary | None = None
+    """What XLA fused, when the module read is the optimized one."""
 
 
 def inspect_report(loaded: Loaded) -> InspectReport:
@@ -74,4 +88,72 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         cost=cost,
         memory=compilation.memory if compilation is not None else None,
         notes=loaded.notes,
+        fusions=(
+            summarize_fusions(analyze_fusions(loaded.module))
+            if loaded.source.stage == OPTIMIZED
+            else None
+        ),
     )
+
+
+# --------------------------------------------------------------------------- fusions
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionsReport:
+    """What XLA fused in the optimized module, mapped back to the source lines."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_mlp`)."""
+    analysis: FusionAnalysis
+    line_texts: Mapping[str, str]
+    """The code of each source line the analysis names (`file.py:LINE` -> text),
+    for the files readable here."""
+    timings: Timings
+    notes: tuple[str, ...]
+
+
+def fusions_report(loaded: Loaded) -> FusionsReport:
+    """Build the `fusions` report, compiling the target first when what was loaded is
+    not the optimized module."""
+    if loaded.source.stage != OPTIMIZED:
+        loaded = optimized(loaded)
+    analysis = analyze_fusions(loaded.module, source_root=os.getcwd())
+    notes = loaded.notes
+    lowering = loaded.lowering
+    jits = inner_jits(analysis)
+    if lowering is not None and lowering.kind == "function" and jits:
+        crossing = len(analysis.crossing_jits)
+        combine = "fusion here combines" if crossing == 1 else "fusions here combine"
+        notes += (
+            f"{lowering.name} is not jitted, so hloscope compiled it under one jax.jit; "
+            f"called as it is, its jits ({', '.join(jits)}) run as separate XLA programs "
+            f"and nothing fuses across them ({crossing} {combine} ops of different jits). "
+            "Point hloscope at each jit to see the programs that run.",
+        )
+    compilation = loaded.compilation
+    return FusionsReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        analysis=analysis,
+        line_texts=_line_texts(line.source for line in analysis.lines),
+        timings=Timings(
+            load_seconds=loaded.load_seconds,
+            lower_seconds=lowering.lower_seconds if lowering is not None else None,
+            compile_seconds=compilation.compile_seconds if compilation is not None else None,
+        ),
+        notes=notes,
+    )
+
+
+def _line_texts(sources: Iterable[str]) -> Mapping[str, str]:
+    texts: dict[str, str] = {}
+    for source in sources:
+        file, _, line = source.rpartition(":")
+        if not line.isdigit() or not os.path.isfile(file):
+            continue
+        text = linecache.getline(file, int(line)).strip()
+        if text:
+            texts[source] = text
+    return MappingProxyType(texts)

@@ -150,6 +150,43 @@ def inspect(
     )
 
 
+FusionsCompileOption = Annotated[
+    bool,
+    typer.Option(
+        "--compile",
+        help="Compile a before-optimization dump for the local backend (entrypoints are "
+        "always compiled; after-optimization dumps are read as they are).",
+    ),
+]
+
+
+@app.command()
+def fusions(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    compile: FusionsCompileOption = False,
+    json: JsonOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """What XLA fused, from which source lines, and what it left unfused."""
+    options = api.LoadOptions(
+        args=tuple(arg or ()),
+        args_factory=args,
+        module=module,
+        optimized=True,
+        compile_dumps=compile,
+    )
+    emit(
+        debug,
+        json,
+        lambda: api.fusions_report(api.load(target, options)),
+        json_render.fusions_json,
+        text_render.render_fusions,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:

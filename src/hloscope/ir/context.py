@@ -19,6 +19,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 from hloscope.errors import HloscopeError, native_stderr_captured, one_line
@@ -365,12 +366,20 @@ def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedMo
             notes + _notes_from_log(logged),
             lambda _debug: str(module.to_string()),
         )
-    return _from_converted(xla_module, stages["converted"][1], source_name, logged)
+    names = None
+    if "names" in stages:
+        import json
+
+        reply = json.loads(stages["names"][1])
+        names = HloNames([(op, name) for op, name in reply["ops"]], reply["fusion_backend_configs"])
+    return _from_converted(xla_module, stages["converted"][1], source_name, logged, names)
 
 
 def _hlo_worker() -> int:
     """The child process of `_HloReader`: for each request, parse the HLO, send its
-    module proto, then its MLIR conversion, then `done` with what XLA logged."""
+    module proto, then its MLIR conversion, then the HLO names of the converted ops
+    (`hlo_instruction_names`), then `done` with what XLA logged."""
+    import json
     import sys
 
     import jaxlib._hlo as hlo
@@ -402,6 +411,14 @@ def _hlo_worker() -> int:
                     _write_frame(replies, {"stage": "converted"}, converted)
                 except Exception as exc:
                     _write_frame(replies, {"stage": "convert-error", "message": str(exc)})
+                else:
+                    names = hlo_instruction_names(proto)
+                    if names is not None:
+                        reply = {
+                            "ops": names.ops,
+                            "fusion_backend_configs": names.fusion_backend_configs,
+                        }
+                        _write_frame(replies, {"stage": "names"}, json.dumps(reply).encode())
         _write_frame(replies, {"stage": "done", "log": logged[:50]})
 
 
@@ -492,12 +509,18 @@ def _from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> Pa
     import jaxlib._jax as jax_ext
 
     with native() as converted_log:
-        bytecode = jax_ext.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())
-    return _from_converted(lambda: hlo_module, bytecode, source_name, logged + converted_log)
+        proto = hlo_module.as_serialized_hlo_module_proto()
+        bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
+    names = hlo_instruction_names(proto)
+    return _from_converted(lambda: hlo_module, bytecode, source_name, logged + converted_log, names)
 
 
 def _from_converted(
-    xla_module: Callable[[], Any], bytecode: bytes, source_name: str, logged: list[str]
+    xla_module: Callable[[], Any],
+    bytecode: bytes,
+    source_name: str,
+    logged: list[str],
+    names: HloNames | None = None,
 ) -> ParsedModule:
     """The model of an HLO module from its MLIR conversion, or XLA's own view when the
     conversion does not verify (ops MHLO cannot express, say)."""
@@ -522,6 +545,7 @@ def _from_converted(
                 lambda _debug: str(hlo_module.to_string()),
             )
         built = build_model(module)
+    _attach_hlo_names(built, names)
     notes = _notes_from_log(logged + parse_log)
     return ParsedModule(built, "hlo", notes, _mlir_printer(module), _mlir_writer(module))
 
@@ -533,6 +557,188 @@ def hlo_to_mlir_bytecode(hlo_proto: bytes) -> bytes:
     with native():
         out: bytes = jax_ext.mlir.hlo_to_stablehlo(hlo_proto)
     return out
+
+
+# --------------------------------------------------------------------------- HLO names
+
+
+@dataclasses.dataclass(frozen=True)
+class HloNames:
+    """What the MLIR conversion of an HLO module drops, recovered from the module."""
+
+    ops: list[tuple[str, str | None]]
+    """For each op of the converted module, in pre-order: its MLIR name and the HLO
+    instruction it came from (None for ops the conversion made up)."""
+    fusion_backend_configs: dict[str, str]
+    """`backend_config` of the fusion instructions that have one, by name."""
+
+
+def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
+    """The HLO instruction name of every op of `hlo_to_stablehlo(hlo_proto)`.
+
+    The conversion uses an instruction's metadata (`op_name`, source frames) as the
+    op's location and the instruction's name only when there is no metadata, so the
+    names of fusions (`broadcast_add_fusion`) and copies are usually lost. Converting
+    a copy of the module with the metadata removed gives ops in the same order whose
+    locations are the names; the two are paired by position. None when the proto
+    cannot be rewritten or converted.
+    """
+    import jaxlib._jax as jax_ext
+    from jaxlib.mlir import ir
+
+    rewritten = _without_metadata(hlo_proto)
+    if rewritten is None:
+        return None
+    stripped, configs = rewritten
+    names: list[tuple[str, str | None]] = []
+    with native():
+        try:
+            bytecode = jax_ext.mlir.hlo_to_stablehlo(stripped)
+            with mlir_context():
+                module = ir.Module.parse(bytecode)
+        except Exception:
+            return None
+        locations: dict[Any, str | None] = {}
+
+        def visit(operation: Any) -> None:
+            loc = operation.location
+            name = locations.get(loc, "")
+            if name == "":
+                parsed = model.parse_location(str(loc))
+                name = parsed.names[0] if len(parsed.names) == 1 and not parsed.frames else None
+                locations[loc] = name
+            names.append((operation.name, name))
+            for region in operation.regions:
+                for block in region.blocks:
+                    for child in block.operations:
+                        visit(child.operation)
+
+        for child in module.body.operations:
+            visit(child.operation)
+    return HloNames(names, configs)
+
+
+def _attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
+    """Record the HLO names in the model when both conversions have the same ops."""
+    if names is None or len(names.ops) != len(built.ops):
+        return
+    if any(op.name != name for op, (name, _) in zip(built.ops, names.ops, strict=True)):
+        return
+    for op, (_, hlo_name) in zip(built.ops, names.ops, strict=True):
+        op.hlo_name = hlo_name
+    built.fusion_backend_configs = MappingProxyType(names.fusion_backend_configs)
+
+
+def _without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
+    """An `HloModuleProto` with the `metadata` of every instruction removed, and the
+    backend configs of its fusion instructions; None if it is not one.
+
+    Only the wire format is read: computations (field 3 of HloModuleProto) hold
+    instructions (field 2 of HloComputationProto), whose `name` is field 1, `opcode`
+    field 2, `metadata` field 7 and `backend_config` field 43 (xla/service/hlo.proto).
+    Everything else is copied as it is.
+    """
+    configs: dict[str, str] = {}
+
+    def instruction(data: bytes) -> bytes:
+        kept: list[bytes] = []
+        name = opcode = ""
+        config = b""
+        for number, wire, start, end, value in _proto_fields(data):
+            if number == 7 and wire == 2:
+                continue
+            kept.append(data[start:end])
+            if wire == 2 and number in (1, 2, 43):
+                if number == 1:
+                    name = value.decode("utf-8", "replace")
+                elif number == 2:
+                    opcode = value.decode("utf-8", "replace")
+                else:
+                    config = value
+        if opcode == "fusion" and config:
+            text = config.decode("utf-8", "replace")
+            if len(text) > MAX_ATTRIBUTE_CHARS:
+                digest = hashlib.blake2b(config, digest_size=8).hexdigest()
+                text = f"{text[:200]}...({len(text)} chars, {digest})"
+            configs[name] = text
+        return b"".join(kept)
+
+    def rewrite(data: bytes, field: int, inner: Callable[[bytes], bytes]) -> bytes:
+        out: list[bytes] = []
+        for number, wire, start, end, value in _proto_fields(data):
+            if number == field and wire == 2:
+                body = inner(value)
+                out.append(_proto_key(number, 2) + _proto_varint(len(body)) + body)
+            else:
+                out.append(data[start:end])
+        return b"".join(out)
+
+    try:
+        stripped = rewrite(hlo_proto, 3, lambda computation: rewrite(computation, 2, instruction))
+    except (ValueError, IndexError):
+        return None
+    return stripped, configs
+
+
+def _proto_fields(data: bytes) -> Iterator[tuple[int, int, int, int, bytes]]:
+    """(field number, wire type, start, end, payload) of each field of a message;
+    `data[start:end]` is the whole field, key included. Raises ValueError if malformed."""
+    pos = 0
+    size = len(data)
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            if pos >= size or shift > 63:
+                raise ValueError("bad varint")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    while pos < size:
+        start = pos
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            varint()
+            payload = b""
+        elif wire == 2:
+            length = varint()
+            if pos + length > size:
+                raise ValueError("truncated field")
+            payload = data[pos : pos + length]
+            pos += length
+        elif wire == 1:
+            pos += 8
+            payload = b""
+        elif wire == 5:
+            pos += 4
+            payload = b""
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if pos > size:
+            raise ValueError("truncated field")
+        yield number, wire, start, pos, payload
+
+
+def _proto_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _proto_key(number: int, wire: int) -> bytes:
+    return _proto_varint((number << 3) | wire)
 
 
 # --------------------------------------------------------------------------- model builder
@@ -833,7 +1039,9 @@ def _split_function_type(text: str) -> tuple[list[str], list[str]]:
 
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
-    r"(?P<opcode>[a-z][\w-]*)\((?P<operands>.*)$"
+    r"(?P<opcode>[a-z][\w-]*)\((?P<operands>.*)$",
+    # Backend configs can span lines.
+    re.DOTALL,
 )
 
 
@@ -848,6 +1056,7 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
     value_owner: list[int] = []
     functions: dict[str, model.Function] = {}
     body: list[model.Op] = []
+    fusion_configs: dict[str, str] = {}
     with native():
         computations = list(hlo_module.computations())
         entry = re.search(r"^ENTRY\s+%?([\w.-]+)", str(hlo_module.to_string()), re.MULTILINE)
@@ -878,7 +1087,9 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
                 text = str(instruction.to_string())
                 match = _HLO_INSTRUCTION.match(text)
                 shape = match.group("shape") if match else ""
-                opcode = str(instruction.opcode).rsplit(".", 1)[-1].lower().replace("_", "-")
+                # HloOpcode.kGetTupleElement -> get-tuple-element, as XLA prints it.
+                enum_name = str(instruction.opcode).rsplit(".", 1)[-1].removeprefix("k")
+                opcode = re.sub(r"(?<!^)(?=[A-Z])", "-", enum_name).lower()
                 if match:
                     opcode = match.group("opcode")
                 value = len(value_types)
@@ -893,7 +1104,12 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
                     _name_loc(instruction.name),
                     func_op,
                     func_name,
+                    hlo_name=str(instruction.name),
                 )
+                if opcode == "fusion":
+                    config = _hlo_backend_config(text)
+                    if config:
+                        fusion_configs[str(instruction.name)] = config
                 value_owner.append(op.id)
                 ids[instruction.name] = value
                 ops.append(op)
@@ -929,7 +1145,36 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
         functions=functions,
         value_types=value_types,
         value_owner=value_owner,
+        fusion_backend_configs=MappingProxyType(fusion_configs),
     )
+
+
+def _hlo_backend_config(text: str) -> str | None:
+    """The `backend_config={...}` of an instruction as XLA prints it (braces nest)."""
+    start = text.find("backend_config={")
+    if start < 0:
+        return None
+    start += len("backend_config=")
+    depth = 0
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return None
 
 
 def _name_loc(name: str) -> str:
@@ -968,10 +1213,15 @@ def _hlo_shape_to_mlir(shape: str) -> str:
 
 def _hlo_attributes(text: str) -> dict[str, str]:
     attributes: dict[str, str] = {}
-    for key in ("frontend_attributes", "sharding", "custom_call_target", "kind", "calls"):
+    # While and conditional bodies too, so that the functions that run are reachable.
+    keys = ("frontend_attributes", "sharding", "custom_call_target", "kind", "calls")
+    calls = ("calls", "body", "condition", "branch_computations")
+    for key in (*keys, *calls[1:]):
         match = re.search(rf"\b{key}=(\{{[^}}]*\}}|\"[^\"]*\"|[\w.%-]+)", text)
         if match:
-            attributes[key] = match.group(1)
+            value = match.group(1)
+            # Computations as MLIR names functions (`@body`), for the call graph.
+            attributes[key] = re.sub(r"%([\w.-]+)", r"@\1", value) if key in calls else value
     return attributes
 
 

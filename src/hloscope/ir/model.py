@@ -462,6 +462,7 @@ class Op:
         "attributes",
         "end",
         "function",
+        "hlo_name",
         "id",
         "location_text",
         "name",
@@ -487,6 +488,12 @@ class Op:
     """The op whose region holds this one (the `func.func` for a function's body)."""
     function: str | None
     """Name of the top-level function this op is in, None outside functions."""
+    hlo_name: str | None
+    """For modules read from HLO: the name of the HLO instruction the op was converted
+    from (`broadcast_add_fusion`, `add.3`, `copy.1`), which the MLIR conversion keeps
+    as the location only when the instruction has no metadata. None for modules that
+    were not HLO, for ops the conversion made up (terminators), or when the names
+    could not be recovered."""
 
     def __init__(
         self,
@@ -498,6 +505,7 @@ class Op:
         location_text: str,
         parent: Op | None,
         function: str | None,
+        hlo_name: str | None = None,
     ) -> None:
         self.id = id
         self.end = id + 1
@@ -509,6 +517,7 @@ class Op:
         self.regions = ()
         self.parent = parent
         self.function = function
+        self.hlo_name = hlo_name
 
     @property
     def location(self) -> Location:
@@ -616,6 +625,7 @@ class Module:
         "attributes",
         "body",
         "functions",
+        "fusion_backend_configs",
         "name",
         "ops",
         "value_owner",
@@ -636,6 +646,11 @@ class Module:
     value_owner: Sequence[int]
     """Id of the op that defines each value: its result, or a block argument of one of
     its regions (the `func.func` for function arguments)."""
+    fusion_backend_configs: Mapping[str, str]
+    """For modules read from HLO: the `backend_config` of each fusion instruction that
+    has one, by HLO instruction name (`Op.hlo_name`), as XLA prints it
+    (`{"fusion_backend_config":{"kind":"__triton_gemm",...}}`). The MLIR conversion
+    drops it from `mhlo.fusion`."""
 
     def __init__(
         self,
@@ -646,6 +661,7 @@ class Module:
         functions: Mapping[str, Function],
         value_types: Sequence[str],
         value_owner: Sequence[int],
+        fusion_backend_configs: Mapping[str, str] = EMPTY_ATTRIBUTES,
     ) -> None:
         self.name = name
         self.attributes = attributes
@@ -654,6 +670,7 @@ class Module:
         self.functions = functions
         self.value_types = value_types
         self.value_owner = value_owner
+        self.fusion_backend_configs = fusion_backend_configs
         self._users: list[tuple[int, ...]] | None = None
         self._names: dict[int, str] | None = None
 

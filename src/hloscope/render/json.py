@@ -12,8 +12,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from hloscope.analyses.fusions import FusionSummary, summarize_fusions
 from hloscope.analyses.structure import Structure
-from hloscope.api import InspectReport
+from hloscope.api import FusionsReport, InspectReport
 from hloscope.sources.loader import Source
 
 SCHEMA_VERSION = 1
@@ -86,4 +87,78 @@ def inspect_json(report: InspectReport) -> dict[str, Any]:
     body["cost"] = plain(report.cost)
     body["memory"] = plain(report.memory)
     body["notes"] = list(report.notes)
+    body["fusions"] = fusion_summary_json(report.fusions) if report.fusions else None
     return document("inspect", report.source.target, body)
+
+
+# --------------------------------------------------------------------------- fusions
+
+
+def fusion_summary_json(summary: FusionSummary) -> dict[str, Any]:
+    return {
+        "fusions": summary.fusions,
+        "by_kind": dict(summary.by_kind),
+        "fused_ops": summary.fused_ops,
+        "unfused_ops": summary.unfused_ops,
+        "unfused_by_category": dict(summary.unfused_by_category),
+        "crossing_jits": summary.crossing_jits,
+    }
+
+
+def fusions_json(report: FusionsReport) -> dict[str, Any]:
+    analysis = report.analysis
+    body: dict[str, Any] = {
+        "source": source_json(report.source),
+        "module": report.module,
+        "fusions": [
+            {
+                "name": f.name,
+                "kind": f.kind,
+                "backend_kind": f.backend_kind,
+                "function": f.function,
+                "ops": list(f.ops),
+                "op_counts": dict(f.op_counts),
+                "op_count": f.op_count,
+                "sources": list(f.sources),
+                "op_names": list(f.op_names),
+                "jits": list(f.jits),
+                "crosses_jits": f.crosses_jits,
+                "operands": list(f.operands),
+                "results": list(f.results),
+                "operand_bytes": f.operand_bytes,
+                "result_bytes": f.result_bytes,
+            }
+            for f in analysis.fusions
+        ],
+        "unfused_ops": analysis.unfused_ops,
+        "unfused": [
+            {
+                "name": u.name,
+                "op": u.op,
+                "category": u.category,
+                "function": u.function,
+                "target": u.target,
+                "sources": list(u.sources),
+                "op_name": u.op_name,
+                "results": list(u.results),
+                "result_bytes": u.result_bytes,
+            }
+            for u in analysis.unfused
+        ],
+        "lines": [
+            {
+                "source": line.source,
+                "code": report.line_texts.get(line.source),
+                "fusions": list(line.fusions),
+                "unfused": list(line.unfused),
+                "fused_ops": line.fused_ops,
+                "unfused_ops": line.unfused_ops,
+            }
+            for line in analysis.lines
+        ],
+        "summary": fusion_summary_json(summarize_fusions(analysis)),
+        "jits": list(analysis.jits),
+        "timings": plain(report.timings),
+        "notes": list(report.notes),
+    }
+    return document("fusions", report.source.target, body)

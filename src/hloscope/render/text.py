@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import IO
 
 from rich import box
@@ -17,8 +17,9 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from hloscope.analyses.fusions import Fusion, FusionSummary, summarize_fusions
 from hloscope.analyses.structure import Structure
-from hloscope.api import InspectReport
+from hloscope.api import FusionsReport, InspectReport
 from hloscope.sources.loader import Source
 
 MAX_OP_KINDS = 15
@@ -253,6 +254,235 @@ def render_inspect(report: InspectReport, console: Console) -> None:
             structure.op_counts,
         )
     )
+    if report.fusions is not None:
+        console.print()
+        console.print(Text("Fusions", style="bold italic"))
+        console.print(fusion_summary_text(report.fusions))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print()
+        console.print(notes)
+
+
+# --------------------------------------------------------------------------- fusions
+
+MAX_FUSION_ROWS = 60
+MAX_UNFUSED_ROWS = 40
+MAX_LINE_ROWS = 60
+MAX_NAMES_IN_CELL = 6
+MAX_CODE_CHARS = 40
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fusion_summary_text(summary: FusionSummary) -> str:
+    """`8 fusions (5 kLoop, 3 __ynn_fusion) holding 24 ops · 2 unfused ops (...)`."""
+    kinds = ", ".join(f"{count} {kind}" for kind, count in summary.by_kind.items())
+    text = f"{summary.fusions} fusion{'' if summary.fusions == 1 else 's'}"
+    if kinds:
+        text += f" ({kinds})"
+    text += f" holding {summary.fused_ops} ops · {summary.unfused_ops} unfused ops"
+    if summary.unfused_by_category:
+        categories = summary.unfused_by_category.items()
+        text += " (" + ", ".join(f"{count} {category}" for category, count in categories) + ")"
+    if summary.crossing_jits:
+        text += f" · {summary.crossing_jits} across separate jits"
+    return text
+
+
+def _short_ops(counts: Mapping[str, int]) -> str:
+    parts = []
+    for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        short = name.partition(".")[2] or name
+        parts.append(f"{short} ×{count}" if count > 1 else short)
+    return ", ".join(parts)
+
+
+def _grouped_sources(sources: tuple[str, ...], only_file: str | None = None) -> str:
+    """`a.py:3`, `a.py:7`, `b.py:1` -> `a.py:3,7 b.py:1`; just `3,7` when every
+    source is in `only_file`."""
+    by_file: dict[str, list[str]] = {}
+    for source in sources:
+        file, _, line = source.rpartition(":")
+        by_file.setdefault(file, []).append(line)
+    if only_file is not None and set(by_file) <= {only_file}:
+        return ",".join(by_file.get(only_file, []))
+    return " ".join(
+        f"{file.rpartition('/')[2]}:{','.join(lines)}" for file, lines in by_file.items()
+    )
+
+
+def _single_file(sources: Iterable[str]) -> str | None:
+    """The one file all `sources` are in, if they are all in one."""
+    files = {source.rpartition(":")[0] for source in sources}
+    return files.pop() if len(files) == 1 else None
+
+
+def _names(names: tuple[str, ...]) -> str:
+    if len(names) <= MAX_NAMES_IN_CELL:
+        return ", ".join(names)
+    return ", ".join(names[:MAX_NAMES_IN_CELL]) + f", … ({len(names)})"
+
+
+def _fusion_kind_text(fusion: Fusion) -> str:
+    # A backend kind (`__triton_gemm`) says more than the kCustom it comes with.
+    return fusion.backend_kind or fusion.kind
+
+
+def _table(title: str, columns: list[tuple[str, str, bool]]) -> Table:
+    """Columns are (header, justify, no_wrap)."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for column, justify, no_wrap in columns:
+        table.add_column(column, justify=justify, no_wrap=no_wrap)  # type: ignore[arg-type]
+    return table
+
+
+def _crossing_text(crossing: tuple[Fusion, ...]) -> str:
+    names = _names(tuple(f.name for f in crossing))
+    verb = "combines" if len(crossing) == 1 else "combine"
+    return (
+        f"{names} (⇄) {verb} ops of separate jits: one jit around them all lets XLA fuse "
+        "them; called as separate jits, it could not"
+    )
+
+
+def render_fusions(report: FusionsReport, console: Console) -> None:
+    analysis = report.analysis
+    source = report.source
+    timing_parts = [f"load {seconds(report.timings.load_seconds)}"]
+    if report.timings.lower_seconds is not None:
+        timing_parts.append(f"lower {seconds(report.timings.lower_seconds)}")
+    if report.timings.compile_seconds is not None:
+        timing_parts.append(f"compile {seconds(report.timings.compile_seconds)}")
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(source.target, style="bold")),
+        ("source", describe_source(source)),
+        ("module", report.module or "(unnamed)"),
+        ("fusions", fusion_summary_text(summarize_fusions(analysis))),
+        ("timings", " · ".join(timing_parts)),
+    ]
+    crossing = analysis.crossing_jits
+    if crossing:
+        rows.append(("jits", _crossing_text(crossing)))
+    console.print(header_table(rows))
+
+    only_file = _single_file(line.source for line in analysis.lines)
+    lines_header = "lines" if only_file else "source lines"
+    fusions = _table(
+        f"Fusions ({len(analysis.fusions)})",
+        [
+            ("fusion", "left", True),
+            ("kind", "left", True),
+            ("ops", "left", False),
+            ("result", "left", False),
+            ("bytes in → out", "right", True),
+            (lines_header, "left", False),
+        ],
+    )
+    for fusion in analysis.fusions[:MAX_FUSION_ROWS]:
+        name = Text(fusion.name, style="bold")
+        if fusion.crosses_jits:
+            name.append(" ⇄", style="yellow")
+        if fusion.function != "main":
+            name.append(f" in {fusion.function}", style="dim")
+        fusions.add_row(
+            name,
+            _fusion_kind_text(fusion),
+            _short_ops(fusion.op_counts),
+            ", ".join(fusion.results),
+            f"{human_bytes(fusion.operand_bytes)} → {human_bytes(fusion.result_bytes)}",
+            _grouped_sources(fusion.sources, only_file) or Text("-", style="dim"),
+        )
+    if len(analysis.fusions) > MAX_FUSION_ROWS:
+        fusions.add_row(
+            Text(f"… {len(analysis.fusions) - MAX_FUSION_ROWS} more (--json lists all)", "dim")
+        )
+    if only_file:
+        fusions.caption = f"lines of {only_file}"
+        fusions.caption_justify = "left"
+    if analysis.fusions:
+        console.print()
+        console.print(fusions)
+
+    if analysis.unfused:
+        unfused = _table(
+            f"Unfused ops ({analysis.unfused_ops})",
+            [
+                ("op", "left", True),
+                ("kind", "left", True),
+                ("what", "left", False),
+                ("results", "left", False),
+                ("bytes", "right", True),
+                (lines_header, "left", False),
+            ],
+        )
+        for op in analysis.unfused[:MAX_UNFUSED_ROWS]:
+            what = op.op.partition(".")[2] or op.op
+            if op.target:
+                what += f" {op.target}"
+            name = Text(op.name, style="bold")
+            if op.function != "main":
+                name.append(f" in {op.function}", style="dim")
+            unfused.add_row(
+                name,
+                op.category,
+                what,
+                ", ".join(op.results),
+                human_bytes(op.result_bytes),
+                _grouped_sources(op.sources, only_file) or Text("-", style="dim"),
+            )
+        if len(analysis.unfused) > MAX_UNFUSED_ROWS:
+            unfused.add_row(
+                Text(f"… {len(analysis.unfused) - MAX_UNFUSED_ROWS} more (--json lists all)", "dim")
+            )
+        if only_file:
+            unfused.caption = f"lines of {only_file}"
+            unfused.caption_justify = "left"
+        console.print()
+        console.print(unfused)
+
+    if analysis.lines:
+        lines = _table(
+            f"Source lines ({len(analysis.lines)}): what XLA made of each",
+            [
+                ("line", "left", True),
+                ("code", "left", True),
+                ("fused", "right", True),
+                ("unfused", "right", True),
+                ("in fusions / unfused ops", "left", False),
+            ],
+        )
+        for line in analysis.lines[:MAX_LINE_ROWS]:
+            where = _names(line.fusions)
+            if line.unfused:
+                where = "; ".join(p for p in (where, "unfused: " + _names(line.unfused)) if p)
+            lines.add_row(
+                line.source,
+                Text(_clip(report.line_texts.get(line.source, ""), MAX_CODE_CHARS), style="cyan"),
+                str(line.fused_ops),
+                str(line.unfused_ops),
+                where,
+            )
+        if len(analysis.lines) > MAX_LINE_ROWS:
+            lines.add_row(
+                Text(f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)", "dim")
+            )
+        console.print()
+        console.print(lines)
+    elif analysis.fusions or analysis.unfused:
+        console.print()
+        console.print(
+            Text(
+                "No source lines: this module's ops carry no source locations "
+                "(no StackFrames or metadata source_file/source_line).",
+                style="dim",
+            )
+        )
+    if not analysis.fusions:
+        console.print()
+        console.print(Text("XLA made no fusions in this module.", style="dim"))
     notes = notes_group(report.notes)
     if notes is not None:
         console.print()

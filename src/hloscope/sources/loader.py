@@ -46,6 +46,10 @@ class LoadOptions:
     """`--module`: which module of a dump folder."""
     optimized: bool = False
     """Read the optimized module (compiling when needed) instead of the lowered one."""
+    compile_dumps: bool = True
+    """With `optimized`: compile a before-optimization dump. False refuses one
+    instead, naming `--compile` (commands that always read the optimized module
+    compile dumps only when asked)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +224,12 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
     stage = stage_hint or _stage_of(parsed, data, file)
     compilation = None
     if options.optimized and stage != OPTIMIZED:
+        if not options.compile_dumps:
+            raise HloscopeError(
+                "this is a module before XLA's optimizations, and this view reads the "
+                "optimized one: add --compile to compile it for the local backend",
+                where=label,
+            )
         compilation = _compile_dump(parsed, label)
         parsed = context.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED

@@ -1,0 +1,572 @@
+"""What XLA fused, and which source lines each fusion came from.
+
+After optimization, XLA groups the ops of a module into fusions: each becomes one
+kernel (one loop nest on the CPU, one launch on a GPU), and its intermediate
+values never reach memory. Which ops landed together, and which stayed outside any
+fusion (custom calls, collectives, copies, control flow), is what decides how fast
+the program runs, and the user's question is "what did XLA do with my line?".
+
+In the model (jaxlib's HLO-to-MLIR conversion), a fusion is an `mhlo.fusion` op
+with a `fusion_kind` attribute (`kLoop`, `kInput`, `kOutput`, `kCustom`) and a
+region holding the fused ops; the HLO name (`broadcast_add_fusion`) is
+`Op.hlo_name` and the backend's own kind (`__triton_gemm`) is in
+`Module.fusion_backend_configs`. In XLA's own form (modules whose conversion
+fails) it is an `hlo.fusion` op whose `calls` attribute names the fused
+computation. Source lines come from each op's location: the innermost frame is
+the line of user code that made the op, and the name is JAX's op name
+(`jit(mlp)/jit(dense)/add`).
+
+The ops read are those of the functions that run: the ones a public function
+reaches (the `fused_computation` copies the conversion leaves beside the fusions
+are not), including while/case/if bodies. Ops that move no data (constants,
+tuples, get-tuple-element, bitcasts) are neither fusions nor counted as unfused.
+
+JAX op names also carry the nesting of jits (`jit(mlp)/jit(dense)/...`). A fusion
+whose ops come from sibling jits (`dense` and `head`, neither inside the other)
+exists only because an outer jit compiled them together: called without the outer
+jit, each inner jit is its own XLA program and nothing fuses across them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+from hloscope.analyses.structure import analyze_structure
+from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
+
+# `fusion-start` is how XLA prints an async-wrapped fusion.
+FUSION_OPS = frozenset({"mhlo.fusion", "hlo.fusion", "hlo.fusion-start"})
+
+# Ops that move no data: XLA neither fuses them nor runs a kernel for them.
+FREE_OPS = frozenset(
+    {
+        "constant",
+        "tuple",
+        "get_tuple_element",
+        "get-tuple-element",
+        "bitcast",
+        "parameter",
+        "after_all",
+        "after-all",
+        "create_token",
+        "optimization_barrier",
+        "opt-barrier",
+        "partition_id",
+        "partition-id",
+        "replica_id",
+        "replica-id",
+    }
+)
+# Ops whose regions hold ops that run on their own (not a reducer applied inside).
+CONTROL_FLOW = frozenset({"while", "case", "if", "conditional", "call"})
+COLLECTIVES = frozenset(
+    {
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "all_to_all",
+        "collective_permute",
+        "collective_broadcast",
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "all-to-all",
+        "collective-permute",
+        "collective-broadcast",
+        "all-reduce-start",
+        "all-reduce-done",
+        "all-gather-start",
+        "all-gather-done",
+        "collective-permute-start",
+        "collective-permute-done",
+        "ragged-all-to-all",
+        "ragged_all_to_all",
+    }
+)
+TRANSFERS = frozenset(
+    {"send", "recv", "send-done", "recv-done", "infeed", "outfeed", "host_compute"}
+)
+COPIES = frozenset({"copy", "copy_start", "copy_done", "copy-start", "copy-done"})
+ASYNC = frozenset(
+    {"async_start", "async_update", "async_done", "async-start", "async-update", "async-done"}
+)
+
+_JIT_PART = re.compile(r"^p?jit\((.*)\)$")
+_KIND = re.compile(r"\bk[A-Z]\w*")
+_BACKEND_KIND = re.compile(r'"kind"\s*:\s*"([^"]+)"')
+# `add.3`, `broadcast_add_fusion.2`: HLO instruction names, not JAX op names.
+_HLO_NAME = re.compile(r"^[A-Za-z_][\w-]*\.\d+$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Fusion:
+    """One fusion: a group of ops XLA compiles into one kernel."""
+
+    name: str
+    """The HLO instruction name (`broadcast_add_fusion`, `fusion.3`); the MLIR value
+    name (`%3`) when the module does not say."""
+    kind: str
+    """XLA's fusion kind: `kLoop`, `kInput`, `kOutput`, `kCustom`, ..."""
+    backend_kind: str | None
+    """The backend's own kind from the backend config (`__triton_gemm`,
+    `__ynn_fusion`, `__custom_fusion`), when it names one."""
+    function: str
+    """The function the fusion is in (`main`, a while body's function, ...)."""
+    op_id: int
+    """The fusion op's id in `Module.ops`."""
+    op_counts: Mapping[str, int]
+    """Kinds of the ops inside (nested regions included), in order of first
+    appearance, with their counts."""
+    op_count: int
+    """Ops inside, terminators excluded."""
+    sources: tuple[str, ...]
+    """`file.py:LINE` of the code that made the ops inside (innermost frames),
+    sorted."""
+    op_names: tuple[str, ...]
+    """JAX op names of the ops inside (`jit(f)/jit(g)/mul`), in order of first
+    appearance."""
+    jits: tuple[str, ...]
+    """The jit nestings the ops came from (`jit(mlp)/jit(dense)`), sorted."""
+    crosses_jits: bool
+    """Whether ops of sibling jits (neither nested in the other) were fused
+    together: the fusion exists only because an outer jit compiled them as one
+    program."""
+    operands: tuple[str, ...]
+    """Operand shapes (`f32[8,64]`)."""
+    results: tuple[str, ...]
+    """Result shapes."""
+    operand_bytes: int | None
+    """Bytes the fusion reads from its operands (None if a size is unknown)."""
+    result_bytes: int | None
+    """Bytes it writes."""
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        """The kinds of the ops inside, in order of first appearance."""
+        return tuple(self.op_counts)
+
+
+@dataclasses.dataclass(frozen=True)
+class UnfusedOp:
+    """An op that runs outside any fusion."""
+
+    name: str
+    """The HLO instruction name (`copy.3`), or the MLIR value name."""
+    op: str
+    """The op's name in the model: `stablehlo.custom_call`, `mhlo.copy`."""
+    category: str
+    """`custom-call`, `collective`, `copy`, `transfer`, `async`, `control-flow`
+    or `compute`."""
+    function: str
+    op_id: int
+    target: str | None
+    """The custom call's target (`__cublas$gemm`), for custom calls."""
+    sources: tuple[str, ...]
+    """`file.py:LINE` of the code that made it."""
+    op_name: str | None
+    """Its JAX op name, if it has one."""
+    results: tuple[str, ...]
+    """Result shapes."""
+    result_bytes: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLine:
+    """What XLA did with one line of the user's code."""
+
+    source: str
+    """`file.py:LINE`."""
+    fusions: tuple[str, ...]
+    """Names of the fusions holding ops made by this line, in module order."""
+    unfused: tuple[str, ...]
+    """Names of the unfused ops made by this line."""
+    fused_ops: int
+    """Ops of this line inside fusions."""
+    unfused_ops: int
+    """Ops of this line outside fusions."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionAnalysis:
+    """The fusions of an optimized module, its unfused ops, and both per source line."""
+
+    fusions: tuple[Fusion, ...]
+    """In module order (execution order for a scheduled module)."""
+    unfused: tuple[UnfusedOp, ...]
+    """Ops outside any fusion, in module order; ops that move no data excluded."""
+    lines: tuple[SourceLine, ...]
+    """Every source line that made an op, sorted by file and line."""
+    by_kind: Mapping[str, int]
+    """Fusion count per kind (the backend's kind when there is one), most first."""
+    unfused_by_category: Mapping[str, int]
+    """Unfused op count per category, most first."""
+    fused_ops: int
+    """Ops inside fusions."""
+    jits: tuple[str, ...]
+    """Every jit nesting seen in op names, sorted."""
+
+    @property
+    def unfused_ops(self) -> int:
+        return len(self.unfused)
+
+    @property
+    def crossing_jits(self) -> tuple[Fusion, ...]:
+        """Fusions that combine ops of sibling jits."""
+        return tuple(f for f in self.fusions if f.crosses_jits)
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionSummary:
+    """The short form shown by `inspect`."""
+
+    fusions: int
+    by_kind: Mapping[str, int]
+    fused_ops: int
+    unfused_ops: int
+    unfused_by_category: Mapping[str, int]
+    crossing_jits: int
+    """Fusions combining ops of sibling jits."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def split_op_name(op_name: str) -> list[str]:
+    """`jit(f)/jit(g)/mul` -> [`jit(f)`, `jit(g)`, `mul`] (slashes inside
+    parentheses do not split)."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(op_name):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "/" and depth == 0:
+            parts.append(op_name[start:i])
+            start = i + 1
+    parts.append(op_name[start:])
+    return [p for p in parts if p]
+
+
+def jit_path(op_name: str) -> str | None:
+    """The jit nesting of a JAX op name: `jit(mlp)/jit(dense)` for
+    `jit(mlp)/jit(dense)/while/body/add`; None when it names no jit."""
+    jits = [part for part in split_op_name(op_name) if _JIT_PART.match(part)]
+    return "/".join(jits) if jits else None
+
+
+def _crosses(paths: Iterable[str]) -> bool:
+    """Whether two of the jit paths are siblings: neither a prefix of the other."""
+    split = sorted({tuple(p.split("/")) for p in paths}, key=len)
+    for i, shorter in enumerate(split):
+        for longer in split[i + 1 :]:
+            if longer[: len(shorter)] != shorter:
+                return True
+    return False
+
+
+def fusion_kind(op: Op) -> str:
+    """`kLoop`, ... from `#mhlo<fusion_kind kLoop>` or an HLO `kind=kLoop`."""
+    text = op.attributes.get("fusion_kind") or op.attributes.get("kind") or ""
+    match = _KIND.search(text)
+    return match.group(0) if match else "unknown"
+
+
+def backend_kind(module: Module, op: Op) -> str | None:
+    """The backend's kind named by a fusion's backend config, if any."""
+    name = op.hlo_name
+    if op.name == "hlo.fusion-start":
+        # XLA prints an async fusion as `fusion-start` calling the fused computation;
+        # the backend config is on the fusion it wraps, which calls the same one.
+        calls = op.attributes.get("calls")
+        wrapped = (
+            o for o in module.ops if o.name == "hlo.fusion" and o.attributes.get("calls") == calls
+        )
+        name = next((o.hlo_name for o in wrapped), None)
+    if name is None:
+        return None
+    config = module.fusion_backend_configs.get(name)
+    if not config:
+        return None
+    match = _BACKEND_KIND.search(config)
+    return match.group(1) if match else None
+
+
+def _relative(file: str, root: str | None) -> str:
+    if root and file.startswith(root.rstrip("/") + "/"):
+        return file[len(root.rstrip("/")) + 1 :]
+    return file
+
+
+def _source(op: Op, root: str | None) -> str | None:
+    frames = op.location.frames
+    if not frames:
+        return None
+    frame = frames[0]
+    return f"{_relative(frame.file, root)}:{frame.line}"
+
+
+def _op_name(op: Op) -> str | None:
+    """The op's JAX op name: its location's name, unless that is an HLO instruction
+    name: the op's own (the conversion's fallback when there is no metadata), or
+    another one XLA's passes wrote into the metadata (`broadcast.6`)."""
+    name = op.location.name
+    if name is None or name == op.hlo_name or _HLO_NAME.match(name):
+        return None
+    return name
+
+
+def _display_name(module: Module, op: Op) -> str:
+    if op.hlo_name:
+        return op.hlo_name
+    return module.value_name(op.results[0]) if op.results else f"#{op.id}"
+
+
+def _shapes(module: Module, values: Sequence[int]) -> tuple[tuple[str, ...], int | None]:
+    shapes: list[str] = []
+    total: int | None = 0
+    for value in values:
+        if value < 0:
+            continue
+        mlir_type = module.value_types[value]
+        shapes.append(hlo_shape(mlir_type))
+        size = type_bytes(mlir_type)
+        total = None if size is None or total is None else total + size
+    return tuple(shapes), total
+
+
+def _sorted_counts(counter: Counter[str]) -> Mapping[str, int]:
+    return MappingProxyType(dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+def _source_key(source: str) -> tuple[str, int]:
+    file, _, line = source.rpartition(":")
+    return (file, int(line) if line.isdigit() else 0)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _category(op: Op) -> str:
+    short = op.short_name
+    if short == "custom_call" or short == "custom-call":
+        return "custom-call"
+    if short in COLLECTIVES:
+        return "collective"
+    if short in COPIES:
+        return "copy"
+    if short in TRANSFERS:
+        return "transfer"
+    if short in ASYNC or short.endswith(("-start", "-update", "-done")):
+        return "async"
+    if short in CONTROL_FLOW or op.name == "func.call":
+        return "control-flow"
+    return "compute"
+
+
+def _running_functions(module: Module) -> list[str]:
+    """Functions whose ops run: those a public function reaches; for XLA's own form,
+    also the computations of async and call instructions (`calls=`), which it does
+    not record as calls."""
+    structure = analyze_structure(module)
+    running = [f.name for f in structure.functions if f.reachable]
+    seen = set(running)
+    stack = list(running)
+    while stack:
+        function = module.functions.get(stack.pop())
+        if function is None:
+            continue
+        for op in module.function_ops(function):
+            if op.name in FUSION_OPS or "calls" not in op.attributes:
+                continue
+            for callee in symbol_references(op.attributes["calls"]):
+                if callee in module.functions and callee not in seen:
+                    seen.add(callee)
+                    running.append(callee)
+                    stack.append(callee)
+    return running
+
+
+def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
+    """The ops inside a fusion: its region, or (XLA's own form) the called
+    computation."""
+    if op.name.startswith("hlo."):
+        called = symbol_references(op.attributes.get("calls", ""))
+        function = module.functions.get(called[0]) if called else None
+        if function is None:
+            return ()
+        # Parameters are instructions in XLA's form, block arguments in MLIR's.
+        return [o for o in module.function_ops(function) if o.short_name != "parameter"]
+    return module.descendants(op)
+
+
+def analyze_fusions(module: Module, source_root: str | None = None) -> FusionAnalysis:
+    """The fusions and unfused ops of an optimized `module`.
+
+    `source_root`: file paths under it are shown relative to it (the working
+    directory, so that `samples/mlp.py:12` reads as the user typed it).
+    """
+    fusions: list[Fusion] = []
+    unfused: list[UnfusedOp] = []
+    all_jits: set[str] = set()
+    line_fusions: dict[str, dict[str, None]] = {}
+    line_unfused: dict[str, dict[str, None]] = {}
+    line_fused_ops: Counter[str] = Counter()
+    line_unfused_ops: Counter[str] = Counter()
+
+    def visit_fusion(op: Op, function: str) -> None:
+        inside = [
+            o for o in _fused_ops(module, op) if not o.is_terminator and o.name != "func.func"
+        ]
+        name = _display_name(module, op)
+        kinds: dict[str, int] = {}
+        sources: set[str] = set()
+        op_names: dict[str, None] = {}
+        jits: set[str] = set()
+        for member in (op, *inside):
+            if member is not op:
+                kinds[member.name] = kinds.get(member.name, 0) + 1
+            # Constants carry the line of the jit call that hoisted them, not of the
+            # code that uses them: they say nothing about where the work came from.
+            source = _source(member, source_root) if member.short_name not in FREE_OPS else None
+            if source is not None:
+                sources.add(source)
+                line_fusions.setdefault(source, {})[name] = None
+                if member is not op:
+                    line_fused_ops[source] += 1
+            op_name = _op_name(member)
+            if op_name is not None:
+                op_names[op_name] = None
+                path = jit_path(op_name)
+                if path is not None:
+                    jits.add(path)
+        all_jits.update(jits)
+        operands, operand_bytes = _shapes(module, op.operands)
+        results, result_bytes = _shapes(module, op.results)
+        fusions.append(
+            Fusion(
+                name=name,
+                kind=fusion_kind(op),
+                backend_kind=backend_kind(module, op),
+                function=function,
+                op_id=op.id,
+                op_counts=MappingProxyType(kinds),
+                op_count=len(inside),
+                sources=tuple(sorted(sources, key=_source_key)),
+                op_names=tuple(op_names),
+                jits=tuple(sorted(jits)),
+                crosses_jits=_crosses(jits),
+                operands=operands,
+                results=results,
+                operand_bytes=operand_bytes,
+                result_bytes=result_bytes,
+            )
+        )
+
+    def visit_unfused(op: Op, function: str) -> None:
+        name = _display_name(module, op)
+        source = _source(op, source_root)
+        op_name = _op_name(op)
+        if op_name is not None:
+            path = jit_path(op_name)
+            if path is not None:
+                all_jits.add(path)
+        if source is not None:
+            line_unfused.setdefault(source, {})[name] = None
+            line_unfused_ops[source] += 1
+        category = _category(op)
+        target = None
+        if category == "custom-call":
+            raw = op.attributes.get("call_target_name") or op.attributes.get(
+                "custom_call_target", ""
+            )
+            target = raw.strip('"') or None
+        results, result_bytes = _shapes(module, op.results)
+        unfused.append(
+            UnfusedOp(
+                name=name,
+                op=op.name,
+                category=category,
+                function=function,
+                op_id=op.id,
+                target=target,
+                sources=(source,) if source is not None else (),
+                op_name=op_name,
+                results=results,
+                result_bytes=result_bytes,
+            )
+        )
+
+    def visit(ops: Iterable[Op], function: str) -> None:
+        for op in ops:
+            if op.is_terminator or op.name == "func.func":
+                continue
+            if op.name in FUSION_OPS:
+                visit_fusion(op, function)
+                continue
+            if op.short_name not in FREE_OPS:
+                visit_unfused(op, function)
+            if op.short_name in CONTROL_FLOW:
+                for region in op.regions:
+                    for block in region.blocks:
+                        visit(block.ops, function)
+
+    for name in _running_functions(module):
+        function = module.functions[name]
+        if function.is_declaration:
+            continue
+        for block in function.op.regions[0].blocks:
+            visit(block.ops, name)
+
+    by_kind: Counter[str] = Counter(f.backend_kind or f.kind for f in fusions)
+    categories: Counter[str] = Counter(u.category for u in unfused)
+    sources = sorted(set(line_fusions) | set(line_unfused), key=_source_key)
+    lines = tuple(
+        SourceLine(
+            source=source,
+            fusions=tuple(line_fusions.get(source, ())),
+            unfused=tuple(line_unfused.get(source, ())),
+            fused_ops=line_fused_ops[source],
+            unfused_ops=line_unfused_ops[source],
+        )
+        for source in sources
+    )
+    return FusionAnalysis(
+        fusions=tuple(fusions),
+        unfused=tuple(unfused),
+        lines=lines,
+        by_kind=_sorted_counts(by_kind),
+        unfused_by_category=_sorted_counts(categories),
+        fused_ops=sum(f.op_count for f in fusions),
+        jits=tuple(sorted(all_jits)),
+    )
+
+
+def inner_jits(analysis: FusionAnalysis) -> tuple[str, ...]:
+    """Names of the jits called directly by the outermost one (`dense`, `head` for
+    `jit(mlp)/jit(dense)`, `jit(mlp)/jit(head)`), in order of name."""
+    names: set[str] = set()
+    for path in analysis.jits:
+        parts = path.split("/")
+        if len(parts) >= 2:
+            match = _JIT_PART.match(parts[1])
+            if match:
+                names.add(match.group(1))
+    return tuple(sorted(names))
+
+
+def summarize_fusions(analysis: FusionAnalysis) -> FusionSummary:
+    """The counts `inspect` shows."""
+    return FusionSummary(
+        fusions=len(analysis.fusions),
+        by_kind=analysis.by_kind,
+        fused_ops=analysis.fused_ops,
+        unfused_ops=analysis.unfused_ops,
+        unfused_by_category=analysis.unfused_by_category,
+        crossing_jits=len(analysis.crossing_jits),
+    )
