@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.sources.loader import Loaded, LoadOptions, Source, load, optimized
 
@@ -17,10 +18,12 @@ __all__ = [
     "InspectReport",
     "LoadOptions",
     "Loaded",
+    "ParamsReport",
     "Timings",
     "inspect_report",
     "load",
     "optimized",
+    "params_report",
 ]
 
 
@@ -52,6 +55,8 @@ class InspectReport:
     """XLA's memory analysis of the compiled executable (bytes of arguments, outputs,
     temporaries, generated code)."""
     notes: tuple[str, ...]
+    params: ParameterUsage | None = None
+    """Parameter usage of the entry (the `params` view), summarised by renderers."""
 
 
 def inspect_report(loaded: Loaded) -> InspectReport:
@@ -74,4 +79,33 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         cost=cost,
         memory=compilation.memory if compilation is not None else None,
         notes=loaded.notes,
+        params=analyze_params(loaded.module, lowering),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamsReport:
+    """The `params` view: every argument mapped to its HLO parameter, with status,
+    donation, sharding and memory kind."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_f`)."""
+    usage: ParameterUsage
+    notes: tuple[str, ...]
+    """The load's notes and the analysis's."""
+
+    def has_status(self, statuses: tuple[str, ...]) -> bool:
+        """Whether any argument has one of `statuses` (for `--fail-on`)."""
+        return bool(self.usage.with_status(*statuses))
+
+
+def params_report(loaded: Loaded) -> ParamsReport:
+    """Build the `params` report of a loaded target."""
+    usage = analyze_params(loaded.module, loaded.lowering)
+    return ParamsReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        usage=usage,
+        notes=loaded.notes + usage.notes,
     )
