@@ -289,9 +289,14 @@ def _leaf_parameter(
             memory_kind=leaf.memory_kind,
         )
     ir = _ir_facts(module, liveness, argument, meshes, aliases)
+    path = leaf.path
+    if _GENERIC_PATH.match(path) and argument.location.name:
+        # JAX did not know the parameter's name (an Exported's tree), but the module
+        # does: it names arguments after the function's parameters.
+        path = argument.location.name
     return Parameter(
         position=leaf.position,
-        path=leaf.path,
+        path=path,
         hlo_index=argument.index,
         status=ir.status,
         shape=leaf.shape,
@@ -300,9 +305,7 @@ def _leaf_parameter(
         uses=ir.uses,
         donated=leaf.donated or ir.donated,
         aliases_output=ir.aliases_output,
-        # What the user wrote (a PartitionSpec over a mesh) reads best; the module's
-        # attribute is kept beside it.
-        sharding=leaf.sharding or ir.sharding,
+        sharding=_leaf_sharding(leaf.sharding, ir.sharding),
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind or leaf.memory_kind,
     )
@@ -331,6 +334,22 @@ def _dump_parameter(
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind,
     )
+
+
+_GENERIC_PATH = re.compile(r"^(?:arg\d+|args\[\d+\].*)$")
+_SPEC = re.compile(r"^(?:P|PartitionSpec)\(")
+
+
+def _leaf_sharding(leaf: str | None, ir: str | None) -> str | None:
+    """What the caller wrote (a PartitionSpec over a mesh) reads best and stays the
+    same in the optimized module; otherwise the module's, made readable."""
+    if leaf and _SPEC.match(leaf):
+        return leaf
+    if ir:
+        return ir
+    if leaf and leaf.startswith("{"):
+        return describe_hlo_sharding(leaf)
+    return leaf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -596,10 +615,12 @@ def describe_sdy_sharding(text: str, meshes: Mapping[str, str]) -> str:
     else:
         mesh = describe_mesh(mesh_ref)
     dims = []
+    open_dims = False
     if dims_text.startswith("[") and dims_text.endswith("]"):
         for dim in _split_top(dims_text[1:-1]):
             dims.append(_sdy_dim(dim))
-    open_dims = any(d == "?" for d in dims)
+            # An open dimension (`{?}`, `{"a", ?}`) may be sharded further by propagation.
+            open_dims = open_dims or "?" in dim.partition("}")[0]
     if all(d == "None" for d in dims):
         spec = "P()"  # replicated, as JAX prints `PartitionSpec()`
     else:
@@ -616,12 +637,12 @@ def describe_sdy_sharding(text: str, meshes: Mapping[str, str]) -> str:
 
 
 def _sdy_dim(text: str) -> str:
-    """`{"a"}` -> `'a'`, `{"a", "b"}` -> `('a', 'b')`, `{}` -> `None`, `{?}` -> `?`."""
+    """`{"a"}` -> `'a'`, `{"a", "b"}` -> `('a', 'b')`, `{}` and `{?}` -> `None`."""
     text = text.strip()
     axes = re.findall(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?', text)
     names = [f"{name}:({pre}){size}" if pre else name for name, pre, size in axes]
     if not names:
-        return "?" if "?" in text else "None"
+        return "None"
     if len(names) == 1:
         return f"'{names[0]}'"
     return "(" + ", ".join(f"'{n}'" for n in names) + ")"
