@@ -66,13 +66,44 @@ TUPLE_OPS = frozenset({"stablehlo.tuple", "mhlo.tuple"})
 GET_TUPLE_ELEMENT_OPS = frozenset({"stablehlo.get_tuple_element", "mhlo.get_tuple_element"})
 
 
+# How the worklist treats an op, by name (anything else is GENERIC).
+GENERIC, WHILE, BRANCH, CALL, PASS_THROUGH, IDENTITY, GET_TUPLE_ELEMENT = range(7)
+_KINDS: dict[str, int] = {
+    **dict.fromkeys(WHILE_OPS, WHILE),
+    **dict.fromkeys(BRANCH_OPS, BRANCH),
+    "func.call": CALL,
+    **dict.fromkeys(PASS_THROUGH_REGION_OPS, PASS_THROUGH),
+    **dict.fromkeys(IDENTITY_OPS, IDENTITY),
+    **dict.fromkeys(GET_TUPLE_ELEMENT_OPS, GET_TUPLE_ELEMENT),
+}
+# Attributes through which an op names functions whose results it needs.
+FUNCTION_ATTRIBUTES = ("called_computations", "called_computation", "to_apply")
+
+# Per op name: True (always has side effects), False (never), None (depends on the op).
+_NAME_EFFECTS: dict[str, bool | None] = {}
+
+
+def _name_effect(name: str) -> bool | None:
+    if name in _NAME_EFFECTS:
+        return _NAME_EFFECTS[name]
+    short = name.partition(".")[2] or name
+    effect: bool | None
+    if name in ("func.func", "func.call") or short in ("return", "yield"):
+        effect = False
+    elif short in SIDE_EFFECT_OPS or name in SIDE_EFFECT_OPS:
+        effect = True
+    else:
+        effect = None
+    _NAME_EFFECTS[name] = effect
+    return effect
+
+
 def has_side_effect(op: Op) -> bool:
     """Whether running `op` matters even when nothing reads its results."""
-    if op.name in ("func.func", "func.call") or op.is_terminator:
-        return False
-    if op.short_name in SIDE_EFFECT_OPS or op.name in SIDE_EFFECT_OPS:
-        return True
-    if op.attributes.get("has_side_effect") == "true":
+    effect = _name_effect(op.name)
+    if effect is not None:
+        return effect
+    if op.attributes and op.attributes.get("has_side_effect") == "true":
         return True
     # An op without results exists for its effect (cf branches, debug prints).
     return not op.results and op.parent is not None and op.name not in ANNOTATION_OPS
@@ -96,22 +127,79 @@ class Liveness:
         return value >= 0 and bool(self.live[value])
 
 
-@dataclasses.dataclass
-class _Index:
-    """What the worklist needs about the module, built in one pass."""
+class LivenessIndex:
+    """What the worklist needs about a module, built in one pass; reuse it for several
+    analyses of the same module."""
 
-    slot: list[int]
-    """Per value: its index among its op's results or its block's arguments."""
-    region: list[int]
-    """Per value: -1 for a result, else the index of the region of its block."""
-    callee: dict[int, str]
-    """func.call op id -> callee name."""
-    call_sites: dict[str, list[Op]]
-    returns: dict[str, list[Op]]
-    """Function name -> its return ops."""
-    function_of_op: dict[int, str]
-    """func.func op id -> function name."""
-    effect_ops: list[Op]
+    def __init__(self, module: Module) -> None:
+        count = len(module.value_types)
+        slot = [0] * count
+        region = [-1] * count
+        kinds = [GENERIC] * len(module.ops)
+        callee: dict[int, str] = {}
+        call_sites: dict[str, list[Op]] = {}
+        named_functions: dict[int, list[str]] = {}
+        effect_ops: list[Op] = []
+        kind_of = _KINDS.get
+        for op in module.ops:
+            for i, value in enumerate(op.results):
+                slot[value] = i
+            if op.regions:
+                for r, op_region in enumerate(op.regions):
+                    for block in op_region.blocks:
+                        for j, value in enumerate(block.arguments):
+                            slot[value] = j
+                            region[value] = r
+            kind = kind_of(op.name, GENERIC)
+            kinds[op.id] = kind
+            attributes = op.attributes
+            if kind == CALL:
+                names = symbol_references(attributes.get("callee", ""))
+                if names:
+                    callee[op.id] = names[0]
+                    call_sites.setdefault(names[0], []).append(op)
+                continue
+            if attributes:
+                for key in FUNCTION_ATTRIBUTES:
+                    text = attributes.get(key)
+                    if text and "@" in text:
+                        named_functions.setdefault(op.id, []).extend(symbol_references(text))
+            if op.function is not None and has_side_effect(op):
+                effect_ops.append(op)
+        self.slot = slot
+        """Per value: its index among its op's results or its block's arguments."""
+        self.region = region
+        """Per value: -1 for a result, else the index of the region of its block."""
+        self.kinds = kinds
+        """Per op id: how the worklist treats it."""
+        self.callee = callee
+        """func.call op id -> callee name."""
+        self.call_sites = call_sites
+        self.named_functions = named_functions
+        """Op id -> functions it names through `called_computations` and the like."""
+        self.effect_ops = effect_ops
+        self.returns: dict[str, list[Op]] = {}
+        """Function name -> its return ops."""
+        self.function_of_op: dict[int, str] = {}
+        """func.func op id -> function name."""
+        for name, function in module.functions.items():
+            self.function_of_op[function.op.id] = name
+            self.returns[name] = list(_terminators(function.op))
+        self.effectful = self._effectful_functions()
+        """Functions with side effects, directly or through the functions they call."""
+
+    def _effectful_functions(self) -> set[str]:
+        effectful: set[str] = set()
+        stack = [op.function for op in self.effect_ops if op.function is not None]
+        while stack:
+            name = stack.pop()
+            if name in effectful:
+                continue
+            effectful.add(name)
+            for call in self.call_sites.get(name, ()):
+                if call.function is not None and call.function not in effectful:
+                    stack.append(call.function)
+        return effectful
 
 
 def _terminators(op: Op) -> Iterable[Op]:
@@ -121,52 +209,12 @@ def _terminators(op: Op) -> Iterable[Op]:
                 yield block.ops[-1]
 
 
-def _index(module: Module) -> _Index:
-    count = len(module.value_types)
-    slot = [0] * count
-    region = [-1] * count
-    callee: dict[int, str] = {}
-    call_sites: dict[str, list[Op]] = {}
-    effect_ops: list[Op] = []
-    for op in module.ops:
-        for i, value in enumerate(op.results):
-            slot[value] = i
-        for r, op_region in enumerate(op.regions):
-            for block in op_region.blocks:
-                for j, value in enumerate(block.arguments):
-                    slot[value] = j
-                    region[value] = r
-        if op.name == "func.call":
-            names = symbol_references(op.attributes.get("callee", ""))
-            if names:
-                callee[op.id] = names[0]
-                call_sites.setdefault(names[0], []).append(op)
-        elif op.function is not None and has_side_effect(op):
-            effect_ops.append(op)
-    returns: dict[str, list[Op]] = {}
-    function_of_op: dict[int, str] = {}
-    for name, function in module.functions.items():
-        function_of_op[function.op.id] = name
-        returns[name] = list(_terminators(function.op))
-    return _Index(slot, region, callee, call_sites, returns, function_of_op, effect_ops)
-
-
-def _effectful_functions(module: Module, index: _Index) -> set[str]:
-    effectful: set[str] = set()
-    stack = [op.function for op in index.effect_ops if op.function is not None]
-    while stack:
-        name = stack.pop()
-        if name in effectful:
-            continue
-        effectful.add(name)
-        for call in index.call_sites.get(name, ()):
-            if call.function is not None and call.function not in effectful:
-                stack.append(call.function)
-    return effectful
-
-
 def analyze_liveness(
-    module: Module, *, intrinsic: bool = False, roots: Sequence[str] | None = None
+    module: Module,
+    *,
+    intrinsic: bool = False,
+    roots: Sequence[str] | None = None,
+    index: LivenessIndex | None = None,
 ) -> Liveness:
     """Backward liveness of every value of `module`.
 
@@ -175,35 +223,41 @@ def analyze_liveness(
     caller passing all arguments sees). Otherwise the roots are the results of
     `roots` (default: the public functions, or the entry when none is public).
     """
-    index = _index(module)
-    effectful = _effectful_functions(module, index)
+    if index is None:
+        index = LivenessIndex(module)
     ops = module.ops
+    functions = module.functions
     value_owner = module.value_owner
     slot = index.slot
     region_of = index.region
+    kinds = index.kinds
+    returns = index.returns
     live = bytearray(len(module.value_types))
     executed = bytearray(len(ops))
     live_results: dict[str, set[int]] = {}
     live_params: dict[str, set[int]] = {}
     pending: list[int] = []
+    push = pending.append
 
     def mark(value: int) -> None:
         if value >= 0 and not live[value]:
             live[value] = 1
-            pending.append(value)
+            push(value)
 
     def mark_all(values: Iterable[int]) -> None:
         for value in values:
             if value >= 0 and not live[value]:
                 live[value] = 1
-                pending.append(value)
+                push(value)
 
     def need_result(function: str, i: int) -> None:
-        seen = live_results.setdefault(function, set())
-        if i in seen:
+        seen = live_results.get(function)
+        if seen is None:
+            seen = live_results[function] = set()
+        elif i in seen:
             return
         seen.add(i)
-        for ret in index.returns.get(function, ()):
+        for ret in returns.get(function, ()):
             if i < len(ret.operands):
                 mark(ret.operands[i])
 
@@ -213,36 +267,32 @@ def analyze_liveness(
         if executed[op.id]:
             return
         executed[op.id] = 1
-        name = op.name
-        if name in WHILE_OPS:
-            if op.regions and op.regions[0].blocks:
-                for term in _terminators_of_region(op, 0):
+        kind = kinds[op.id]
+        if kind in (GENERIC, IDENTITY, GET_TUPLE_ELEMENT):
+            mark_all(op.operands)
+            if op.regions:
+                for term in _terminators(op):
                     mark_all(term.operands)
-        elif name in BRANCH_OPS:
-            mark_all(op.operands)
-        elif name == "func.call":
-            target = index.callee.get(op.id)
-            if target is None or target not in module.functions or not index.returns.get(target):
-                mark_all(op.operands)  # a declaration: assume it reads everything
-                return
-            for k in live_params.get(target, ()):
-                if k < len(op.operands):
-                    mark(op.operands[k])
-        elif name in PASS_THROUGH_REGION_OPS or name in IDENTITY_OPS:
-            pass
-        else:
-            mark_all(op.operands)
-            for term in _terminators(op):
-                mark_all(term.operands)
             # Functions an op names (custom_call called_computations, async starts):
             # all their results are needed.
-            for key in ("called_computations", "called_computation", "to_apply"):
-                text = op.attributes.get(key)
-                if text and "@" in text:
-                    for target in symbol_references(text):
-                        for ret in index.returns.get(target, ()):
-                            for i in range(len(ret.operands)):
-                                need_result(target, i)
+            for target in index.named_functions.get(op.id, ()):
+                for ret in returns.get(target, ()):
+                    for i in range(len(ret.operands)):
+                        need_result(target, i)
+        elif kind == WHILE:
+            for term in _terminators_of_region(op, 0):
+                mark_all(term.operands)
+        elif kind == BRANCH:
+            mark_all(op.operands)
+        elif kind == CALL:
+            callee = index.callee.get(op.id)
+            if callee is None or callee not in functions or not returns.get(callee):
+                mark_all(op.operands)  # a declaration: assume it reads everything
+                return
+            for k in live_params.get(callee, ()):
+                if k < len(op.operands):
+                    mark(op.operands[k])
+        # PASS_THROUGH and IDENTITY: what runs inside is needed only through results.
 
     def run_with_ancestors(op: Op) -> None:
         run(op)
@@ -252,32 +302,33 @@ def analyze_liveness(
             parent = parent.parent
 
     def result_needed(op: Op, i: int) -> None:
-        name = op.name
-        if name in WHILE_OPS:
+        kind = kinds[op.id]
+        if kind == GENERIC:
+            run(op)
+        elif kind == WHILE:
             run(op)
             if i < len(op.operands):
                 mark(op.operands[i])
-            if len(op.regions) > 1:
-                for term in _terminators_of_region(op, 1):
-                    if i < len(term.operands):
-                        mark(term.operands[i])
-        elif name in BRANCH_OPS:
+            for term in _terminators_of_region(op, 1):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == BRANCH:
             run(op)
             for term in _terminators(op):
                 if i < len(term.operands):
                     mark(term.operands[i])
-        elif name == "func.call":
+        elif kind == CALL:
             run(op)
             target = index.callee.get(op.id)
-            if target is not None and index.returns.get(target):
+            if target is not None and returns.get(target):
                 need_result(target, i)
-        elif name in PASS_THROUGH_REGION_OPS:
+        elif kind == PASS_THROUGH:
             for term in _terminators(op):
                 if i < len(term.operands):
                     mark(term.operands[i])
-        elif name in IDENTITY_OPS and len(op.operands) == len(op.results):
+        elif kind == IDENTITY and len(op.operands) == len(op.results):
             mark(op.operands[i])
-        elif name in GET_TUPLE_ELEMENT_OPS and len(op.operands) == 1:
+        elif kind == GET_TUPLE_ELEMENT and len(op.operands) == 1:
             source = module.defining_op(op.operands[0])
             element = _int_attribute(op.attributes.get("index"))
             if (
@@ -292,9 +343,9 @@ def analyze_liveness(
         else:
             run(op)
 
-    def argument_needed(op: Op, region: int, j: int) -> None:
-        name = op.name
-        if name == "func.func":
+    def argument_needed(op: Op, j: int) -> None:
+        kind = kinds[op.id]
+        if op.name == "func.func":
             function = index.function_of_op.get(op.id)
             if function is None:
                 return
@@ -305,10 +356,10 @@ def analyze_liveness(
             for call in index.call_sites.get(function, ()):
                 if executed[call.id] and j < len(call.operands):
                     mark(call.operands[j])
-        elif name in WHILE_OPS:
+        elif kind == WHILE:
             if j < len(op.results):
                 mark(op.results[j])  # the loop-carried value j is needed
-        elif name in PASS_THROUGH_REGION_OPS:
+        elif kind == PASS_THROUGH:
             if j < len(op.operands):
                 mark(op.operands[j])
         else:
@@ -316,18 +367,18 @@ def analyze_liveness(
 
     # Roots: results of the public (or all) functions, and side effects.
     if intrinsic:
-        root_names = list(module.functions)
+        root_names = list(functions)
     elif roots is not None:
         root_names = list(roots)
     else:
-        root_names = [name for name, f in module.functions.items() if f.visibility == "public"] or (
+        root_names = [name for name, f in functions.items() if f.visibility == "public"] or (
             [module.entry.name] if module.entry is not None else []
         )
     for name in root_names:
-        function = module.functions.get(name)
+        function = functions.get(name)
         if function is None or function.is_declaration:
             continue
-        if index.returns.get(name):
+        if returns.get(name):
             for i in range(len(function.results)):
                 need_result(name, i)
         else:
@@ -337,7 +388,7 @@ def analyze_liveness(
                 mark_all(body[-1].results)
     for op in index.effect_ops:
         run_with_ancestors(op)
-    for name in effectful:
+    for name in index.effectful:
         for call in index.call_sites.get(name, ()):
             run_with_ancestors(call)
 
@@ -346,15 +397,14 @@ def analyze_liveness(
         owner = value_owner[value]
         if owner < 0:
             continue
-        op = ops[owner]
         if region_of[value] < 0:
-            result_needed(op, slot[value])
+            result_needed(ops[owner], slot[value])
         else:
-            argument_needed(op, region_of[value], slot[value])
+            argument_needed(ops[owner], slot[value])
 
     return Liveness(
         live=bytes(live),
-        effectful_functions=frozenset(effectful),
+        effectful_functions=frozenset(index.effectful),
         live_parameters=MappingProxyType(
             {name: frozenset(params) for name, params in live_params.items()}
         ),

@@ -32,7 +32,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
-from hloscope.analyses.liveness import Liveness, analyze_liveness
+from hloscope.analyses.liveness import Liveness, LivenessIndex, analyze_liveness
 from hloscope.ir.model import (
     Argument,
     Function,
@@ -190,7 +190,9 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
     notes: list[str] = []
     if entry is None or entry.is_declaration:
         return _empty(entry, lowering, ("the module has no entry function with a body",))
-    liveness = analyze_liveness(module)
+    index = LivenessIndex(module)
+    liveness = analyze_liveness(module, index=index)
+    uses = _entry_uses(module, entry)
     arguments = entry.arguments
     meshes = _meshes(module)
     aliases = _module_aliases(module)
@@ -211,13 +213,13 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
                     f"kept {len(kept)} arguments; the map may be off"
                 )
         parameters = tuple(
-            _leaf_parameter(module, liveness, leaf, arguments, offset, meshes, aliases)
+            _leaf_parameter(liveness, uses, leaf, arguments, offset, meshes, aliases)
             for leaf in leaves
         )
     else:
         offset = implicit_count
         parameters = tuple(
-            _dump_parameter(module, liveness, argument, meshes, aliases)
+            _dump_parameter(liveness, uses, argument, meshes, aliases)
             for argument in arguments[offset:]
         )
     implicit = tuple(
@@ -230,7 +232,7 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
         )
         for argument in arguments[:offset]
     )
-    functions = _private_functions(module, entry)
+    functions = _private_functions(module, entry, index)
     static = lowering.static if lowering is not None else ()
     return ParameterUsage(
         entry=entry.name,
@@ -261,8 +263,8 @@ def _empty(
 
 
 def _leaf_parameter(
-    module: Module,
     liveness: Liveness,
+    uses: Mapping[int, int],
     leaf: ArgumentLeaf,
     arguments: Sequence[Argument],
     offset: int,
@@ -288,7 +290,7 @@ def _leaf_parameter(
             sharding_attribute=None,
             memory_kind=leaf.memory_kind,
         )
-    ir = _ir_facts(module, liveness, argument, meshes, aliases)
+    ir = _ir_facts(liveness, uses, argument, meshes, aliases)
     path = leaf.path
     if _GENERIC_PATH.match(path) and argument.location.name:
         # JAX did not know the parameter's name (an Exported's tree), but the module
@@ -312,13 +314,13 @@ def _leaf_parameter(
 
 
 def _dump_parameter(
-    module: Module,
     liveness: Liveness,
+    uses: Mapping[int, int],
     argument: Argument,
     meshes: Mapping[str, str],
     aliases: Mapping[int, int],
 ) -> Parameter:
-    ir = _ir_facts(module, liveness, argument, meshes, aliases)
+    ir = _ir_facts(liveness, uses, argument, meshes, aliases)
     return Parameter(
         position=argument.index,
         path=argument.name,
@@ -364,8 +366,8 @@ class _IrFacts:
 
 
 def _ir_facts(
-    module: Module,
     liveness: Liveness,
+    uses: Mapping[int, int],
     argument: Argument,
     meshes: Mapping[str, str],
     aliases: Mapping[int, int],
@@ -379,13 +381,24 @@ def _ir_facts(
     memory_kind = attributes.get("mhlo.memory_kind")
     return _IrFacts(
         status=USED if liveness.is_live(argument.value) else UNUSED,
-        uses=len(module.users(argument.value)) if argument.value >= 0 else 0,
+        uses=uses.get(argument.value, 0),
         donated=donated,
         aliases_output=alias,
         sharding=sharding,
         sharding_attribute=raw,
         memory_kind=string_attribute(memory_kind) if memory_kind else None,
     )
+
+
+def _entry_uses(module: Module, entry: Function) -> dict[int, int]:
+    """Entry argument value -> ops reading it (an argument is only visible inside its
+    function, so the entry's ops are all there is to count)."""
+    counts = {argument.value: 0 for argument in entry.arguments if argument.value >= 0}
+    for op in module.function_ops(entry):
+        for operand in op.operands:
+            if operand in counts:
+                counts[operand] += 1
+    return counts
 
 
 def _totals(
@@ -450,17 +463,17 @@ def _implicit_count(entry: Function) -> int:
 # --------------------------------------------------------------------------- functions
 
 
-def _private_functions(module: Module, entry: Function) -> tuple[FunctionUsage, ...]:
+def _private_functions(
+    module: Module, entry: Function, index: LivenessIndex
+) -> tuple[FunctionUsage, ...]:
     """Private functions reached from the entry by `func.call`, each judged on its
     own (intrinsic liveness: which parameters reach its own results)."""
-    callees: dict[str, list[str]] = {}
-    call_sites: dict[str, int] = {}
-    for op in module.ops:
-        if op.name == "func.call" and op.function is not None:
-            names = symbol_references(op.attributes.get("callee", ""))
-            if names and names[0] in module.functions:
-                callees.setdefault(op.function, []).append(names[0])
-                call_sites[names[0]] = call_sites.get(names[0], 0) + 1
+    callees: dict[str, set[str]] = {}
+    for callee, calls in index.call_sites.items():
+        if callee in module.functions:
+            for call in calls:
+                if call.function is not None:
+                    callees.setdefault(call.function, set()).add(callee)
     reached: set[str] = set()
     stack = [entry.name]
     while stack:
@@ -472,7 +485,7 @@ def _private_functions(module: Module, entry: Function) -> tuple[FunctionUsage, 
     reached.discard(entry.name)
     if not reached:
         return ()
-    intrinsic = analyze_liveness(module, intrinsic=True)
+    intrinsic = analyze_liveness(module, intrinsic=True, index=index)
     out = []
     for name, function in module.functions.items():
         if name not in reached or function.is_declaration or function.visibility == "public":
@@ -481,7 +494,7 @@ def _private_functions(module: Module, entry: Function) -> tuple[FunctionUsage, 
         out.append(
             FunctionUsage(
                 name=name,
-                call_sites=call_sites.get(name, 0),
+                call_sites=len(index.call_sites.get(name, ())),
                 parameters=tuple(
                     FunctionParameter(
                         index=a.index,
