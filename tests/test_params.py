@@ -245,6 +245,18 @@ def test_an_unused_platform_index_and_a_host_argument(jax_exports):
     assert (x.path, x.hlo_index, x.memory_kind) == ("x", 1, "pinned_host")
 
 
+def test_a_shape_polymorphic_export_whose_wrapped_main_ignores_an_argument(jax_exports):
+    # JAX's old shape-polymorphic wrapper: main reads `a` only for its dimension
+    # sizes and passes it on to `_wrapped_jax_export_main`, which never reads it.
+    path = jax_exports / "stablehlo_dynamic_rng_bit_generator" / "data_2023_06_17.mlir"
+    usage = usage_of(str(path))
+    # Named from `jax.arg_info` (the locations are unknown).
+    assert rows(usage) == [("key", 0, "used"), ("a", 1, "used")]
+    [wrapped] = usage.functions
+    assert wrapped.name == "_wrapped_jax_export_main"
+    assert [(p.index, p.name, p.shape) for p in wrapped.unused] == [(3, "a", "f32[?,?]")]
+
+
 @pytest.mark.parametrize(
     ("name", "sharding"),
     [

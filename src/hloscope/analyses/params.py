@@ -226,7 +226,7 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
         ImplicitParameter(
             hlo_index=argument.index,
             kind=_implicit_kind(argument),
-            name=argument.name,
+            name=argument_name(argument),
             shape=argument.shape,
             status=USED if liveness.is_live(argument.value) else UNUSED,
         )
@@ -292,10 +292,10 @@ def _leaf_parameter(
         )
     ir = _ir_facts(liveness, uses, argument, meshes, aliases)
     path = leaf.path
-    if _GENERIC_PATH.match(path) and argument.location.name:
+    if _GENERIC_PATH.match(path) and not argument_name(argument).startswith("%arg"):
         # JAX did not know the parameter's name (an Exported's tree), but the module
         # does: it names arguments after the function's parameters.
-        path = argument.location.name
+        path = argument_name(argument)
     return Parameter(
         position=leaf.position,
         path=path,
@@ -323,7 +323,7 @@ def _dump_parameter(
     ir = _ir_facts(liveness, uses, argument, meshes, aliases)
     return Parameter(
         position=argument.index,
-        path=argument.name,
+        path=argument_name(argument),
         hlo_index=argument.index,
         status=ir.status,
         shape=argument.shape,
@@ -336,6 +336,15 @@ def _dump_parameter(
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind,
     )
+
+
+def argument_name(argument: Argument) -> str:
+    """A function argument's name: its location (`loc("params['w']")`), else the
+    `jax.arg_info` of older JAX exports, else `%argN`."""
+    if argument.location.name:
+        return argument.location.name
+    info = argument.attributes.get("jax.arg_info")
+    return string_attribute(info) if info else f"%arg{argument.index}"
 
 
 _GENERIC_PATH = re.compile(r"^(?:arg\d+|args\[\d+\].*)$")
@@ -498,7 +507,7 @@ def _private_functions(
                 parameters=tuple(
                     FunctionParameter(
                         index=a.index,
-                        name=a.name,
+                        name=argument_name(a),
                         shape=a.shape,
                         status=USED if a.index in live else UNUSED,
                     )
