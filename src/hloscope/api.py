@@ -20,6 +20,7 @@ from hloscope.analyses.fusions import (
     inner_jits,
     summarize_fusions,
 )
+from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.sources.loader import OPTIMIZED, Loaded, LoadOptions, Source, load, optimized
 
@@ -28,11 +29,13 @@ __all__ = [
     "InspectReport",
     "LoadOptions",
     "Loaded",
+    "ParamsReport",
     "Timings",
     "fusions_report",
     "inspect_report",
     "load",
     "optimized",
+    "params_report",
 ]
 
 
@@ -66,6 +69,8 @@ class InspectReport:
     notes: tuple[str, ...]
     fusions: FusionSummary | None = None
     """What XLA fused, when the module read is the optimized one."""
+    params: ParameterUsage | None = None
+    """Parameter usage of the entry (the `params` view), summarised by renderers."""
 
 
 def inspect_report(loaded: Loaded) -> InspectReport:
@@ -93,6 +98,35 @@ def inspect_report(loaded: Loaded) -> InspectReport:
             if loaded.source.stage == OPTIMIZED
             else None
         ),
+        params=analyze_params(loaded.module, lowering),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamsReport:
+    """The `params` view: every argument mapped to its HLO parameter, with status,
+    donation, sharding and memory kind."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_f`)."""
+    usage: ParameterUsage
+    notes: tuple[str, ...]
+    """The load's notes and the analysis's."""
+
+    def has_status(self, statuses: tuple[str, ...]) -> bool:
+        """Whether any argument has one of `statuses` (for `--fail-on`)."""
+        return bool(self.usage.with_status(*statuses))
+
+
+def params_report(loaded: Loaded) -> ParamsReport:
+    """Build the `params` report of a loaded target."""
+    usage = analyze_params(loaded.module, loaded.lowering)
+    return ParamsReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        usage=usage,
+        notes=loaded.notes + usage.notes,
     )
 
 

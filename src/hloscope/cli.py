@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from hloscope import __version__, api
-from hloscope.errors import ExitCode, command_edge, print_error
+from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
 from hloscope.render import json as json_render
 from hloscope.render import text as text_render
 
@@ -187,10 +187,67 @@ def fusions(
     )
 
 
+FailOnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        metavar="STATUSES",
+        help="Exit 1 when any argument has one of these statuses: a comma-separated list "
+        "of unused, pruned.",
+        show_default=False,
+    ),
+]
+
+
+def _fail_on_statuses(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    statuses = tuple(part.strip() for part in text.split(",") if part.strip())
+    allowed = ("unused", "pruned", "used")
+    wrong = [s for s in statuses if s not in allowed]
+    if wrong:
+        raise HloscopeError(
+            f"--fail-on {text}: unknown status {', '.join(wrong)} (expected unused, pruned)"
+        )
+    return statuses
+
+
+@app.command()
+def params(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    compile: CompileOption = False,
+    json: JsonOption = False,
+    fail_on: FailOnOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """Parameter usage: every argument mapped to its HLO parameter, used, unused or
+    pruned, with donation, sharding and memory kind."""
+    statuses: tuple[str, ...] = ()
+
+    def build() -> api.ParamsReport:
+        nonlocal statuses
+        statuses = _fail_on_statuses(fail_on)
+        return api.params_report(api.load(target, _options(arg, args, module, compile)))
+
+    emit(
+        debug,
+        json,
+        build,
+        json_render.params_json,
+        text_render.render_params,
+        lambda report: ExitCode.DIFFERENT if report.has_status(statuses) else ExitCode.OK,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:
-        app(args=argv, prog_name="hloscope", standalone_mode=False)
+        # Without standalone mode, typer returns the code of a `typer.Exit` raised by a
+        # command (a check's exit 1) instead of raising it.
+        returned = app(args=argv, prog_name="hloscope", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
@@ -203,4 +260,4 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(ExitCode.OK) from None
         print_error(f"{exc.format_message()} (see hloscope --help)")
         raise SystemExit(ExitCode.ERROR) from None
-    raise SystemExit(ExitCode.OK)
+    raise SystemExit(returned if isinstance(returned, int) else ExitCode.OK)

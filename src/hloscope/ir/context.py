@@ -35,6 +35,9 @@ MAX_ATTRIBUTE_CHARS = 2000
 MAX_DENSE_ELEMENTS = 64
 
 BYTECODE_MAGIC = b"ML\xefR"
+# Module attributes kept whole however long they are: analyses read every entry
+# (`analyses.params` maps each parameter to the output it aliases).
+FULL_MODULE_ATTRIBUTES = frozenset({"mhlo.input_output_alias"})
 
 
 @contextmanager
@@ -855,7 +858,10 @@ def build_model(module: Any) -> model.Module:
         op.operands = tuple(value_ids.get(v, -1) for v in values)
 
     module_attrs = module.operation.attributes
-    attributes = {name: attribute(attr) for name, attr in module_attrs.items()}
+    attributes = {
+        name: str(attr) if name in FULL_MODULE_ATTRIBUTES else attribute(attr)
+        for name, attr in module_attrs.items()
+    }
     name = attributes.get("sym_name")
     return model.Module(
         name=model.string_attribute(name) if name else None,

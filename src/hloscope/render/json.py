@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from hloscope.analyses.fusions import FusionSummary, summarize_fusions
+from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.structure import Structure
-from hloscope.api import FusionsReport, InspectReport
+from hloscope.api import FusionsReport, InspectReport, ParamsReport
 from hloscope.sources.loader import Source
 
 SCHEMA_VERSION = 1
@@ -88,6 +89,8 @@ def inspect_json(report: InspectReport) -> dict[str, Any]:
     body["memory"] = plain(report.memory)
     body["notes"] = list(report.notes)
     body["fusions"] = fusion_summary_json(report.fusions) if report.fusions else None
+    if report.params is not None:
+        body["params"] = params_summary_json(report.params)
     return document("inspect", report.source.target, body)
 
 
@@ -162,3 +165,77 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
         "notes": list(report.notes),
     }
     return document("fusions", report.source.target, body)
+    if report.params is not None:
+        body["params"] = params_summary_json(report.params)
+    return document("inspect", report.source.target, body)
+
+
+# --------------------------------------------------------------------------- params
+
+
+def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
+    """DESIGN.md's `parameters` list, each object extended with `hlo_shape`, `bytes`,
+    `uses`, `aliases_output` and `sharding_attribute`."""
+    return [
+        {
+            "position": p.position,
+            "path": p.path,
+            "hlo_index": p.hlo_index,
+            "status": p.status,
+            "shape": p.shape,
+            "donated": p.donated,
+            "sharding": p.sharding,
+            "memory_kind": p.memory_kind,
+            "hlo_shape": p.hlo_shape,
+            "bytes": p.bytes,
+            "uses": p.uses,
+            "aliases_output": p.aliases_output,
+            "sharding_attribute": p.sharding_attribute,
+        }
+        for p in usage.parameters
+    ]
+
+
+def _functions_json(usage: ParameterUsage) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f.name,
+            "call_sites": f.call_sites,
+            "parameters": len(f.parameters),
+            "unused": [{"index": p.index, "name": p.name, "shape": p.shape} for p in f.unused],
+        }
+        for f in usage.functions
+    ]
+
+
+def params_json(report: ParamsReport) -> dict[str, Any]:
+    usage = report.usage
+    body: dict[str, Any] = {
+        "source": source_json(report.source),
+        "module": report.module,
+        "entry": usage.entry,
+        "from_python": usage.from_python,
+        "parameters": parameters_json(usage),
+        "implicit_parameters": [plain(p) for p in usage.implicit],
+        "static_arguments": [plain(s) for s in usage.static],
+        "functions": _functions_json(usage),
+        "totals": plain(usage.totals),
+        "notes": list(report.notes),
+    }
+    return document("params", report.source.target, body)
+
+
+def params_summary_json(usage: ParameterUsage) -> dict[str, Any]:
+    """What `inspect` says about parameters: totals, the arguments that are not
+    used, the static ones, and private functions with unused parameters."""
+    return {
+        "totals": plain(usage.totals),
+        "unused": [p.path for p in usage.with_status("unused")],
+        "pruned": [p.path for p in usage.with_status("pruned")],
+        "static": [s.path for s in usage.static],
+        "functions_with_unused": [
+            {"name": f.name, "unused": [p.index for p in f.unused]}
+            for f in usage.functions
+            if f.unused
+        ],
+    }

@@ -35,7 +35,7 @@ from hloscope.errors import (
     one_line,
 )
 from hloscope.sources.entrypoint import user_code
-from hloscope.sources.stages import ArgumentLeaf, Compilation, Lowering
+from hloscope.sources.stages import ArgumentLeaf, Compilation, Lowering, StaticArgument
 from hloscope.sources.target import ArgSpec, hlo_dtype
 
 # --------------------------------------------------------------------------- arguments
@@ -165,7 +165,8 @@ def lower(
     except Exception as exc:
         raise HloscopeError(f"tracing it raised {describe_exception(exc)}", where=label) from exc
     elapsed = time.perf_counter() - start
-    return _from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught))
+    static = _static_positional(jitted, args) if kind == "jitted" else ()
+    return _from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught), static)
 
 
 def _is_jitted(obj: Any) -> bool:
@@ -179,6 +180,7 @@ def _from_lowered(
     elapsed: float | None,
     kwargs: Mapping[str, Any],
     notes: tuple[str, ...] = (),
+    static_positional: tuple[StaticArgument, ...] = (),
 ) -> Lowering:
     with native_stderr_captured():
         module = lowered.compiler_ir("stablehlo")
@@ -187,18 +189,53 @@ def _from_lowered(
         cost = _cost(lowered)
     leaves = _private_argument_leaves(lowered)
     in_tree_kwargs = _kwarg_names(lowered)
-    static = tuple(sorted(k for k in kwargs if k not in in_tree_kwargs))
+    static_keywords = tuple(
+        StaticArgument(k, _static_value(kwargs[k]), None)
+        for k in sorted(kwargs)
+        if k not in in_tree_kwargs
+    )
+    static = static_positional + static_keywords
     return Lowering(
         kind=kind,
         name=_private_function_name(lowered) or label.rpartition(":")[2],
         mlir_bytecode=buffer.getvalue(),
         arguments=leaves,
-        static_arguments=static,
+        static_arguments=tuple(s.path for s in static),
         lower_seconds=elapsed,
         cost=cost,
         notes=notes,
         handle=lowered,
+        static=static,
     )
+
+
+def _static_positional(jitted: Any, args: tuple[Any, ...]) -> tuple[StaticArgument, ...]:
+    """The positional arguments a jitted function treats as static (`static_argnums`)."""
+    try:
+        argnums = _private_static_argnums(jitted)
+    except Exception:
+        return ()
+    names: list[str] = []
+    with contextlib.suppress(TypeError, ValueError):
+        names = [
+            p.name
+            for p in inspect.signature(jitted).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    out = []
+    for index in sorted({i if i >= 0 else len(args) + i for i in argnums}):
+        if 0 <= index < len(args):
+            name = names[index] if index < len(names) else f"args[{index}]"
+            out.append(StaticArgument(name, _static_value(args[index]), index))
+    return tuple(out)
+
+
+def _static_value(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return one_line(text, 80)
 
 
 def _from_compiled(compiled: Any, label: str) -> Lowering:
@@ -468,6 +505,12 @@ def _private_compile_args(lowered: Any) -> Mapping[str, Any]:
     return lowered._lowering.compile_args  # type: ignore[no-any-return]
 
 
+def _private_static_argnums(jitted: Any) -> tuple[int, ...]:
+    """`jax.jit(f, static_argnums=...)`'s resolved static argument positions (static
+    keyword names are resolved to positions too). `Lowered` does not record them."""
+    return tuple(int(i) for i in jitted._jit_info.static_argnums)
+
+
 def _private_function_name(lowered: Any) -> str | None:
     try:
         info = _private_compile_args(lowered)["all_args_info"].debug_info
@@ -545,6 +588,11 @@ def private_api_ok() -> list[str]:
                 missing.append(f"AllArgsInfo.{attr}")
         if hasattr(info, "debug_info") and not hasattr(info.debug_info, "arg_names"):
             missing.append("DebugInfo.arg_names")
+    try:
+        if _private_static_argnums(jax.jit(lambda a, n: a, static_argnums=1)) != (1,):
+            missing.append("jit(f)._jit_info.static_argnums (changed meaning)")
+    except AttributeError:
+        missing.append("jit(f)._jit_info.static_argnums")
     if not hasattr(_jax_compiler, "get_compile_options"):
         missing.append("jax._src.compiler.get_compile_options")
     for name in ("DeviceAssignment", "DeviceList"):

@@ -25,9 +25,23 @@ class ArgumentLeaf:
     nbytes: int | None
     donated: bool
     hlo_index: int | None
-    """The HLO parameter it became, None when jit pruned it."""
+    """Its index among the kept arguments, None when jit pruned it. This is its HLO
+    parameter number unless JAX put implicit parameters first (ordered-effect tokens,
+    the platform index, dimension variables): `analyses.params` accounts for those."""
     sharding: str | None
     memory_kind: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticArgument:
+    """An argument JAX treated as static: part of the trace, not a parameter."""
+
+    path: str
+    """The parameter's name (`n`), or `args[1]` when it has none."""
+    value: str
+    """Its value, as `repr` prints it (shortened)."""
+    position: int | None
+    """Its index among the positional arguments; None for a keyword argument."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +56,8 @@ class Lowering:
     """The lowered StableHLO module (bytecode); None when only a `Compiled` was given."""
     arguments: tuple[ArgumentLeaf, ...]
     static_arguments: tuple[str, ...]
-    """Names of arguments JAX treated as static (not parameters)."""
+    """Names of arguments JAX treated as static (not parameters): positional ones
+    (`static_argnums`) first, then keywords."""
     lower_seconds: float | None
     cost: Mapping[str, float] | None
     """XLA's cost analysis of the lowered module (flops, bytes accessed)."""
@@ -50,6 +65,9 @@ class Lowering:
     """Warnings JAX emitted while lowering, and the like."""
     handle: Any = dataclasses.field(default=None, repr=False, compare=False)
     """The JAX object to compile later (`Lowered`, `Compiled`, `Exported`)."""
+    static: tuple[StaticArgument, ...] = ()
+    """The static arguments with their values (known when hloscope traced the
+    function itself; a given `Lowered` does not record them)."""
 
 
 @dataclasses.dataclass(frozen=True)

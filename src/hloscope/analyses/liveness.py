@@ -1,0 +1,426 @@
+"""Which values of a module can contribute to a result: backward liveness.
+
+A parameter that JAX kept (`keep_unused=True`, a `custom_jvp`, a value carried
+through a loop) may still feed nothing the computation returns; the HLO has it,
+the computation ignores it. This module finds such values for every function.
+
+The analysis walks backward from the roots: the results of the public functions
+(or, for `intrinsic` liveness, of every function) and the ops with side effects
+(custom calls with `has_side_effect`, infeed/outfeed, send/recv, ops without
+results, and calls to functions that contain any of those). A value is live when
+a live op reads it. Ops are handled by what they are, precisely where it is cheap
+and conservatively otherwise, so that a value that can feed a result is never
+reported dead:
+
+- `func.call`: interprocedural, per parameter and per result, to a fixed point
+  (a callee's result is needed only when some live call site needs it; a call
+  site's operand is needed only when the callee needs that parameter);
+- `while`: per loop-carried value (a carried value is needed when the loop's
+  result is needed or when the condition or a needed carried value reads it), and
+  the condition is always needed once the loop runs;
+- `case`/`if`: per result, through every branch, and the selector;
+- `sdy.manual_computation`/`sdy.named_computation` and `optimization_barrier`:
+  per operand/result;
+- `tuple`/`get_tuple_element`: the element that is extracted, when the tuple is
+  built in the same function;
+- any other op: all its operands and the terminators of all its regions when
+  any of its results is needed (or an op inside it has side effects).
+
+Each value and op is visited a bounded number of times, so the analysis is linear
+in the size of the module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+from hloscope.ir.model import Module, Op, symbol_references
+
+# Ops whose execution matters even when their results are unused.
+SIDE_EFFECT_OPS = frozenset(
+    {
+        "infeed",
+        "outfeed",
+        "send",
+        "recv",
+        "rng",  # XLA's kRng is stateful
+        "rng_get_and_update_state",
+        "send_done",
+        "recv_done",
+        "cf.br",
+        "cf.cond_br",
+    }
+)
+# Ops without results that only annotate other values.
+ANNOTATION_OPS = frozenset({"sdy.sharding_group"})
+WHILE_OPS = frozenset({"stablehlo.while", "mhlo.while"})
+BRANCH_OPS = frozenset({"stablehlo.case", "stablehlo.if", "mhlo.case", "mhlo.if"})
+# Ops whose region's block argument j is operand j and whose result i is the region
+# terminator's operand i.
+PASS_THROUGH_REGION_OPS = frozenset({"sdy.manual_computation", "sdy.named_computation"})
+# Ops whose result i is operand i.
+IDENTITY_OPS = frozenset({"stablehlo.optimization_barrier", "mhlo.optimization_barrier"})
+TUPLE_OPS = frozenset({"stablehlo.tuple", "mhlo.tuple"})
+GET_TUPLE_ELEMENT_OPS = frozenset({"stablehlo.get_tuple_element", "mhlo.get_tuple_element"})
+
+
+# How the worklist treats an op, by name (anything else is GENERIC).
+GENERIC, WHILE, BRANCH, CALL, PASS_THROUGH, IDENTITY, GET_TUPLE_ELEMENT = range(7)
+_KINDS: dict[str, int] = {
+    **dict.fromkeys(WHILE_OPS, WHILE),
+    **dict.fromkeys(BRANCH_OPS, BRANCH),
+    "func.call": CALL,
+    **dict.fromkeys(PASS_THROUGH_REGION_OPS, PASS_THROUGH),
+    **dict.fromkeys(IDENTITY_OPS, IDENTITY),
+    **dict.fromkeys(GET_TUPLE_ELEMENT_OPS, GET_TUPLE_ELEMENT),
+}
+# Attributes through which an op names functions whose results it needs.
+FUNCTION_ATTRIBUTES = ("called_computations", "called_computation", "to_apply")
+
+# Per op name: True (always has side effects), False (never), None (depends on the op).
+_NAME_EFFECTS: dict[str, bool | None] = {}
+
+
+def _name_effect(name: str) -> bool | None:
+    if name in _NAME_EFFECTS:
+        return _NAME_EFFECTS[name]
+    short = name.partition(".")[2] or name
+    effect: bool | None
+    if name in ("func.func", "func.call") or short in ("return", "yield"):
+        effect = False
+    elif short in SIDE_EFFECT_OPS or name in SIDE_EFFECT_OPS:
+        effect = True
+    else:
+        effect = None
+    _NAME_EFFECTS[name] = effect
+    return effect
+
+
+def has_side_effect(op: Op) -> bool:
+    """Whether running `op` matters even when nothing reads its results."""
+    effect = _name_effect(op.name)
+    if effect is not None:
+        return effect
+    if op.attributes and op.attributes.get("has_side_effect") == "true":
+        return True
+    # An op without results exists for its effect (cf branches, debug prints).
+    return not op.results and op.parent is not None and op.name not in ANNOTATION_OPS
+
+
+@dataclasses.dataclass(frozen=True)
+class Liveness:
+    """Which values can contribute to a root (a result or a side effect)."""
+
+    live: bytes
+    """One byte per value id: 1 when the value can contribute to a root."""
+    effectful_functions: frozenset[str]
+    """Functions that have side effects (directly or through the functions they call)."""
+    live_parameters: Mapping[str, frozenset[int]]
+    """Per function, the indices of its parameters that are live."""
+    intrinsic: bool
+    """True when every function's results were roots (each function judged on its
+    own); False when only the public functions' results were (the program as run)."""
+
+    def is_live(self, value: int) -> bool:
+        return value >= 0 and bool(self.live[value])
+
+
+class LivenessIndex:
+    """What the worklist needs about a module, built in one pass; reuse it for several
+    analyses of the same module."""
+
+    def __init__(self, module: Module) -> None:
+        count = len(module.value_types)
+        slot = [0] * count
+        region = [-1] * count
+        kinds = [GENERIC] * len(module.ops)
+        callee: dict[int, str] = {}
+        call_sites: dict[str, list[Op]] = {}
+        named_functions: dict[int, list[str]] = {}
+        effect_ops: list[Op] = []
+        kind_of = _KINDS.get
+        for op in module.ops:
+            for i, value in enumerate(op.results):
+                slot[value] = i
+            if op.regions:
+                for r, op_region in enumerate(op.regions):
+                    for block in op_region.blocks:
+                        for j, value in enumerate(block.arguments):
+                            slot[value] = j
+                            region[value] = r
+            kind = kind_of(op.name, GENERIC)
+            kinds[op.id] = kind
+            attributes = op.attributes
+            if kind == CALL:
+                names = symbol_references(attributes.get("callee", ""))
+                if names:
+                    callee[op.id] = names[0]
+                    call_sites.setdefault(names[0], []).append(op)
+                continue
+            if attributes:
+                for key in FUNCTION_ATTRIBUTES:
+                    text = attributes.get(key)
+                    if text and "@" in text:
+                        named_functions.setdefault(op.id, []).extend(symbol_references(text))
+            if op.function is not None and has_side_effect(op):
+                effect_ops.append(op)
+        self.slot = slot
+        """Per value: its index among its op's results or its block's arguments."""
+        self.region = region
+        """Per value: -1 for a result, else the index of the region of its block."""
+        self.kinds = kinds
+        """Per op id: how the worklist treats it."""
+        self.callee = callee
+        """func.call op id -> callee name."""
+        self.call_sites = call_sites
+        self.named_functions = named_functions
+        """Op id -> functions it names through `called_computations` and the like."""
+        self.effect_ops = effect_ops
+        self.returns: dict[str, list[Op]] = {}
+        """Function name -> its return ops."""
+        self.function_of_op: dict[int, str] = {}
+        """func.func op id -> function name."""
+        for name, function in module.functions.items():
+            self.function_of_op[function.op.id] = name
+            self.returns[name] = list(_terminators(function.op))
+        self.effectful = self._effectful_functions()
+        """Functions with side effects, directly or through the functions they call."""
+
+    def _effectful_functions(self) -> set[str]:
+        effectful: set[str] = set()
+        stack = [op.function for op in self.effect_ops if op.function is not None]
+        while stack:
+            name = stack.pop()
+            if name in effectful:
+                continue
+            effectful.add(name)
+            for call in self.call_sites.get(name, ()):
+                if call.function is not None and call.function not in effectful:
+                    stack.append(call.function)
+        return effectful
+
+
+def _terminators(op: Op) -> Iterable[Op]:
+    for region in op.regions:
+        for block in region.blocks:
+            if block.ops and block.ops[-1].is_terminator:
+                yield block.ops[-1]
+
+
+def analyze_liveness(
+    module: Module,
+    *,
+    intrinsic: bool = False,
+    roots: Sequence[str] | None = None,
+    index: LivenessIndex | None = None,
+) -> Liveness:
+    """Backward liveness of every value of `module`.
+
+    With `intrinsic`, every function's results are roots, so each function's
+    parameters are judged by whether they reach that function's own results (what a
+    caller passing all arguments sees). Otherwise the roots are the results of
+    `roots` (default: the public functions, or the entry when none is public).
+    """
+    if index is None:
+        index = LivenessIndex(module)
+    ops = module.ops
+    functions = module.functions
+    value_owner = module.value_owner
+    slot = index.slot
+    region_of = index.region
+    kinds = index.kinds
+    returns = index.returns
+    live = bytearray(len(module.value_types))
+    executed = bytearray(len(ops))
+    live_results: dict[str, set[int]] = {}
+    live_params: dict[str, set[int]] = {}
+    pending: list[int] = []
+    push = pending.append
+
+    def mark(value: int) -> None:
+        if value >= 0 and not live[value]:
+            live[value] = 1
+            push(value)
+
+    def mark_all(values: Iterable[int]) -> None:
+        for value in values:
+            if value >= 0 and not live[value]:
+                live[value] = 1
+                push(value)
+
+    def need_result(function: str, i: int) -> None:
+        seen = live_results.get(function)
+        if seen is None:
+            seen = live_results[function] = set()
+        elif i in seen:
+            return
+        seen.add(i)
+        for ret in returns.get(function, ()):
+            if i < len(ret.operands):
+                mark(ret.operands[i])
+
+    def run(op: Op) -> None:
+        """`op` runs and something it does is needed: what that requires beyond
+        its needed results."""
+        if executed[op.id]:
+            return
+        executed[op.id] = 1
+        kind = kinds[op.id]
+        if kind in (GENERIC, IDENTITY, GET_TUPLE_ELEMENT):
+            mark_all(op.operands)
+            if op.regions:
+                for term in _terminators(op):
+                    mark_all(term.operands)
+            # Functions an op names (custom_call called_computations, async starts):
+            # all their results are needed.
+            for target in index.named_functions.get(op.id, ()):
+                for ret in returns.get(target, ()):
+                    for i in range(len(ret.operands)):
+                        need_result(target, i)
+        elif kind == WHILE:
+            for term in _terminators_of_region(op, 0):
+                mark_all(term.operands)
+        elif kind == BRANCH:
+            mark_all(op.operands)
+        elif kind == CALL:
+            callee = index.callee.get(op.id)
+            if callee is None or callee not in functions or not returns.get(callee):
+                mark_all(op.operands)  # a declaration: assume it reads everything
+                return
+            for k in live_params.get(callee, ()):
+                if k < len(op.operands):
+                    mark(op.operands[k])
+        # PASS_THROUGH and IDENTITY: what runs inside is needed only through results.
+
+    def run_with_ancestors(op: Op) -> None:
+        run(op)
+        parent = op.parent
+        while parent is not None and parent.name != "func.func" and not executed[parent.id]:
+            run(parent)
+            parent = parent.parent
+
+    def result_needed(op: Op, i: int) -> None:
+        kind = kinds[op.id]
+        if kind == GENERIC:
+            run(op)
+        elif kind == WHILE:
+            run(op)
+            if i < len(op.operands):
+                mark(op.operands[i])
+            for term in _terminators_of_region(op, 1):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == BRANCH:
+            run(op)
+            for term in _terminators(op):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == CALL:
+            run(op)
+            target = index.callee.get(op.id)
+            if target is not None and returns.get(target):
+                need_result(target, i)
+        elif kind == PASS_THROUGH:
+            for term in _terminators(op):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == IDENTITY and len(op.operands) == len(op.results):
+            mark(op.operands[i])
+        elif kind == GET_TUPLE_ELEMENT and len(op.operands) == 1:
+            source = module.defining_op(op.operands[0])
+            element = _int_attribute(op.attributes.get("index"))
+            if (
+                source is not None
+                and source.name in TUPLE_OPS
+                and element is not None
+                and element < len(source.operands)
+            ):
+                mark(source.operands[element])
+            else:
+                mark(op.operands[0])
+        else:
+            run(op)
+
+    def argument_needed(op: Op, j: int) -> None:
+        kind = kinds[op.id]
+        if op.name == "func.func":
+            function = index.function_of_op.get(op.id)
+            if function is None:
+                return
+            params = live_params.setdefault(function, set())
+            if j in params:
+                return
+            params.add(j)
+            for call in index.call_sites.get(function, ()):
+                if executed[call.id] and j < len(call.operands):
+                    mark(call.operands[j])
+        elif kind == WHILE:
+            if j < len(op.results):
+                mark(op.results[j])  # the loop-carried value j is needed
+        elif kind == PASS_THROUGH:
+            if j < len(op.operands):
+                mark(op.operands[j])
+        else:
+            run(op)
+
+    # Roots: results of the public (or all) functions, and side effects.
+    if intrinsic:
+        root_names = list(functions)
+    elif roots is not None:
+        root_names = list(roots)
+    else:
+        root_names = [name for name, f in functions.items() if f.visibility == "public"] or (
+            [module.entry.name] if module.entry is not None else []
+        )
+    for name in root_names:
+        function = functions.get(name)
+        if function is None or function.is_declaration:
+            continue
+        if returns.get(name):
+            for i in range(len(function.results)):
+                need_result(name, i)
+        else:
+            # XLA's own HLO form: no return op; the root is the last instruction.
+            body = function.op.regions[0].blocks[0].ops if function.op.regions else ()
+            if body:
+                mark_all(body[-1].results)
+    for op in index.effect_ops:
+        run_with_ancestors(op)
+    for name in index.effectful:
+        for call in index.call_sites.get(name, ()):
+            run_with_ancestors(call)
+
+    while pending:
+        value = pending.pop()
+        owner = value_owner[value]
+        if owner < 0:
+            continue
+        if region_of[value] < 0:
+            result_needed(ops[owner], slot[value])
+        else:
+            argument_needed(ops[owner], slot[value])
+
+    return Liveness(
+        live=bytes(live),
+        effectful_functions=frozenset(index.effectful),
+        live_parameters=MappingProxyType(
+            {name: frozenset(params) for name, params in live_params.items()}
+        ),
+        intrinsic=intrinsic,
+    )
+
+
+def _terminators_of_region(op: Op, region: int) -> Iterable[Op]:
+    if region < len(op.regions):
+        for block in op.regions[region].blocks:
+            if block.ops and block.ops[-1].is_terminator:
+                yield block.ops[-1]
+
+
+def _int_attribute(text: str | None) -> int | None:
+    if not text:
+        return None
+    head = text.strip().split(":", 1)[0].strip()
+    return int(head) if head.isdigit() else None

@@ -1,0 +1,730 @@
+"""Parameter usage: every Python argument mapped to its HLO parameter, and what the
+compiled program does with it.
+
+`jax.jit` prunes the arguments a computation does not use (`keep_unused=False`),
+so the HLO module can have fewer parameters than the Python call has leaves; code
+that assumes one parameter per argument (PyTorch/XLA's `call_jax`) then breaks.
+This analysis gives the map, leaf by leaf:
+
+- `used`: the leaf became an HLO parameter that can contribute to a result;
+- `unused`: it became an HLO parameter that contributes to no result or side effect
+  (`keep_unused=True`, a `custom_jvp`, a value only carried through a loop), as
+  `analyses.liveness` finds through regions, calls, loops and tuples;
+- `pruned`: it has no HLO parameter at all.
+
+Static arguments are listed apart: they are part of the trace, not parameters.
+For each parameter: its shape and bytes, donation (and the output its buffer
+aliases: `tf.aliasing_output`, `jax.buffer_donor`, the module's
+`mhlo.input_output_alias`), its sharding in readable form (`mhlo.sharding`, or
+`sdy.sharding` with its mesh) and its memory kind. JAX may put implicit parameters
+before the arguments (ordered-effect tokens, the platform index, dimension
+variables); they are listed apart too. Private functions reached by `func.call`
+are checked on their own: a nested function that ignores one of its parameters is
+what broke `call_jax`.
+
+For a dump there is no Python call: each parameter of the entry function is named
+from its location (`loc("x")`) or `%argN`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+
+from hloscope.analyses.liveness import Liveness, LivenessIndex, analyze_liveness
+from hloscope.ir.model import (
+    Argument,
+    Function,
+    Module,
+    parse_dict_attribute,
+    parse_type,
+    string_attribute,
+    symbol_references,
+    type_bytes,
+)
+from hloscope.sources.stages import ArgumentLeaf, Lowering, StaticArgument
+
+USED = "used"
+UNUSED = "unused"
+PRUNED = "pruned"
+STATUSES = (USED, UNUSED, PRUNED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """One Python argument leaf (or, for a dump, one parameter of the entry)."""
+
+    position: int
+    """Index among the flattened leaves of the Python call `(args, kwargs)`; for a
+    dump, the HLO parameter index."""
+    path: str
+    """Pytree path (`params['w']`, `batch['x']`, `step`, a keyword's name); for a
+    dump, the parameter's location name or `%argN`."""
+    hlo_index: int | None
+    """The HLO parameter of the entry function it became; None when pruned."""
+    status: str
+    """`used`, `unused` (an HLO parameter that contributes to no result) or `pruned`
+    (no HLO parameter)."""
+    shape: str
+    """HLO shape syntax, `f32[16,4]` (the Python value's, for entrypoints)."""
+    hlo_shape: str | None
+    """The HLO parameter's type; differs from `shape` in a partitioned optimized
+    module, whose parameters are per-device shards. None when pruned."""
+    bytes: int | None
+    """Size of `shape` in bytes; None when unknown (dynamic shapes)."""
+    uses: int
+    """Ops that read the HLO parameter directly (0 when pruned)."""
+    donated: bool
+    """Donated by the caller (`donate_argnums`) or marked donatable in the module."""
+    aliases_output: int | None
+    """The result whose buffer the parameter's buffer becomes (`tf.aliasing_output`,
+    `mhlo.input_output_alias`); None when not aliased (`jax.buffer_donor` leaves
+    the choice to XLA)."""
+    sharding: str | None
+    """Readable sharding: `P('data', None) over mesh(data=4, model=2)` (the
+    `NamedSharding` the caller gave, or the module's `sdy.sharding`), `tiled [4,1],
+    replicated ×2` (an `mhlo.sharding`), `replicated`; None when unsharded."""
+    sharding_attribute: str | None
+    """The sharding exactly as the module holds it (`sdy.sharding`, `mhlo.sharding`)."""
+    memory_kind: str | None
+    """`device`, `pinned_host`, `unpinned_host`, ... when stated."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ImplicitParameter:
+    """An HLO parameter of the entry that is no Python argument: JAX's tokens for
+    ordered effects, the platform index of a multi-platform export, dimension
+    variables of a shape-polymorphic one, hoisted constants."""
+
+    hlo_index: int
+    kind: str
+    """`token`, `platform index`, `dimension variable`, `constant` or `implicit`."""
+    name: str
+    shape: str
+    status: str
+    """`used` or `unused`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionParameter:
+    """A parameter of a private function."""
+
+    index: int
+    name: str
+    """Its location name or `%argN`."""
+    shape: str
+    status: str
+    """`used`, or `unused`: the function computes none of its results (nor side
+    effects) from it, whatever its callers pass."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionUsage:
+    """Parameter usage of a private function reached by `func.call` from the entry."""
+
+    name: str
+    call_sites: int
+    """`func.call` ops that call it, anywhere in the module."""
+    parameters: tuple[FunctionParameter, ...]
+
+    @property
+    def unused(self) -> tuple[FunctionParameter, ...]:
+        return tuple(p for p in self.parameters if p.status == UNUSED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Totals:
+    """Counts and bytes over the arguments (implicit parameters not included)."""
+
+    arguments: int
+    """Python argument leaves (or entry parameters for a dump)."""
+    used: int
+    unused: int
+    pruned: int
+    static: int
+    hlo_parameters: int
+    """Parameters of the entry function, implicit ones included."""
+    bytes_passed: int
+    """Bytes of the HLO parameters: what each call passes (global shapes)."""
+    bytes_unused: int
+    """Bytes passed for parameters that contribute to nothing."""
+    bytes_pruned: int
+    """Bytes of the leaves that are not passed at all."""
+    bytes_donated: int
+    """Bytes of donated parameters."""
+    private_unused: int
+    """Unused parameters of private functions."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterUsage:
+    """The parameter map of a module's entry, and its private functions' usage."""
+
+    entry: str | None
+    """The entry function (`main`)."""
+    from_python: bool
+    """True when paths come from the Python call (an entrypoint or an Exported);
+    False for a dump (paths are location names)."""
+    parameters: tuple[Parameter, ...]
+    """In Python leaf order (HLO order for a dump)."""
+    implicit: tuple[ImplicitParameter, ...]
+    static: tuple[StaticArgument, ...]
+    functions: tuple[FunctionUsage, ...]
+    """Private functions reached by `func.call` from the entry, in module order."""
+    totals: Totals
+    notes: tuple[str, ...]
+    """Things worth knowing: a mismatch between the lowering and the module."""
+
+    def with_status(self, *statuses: str) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters if p.status in statuses)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def analyze_params(module: Module, lowering: Lowering | None = None) -> ParameterUsage:
+    """Parameter usage of `module`'s entry; with the `lowering` of an entrypoint or an
+    Exported, per Python argument leaf."""
+    entry = module.entry
+    notes: list[str] = []
+    if entry is None or entry.is_declaration:
+        return _empty(entry, lowering, ("the module has no entry function with a body",))
+    index = LivenessIndex(module)
+    liveness = analyze_liveness(module, index=index)
+    uses = _entry_uses(module, entry)
+    arguments = entry.arguments
+    meshes = _meshes(module)
+    aliases = _module_aliases(module)
+    implicit_count = _implicit_count(entry)
+    leaves = lowering.arguments if lowering is not None and lowering.arguments else ()
+
+    if leaves:
+        kept = [leaf for leaf in leaves if leaf.hlo_index is not None]
+        offset = implicit_count
+        if len(arguments) - offset != len(kept):
+            if len(arguments) >= len(kept):
+                # Implicit parameters JAX did not mark (an optimized module drops the
+                # attributes): they come first.
+                offset = len(arguments) - len(kept)
+            else:
+                notes.append(
+                    f"the module's entry has {len(arguments)} parameters but the lowering "
+                    f"kept {len(kept)} arguments; the map may be off"
+                )
+        parameters = tuple(
+            _leaf_parameter(liveness, uses, leaf, arguments, offset, meshes, aliases)
+            for leaf in leaves
+        )
+    else:
+        offset = implicit_count
+        parameters = tuple(
+            _dump_parameter(liveness, uses, argument, meshes, aliases)
+            for argument in arguments[offset:]
+        )
+    implicit = tuple(
+        ImplicitParameter(
+            hlo_index=argument.index,
+            kind=_implicit_kind(argument),
+            name=argument_name(argument),
+            shape=argument.shape,
+            status=USED if liveness.is_live(argument.value) else UNUSED,
+        )
+        for argument in arguments[:offset]
+    )
+    functions = _private_functions(module, entry, index)
+    static = lowering.static if lowering is not None else ()
+    return ParameterUsage(
+        entry=entry.name,
+        from_python=bool(leaves),
+        parameters=parameters,
+        implicit=implicit,
+        static=static,
+        functions=functions,
+        totals=_totals(parameters, len(static), len(arguments), functions),
+        notes=tuple(notes),
+    )
+
+
+def _empty(
+    entry: Function | None, lowering: Lowering | None, notes: tuple[str, ...]
+) -> ParameterUsage:
+    static = lowering.static if lowering is not None else ()
+    return ParameterUsage(
+        entry=entry.name if entry is not None else None,
+        from_python=False,
+        parameters=(),
+        implicit=(),
+        static=static,
+        functions=(),
+        totals=_totals((), len(static), 0, ()),
+        notes=notes,
+    )
+
+
+def _leaf_parameter(
+    liveness: Liveness,
+    uses: Mapping[int, int],
+    leaf: ArgumentLeaf,
+    arguments: Sequence[Argument],
+    offset: int,
+    meshes: Mapping[str, str],
+    aliases: Mapping[int, int],
+) -> Parameter:
+    argument = None
+    if leaf.hlo_index is not None and 0 <= leaf.hlo_index + offset < len(arguments):
+        argument = arguments[leaf.hlo_index + offset]
+    if argument is None:
+        return Parameter(
+            position=leaf.position,
+            path=leaf.path,
+            hlo_index=None,
+            status=PRUNED,
+            shape=leaf.shape,
+            hlo_shape=None,
+            bytes=leaf.nbytes,
+            uses=0,
+            donated=leaf.donated,
+            aliases_output=None,
+            sharding=leaf.sharding,
+            sharding_attribute=None,
+            memory_kind=leaf.memory_kind,
+        )
+    ir = _ir_facts(liveness, uses, argument, meshes, aliases)
+    path = leaf.path
+    if _GENERIC_PATH.match(path) and not argument_name(argument).startswith("%arg"):
+        # JAX did not know the parameter's name (an Exported's tree), but the module
+        # does: it names arguments after the function's parameters.
+        path = argument_name(argument)
+    return Parameter(
+        position=leaf.position,
+        path=path,
+        hlo_index=argument.index,
+        status=ir.status,
+        shape=leaf.shape,
+        hlo_shape=argument.shape,
+        bytes=leaf.nbytes if leaf.nbytes is not None else _bytes(argument.type),
+        uses=ir.uses,
+        donated=leaf.donated or ir.donated,
+        aliases_output=ir.aliases_output,
+        sharding=_leaf_sharding(leaf.sharding, ir.sharding),
+        sharding_attribute=ir.sharding_attribute,
+        memory_kind=ir.memory_kind or leaf.memory_kind,
+    )
+
+
+def _dump_parameter(
+    liveness: Liveness,
+    uses: Mapping[int, int],
+    argument: Argument,
+    meshes: Mapping[str, str],
+    aliases: Mapping[int, int],
+) -> Parameter:
+    ir = _ir_facts(liveness, uses, argument, meshes, aliases)
+    return Parameter(
+        position=argument.index,
+        path=argument_name(argument),
+        hlo_index=argument.index,
+        status=ir.status,
+        shape=argument.shape,
+        hlo_shape=argument.shape,
+        bytes=_bytes(argument.type),
+        uses=ir.uses,
+        donated=ir.donated,
+        aliases_output=ir.aliases_output,
+        sharding=ir.sharding,
+        sharding_attribute=ir.sharding_attribute,
+        memory_kind=ir.memory_kind,
+    )
+
+
+def argument_name(argument: Argument) -> str:
+    """A function argument's name: its location (`loc("params['w']")`), else the
+    `jax.arg_info` of older JAX exports, else `%argN`."""
+    if argument.location.name:
+        return argument.location.name
+    info = argument.attributes.get("jax.arg_info")
+    return string_attribute(info) if info else f"%arg{argument.index}"
+
+
+_GENERIC_PATH = re.compile(r"^(?:arg\d+|args\[\d+\].*)$")
+_SPEC = re.compile(r"^(?:P|PartitionSpec)\(")
+
+
+def _leaf_sharding(leaf: str | None, ir: str | None) -> str | None:
+    """What the caller wrote (a PartitionSpec over a mesh) reads best and stays the
+    same in the optimized module; otherwise the module's, made readable."""
+    if leaf and _SPEC.match(leaf):
+        return leaf
+    if ir:
+        return ir
+    if leaf and leaf.startswith("{"):
+        return describe_hlo_sharding(leaf)
+    return leaf
+
+
+@dataclasses.dataclass(frozen=True)
+class _IrFacts:
+    status: str
+    uses: int
+    donated: bool
+    aliases_output: int | None
+    sharding: str | None
+    sharding_attribute: str | None
+    memory_kind: str | None
+
+
+def _ir_facts(
+    liveness: Liveness,
+    uses: Mapping[int, int],
+    argument: Argument,
+    meshes: Mapping[str, str],
+    aliases: Mapping[int, int],
+) -> _IrFacts:
+    attributes = argument.attributes
+    alias = _int_value(attributes.get("tf.aliasing_output"))
+    if alias is None:
+        alias = aliases.get(argument.index)
+    donated = alias is not None or attributes.get("jax.buffer_donor") == "true"
+    sharding, raw = describe_argument_sharding(attributes, meshes)
+    memory_kind = attributes.get("mhlo.memory_kind")
+    return _IrFacts(
+        status=USED if liveness.is_live(argument.value) else UNUSED,
+        uses=uses.get(argument.value, 0),
+        donated=donated,
+        aliases_output=alias,
+        sharding=sharding,
+        sharding_attribute=raw,
+        memory_kind=string_attribute(memory_kind) if memory_kind else None,
+    )
+
+
+def _entry_uses(module: Module, entry: Function) -> dict[int, int]:
+    """Entry argument value -> ops reading it (an argument is only visible inside its
+    function, so the entry's ops are all there is to count)."""
+    counts = {argument.value: 0 for argument in entry.arguments if argument.value >= 0}
+    for op in module.function_ops(entry):
+        for operand in op.operands:
+            if operand in counts:
+                counts[operand] += 1
+    return counts
+
+
+def _totals(
+    parameters: Sequence[Parameter],
+    static: int,
+    hlo_parameters: int,
+    functions: Sequence[FunctionUsage],
+) -> Totals:
+    def size(items: Sequence[Parameter]) -> int:
+        return sum(p.bytes or 0 for p in items)
+
+    passed = [p for p in parameters if p.status != PRUNED]
+    return Totals(
+        arguments=len(parameters),
+        used=sum(p.status == USED for p in parameters),
+        unused=sum(p.status == UNUSED for p in parameters),
+        pruned=sum(p.status == PRUNED for p in parameters),
+        static=static,
+        hlo_parameters=hlo_parameters,
+        bytes_passed=size(passed),
+        bytes_unused=size([p for p in parameters if p.status == UNUSED]),
+        bytes_pruned=size([p for p in parameters if p.status == PRUNED]),
+        bytes_donated=size([p for p in passed if p.donated]),
+        private_unused=sum(len(f.unused) for f in functions),
+    )
+
+
+# --------------------------------------------------------------------------- implicit
+
+
+def _implicit_kind(argument: Argument) -> str:
+    attributes = argument.attributes
+    if "jax.token" in attributes or argument.shape == "token":
+        return "token"
+    constant = attributes.get("jax.global_constant")
+    if constant is not None:
+        name = string_attribute(constant)
+        if name == "_platform_index":
+            return "platform index"
+        return f"dimension variable {name}" if name else "dimension variable"
+    if "jax.const" in attributes:
+        return "constant"
+    return "implicit"
+
+
+def _implicit_count(entry: Function) -> int:
+    """Leading parameters JAX marked as no argument of the Python call."""
+    count = 0
+    for argument in entry.arguments:
+        attributes = argument.attributes
+        if (
+            "jax.token" in attributes
+            or "jax.global_constant" in attributes
+            or "jax.const" in attributes
+        ):
+            count += 1
+        else:
+            break
+    return count
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def _private_functions(
+    module: Module, entry: Function, index: LivenessIndex
+) -> tuple[FunctionUsage, ...]:
+    """Private functions reached from the entry by `func.call`, each judged on its
+    own (intrinsic liveness: which parameters reach its own results)."""
+    callees: dict[str, set[str]] = {}
+    for callee, calls in index.call_sites.items():
+        if callee in module.functions:
+            for call in calls:
+                if call.function is not None:
+                    callees.setdefault(call.function, set()).add(callee)
+    reached: set[str] = set()
+    stack = [entry.name]
+    while stack:
+        name = stack.pop()
+        for callee in callees.get(name, ()):
+            if callee not in reached:
+                reached.add(callee)
+                stack.append(callee)
+    reached.discard(entry.name)
+    if not reached:
+        return ()
+    intrinsic = analyze_liveness(module, intrinsic=True, index=index)
+    out = []
+    for name, function in module.functions.items():
+        if name not in reached or function.is_declaration or function.visibility == "public":
+            continue
+        live = intrinsic.live_parameters.get(name, frozenset())
+        out.append(
+            FunctionUsage(
+                name=name,
+                call_sites=len(index.call_sites.get(name, ())),
+                parameters=tuple(
+                    FunctionParameter(
+                        index=a.index,
+                        name=argument_name(a),
+                        shape=a.shape,
+                        status=USED if a.index in live else UNUSED,
+                    )
+                    for a in function.arguments
+                ),
+            )
+        )
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- donation
+
+
+_ALIAS_ENTRY = re.compile(
+    r'kind\s*=\s*"(?P<kind>[\w-]+)".*?parameter_number\s*=\s*(?P<parameter>\d+)'
+    r".*?output_index\s*=\s*array<i64(?::\s*(?P<output>[\d,\s]*))?>",
+    re.DOTALL,
+)
+
+
+def _module_aliases(module: Module) -> dict[int, int]:
+    """Parameter number -> result index, from a module converted from HLO
+    (`mhlo.input_output_alias`: XLA's `input_output_alias={ {0}: (0, {}, may-alias) }`)."""
+    text = module.attributes.get("mhlo.input_output_alias", "")
+    out: dict[int, int] = {}
+    if "parameter_number" not in text:
+        return out
+    for match in _ALIAS_ENTRY.finditer(text):
+        output = [int(x) for x in (match.group("output") or "").replace(" ", "").split(",") if x]
+        # The entry's tuple result is flattened into results: {i} is result i.
+        out.setdefault(int(match.group("parameter")), output[0] if output else 0)
+    return out
+
+
+def _bytes(mlir_type: str) -> int | None:
+    """Bytes of an argument's arrays; None for types that hold none we can size."""
+    return type_bytes(mlir_type) if parse_type(mlir_type) else None
+
+
+def _int_value(text: str | None) -> int | None:
+    if not text:
+        return None
+    match = re.match(r"\s*(-?\d+)", text)
+    return int(match.group(1)) if match else None
+
+
+# --------------------------------------------------------------------------- sharding
+
+
+_MESH_AXIS = re.compile(r'"((?:[^"\\]|\\.)*)"\s*=\s*(\d+)')
+_MESH_DEVICES = re.compile(r"device_ids\s*=\s*\[([^\]]*)\]")
+
+
+def describe_mesh(text: str) -> str:
+    """`<["data"=4, "model"=2]>` -> `mesh(data=4, model=2)`; a maximal mesh
+    `<[], device_ids=[0]>` -> `device 0`."""
+    axes = _MESH_AXIS.findall(text)
+    devices = _MESH_DEVICES.search(text)
+    if not axes and devices:
+        ids = devices.group(1).strip()
+        return f"device {ids}" if "," not in ids else f"devices [{ids}]"
+    return "mesh(" + ", ".join(f"{name}={size}" for name, size in axes) + ")"
+
+
+def _meshes(module: Module) -> dict[str, str]:
+    """Mesh name -> readable mesh, from `sdy.mesh` ops and from the round-trip form
+    `mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<...>}"}`."""
+    meshes: dict[str, str] = {}
+    for op in module.body:
+        if op.name == "sdy.mesh":
+            name = string_attribute(op.attributes.get("sym_name", '""'))
+            meshes[name] = describe_mesh(op.attributes.get("mesh", ""))
+    frontend = module.attributes.get("mhlo.frontend_attributes")
+    if frontend:
+        text = parse_dict_attribute(frontend).get("xla.sdy.meshes", "")
+        for match in re.finditer(r"([\w.$-]+)\s*=\s*#sdy\.mesh<", text):
+            start = match.end() - 1
+            meshes.setdefault(match.group(1), describe_mesh(_balanced(text, start)))
+    return meshes
+
+
+def _balanced(text: str, start: int) -> str:
+    """The `<...>` group of `text` that opens at `start`."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "<":
+            depth += 1
+        elif text[i] == ">":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return text[start:]
+
+
+def describe_argument_sharding(
+    attributes: Mapping[str, str], meshes: Mapping[str, str]
+) -> tuple[str | None, str | None]:
+    """(readable, as written) sharding of a function argument from its attributes."""
+    sdy = attributes.get("sdy.sharding")
+    if sdy is None and "mhlo.frontend_attributes" in attributes:
+        frontend = parse_dict_attribute(attributes["mhlo.frontend_attributes"])
+        sdy = frontend.get("xla.sdy.sharding")
+    if sdy is not None:
+        return describe_sdy_sharding(sdy, meshes), sdy
+    gspmd = attributes.get("mhlo.sharding")
+    if gspmd is not None:
+        text = string_attribute(gspmd)
+        return describe_hlo_sharding(text), text
+    return None, None
+
+
+def describe_sdy_sharding(text: str, meshes: Mapping[str, str]) -> str:
+    """`#sdy.sharding<@mesh, [{"data"}, {}]>` -> `P('data', None) over
+    mesh(data=4, model=2)`, as JAX prints a `NamedSharding`'s spec."""
+    body = text.strip()
+    if body.startswith("#sdy.sharding<") and body.endswith(">"):
+        body = body[len("#sdy.sharding<") : -1]
+    else:
+        return text
+    parts = _split_top(body)
+    if len(parts) < 2:
+        return text
+    mesh_ref, dims_text, extras = parts[0], parts[1], parts[2:]
+    if mesh_ref.startswith("@"):
+        mesh_name = symbol_references(mesh_ref)
+        mesh = meshes.get(mesh_name[0], mesh_ref) if mesh_name else mesh_ref
+    else:
+        mesh = describe_mesh(mesh_ref)
+    dims = []
+    open_dims = False
+    if dims_text.startswith("[") and dims_text.endswith("]"):
+        for dim in _split_top(dims_text[1:-1]):
+            dims.append(_sdy_dim(dim))
+            # An open dimension (`{?}`, `{"a", ?}`) may be sharded further by propagation.
+            open_dims = open_dims or "?" in dim.partition("}")[0]
+    if all(d == "None" for d in dims):
+        spec = "P()"  # replicated, as JAX prints `PartitionSpec()`
+    else:
+        spec = "P(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+    for extra in extras:
+        key, _, value = extra.partition("=")
+        axes = re.findall(r'"((?:[^"\\]|\\.)*)"', value)
+        spec += f" {key.strip()}({', '.join(axes)})"
+    if open_dims:
+        spec += " (? open)"
+    if mesh.startswith("device"):
+        return f"{spec} on {mesh}"
+    return f"{spec} over {mesh}"
+
+
+def _sdy_dim(text: str) -> str:
+    """`{"a"}` -> `'a'`, `{"a", "b"}` -> `('a', 'b')`, `{}` and `{?}` -> `None`."""
+    text = text.strip()
+    axes = re.findall(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?', text)
+    names = [f"{name}:({pre}){size}" if pre else name for name, pre, size in axes]
+    if not names:
+        return "None"
+    if len(names) == 1:
+        return f"'{names[0]}'"
+    return "(" + ", ".join(f"'{n}'" for n in names) + ")"
+
+
+def _split_top(text: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    in_string = False
+    for i, ch in enumerate(text):
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
+    return parts
+
+
+_TILED = re.compile(r"^devices=\[(?P<tiles>[\d,]+)\]\S*(?P<rest>.*)$")
+
+
+def describe_hlo_sharding(text: str) -> str:
+    """XLA's `HloSharding` text, readable: `{replicated}` -> `replicated`,
+    `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` -> `tiled [4,1], replicated ×2`,
+    `{maximal device=0}` -> `device 0`. Anything else is returned as written."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1].strip()
+    body = re.sub(r"\s*metadata=\{[^{}]*\}", "", body).strip()
+    if body == "replicated":
+        return "replicated"
+    if body == "manual":
+        return "manual"
+    maximal = re.fullmatch(r"maximal device=(\d+)", body)
+    if maximal:
+        return f"device {maximal.group(1)}"
+    tiled = _TILED.match(body)
+    if tiled is None:
+        return text
+    tiles = [int(t) for t in tiled.group("tiles").split(",")]
+    rest = tiled.group("rest")
+    suffix = ""
+    if "last_tile_dim_replicate" in rest and len(tiles) > 1:
+        suffix = f", replicated ×{tiles[-1]}"
+        tiles = tiles[:-1]
+    else:
+        subgroups = re.search(r"last_tile_dims=\{([^}]*)\}", rest)
+        if subgroups:
+            kinds = [k.strip() for k in subgroups.group(1).split(",") if k.strip()]
+            trailing = tiles[len(tiles) - len(kinds) :]
+            tiles = tiles[: len(tiles) - len(kinds)]
+            suffix = "".join(f", {kind} ×{n}" for kind, n in zip(kinds, trailing, strict=False))
+    return "tiled [" + ",".join(str(t) for t in tiles) + "]" + suffix
