@@ -243,7 +243,7 @@ _ELEMENT_TYPES = {
     "complex<f32>": "c64",
     "complex<f64>": "c128",
 }
-_ELEMENT_BITS = {"pred": 8, "c64": 64, "c128": 128, "index": 64, "tf32": 32}
+_ELEMENT_BITS = {"pred": 8, "bf16": 16, "c64": 64, "c128": 128, "index": 64, "tf32": 32}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
