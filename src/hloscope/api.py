@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.sources.loader import Loaded, LoadOptions, Source, load, optimized
 
@@ -17,10 +18,12 @@ __all__ = [
     "InspectReport",
     "LoadOptions",
     "Loaded",
+    "PlacementReport",
     "Timings",
     "inspect_report",
     "load",
     "optimized",
+    "placement_report",
 ]
 
 
@@ -52,6 +55,8 @@ class InspectReport:
     """XLA's memory analysis of the compiled executable (bytes of arguments, outputs,
     temporaries, generated code)."""
     notes: tuple[str, ...]
+    placement: Placement | None = None
+    """Compute placement, memory kinds, transfers, shardings and collectives."""
 
 
 def inspect_report(loaded: Loaded) -> InspectReport:
@@ -74,4 +79,22 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         cost=cost,
         memory=compilation.memory if compilation is not None else None,
         notes=loaded.notes,
+        placement=analyze_placement(loaded.module),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementReport:
+    """Where a module's ops run and where its data lives: compute types, host
+    regions, memory kinds, transfers, shardings and collectives."""
+
+    source: Source
+    placement: Placement
+    notes: tuple[str, ...]
+
+
+def placement_report(loaded: Loaded) -> PlacementReport:
+    """Build the `placement` report of a loaded target."""
+    return PlacementReport(
+        source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
     )
