@@ -19,6 +19,8 @@ optimizations a host buffer has memory space 5 in its layout (`{1,0:S(5)}`).
   keeps the host output in `S(5)`.
 - `host_compute_to_host_memory`: the newer `compute_on2` form: a call marked
   `_xla_compute_type = "host"` whose result is annotated into `pinned_host`.
+- `with_callback`: `jax.pure_callback` sends its operand to Python on the host and
+  takes the result back (a custom call to JAX's Python callback).
 
 JAX never writes `MoveToHost`/`MoveToDevice`: XLA's TPU and GPU pipelines turn
 `annotate_device_placement` into them (the CPU pipeline strips the annotations
@@ -36,6 +38,7 @@ import contextlib
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental.compute_on import compute_on2
 from jax.sharding import SingleDeviceSharding
 
@@ -76,6 +79,16 @@ def _host_sine(x):
 @jax.jit
 def host_compute_to_host_memory(x):
     return _host_sine(x)
+
+
+def _host_norm(x):
+    return np.asarray(np.linalg.norm(x), dtype=np.float32)
+
+
+@jax.jit
+def with_callback(x):
+    norm = jax.pure_callback(_host_norm, jax.ShapeDtypeStruct((), jnp.float32), x)
+    return x / norm
 
 
 def example_args():

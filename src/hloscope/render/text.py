@@ -515,7 +515,9 @@ def render_placement(report: PlacementReport, console: Console) -> None:
         _more(table, MAX_PLACEMENT_ROWS, len(placement.shardings))
         section(table)
     if placement.op_shardings:
-        section(Text(f"{placement.op_shardings} other ops carry a sharding", style="dim"))
+        count = placement.op_shardings
+        other = "1 other op carries" if count == 1 else f"{count} other ops carry"
+        section(Text(f"{other} a sharding", style="dim"))
     if placement.manual_computations:
         table = _table(
             f"Manual computations ({len(placement.manual_computations)})",
