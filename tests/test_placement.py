@@ -419,3 +419,46 @@ def test_entry_computation_layout(header, params, results):
 
 def test_no_entry_layout():
     assert context.entry_computation_layout("HloModule m\n") is None
+
+
+SHARED_CALLEE = """
+module @m {
+  func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = func.call @helper(%x) {mhlo.frontend_attributes = {_xla_compute_type = "host"}}
+        : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = func.call @helper(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    %2 = stablehlo.sine %1 {mhlo.frontend_attributes = {_xla_stream_annotation = "2"}}
+        : tensor<4xf32>
+    %3 = stablehlo.cosine %2 {mhlo.frontend_attributes = {_xla_compute_type = "sparse"}}
+        : tensor<4xf32>
+    return %3 : tensor<4xf32>
+  }
+  func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.exponential %x : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_shared_callee_stream_annotation_and_unknown_compute_types():
+    module = context.parse_mlir(SHARED_CALLEE, "shared.mlir").model
+    placement = analyze_placement(module)
+    # helper is reached by a host call and by a device call: it runs in both.
+    assert placement.compute_types == {
+        "device": 1,
+        "device|host": 1,
+        "gpu_stream:2": 1,
+        "host": 1,
+        "sparse": 1,
+    }
+    by_op = {p.op: p for p in placement.placed_ops}
+    assert by_op["stablehlo.exponential"].compute_type == "device|host"
+    assert by_op["stablehlo.exponential"].via == "call"
+    assert by_op["stablehlo.sine"].compute_type == "gpu_stream:2"
+    assert by_op["stablehlo.cosine"].compute_type == "sparse"
+    (host,) = placement.host_regions
+    assert (host.function, host.called_from, host.ops) == ("helper", "main", 2)
+    assert {r.compute_type for r in placement.other_regions} == {"gpu_stream:2", "sparse"}
+    # The host call's body has no host mark of its own.
+    assert [w.kind for w in placement.warnings] == ["call_mark_not_in_body"]

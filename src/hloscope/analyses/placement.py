@@ -518,8 +518,10 @@ def _compute_contexts(
     of first visit."""
     names = module.functions
     op_contexts: dict[int, list[_Context]] = {}
-    seen: set[tuple[str, str, int | None]] = set()
-    order: list[str] = []
+    # A function is walked once per compute type: a second call placing it the same
+    # way adds nothing but the call (its ops stay in the first call's region).
+    seen: set[tuple[str, str]] = set()
+    order: dict[str, None] = {}
     work: deque[tuple[str, _Context]] = deque()
 
     def push(name: str, context: _Context) -> None:
@@ -527,7 +529,7 @@ def _compute_contexts(
         thread = function_thread(function)
         if thread is not None:
             context = _Context(thread, "thread", None)
-        key = (name, context.compute_type, context.anchor)
+        key = (name, context.compute_type)
         if key in seen:
             return
         seen.add(key)
@@ -540,8 +542,7 @@ def _compute_contexts(
         function = names[name]
         if function.is_declaration:
             continue
-        if name not in order:
-            order.append(name)
+        order.setdefault(name)
         local: dict[int, _Context] = {}
         for op in module.function_ops(function):
             parent = op.parent
@@ -559,15 +560,10 @@ def _compute_contexts(
             else:
                 current = _Context(context.compute_type, "call", context.anchor)
             local[op.id] = current
-            contexts = op_contexts.setdefault(op.id, [])
-            if all(
-                (c.compute_type, c.anchor) != (current.compute_type, current.anchor)
-                for c in contexts
-            ):
-                contexts.append(current)
+            op_contexts.setdefault(op.id, []).append(current)
             for callee in _callees(op, names):
                 push(callee, _Context(current.compute_type, "call", current.anchor))
-    return op_contexts, order
+    return op_contexts, list(order)
 
 
 def _label(contexts: Sequence[_Context]) -> str:
@@ -988,10 +984,12 @@ def _regions(
     for placed_op in placed:
         context = next(c for c in contexts[placed_op.op_id] if c.compute_type != DEVICE)
         anchor = module.ops[context.anchor] if context.anchor is not None else None
+        # Grouped by the placement itself: an op also reached from device code
+        # (`device|host`) belongs to the host call that reaches it.
         if anchor is not None and _callees(anchor, names):
-            key: tuple[str, str, object] = (placed_op.compute_type, "call", anchor.id)
+            key: tuple[str, str, object] = (context.compute_type, "call", anchor.id)
         else:
-            key = (placed_op.compute_type, "function", placed_op.function)
+            key = (context.compute_type, "function", placed_op.function)
         groups.setdefault(key, []).append(placed_op)
     regions: list[ComputeRegion] = []
     for (compute_type, how, anchor_key), members in groups.items():
