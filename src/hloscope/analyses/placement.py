@@ -137,6 +137,8 @@ _DATA_MOVEMENT = frozenset(
         "tuple",
     }
 )
+# A quick filter on op names before `collective_kind` looks closer.
+_COLLECTIVE_NAME = re.compile(r"all[_-]|reduce[_-]scatter|collective|custom[_-]call")
 _CALLBACK_TARGET = re.compile(r"python_(cpu|gpu)_callback")
 _MEMORY_SPACE = re.compile(r"S\((\d+)\)")
 
@@ -396,7 +398,7 @@ def function_thread(function: Function) -> str | None:
 
 def custom_call_target(op: Op) -> str | None:
     """The target of a custom call (`MoveToHost`), None for other ops."""
-    if op.short_name in ("custom_call", "custom-call"):
+    if "custom" in op.name and op.short_name in ("custom_call", "custom-call"):
         text = op.attributes.get("call_target_name") or op.attributes.get("custom_call_target")
         return string_attribute(text) if text is not None else None
     return None
@@ -567,6 +569,8 @@ def _compute_contexts(
 
 
 def _label(contexts: Sequence[_Context]) -> str:
+    if len(contexts) == 1:
+        return contexts[0].compute_type
     kinds = sorted({c.compute_type for c in contexts}, key=lambda k: (k != DEVICE, k))
     return "|".join(kinds)
 
@@ -914,6 +918,8 @@ def _shardings(
 def collective_kind(op: Op) -> tuple[str, bool] | None:
     """(kind, async) when `op` is a collective; None otherwise. HLO's `-done` halves
     are not collectives of their own."""
+    if _COLLECTIVE_NAME.search(op.name) is None:
+        return None
     short = op.short_name.replace("-", "_")
     is_async = False
     if op.dialect == "hlo":
@@ -1079,7 +1085,11 @@ def _host_memory_warnings(
     memory: Sequence[MemoryPlacement],
 ) -> list[PlacementWarning]:
     by_value: dict[int, list[Op]] = {}
+    if not host_values:
+        return []
     for op in ops:
+        if not any(value in host_values for value in op.operands):
+            continue
         if labels.get(op.id, DEVICE) != DEVICE or not is_computation(op):
             continue
         target = custom_call_target(op)
