@@ -4,8 +4,10 @@ It owns the MLIR context (JAX's dialects: stablehlo, chlo, mhlo, sdy, mpmd,
 func and the upstream ones), parses MLIR text and bytecode, turns portable VHLO
 artifacts back into StableHLO, parses HLO text and protos with XLA's own parser
 and converts them to MLIR with jaxlib's `hlo_to_stablehlo` (which keeps
-`mhlo.fusion` regions and source locations), and builds the `hloscope.ir.model`
-that analyses read, in one walk. Nothing else in hloscope imports `jaxlib.mlir`.
+`mhlo.fusion` regions and source locations, but not the memory spaces of the entry
+layout: those are recorded as `hloscope.xla_shape` on the entry function's
+arguments and results), and builds the `hloscope.ir.model` that analyses read, in
+one walk. Nothing else in hloscope imports `jaxlib.mlir`.
 
 All native calls run under one lock (an MLIR context is not thread safe) and with
 native stderr captured, so XLA's log lines never reach the user's terminal.
