@@ -50,6 +50,7 @@ from types import MappingProxyType
 
 from hloscope.analyses.structure import CALL_ATTRIBUTES
 from hloscope.ir.model import (
+    ENTRY_SHAPE_ATTRIBUTE,
     Argument,
     Function,
     Module,
@@ -71,9 +72,6 @@ LARGE_HOST_INPUT_BYTES = 1 << 20
 # Memory kinds (JAX) that are host memory, and XLA's host memory space.
 HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
 HOST_MEMORY_SPACE = 5
-
-# Recorded by hloscope.ir.context on entry arguments/results (see there).
-ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
 
 COLLECTIVES = (
     "all_reduce",

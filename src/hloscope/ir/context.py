@@ -561,7 +561,7 @@ def hlo_to_mlir_bytecode(hlo_proto: bytes) -> bytes:
 # module header and, where a parameter's or result's layout has a memory space,
 # recorded on the entry function's argument or result as this attribute: its HLO
 # shape with layout, printed as a string attribute (`"f32[8]{0:S(5)}"`).
-ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
+ENTRY_SHAPE_ATTRIBUTE = model.ENTRY_SHAPE_ATTRIBUTE
 
 _MEMORY_SPACE = re.compile(r"S\((\d+)\)")
 
