@@ -21,6 +21,7 @@ from hloscope.analyses.fusions import (
     summarize_fusions,
 )
 from hloscope.analyses.params import ParameterUsage, analyze_params
+from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.sources.loader import OPTIMIZED, Loaded, LoadOptions, Source, load, optimized
 
@@ -30,12 +31,14 @@ __all__ = [
     "LoadOptions",
     "Loaded",
     "ParamsReport",
+    "PlacementReport",
     "Timings",
     "fusions_report",
     "inspect_report",
     "load",
     "optimized",
     "params_report",
+    "placement_report",
 ]
 
 
@@ -71,6 +74,8 @@ class InspectReport:
     """What XLA fused, when the module read is the optimized one."""
     params: ParameterUsage | None = None
     """Parameter usage of the entry (the `params` view), summarised by renderers."""
+    placement: Placement | None = None
+    """Compute placement, memory kinds, transfers, shardings and collectives."""
 
 
 def inspect_report(loaded: Loaded) -> InspectReport:
@@ -99,6 +104,24 @@ def inspect_report(loaded: Loaded) -> InspectReport:
             else None
         ),
         params=analyze_params(loaded.module, lowering),
+        placement=analyze_placement(loaded.module),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementReport:
+    """Where a module's ops run and where its data lives: compute types, host
+    regions, memory kinds, transfers, shardings and collectives."""
+
+    source: Source
+    placement: Placement
+    notes: tuple[str, ...]
+
+
+def placement_report(loaded: Loaded) -> PlacementReport:
+    """Build the `placement` report of a loaded target."""
+    return PlacementReport(
+        source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
     )
 
 

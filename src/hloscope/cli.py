@@ -242,6 +242,27 @@ def params(
     )
 
 
+@app.command()
+def placement(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    compile: CompileOption = False,
+    json: JsonOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """Where it runs: compute types (host vs device), memory kinds and transfers,
+    shardings and meshes, collectives, and warnings."""
+    emit(
+        debug,
+        json,
+        lambda: api.placement_report(api.load(target, _options(arg, args, module, compile))),
+        json_render.placement_json,
+        text_render.render_placement,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:

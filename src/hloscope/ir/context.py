@@ -4,8 +4,10 @@ It owns the MLIR context (JAX's dialects: stablehlo, chlo, mhlo, sdy, mpmd,
 func and the upstream ones), parses MLIR text and bytecode, turns portable VHLO
 artifacts back into StableHLO, parses HLO text and protos with XLA's own parser
 and converts them to MLIR with jaxlib's `hlo_to_stablehlo` (which keeps
-`mhlo.fusion` regions and source locations), and builds the `hloscope.ir.model`
-that analyses read, in one walk. Nothing else in hloscope imports `jaxlib.mlir`.
+`mhlo.fusion` regions and source locations, but not the memory spaces of the entry
+layout: those are recorded as `hloscope.xla_shape` on the entry function's
+arguments and results), and builds the `hloscope.ir.model` that analyses read, in
+one walk. Nothing else in hloscope imports `jaxlib.mlir`.
 
 All native calls run under one lock (an MLIR context is not thread safe) and with
 native stderr captured, so XLA's log lines never reach the user's terminal.
@@ -354,6 +356,7 @@ def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedMo
             raise HloscopeError("not a valid HLO module", where=source_name)
         return module
 
+    entry_layout = stages["parsed"][0].get("entry_layout")
     if "converted" not in stages:
         reason = (
             f"XLA's converter crashed ({crash})" if died is not None else "XLA's converter failed"
@@ -375,7 +378,9 @@ def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedMo
 
         reply = json.loads(stages["names"][1])
         names = HloNames([(op, name) for op, name in reply["ops"]], reply["fusion_backend_configs"])
-    return _from_converted(xla_module, stages["converted"][1], source_name, logged, names)
+    return _from_converted(
+        xla_module, stages["converted"][1], source_name, logged, names, entry_layout
+    )
 
 
 def _hlo_worker() -> int:
@@ -408,7 +413,8 @@ def _hlo_worker() -> int:
                 _write_frame(replies, {"stage": "error", "message": str(exc)})
             if module is not None:
                 proto = module.as_serialized_hlo_module_proto()
-                _write_frame(replies, {"stage": "parsed"}, proto)
+                layout = entry_computation_layout(str(module.to_string()))
+                _write_frame(replies, {"stage": "parsed", "entry_layout": layout}, proto)
                 try:
                     converted = jax_ext.mlir.hlo_to_stablehlo(proto)
                     _write_frame(replies, {"stage": "converted"}, converted)
@@ -514,8 +520,11 @@ def _from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> Pa
     with native() as converted_log:
         proto = hlo_module.as_serialized_hlo_module_proto()
         bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
+        layout = entry_computation_layout(str(hlo_module.to_string()))
     names = hlo_instruction_names(proto)
-    return _from_converted(lambda: hlo_module, bytecode, source_name, logged + converted_log, names)
+    return _from_converted(
+        lambda: hlo_module, bytecode, source_name, logged + converted_log, names, layout
+    )
 
 
 def _from_converted(
@@ -524,9 +533,13 @@ def _from_converted(
     source_name: str,
     logged: list[str],
     names: HloNames | None = None,
+    entry_layout: str | None = None,
 ) -> ParsedModule:
     """The model of an HLO module from its MLIR conversion, or XLA's own view when the
-    conversion does not verify (ops MHLO cannot express, say)."""
+    conversion does not verify (ops MHLO cannot express, say).
+
+    `entry_layout` is the module's `entry_computation_layout`, whose memory spaces the
+    conversion drops (see `record_entry_memory_spaces`)."""
     from jaxlib.mlir import ir
 
     with native() as parse_log:
@@ -549,6 +562,7 @@ def _from_converted(
             )
         built = build_model(module)
     _attach_hlo_names(built, names)
+    record_entry_memory_spaces(built, entry_layout)
     notes = _notes_from_log(logged + parse_log)
     return ParsedModule(built, "hlo", notes, _mlir_printer(module), _mlir_writer(module))
 
@@ -742,6 +756,126 @@ def _proto_varint(value: int) -> bytes:
 
 def _proto_key(number: int, wire: int) -> bytes:
     return _proto_varint((number << 3) | wire)
+
+
+# --------------------------------------------------------------------------- memory spaces
+
+# XLA's HLO-to-MLIR conversion keeps an instruction's non-default layout, memory
+# space included, in an `xla_shape` attribute (`"f32[1024]{0:S(5)}"`), but drops the
+# memory spaces of the entry computation's layout (`entry_computation_layout=
+# {(f32[8]{0:S(5)})->f32[8]{0}}`): it keeps only the dimension order. A parameter or
+# result in host memory (`S(5)`, what `memory_kind="pinned_host"` becomes after
+# optimization) would look like any other. So the layout is read from XLA's printed
+# module header and, where a parameter's or result's layout has a memory space,
+# recorded on the entry function's argument or result as this attribute: its HLO
+# shape with layout, printed as a string attribute (`"f32[8]{0:S(5)}"`).
+ENTRY_SHAPE_ATTRIBUTE = model.ENTRY_SHAPE_ATTRIBUTE
+
+_MEMORY_SPACE = re.compile(r"S\((\d+)\)")
+
+
+def entry_computation_layout(hlo_text: str) -> str | None:
+    """The `entry_computation_layout={...}` value of XLA's printed module header (its
+    first line), or None."""
+    header = hlo_text.split("\n", 1)[0]
+    start = header.find("entry_computation_layout={")
+    if start < 0:
+        return None
+    start += len("entry_computation_layout={")
+    depth = 0
+    for i in range(start, len(header)):
+        ch = header[i]
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            if depth == 0:
+                return header[start:i]
+            depth -= 1
+    return None
+
+
+def _shape_leaves(shape: str) -> list[str]:
+    """Array shapes of an HLO shape, tuples flattened: `(f32[2]{0}, s32[])` -> both."""
+    shape = re.sub(r"/\*[^*]*\*/", "", shape).strip()
+    if shape.startswith("(") and shape.endswith(")"):
+        leaves: list[str] = []
+        depth = 0
+        start = 1
+        # Split at top-level commas; `<` is not a bracket here (`f32[<=4]`).
+        for i in range(1, len(shape) - 1):
+            ch = shape[i]
+            if ch in "({[":
+                depth += 1
+            elif ch in ")}]":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                leaves.extend(_shape_leaves(shape[start:i]))
+                start = i + 1
+        leaves.extend(_shape_leaves(shape[start:-1]))
+        return leaves
+    return [shape] if shape else []
+
+
+def entry_layout_shapes(layout: str) -> tuple[list[str], list[str]]:
+    """Parameter and result shapes (tuples flattened) of an entry computation layout
+    `(p0, p1)->result`."""
+    layout = layout.strip()
+    if not layout.startswith("("):
+        return [], []
+    depth = 0
+    for i, ch in enumerate(layout):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+            if depth == 0:
+                params = _shape_leaves(layout[: i + 1])
+                rest = layout[i + 1 :].strip()
+                results = _shape_leaves(rest[2:]) if rest.startswith("->") else []
+                return params, results
+    return [], []
+
+
+def _has_memory_space(shape: str) -> bool:
+    layout = shape[shape.find("{") :] if "{" in shape else ""
+    return any(match.group(1) != "0" for match in _MEMORY_SPACE.finditer(layout))
+
+
+def record_entry_memory_spaces(built: model.Module, layout: str | None) -> None:
+    """Record the entry layout's memory spaces on the entry function's arguments and
+    results (as `ENTRY_SHAPE_ATTRIBUTE`), where the flattened layout matches them."""
+    entry = built.entry
+    if not layout or "S(" not in layout or entry is None:
+        return
+    params, results = entry_layout_shapes(layout)
+    arguments = entry.arguments
+    outputs = entry.results
+    changed = False
+    if len(params) == len(arguments) and any(_has_memory_space(p) for p in params):
+        arguments = tuple(
+            dataclasses.replace(
+                argument,
+                attributes={**argument.attributes, ENTRY_SHAPE_ATTRIBUTE: f'"{shape}"'},
+            )
+            if _has_memory_space(shape)
+            else argument
+            for argument, shape in zip(arguments, params, strict=True)
+        )
+        changed = True
+    if len(results) == len(outputs) and any(_has_memory_space(r) for r in results):
+        outputs = tuple(
+            dataclasses.replace(
+                result, attributes={**result.attributes, ENTRY_SHAPE_ATTRIBUTE: f'"{shape}"'}
+            )
+            if _has_memory_space(shape)
+            else result
+            for result, shape in zip(outputs, results, strict=True)
+        )
+        changed = True
+    if changed:
+        functions = dict(built.functions)
+        functions[entry.name] = dataclasses.replace(entry, arguments=arguments, results=outputs)
+        built.functions = functions
 
 
 # --------------------------------------------------------------------------- model builder
@@ -1065,7 +1199,8 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
     fusion_configs: dict[str, str] = {}
     with native():
         computations = list(hlo_module.computations())
-        entry = re.search(r"^ENTRY\s+%?([\w.-]+)", str(hlo_module.to_string()), re.MULTILINE)
+        printed = str(hlo_module.to_string())
+        entry = re.search(r"^ENTRY\s+%?([\w.-]+)", printed, re.MULTILINE)
         entry_name = entry.group(1) if entry else (computations[-1].name if computations else None)
         for computation in computations:
             is_entry = computation.name == entry_name
@@ -1143,7 +1278,7 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
                 tuple(arguments),
                 (model.Result(0, root_type, model.EMPTY_ATTRIBUTES),) if children else (),
             )
-    return model.Module(
+    built = model.Module(
         name=str(hlo_module.name),
         attributes={},
         ops=ops,
@@ -1153,6 +1288,8 @@ def _build_hlo_native_model(hlo_module: Any) -> model.Module:
         value_owner=value_owner,
         fusion_backend_configs=MappingProxyType(fusion_configs),
     )
+    record_entry_memory_spaces(built, entry_computation_layout(printed))
+    return built
 
 
 def _hlo_backend_config(text: str) -> str | None:

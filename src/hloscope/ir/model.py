@@ -393,6 +393,12 @@ def type_bytes(mlir_type: str) -> int | None:
 
 # --------------------------------------------------------------------------- attributes
 
+# Not an MLIR attribute: recorded by `hloscope.ir.context` on the entry function's
+# arguments and results of a module converted from HLO, where the entry layout gives
+# them a memory space that XLA's conversion drops. Its value is the HLO shape with
+# layout, as a printed string attribute: `"f32[8]{0:S(5)}"`.
+ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
+
 _DICT_ENTRY = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[\w.$-]+)\s*(?:=\s*)?')
 
 

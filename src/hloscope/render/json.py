@@ -14,8 +14,9 @@ from typing import Any
 
 from hloscope.analyses.fusions import FusionSummary, summarize_fusions
 from hloscope.analyses.params import ParameterUsage
+from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
-from hloscope.api import FusionsReport, InspectReport, ParamsReport
+from hloscope.api import FusionsReport, InspectReport, ParamsReport, PlacementReport
 from hloscope.sources.loader import Source
 
 SCHEMA_VERSION = 1
@@ -91,6 +92,8 @@ def inspect_json(report: InspectReport) -> dict[str, Any]:
     body["fusions"] = fusion_summary_json(report.fusions) if report.fusions else None
     if report.params is not None:
         body["params"] = params_summary_json(report.params)
+    if report.placement is not None:
+        body["placement"] = placement_summary_json(report.placement)
     return document("inspect", report.source.target, body)
 
 
@@ -239,3 +242,119 @@ def params_summary_json(usage: ParameterUsage) -> dict[str, Any]:
             if f.unused
         ],
     }
+
+
+# --------------------------------------------------------------------------- placement
+
+
+def _region_json(region: ComputeRegion) -> dict[str, Any]:
+    return {
+        "function": region.function,
+        "ops": region.ops,
+        "sources": list(region.sources),
+        "compute_type": region.compute_type,
+        "called_from": region.called_from,
+        "call_source": region.call_source,
+        "input_bytes": region.input_bytes,
+        "device_input_bytes": region.device_input_bytes,
+        "output_bytes": region.output_bytes,
+    }
+
+
+def _placement_lists(placement: Placement) -> dict[str, Any]:
+    return {
+        "summary": dict(placement.compute_types),
+        "total_ops": placement.total_ops,
+        "host_regions": [_region_json(r) for r in placement.host_regions],
+        "other_regions": [_region_json(r) for r in placement.other_regions],
+        "transfers": [
+            {
+                "kind": t.kind,
+                "detail": t.detail,
+                "sources": list(t.sources),
+                "source_memory": t.source_memory,
+                "target_memory": t.target_memory,
+                "moves": t.moves,
+                "shape": t.shape,
+                "bytes": t.bytes,
+                "function": t.function,
+                "name": t.name,
+            }
+            for t in placement.transfers
+        ],
+        "memory_kinds": [
+            {
+                "value": m.value,
+                "name": m.name,
+                "kind": m.kind,
+                "memory_kind": m.memory_kind,
+                "memory_space": m.memory_space,
+                "host": m.host,
+                "shape": m.shape,
+                "bytes": m.bytes,
+            }
+            for m in placement.memory
+        ],
+        "collectives": [
+            {
+                "op": c.op,
+                "count": c.count,
+                "async": c.async_count,
+                "bytes": c.bytes,
+                "functions": list(c.functions),
+                "sources": list(c.sources),
+            }
+            for c in placement.collectives
+        ],
+        "meshes": [
+            {
+                "name": m.name,
+                "axes": [{"name": axis, "size": size} for axis, size in m.axes],
+                "devices": m.devices,
+            }
+            for m in placement.meshes
+        ],
+        "partitions": placement.partitions,
+        "replicas": placement.replicas,
+        "warnings": [plain(w) for w in placement.warnings],
+    }
+
+
+def placement_summary_json(placement: Placement) -> dict[str, Any]:
+    """The placement summary `inspect` carries: everything but the per-value lists."""
+    body = _placement_lists(placement)
+    body["sharded_values"] = len(placement.shardings)
+    body["manual_computations"] = len(placement.manual_computations)
+    return body
+
+
+def placement_json(report: PlacementReport) -> dict[str, Any]:
+    placement = report.placement
+    body: dict[str, Any] = {"source": source_json(report.source)}
+    body.update(_placement_lists(placement))
+    body["shardings"] = [
+        {
+            "value": s.value,
+            "sharding": s.sharding,
+            "kind": s.kind,
+            "name": s.name,
+            "function": s.function,
+            "source": s.source,
+        }
+        for s in placement.shardings
+    ]
+    body["op_shardings"] = placement.op_shardings
+    body["manual_computations"] = [plain(m) for m in placement.manual_computations]
+    body["placed_ops"] = [
+        {
+            "function": p.function,
+            "op": p.op,
+            "compute_type": p.compute_type,
+            "via": p.via,
+            "name": p.name,
+            "source": p.source,
+        }
+        for p in placement.placed_ops
+    ]
+    body["notes"] = list(report.notes)
+    return document("placement", report.source.target, body)

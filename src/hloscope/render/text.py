@@ -6,6 +6,8 @@ computes anything a report does not already hold.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
@@ -19,8 +21,9 @@ from rich.tree import Tree
 
 from hloscope.analyses.fusions import Fusion, FusionSummary, summarize_fusions
 from hloscope.analyses.params import ParameterUsage
+from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
-from hloscope.api import FusionsReport, InspectReport, ParamsReport
+from hloscope.api import FusionsReport, InspectReport, ParamsReport, PlacementReport
 from hloscope.sources.loader import Source
 
 MAX_OP_KINDS = 15
@@ -243,6 +246,8 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         rows.append(("memory", memory_text(report.memory)))
     if report.params is not None and (report.params.parameters or report.params.static):
         rows.append(("params", params_summary_text(report.params)))
+    if report.placement is not None and not report.placement.is_plain:
+        rows.append(("placement", placement_line(report.placement)))
     console.print(header_table(rows))
     console.print()
     console.print(functions_table(structure))
@@ -261,6 +266,9 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         console.print()
         console.print(Text("Fusions", style="bold italic"))
         console.print(fusion_summary_text(report.fusions))
+    if report.placement is not None and report.placement.warnings:
+        console.print()
+        console.print(placement_warnings(report.placement))
     notes = notes_group(report.notes)
     if notes is not None:
         console.print()
@@ -658,3 +666,311 @@ def render_params(report: ParamsReport, console: Console) -> None:
     notes = notes_group(report.notes)
     if notes is not None:
         console.print(notes)
+
+
+# --------------------------------------------------------------------------- placement
+
+MAX_PLACEMENT_ROWS = 40
+
+
+def short_source(source: str | None) -> str:
+    """`file.py:LINE` with the file relative to the working directory when below it."""
+    if not source:
+        return ""
+    cwd = os.getcwd() + os.sep
+    return source[len(cwd) :] if source.startswith(cwd) else source
+
+
+def sources_text(sources: tuple[str, ...], limit: int = 4) -> str:
+    """`a.py:3, :7, b.py:2`: a file named once for its consecutive lines."""
+    parts: list[str] = []
+    last_file = None
+    for source in sources[:limit]:
+        short = short_source(source)
+        file, _, line = short.rpartition(":")
+        parts.append(f":{line}" if file == last_file else short)
+        last_file = file
+    if len(sources) > limit:
+        parts.append(f"… {len(sources) - limit} more")
+    return ", ".join(parts)
+
+
+def sharding_text(sharding: str) -> str:
+    """A sharding for reading: `#sdy.sharding<@mesh, [{"x"}, {}]>` as
+    `@mesh [{"x"}, {}]`; GSPMD's `{devices=...}` as it is."""
+    if sharding.startswith("#sdy.sharding<") and sharding.endswith(">"):
+        body = sharding[len("#sdy.sharding<") : -1]
+        mesh, _, dims = body.partition(", ")
+        return f"{mesh} {dims}" if dims else body
+    return sharding
+
+
+def shardings_text(shardings: str) -> str:
+    """`#sdy.sharding_per_value<[<@mesh, [{"x"}]>, ...]>` as `@mesh [{"x"}]; ...`."""
+    found = re.findall(r"<(@[\w.$-]+), (\[[^\[\]]*\])", shardings)
+    return "; ".join(f"{mesh} {dims}" for mesh, dims in found) if found else shardings
+
+
+def compute_text(placement: Placement) -> str:
+    counts = " · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())
+    return f"{placement.total_ops} ops: {counts}" if counts else "no ops"
+
+
+def mesh_text(placement: Placement) -> str:
+    meshes = []
+    for mesh in placement.meshes:
+        axes = " × ".join(f"{axis}={size}" for axis, size in mesh.axes) or "no axes"
+        meshes.append(f"@{mesh.name} {axes} ({mesh.devices} device{'s' * (mesh.devices != 1)})")
+    return ", ".join(meshes)
+
+
+def placement_line(placement: Placement) -> str:
+    """One line for `inspect`: compute types, then what else there is."""
+    parts = [" · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())]
+    for label, regions in (
+        ("host region", placement.host_regions),
+        ("other compute region", placement.other_regions),
+    ):
+        if regions:
+            parts.append(f"{len(regions)} {label}{'s' * (len(regions) != 1)}")
+    host_memory = sum(1 for m in placement.memory if m.host)
+    if host_memory:
+        parts.append(f"{host_memory} in host memory")
+    moving = sum(1 for t in placement.transfers if t.moves)
+    if placement.transfers:
+        parts.append(f"{moving} transfer{'s' * (moving != 1)}")
+    if placement.meshes:
+        parts.append(mesh_text(placement))
+    if placement.shardings:
+        parts.append(f"{len(placement.shardings)} shardings")
+    if placement.collectives:
+        parts.append(", ".join(f"{c.op} ×{c.count}" for c in placement.collectives))
+    if placement.warnings:
+        count = len(placement.warnings)
+        parts.append(f"{count} warning{'s' * (count != 1)}")
+    return " · ".join(p for p in parts if p)
+
+
+def placement_warnings(placement: Placement) -> RenderableType:
+    lines = [Text(f"Warnings ({len(placement.warnings)})", style="bold")]
+    for warning in placement.warnings:
+        line = Text(f" • {warning.message}", style="yellow")
+        if warning.sources:
+            line.append(f" ({sources_text(warning.sources)})", style="dim")
+        lines.append(line)
+    return Group(*lines)
+
+
+def _placement_table(title: str, columns: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for column, justify in columns:
+        # Source lines and sizes are read whole; long shardings and names wrap.
+        whole = column in (
+            "source",
+            "sources",
+            "size",
+            "bytes",
+            "kind",
+            "shape",
+            "from",
+            "to",
+            "memory",
+        )
+        table.add_column(
+            column,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=whole,
+            overflow="ellipsis" if whole else "fold",
+        )
+    return table
+
+
+def _more(table: Table, shown: int, total: int) -> None:
+    if total > shown:
+        table.add_row(Text(f"… {total - shown} more", style="dim"))
+
+
+def regions_table(title: str, regions: tuple[ComputeRegion, ...]) -> Table:
+    table = _placement_table(
+        f"{title} ({len(regions)})",
+        [
+            ("function", "left"),
+            ("type", "left"),
+            ("called from", "left"),
+            ("ops", "right"),
+            ("reads from device", "right"),
+            ("writes", "right"),
+            ("sources", "left"),
+        ],
+    )
+    for region in regions[:MAX_PLACEMENT_ROWS]:
+        called = region.called_from or ""
+        table.add_row(
+            Text(region.function, style="bold"),
+            region.compute_type,
+            called,
+            str(region.ops),
+            human_bytes(region.device_input_bytes),
+            human_bytes(region.output_bytes),
+            sources_text(region.sources),
+        )
+    _more(table, MAX_PLACEMENT_ROWS, len(regions))
+    return table
+
+
+def render_placement(report: PlacementReport, console: Console) -> None:
+    placement = report.placement
+    source = report.source
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(source.target, style="bold")),
+        ("source", describe_source(source)),
+        ("compute", compute_text(placement)),
+    ]
+    if placement.meshes:
+        rows.append(("meshes", mesh_text(placement)))
+    if (placement.partitions or 1) > 1 or (placement.replicas or 1) > 1:
+        rows.append(
+            (
+                "devices",
+                f"{placement.partitions or 1} partitions × {placement.replicas or 1} replicas",
+            )
+        )
+    console.print(header_table(rows))
+
+    def section(renderable: RenderableType) -> None:
+        console.print()
+        console.print(renderable)
+
+    if placement.host_regions:
+        section(regions_table("Host regions", placement.host_regions))
+    if placement.other_regions:
+        section(regions_table("Other compute regions", placement.other_regions))
+    if placement.memory:
+        table = _placement_table(
+            f"Memory kinds ({len(placement.memory)})",
+            [
+                ("value", "left"),
+                ("name", "left"),
+                ("memory", "left"),
+                ("shape", "left"),
+                ("size", "right"),
+            ],
+        )
+        for memory in placement.memory[:MAX_PLACEMENT_ROWS]:
+            table.add_row(
+                memory.value,
+                memory.name or "",
+                Text(memory.memory_kind, style="magenta" if memory.host else ""),
+                memory.shape,
+                human_bytes(memory.bytes),
+            )
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.memory))
+        section(table)
+    if placement.transfers:
+        table = _placement_table(
+            f"Transfers ({len(placement.transfers)})",
+            [
+                ("kind", "left"),
+                ("from", "left"),
+                ("to", "left"),
+                ("shape", "left"),
+                ("size", "right"),
+                ("function", "left"),
+                ("source", "left"),
+            ],
+        )
+        for transfer in placement.transfers[:MAX_PLACEMENT_ROWS]:
+            table.add_row(
+                transfer.kind,
+                transfer.source_memory,
+                Text(transfer.target_memory, style="" if transfer.moves else "dim"),
+                transfer.shape,
+                human_bytes(transfer.bytes),
+                transfer.function,
+                sources_text(transfer.sources),
+            )
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.transfers))
+        section(table)
+    if placement.shardings:
+        table = _placement_table(
+            f"Shardings ({len(placement.shardings)})",
+            [
+                ("kind", "left"),
+                ("value", "left"),
+                ("name", "left"),
+                ("sharding", "left"),
+                ("source", "left"),
+            ],
+        )
+        for sharding in placement.shardings[:MAX_PLACEMENT_ROWS]:
+            value = sharding.value
+            if sharding.function and sharding.kind in ("argument", "result"):
+                value = f"{sharding.function} {value}" if sharding.function != "main" else value
+            table.add_row(
+                sharding.kind,
+                value,
+                sharding.name or "",
+                sharding_text(sharding.sharding),
+                short_source(sharding.source),
+            )
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.shardings))
+        section(table)
+    if placement.op_shardings:
+        count = placement.op_shardings
+        other = "1 other op carries" if count == 1 else f"{count} other ops carry"
+        section(Text(f"{other} a sharding", style="dim"))
+    if placement.manual_computations:
+        table = _placement_table(
+            f"Manual computations ({len(placement.manual_computations)})",
+            [
+                ("function", "left"),
+                ("manual axes", "left"),
+                ("in", "left"),
+                ("out", "left"),
+                ("ops", "right"),
+                ("source", "left"),
+            ],
+        )
+        for manual in placement.manual_computations[:MAX_PLACEMENT_ROWS]:
+            table.add_row(
+                manual.function,
+                ", ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', manual.manual_axes)),
+                shardings_text(manual.in_shardings),
+                shardings_text(manual.out_shardings),
+                str(manual.ops),
+                short_source(manual.source),
+            )
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.manual_computations))
+        section(table)
+    if placement.collectives:
+        table = _placement_table(
+            f"Collectives ({sum(c.count for c in placement.collectives)})",
+            [
+                ("op", "left"),
+                ("count", "right"),
+                ("async", "right"),
+                ("bytes", "right"),
+                ("functions", "left"),
+                ("sources", "left"),
+            ],
+        )
+        for collective in placement.collectives:
+            table.add_row(
+                collective.op,
+                str(collective.count),
+                str(collective.async_count),
+                human_bytes(collective.bytes),
+                ", ".join(collective.functions[:3])
+                + (
+                    f" … {len(collective.functions) - 3} more"
+                    if len(collective.functions) > 3
+                    else ""
+                ),
+                sources_text(collective.sources),
+            )
+        section(table)
+    if placement.warnings:
+        section(placement_warnings(placement))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        section(notes)

@@ -19,7 +19,7 @@ import contextlib
 import inspect
 import io
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -116,7 +116,7 @@ def lower(
         required = needs_arguments(obj)
         if required == []:
             try:
-                with user_code():
+                with user_code(), _private_caller_frames_hidden(obj):
                     produced = obj()
             except HloscopeError:
                 raise
@@ -158,7 +158,7 @@ def lower(
     jitted = obj if kind == "jitted" else jax.jit(obj)
     start = time.perf_counter()
     try:
-        with user_code() as caught:
+        with user_code() as caught, _private_caller_frames_hidden(obj):
             lowered = jitted.lower(*args, **kwargs)
     except HloscopeError:
         raise
@@ -570,6 +570,39 @@ def _describe_sharding(sharding: Any) -> tuple[str | None, str | None]:
     return text, (str(memory_kind) if memory_kind else None)
 
 
+@contextlib.contextmanager
+def _private_caller_frames_hidden(obj: Any) -> Iterator[None]:
+    """Keep the frames of whoever called hloscope (its command line, typer, a test
+    runner) out of the source locations JAX records while tracing `obj`, as JAX
+    keeps its own frames out: an op made by a `jax.jit` that hloscope wrapped
+    around a plain function, or a `shard_map` called from JAX's code only, then has
+    no source rather than the line that called `.lower()`. The file defining `obj`
+    stays in, even when it is on the stack."""
+    import sys
+
+    from jax._src import source_info_util
+
+    try:
+        keep = inspect.getsourcefile(inspect.unwrap(obj))
+    except (TypeError, ValueError):
+        keep = None
+    files: set[str] = set()
+    frame = sys._getframe(1)
+    while frame is not None:
+        files.add(frame.f_code.co_filename)
+        frame = frame.f_back  # type: ignore[assignment]
+    added = [f for f in sorted(files) if f != keep]
+    for name in added:
+        source_info_util.register_exclusion(name)
+    try:
+        yield
+    finally:
+        for name in added:
+            source_info_util._exclude_paths.remove(name)
+        source_info_util._exclude_path_regex.cache_clear()
+        source_info_util.is_user_filename.cache_clear()
+
+
 def private_api_ok() -> list[str]:
     """Names of the private JAX APIs hloscope reads that are missing (for a test)."""
     missing = []
@@ -593,6 +626,13 @@ def private_api_ok() -> list[str]:
             missing.append("jit(f)._jit_info.static_argnums (changed meaning)")
     except AttributeError:
         missing.append("jit(f)._jit_info.static_argnums")
+    from jax._src import source_info_util
+
+    for name in ("register_exclusion", "_exclude_paths", "_exclude_path_regex"):
+        if not hasattr(source_info_util, name):
+            missing.append(f"jax._src.source_info_util.{name}")
+    if not hasattr(getattr(source_info_util, "is_user_filename", None), "cache_clear"):
+        missing.append("jax._src.source_info_util.is_user_filename.cache_clear")
     if not hasattr(_jax_compiler, "get_compile_options"):
         missing.append("jax._src.compiler.get_compile_options")
     for name in ("DeviceAssignment", "DeviceList"):
