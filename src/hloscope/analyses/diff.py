@@ -147,9 +147,9 @@ class Summary:
     changed: int
     unchanged: int
     normalized: int
-    """Ops on one side only that add or drop unit dimensions (a reshape 64 -> 1x64, an
-    identity broadcast): the HLO round trip writes them, so they are matched through
-    and not counted as changes."""
+    """Ops on one side only that are no change: reshapes that add or drop unit
+    dimensions (64 -> 1x64, the identity broadcasts the HLO round trip writes), and
+    second copies of a subexpression (equal constants one printer merged)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -161,8 +161,8 @@ class Row:
     b: int
     """Node in B, or -1."""
     status: str
-    """`same`, `changed`, `added`, `removed`, or `normalized` (an op that only adds or
-    drops unit dimensions, on one side only)."""
+    """`same`, `changed`, `added`, `removed`, or `normalized` (on one side only but no
+    change: a unit-dimension reshape, a second copy of a subexpression)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -279,6 +279,16 @@ def _normalize_symbols(text: str) -> str:
 _CHANNEL = re.compile(r"handle = \d+, ")
 
 
+# A comparison's type is implied by its operands' element type unless it is TOTALORDER;
+# XLA's HLO drops the implied ones.
+_IMPLIED_COMPARE_TYPES = frozenset(
+    f"#stablehlo<comparison_type {t}>" for t in ("SIGNED", "UNSIGNED", "FLOAT", "NOTYPE")
+)
+
+
+_DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
+
+
 def _normalize_value(text: str) -> str:
     if text.startswith("#stablehlo.channel_handle<"):
         # Channel ids number the collectives in order; one inserted op renumbers all.
@@ -297,6 +307,10 @@ def _short(text: str) -> str:
 
 # --------------------------------------------------------------------------- graph
 
+# Ops whose operands can be swapped without changing the result (printers do swap them).
+COMMUTATIVE_KINDS = frozenset(
+    "stablehlo." + name for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
+)
 # Attributes naming functions that are not inlined (they become roots of their own).
 REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
 UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
@@ -369,6 +383,10 @@ class _Graph:
         self.g_index: list[int] = []
         self.g_token: list[int] = []
         self.g_type: list[str] = []
+        # For a region argument: the op owning the region (else -1), and its
+        # (region, argument) index.
+        self.g_owner: list[int] = []
+        self.g_slot: list[tuple[int, int]] = []
         # contexts: call ops (ids) a node was inlined through
         self.contexts: list[tuple[int, ...]] = [()]
         # roots: (function name, outputs)
@@ -402,11 +420,15 @@ class _Graph:
 
     # -- building ----------------------------------------------------------------
 
-    def _leaf(self, mlir_type: str, token: int) -> int:
+    def _leaf(
+        self, mlir_type: str, token: int, owner: int = -1, slot: tuple[int, int] = (0, 0)
+    ) -> int:
         self.g_node.append(-1)
         self.g_index.append(0)
         self.g_token.append(token)
         self.g_type.append(mlir_type)
+        self.g_owner.append(owner)
+        self.g_slot.append(slot)
         return len(self.g_node) - 1
 
     def _result(self, node: int, index: int, mlir_type: str) -> int:
@@ -414,6 +436,8 @@ class _Graph:
         self.g_index.append(index)
         self.g_token.append(0)
         self.g_type.append(mlir_type)
+        self.g_owner.append(-1)
+        self.g_slot.append((0, 0))
         return len(self.g_node) - 1
 
     def _queue_root(self, name: str) -> None:
@@ -534,6 +558,8 @@ class _Graph:
                             leaf = self._leaf(
                                 value_types[value],
                                 hash(("blockarg", local, r, a, value_types[value])),
+                                node,
+                                (r, len(arguments)),
                             )
                             env[value] = leaf
                             arguments.append(leaf)
@@ -630,6 +656,10 @@ class _Graph:
                 for entry, entry_value in parse_dict_attribute(value).items():
                     out["frontend." + entry] = entry_value
                 continue
+            if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
+                continue
+            if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
+                continue  # the default, which some printers leave out
             if name == "callee":
                 refs = symbol_references(value)
                 out[name] = "@" + normalize_function_name(refs[0]) if refs else value
@@ -667,6 +697,8 @@ class _Graph:
                     for child in region:
                         if height[child] > tallest:
                             tallest = height[child]
+            if self.kind[node] in COMMUTATIVE_KINDS:
+                operand_hashes.sort()
             sub[node] = hash((self.local[node], tuple(operand_hashes), region_hashes))
             height[node] = tallest + 1
 
@@ -782,6 +814,83 @@ class _Matcher:
             if i < len(a.parameters) and j < len(b.parameters):
                 self.leaf_pairs[a.parameters[i]] = b.parameters[j]
         self.work: list[tuple[int, int]] = []
+        self._permutations: dict[tuple[int, int], list[int] | None] = {}
+        self._permutation_tries: dict[tuple[int, int], int] = defaultdict(int)
+
+    def permutation(self, node_a: int, node_b: int) -> list[int] | None:
+        """For a matched `while` whose loop-carried values come in another order (the
+        HLO round trip moves the counter first): B's position of each of A's operands,
+        results and region arguments. None when the order is the same or unknown."""
+        key = (node_a, node_b)
+        if key in self._permutations:
+            return self._permutations[key]
+        a, b = self.a, self.b
+        operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if (
+            a.kind[node_a] != "stablehlo.while"
+            or len(operands_a) != len(operands_b)
+            or len(operands_a) < 2
+        ):
+            self._permutations[key] = None
+            return None
+        found: list[int] = [-1] * len(operands_a)
+        used: set[int] = set()
+        for i, value_a in enumerate(operands_a):
+            partner = self.counterpart_value(value_a)
+            fingerprint = a.value_hash(value_a)
+            candidates = [
+                j
+                for j, value_b in enumerate(operands_b)
+                if j not in used and (value_b == partner or b.value_hash(value_b) == fingerprint)
+            ]
+            if candidates:
+                j = i if i in candidates else candidates[0]
+                found[i] = j
+                used.add(j)
+        for i, value_a in enumerate(operands_a):
+            if found[i] >= 0:
+                continue
+            same_type = [
+                j
+                for j, value_b in enumerate(operands_b)
+                if j not in used and b.g_type[value_b] == a.g_type[value_a]
+            ]
+            if len(same_type) == 1:
+                found[i] = same_type[0]
+                used.add(same_type[0])
+        complete = all(j >= 0 for j in found)
+        result = found if complete and found != list(range(len(found))) else None
+        self._permutation_tries[key] += 1
+        if complete or self._permutation_tries[key] >= 3:
+            self._permutations[key] = result
+        return result
+
+    def operand_pairs(self, node_a: int, node_b: int) -> list[tuple[int, int]]:
+        """A's and B's operands side by side: in B's order for a permuted `while`, swapped
+        for a commutative op whose operands the other printer swapped."""
+        operands_a, operands_b = self.a.operands[node_a], self.b.operands[node_b]
+        permutation = self.permutation(node_a, node_b)
+        if permutation is not None:
+            return [(value, operands_b[permutation[i]]) for i, value in enumerate(operands_a)]
+        if self.a.kind[node_a] in COMMUTATIVE_KINDS and len(operands_a) == len(operands_b) == 2:
+            x0, x1 = operands_a
+            y0, y1 = operands_b
+            straight = self._affinity(x0, y0) + self._affinity(x1, y1)
+            crossed = self._affinity(x0, y1) + self._affinity(x1, y0)
+            if crossed > straight:
+                return [(x0, y1), (x1, y0)]
+        return list(zip(operands_a, operands_b, strict=False))
+
+    def _affinity(self, value_a: int, value_b: int) -> int:
+        a, b = self.a, self.b
+        if self.counterpart_value(value_a) == value_b or a.value_hash(value_a) == b.value_hash(
+            value_b
+        ):
+            return 2
+        producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
+        if producer_a >= 0 and producer_b >= 0:
+            return 1 if a.kind[producer_a] == b.kind[producer_b] else 0
+        return 1 if producer_a < 0 and producer_b < 0 else 0
 
     def run(self, root_pairs: list[tuple[int, int]]) -> None:
         self._exact()
@@ -838,7 +947,12 @@ class _Matcher:
             node_a, node_b = stack.pop()
             if not self._map(node_a, node_b):
                 continue
-            for value_a, value_b in zip(a.operands[node_a], b.operands[node_b], strict=False):
+            operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+            if a.kind[node_a] in COMMUTATIVE_KINDS:
+                # Equal fingerprints, operands perhaps swapped: pair them by fingerprint.
+                operands_a = tuple(sorted(operands_a, key=a.value_hash))
+                operands_b = tuple(sorted(operands_b, key=b.value_hash))
+            for value_a, value_b in zip(operands_a, operands_b, strict=False):
                 producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
                 if producer_a >= 0 and producer_b >= 0:
                     stack.append((producer_a, producer_b))
@@ -877,7 +991,7 @@ class _Matcher:
         work = self.work
         while work:
             node_a, node_b = work.pop()
-            for value_a, value_b in zip(a.operands[node_a], b.operands[node_b], strict=False):
+            for value_a, value_b in self.operand_pairs(node_a, node_b):
                 producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
                 if (
                     producer_a >= 0
@@ -916,18 +1030,31 @@ class _Matcher:
                 return -1
             results = b.results[partner]
             index = a.g_index[value_a]
+            permutation = self.permutation(producer, partner) if len(results) > 1 else None
+            if permutation is not None and index < len(permutation):
+                index = permutation[index]
             return results[index] if index < len(results) else -1
         paired = self.leaf_pairs.get(value_a)
         if paired is not None:
             return paired
-        return -1
+        owner = a.g_owner[value_a]
+        partner = self.ma[owner] if owner >= 0 else -1
+        arguments = b.block_args[partner] if partner >= 0 else None
+        if arguments is None:
+            return -1
+        region, index = a.g_slot[value_a]
+        if region >= len(arguments):
+            return -1
+        permutation = self.permutation(owner, partner)
+        if permutation is not None and len(arguments[region]) == len(permutation):
+            index = permutation[index]
+        return arguments[region][index] if index < len(arguments[region]) else -1
 
     # bottom-up: an unmatched op whose operands are matched, against the users of
     # their counterparts
     def _bottom_up(self) -> None:
         a, b = self.a, self.b
         users_b = b.users()
-        self._register_region_arguments()
         for node in range(len(a.op)):
             if self.ma[node] >= 0 or a.is_container[node] or not a.operands[node]:
                 continue
@@ -959,29 +1086,16 @@ class _Matcher:
                 self._map(node, best)
                 self._drain()
 
-    def _register_region_arguments(self) -> None:
-        """Pair the region arguments of matched ops, so values flowing from them can
-        seed the bottom-up pass."""
-        a, b = self.a, self.b
-        for node_a, node_b in enumerate(self.ma):
-            if node_b < 0:
-                continue
-            args_a, args_b = a.block_args[node_a], b.block_args[node_b]
-            if args_a is None or args_b is None:
-                continue
-            for region_a, region_b in zip(args_a, args_b, strict=False):
-                for value_a, value_b in zip(region_a, region_b, strict=False):
-                    self.leaf_pairs.setdefault(value_a, value_b)
-
     # what is left: identical fingerprints within matched regions
     def _leftovers(self) -> None:
         a, b = self.a, self.b
         waiting: dict[tuple[int, int], list[int]] = defaultdict(list)
+        # Unit-dimension reshapes match only through their operands (earlier passes).
         for node in range(len(b.op) - 1, -1, -1):
-            if self.mb[node] < 0 and not b.is_container[node]:
+            if self.mb[node] < 0 and not b.is_container[node] and not b.unit_reshape[node]:
                 waiting[(b.local[node], b.parent[node])].append(node)
         for node in range(len(a.op)):
-            if self.ma[node] >= 0 or a.is_container[node]:
+            if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node]:
                 continue
             parent = a.parent[node]
             parent_b = self.ma[parent] if parent >= 0 else -1
@@ -1076,16 +1190,10 @@ class _Comparer:
         self.b = matcher.b
 
     def same_operand(self, value_a: int, value_b: int) -> bool:
-        a, b = self.a, self.b
-        producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
-        if producer_a >= 0 and producer_b >= 0:
-            if self.m.ma[producer_a] == producer_b and a.g_index[value_a] == b.g_index[value_b]:
-                return True
-        elif producer_a < 0 and producer_b < 0:
-            paired = self.m.leaf_pairs.get(value_a)
-            if paired is not None:
-                return paired == value_b
-        return a.value_hash(value_a) == b.value_hash(value_b)
+        """Whether B's operand is the counterpart of A's, or an identical subgraph."""
+        if self.m.counterpart_value(value_a) == value_b:
+            return True
+        return self.a.value_hash(value_a) == self.b.value_hash(value_b)
 
     def describe_value(self, graph: _Graph, value: int, matched: list[int]) -> str:
         producer = graph.g_node[value]
@@ -1106,7 +1214,11 @@ class _Comparer:
         out: list[tuple[str, str]] = []
         if a.kind[node_a] != b.kind[node_b]:
             out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
-        type_change = _type_change(a.types[node_a], b.types[node_b])
+        types_b = b.types[node_b]
+        permutation = self.m.permutation(node_a, node_b)
+        if permutation is not None and len(types_b) == len(permutation):
+            types_b = tuple(types_b[j] for j in permutation)
+        type_change = _type_change(a.types[node_a], types_b)
         if type_change is not None:
             out.append(type_change)
         if a.attrs[node_a] != b.attrs[node_b]:
@@ -1137,9 +1249,7 @@ class _Comparer:
         if len(operands_a) != len(operands_b):
             out.append(("operands", f"{len(operands_a)} operands → {len(operands_b)}"))
         else:
-            for position, (operand_a, operand_b) in enumerate(
-                zip(operands_a, operands_b, strict=True)
-            ):
+            for position, (operand_a, operand_b) in enumerate(self.m.operand_pairs(node_a, node_b)):
                 if not self.same_operand(operand_a, operand_b):
                     was = self.describe_value(a, operand_a, self.m.ma)
                     now = self.describe_value(b, operand_b, self.m.mb)
@@ -1201,9 +1311,11 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
         (f.a, f.b): f.detail for f in fusion_changes if f.status == CHANGED and f.detail
     }
     found_by_pair: dict[int, list[tuple[str, str]]] = {}
+    duplicates_a = _duplicates(graph_a, matcher.ma)
+    duplicates_b = _duplicates(graph_b, matcher.mb)
     for node_a, node_b in enumerate(matcher.ma):
         if node_b < 0:
-            statuses_a[node_a] = NORMALIZED if graph_a.unit_reshape[node_a] else REMOVED
+            statuses_a[node_a] = NORMALIZED if node_a in duplicates_a else REMOVED
             continue
         found = comparer.differences(node_a, node_b)
         detail_extra = fusion_details.get((node_a, node_b))
@@ -1213,7 +1325,7 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
             statuses_a[node_a] = CHANGED
             found_by_pair[node_a] = found
     statuses_b = [
-        (NORMALIZED if graph_b.unit_reshape[node] else ADDED) if partner < 0 else SAME
+        (NORMALIZED if node in duplicates_b else ADDED) if partner < 0 else SAME
         for node, partner in enumerate(matcher.mb)
     ]
 
@@ -1257,6 +1369,20 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
         functions=_function_pairs(matcher),
         notes=tuple(notes),
     )
+
+
+def _duplicates(graph: _Graph, matched: list[int]) -> set[int]:
+    """Unmatched nodes that are no change: unit-dimension reshapes, and copies of a
+    subexpression that is matched elsewhere on the same side (one printer merged
+    equal constants and broadcasts, the other did not)."""
+    kept = {graph.sub[node] for node, partner in enumerate(matched) if partner >= 0}
+    return {
+        node
+        for node, partner in enumerate(matched)
+        if partner < 0
+        and not graph.is_container[node]
+        and (graph.unit_reshape[node] or graph.sub[node] in kept)
+    }
 
 
 def _inlined_size(module: Module) -> int:
