@@ -900,7 +900,10 @@ class _Matcher:
             if partner >= 0:
                 self.work.append((node, partner))
         self._drain()
-        self._bottom_up()
+        users_b = self.b.users()
+        self._bottom_up(users_b)
+        self._other_kinds(users_b)
+        self._bottom_up(users_b)
         self._leftovers()
         self._containers()
 
@@ -1052,9 +1055,8 @@ class _Matcher:
 
     # bottom-up: an unmatched op whose operands are matched, against the users of
     # their counterparts
-    def _bottom_up(self) -> None:
+    def _bottom_up(self, users_b: list[list[int]]) -> None:
         a, b = self.a, self.b
-        users_b = b.users()
         for node in range(len(a.op)):
             if self.ma[node] >= 0 or a.is_container[node] or not a.operands[node]:
                 continue
@@ -1084,6 +1086,35 @@ class _Matcher:
                     best, best_score = user, score
             if best >= 0 and best_score >= 1.0:
                 self._map(node, best)
+                self._drain()
+
+    # an op whose kind changed: same operands, same result types, another kind
+    def _other_kinds(self, users_b: list[list[int]]) -> None:
+        a, b = self.a, self.b
+        for node in range(len(a.op)):
+            operands = a.operands[node]
+            if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node] or not operands:
+                continue
+            candidates: set[int] | None = None
+            for position, value in enumerate(operands):
+                partner_value = self.counterpart_value(value)
+                if partner_value < 0:
+                    candidates = None
+                    break
+                found = {
+                    user
+                    for user in users_b[partner_value][:CANDIDATES_PER_VALUE]
+                    if self.mb[user] < 0
+                    and len(b.operands[user]) == len(operands)
+                    and b.operands[user][position] == partner_value
+                    and b.types[user] == a.types[node]
+                    and not b.is_container[user]
+                }
+                candidates = found if candidates is None else candidates & found
+                if not candidates:
+                    break
+            if candidates and len(candidates) == 1:
+                self._map(node, candidates.pop())
                 self._drain()
 
     # what is left: identical fingerprints within matched regions
@@ -1246,6 +1277,10 @@ class _Comparer:
                     text = f"{label} {_short(value_a)} → {_short(value_b)}"
                 out.append((aspect, text))
         operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if a.is_container[node_a]:
+            # Values flow through calls and fusions: the ops inside that read them
+            # report a rewiring.
+            return out
         if len(operands_a) != len(operands_b):
             out.append(("operands", f"{len(operands_a)} operands → {len(operands_b)}"))
         else:
