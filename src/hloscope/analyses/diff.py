@@ -893,13 +893,14 @@ class _Matcher:
         return 1 if producer_a < 0 and producer_b < 0 else 0
 
     def run(self, root_pairs: list[tuple[int, int]]) -> None:
-        self._exact()
+        self._exact(defer_ambiguous_leaves=True)
         for value_a, value_b in root_pairs:
             self._seed_values(value_a, value_b)
         for node, partner in enumerate(self.ma):
             if partner >= 0:
                 self.work.append((node, partner))
         self._drain()
+        self._exact(defer_ambiguous_leaves=False)
         users_b = self.b.users()
         self._bottom_up(users_b)
         self._other_kinds(users_b)
@@ -916,12 +917,20 @@ class _Matcher:
         return True
 
     # identical subgraphs, tallest first
-    def _exact(self) -> None:
+    def _exact(self, defer_ambiguous_leaves: bool) -> None:
+        """Identical subgraphs, tallest first, each mapping its whole subgraph. Equal
+        small leaves (the many `constant 0`) are ambiguous: first they are left to
+        their users (top-down), then paired in order."""
         a, b = self.a, self.b
         by_hash: dict[int, list[int]] = defaultdict(list)
         for node in range(len(b.op)):
-            if not b.is_container[node]:
+            if not b.is_container[node] and self.mb[node] < 0:
                 by_hash[b.sub[node]].append(node)
+        count_a: dict[int, int] = defaultdict(int)
+        if defer_ambiguous_leaves:
+            for node in range(len(a.op)):
+                if a.height[node] == 1:
+                    count_a[a.sub[node]] += 1
         cursor: dict[int, int] = {}
         order = sorted(
             (node for node in range(len(a.op)) if not a.is_container[node]),
@@ -935,13 +944,22 @@ class _Matcher:
             candidates = by_hash.get(fingerprint)
             if not candidates:
                 continue
+            if (
+                defer_ambiguous_leaves
+                and a.height[node] == 1
+                and (len(candidates) > 1 or count_a[fingerprint] > 1)
+            ):
+                continue
             i = cursor.get(fingerprint, 0)
             while i < len(candidates) and mb[candidates[i]] >= 0:
                 i += 1
             cursor[fingerprint] = i
             if i < len(candidates):
                 self._map_subgraph(node, candidates[i])
-        self.work.clear()
+        if defer_ambiguous_leaves:
+            self.work.clear()
+        else:
+            self._drain()
 
     def _map_subgraph(self, root_a: int, root_b: int) -> None:
         a, b = self.a, self.b
