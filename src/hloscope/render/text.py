@@ -302,7 +302,10 @@ def render_diff(report: DiffReport, console: Console) -> None:
     )
     verdict.append(counts)
     if summary.normalized:
-        verdict.append(f" · {summary.normalized} unit-dimension reshapes normalised", style="dim")
+        verdict.append(
+            f" · {summary.normalized} normalised (unit-dimension reshapes, repeated constants)",
+            style="dim",
+        )
     other = sum(1 for c in result.changes if c.op in ("parameter", "result", "module"))
     if other:
         verdict.append(f" · {other} parameter, result or module changes")
