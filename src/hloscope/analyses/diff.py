@@ -43,7 +43,7 @@ import dataclasses
 import difflib
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloscope.analyses.structure import CALL_ATTRIBUTES
 from hloscope.ir.model import (
@@ -503,7 +503,13 @@ class _Graph:
                 continue
             if op.name == "hlo.parameter" and op.results and op.results[0] in env:
                 continue  # XLA's own form: the parameter op stands for the argument
-            operands = tuple(self._resolve(env, v) for v in op.operands)
+            get = env.get
+            operands = tuple(
+                [
+                    found if (found := get(v)) is not None else self._resolve(env, v)
+                    for v in op.operands
+                ]
+            )
             name = op.name
             if name == CALL_OP:
                 callee = self._callee(op)
@@ -968,12 +974,7 @@ class _Matcher:
             node_a, node_b = stack.pop()
             if not self._map(node_a, node_b):
                 continue
-            operands_a, operands_b = a.operands[node_a], b.operands[node_b]
-            if a.kind[node_a] in COMMUTATIVE_KINDS:
-                # Equal fingerprints, operands perhaps swapped: pair them by fingerprint.
-                operands_a = tuple(sorted(operands_a, key=a.value_hash))
-                operands_b = tuple(sorted(operands_b, key=b.value_hash))
-            for value_a, value_b in zip(operands_a, operands_b, strict=False):
+            for value_a, value_b in self._identical_operand_pairs(node_a, node_b):
                 producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
                 if producer_a >= 0 and producer_b >= 0:
                     stack.append((producer_a, producer_b))
@@ -981,6 +982,16 @@ class _Matcher:
             if regions_a is not None and regions_b is not None:
                 for region_a, region_b in zip(regions_a, regions_b, strict=False):
                     stack.extend(self._pair_by_hash(region_a, region_b))
+
+    def _identical_operand_pairs(self, node_a: int, node_b: int) -> Iterable[tuple[int, int]]:
+        """Operands of two ops with equal subgraph fingerprints, side by side."""
+        a, b = self.a, self.b
+        operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if a.kind[node_a] in COMMUTATIVE_KINDS:
+            # Operands perhaps swapped: pair them by fingerprint.
+            operands_a = tuple(sorted(operands_a, key=a.value_hash))
+            operands_b = tuple(sorted(operands_b, key=b.value_hash))
+        return zip(operands_a, operands_b, strict=False)
 
     def _pair_by_hash(self, nodes_a: list[int], nodes_b: list[int]) -> list[tuple[int, int]]:
         a, b = self.a, self.b
@@ -1012,7 +1023,14 @@ class _Matcher:
         work = self.work
         while work:
             node_a, node_b = work.pop()
-            for value_a, value_b in self.operand_pairs(node_a, node_b):
+            parent_a, parent_b = a.parent[node_a], b.parent[node_b]
+            if parent_a >= 0 and parent_b >= 0 and a.kind[parent_a] == b.kind[parent_b]:
+                self._map(parent_a, parent_b)
+            if a.sub[node_a] == b.sub[node_b]:
+                pairs = self._identical_operand_pairs(node_a, node_b)
+            else:
+                pairs = self.operand_pairs(node_a, node_b)
+            for value_a, value_b in pairs:
                 producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
                 if (
                     producer_a >= 0
@@ -1037,9 +1055,6 @@ class _Matcher:
                         and a.kind[last_a] == b.kind[last_b]
                     ):
                         self._map(last_a, last_b)
-            parent_a, parent_b = a.parent[node_a], b.parent[node_b]
-            if parent_a >= 0 and parent_b >= 0 and a.kind[parent_a] == b.kind[parent_b]:
-                self._map(parent_a, parent_b)
 
     def counterpart_value(self, value_a: int) -> int:
         """B's value corresponding to A's `value_a`, or -1."""
@@ -1260,6 +1275,8 @@ class _Comparer:
     def differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
         """(aspect, text) for each way the pair differs; empty when the same."""
         a, b = self.a, self.b
+        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
+            return []  # identical subgraphs
         out: list[tuple[str, str]] = []
         if a.kind[node_a] != b.kind[node_b]:
             out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
