@@ -92,11 +92,15 @@ class DiffReport:
     """`hloscope diff A B`: where each side came from and their structural diff."""
 
     a: Source
+    """Where A came from."""
     b: Source
+    """Where B came from."""
     diff: ModuleDiff
+    """The structural diff."""
     load_seconds: tuple[float, float]
     """Loading A, loading B (lowering and compiling included)."""
     diff_seconds: float
+    """Building the diff, loading excluded."""
     notes: tuple[str, ...]
     """The diff's notes, then what loading each side noted (prefixed `A:`/`B:`)."""
 

@@ -15,10 +15,13 @@ same program differently. This diff matches structure instead, in the way XLA's
    those of its operands and nested regions). The entry functions' parameters are
    paired first (by name, else by position, else by aligning their types), so a
    paired parameter hashes the same on both sides.
-3. Ops are matched in four passes: identical subgraphs, tallest first (each match
-   maps its whole subgraph); top-down from matched users to their operands (from
-   the paired results down); bottom-up from matched operands to their users, by
-   similarity; and what is left by identical fingerprints within matched regions.
+3. Ops are matched in passes: identical subgraphs, tallest first, each match mapping
+   its whole subgraph (equal small leaves, the many `constant 0`, are left to their
+   users first); top-down from matched users to their operands, starting from the
+   paired results; bottom-up from matched operands to users of the same kind, by
+   similarity; ops of another kind reading the same operands (a kind change); what
+   is left by equal fingerprints within matched regions. Calls and fusions are
+   matched last, by where most of their contents went.
 4. Each matched pair is compared: op kind, result types (shape or dtype),
    attributes (with compute type, sharding and memory kind named as such),
    operands (wired to the counterpart of the operand or not), call targets, and for
@@ -26,15 +29,21 @@ same program differently. This diff matches structure instead, in the way XLA's
    the same description are grouped (the same change in 40 layers is one line with
    a count).
 
-What is normalised, so that StableHLO and HLO converted to MLIR compare: `mhlo.`,
-`hlo.` and `stablehlo.` op names are one namespace; `stablehlo.dot` is the
-`dot_general` it abbreviates; function names lose XLA's `.N` suffixes; `xla_shape`
-(a converter artefact repeating the result type) is ignored. Not normalised: the
-HLO round trip's rewrites of broadcasts (reshape plus broadcast) and constants; a
-StableHLO module against its own HLO shows them as changes.
+What is normalised, so that StableHLO, its HLO round trip (XLA's printer, converted
+back to MLIR), VHLO and Exported artifacts compare equal: `mhlo.`, `hlo.` and
+`stablehlo.` op names are one namespace; `stablehlo.dot` is the `dot_general` it
+abbreviates; function names lose XLA's `.N` suffixes; reshapes and broadcasts that only
+add or drop unit dimensions are transparent (the round trip writes `broadcast_in_dim
+64 -> 1x64` as reshapes), and a broadcast's dimensions are read for the operand's
+non-unit dimensions; equal subexpressions that one printer merged (CSE) are one; a
+`while` loop's carried values may come in another order; commutative ops' operands
+may be swapped; the default precision, implied comparison types, channel ids and
+XLA's `xla_shape` attribute are ignored. Unmatched ops that these rules explain are
+counted as `normalized`, not as changes. Not normalised: other rewrites (algebraic
+simplification, constant folding, XLA's optimizations).
 
-Everything is linear in the number of ops, but for the bottom-up pass, whose
-candidates are bounded.
+Matching is linear in the number of ops but for bounded candidate lists (the
+bottom-up pass looks at a few users of each operand) and sorting.
 """
 
 from __future__ import annotations
@@ -114,7 +123,8 @@ class Change:
     """What kind of change: `kind`, `shape`, `dtype`, `attributes`, `compute_type`,
     `sharding`, `memory_kind`, `operands`, `callee`, `fusion`, `parameter`, ..."""
     a: int | None
-    """The node in A (`ModuleDiff.a.nodes`), None when added."""
+    """The op's node in A (an index into `ModuleDiff.a.ops`), None when added or
+    not an op."""
     b: int | None
     """The node in B, None when removed."""
     a_where: str | None
@@ -128,13 +138,19 @@ class ChangeGroup:
     """Changes with the same kind, function, op and detail, shown once."""
 
     kind: str
+    """`added`, `removed` or `changed`."""
     function: str
+    """The function of the first change."""
     op: str
+    """The op's name, as in `Change.op`."""
     detail: str
+    """What changed, as in `Change.detail`."""
     aspects: tuple[str, ...]
+    """What kind of change, as in `Change.aspects`."""
     count: int
     """How many times this change occurs (40 for the same change in 40 layers)."""
     changes: tuple[Change, ...]
+    """Each occurrence, in order."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -143,9 +159,13 @@ class Summary:
     three times counts three times); terminators are not counted."""
 
     added: int
+    """Ops only in B."""
     removed: int
+    """Ops only in A."""
     changed: int
+    """Matched ops that differ (each pair counts once)."""
     unchanged: int
+    """Matched ops that are the same."""
     normalized: int
     """Ops on one side only that are no change: reshapes that add or drop unit
     dimensions (64 -> 1x64, the identity broadcasts the HLO round trip writes), and
@@ -170,7 +190,9 @@ class Side:
     """One module as the diff saw it: its ops in order, calls inlined."""
 
     module: str | None
+    """The module's name (`jit_f`)."""
     entry: str | None
+    """Its entry function."""
     ops: tuple[int, ...]
     """The op (id in `Module.ops`) of each node."""
     calls: tuple[tuple[int, ...], ...]
@@ -190,10 +212,14 @@ class ParameterPair:
     b: int | None
     """Index in B, None when removed."""
     a_name: str | None
+    """Its name in A (the pytree path JAX gives it, `params['w']`), if any."""
     b_name: str | None
+    """Its name in B, if any."""
     status: str
     """`same`, `changed`, `added` or `removed`."""
     detail: str
+    """What changed (type, sharding, memory kind, donation), or its type when added
+    or removed."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -205,18 +231,22 @@ class FusionChange:
     a: int | None
     """The fusion's node in A."""
     b: int | None
+    """The fusion's node in B."""
     a_kind: str | None
     """`kLoop`, `kInput`, `kOutput`, `kCustom`, ..."""
     b_kind: str | None
+    """The fusion kind in B."""
     a_ops: tuple[str, ...]
     """Op kinds fused in A."""
     b_ops: tuple[str, ...]
+    """Op kinds fused in B."""
     moved_in: tuple[str, ...]
     """Ops fused here in B whose counterparts in A were elsewhere (unfused or in
     another fusion)."""
     moved_out: tuple[str, ...]
     """Ops fused here in A whose counterparts in B are elsewhere."""
     detail: str
+    """The above in words, and the fused ops added or removed."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -224,9 +254,13 @@ class FunctionPair:
     """A function and the function most of its ops matched into."""
 
     a: str | None
+    """A's function, None for a function of B nothing matched into."""
     b: str | None
+    """B's function, None when none of A's ops matched."""
     a_ops: int
+    """Ops of A's function (calls inlined: once per call site)."""
     b_ops: int
+    """Ops of B's function."""
     matched: int
     """Ops of A's function matched into B's."""
 
@@ -238,19 +272,27 @@ class ModuleDiff:
     verdict: str
     """`same` or `different`."""
     summary: Summary
+    """Op counts."""
     groups: tuple[ChangeGroup, ...]
     """Changes grouped, in the order they first occur."""
     changes: tuple[Change, ...]
     """Every change, in order."""
     a: Side
+    """Module A as diffed (the nodes that `Change.a` and `Row.a` index)."""
     b: Side
+    """Module B as diffed."""
     rows: tuple[Row, ...]
     """The side-by-side alignment: A's ops in order, with B's unmatched ops placed
     before the next matched op that follows them in B."""
     parameters: tuple[ParameterPair, ...]
+    """The entry parameters, paired."""
     fusions: tuple[FusionChange, ...]
+    """Fusions added, removed, or whose fused op set changed."""
     functions: tuple[FunctionPair, ...]
+    """Which function of B each function of A mostly went to."""
     notes: tuple[str, ...]
+    """What is worth knowing but no change (the module's name differs, calls were too
+    many to inline)."""
 
 
 # --------------------------------------------------------------------------- names
