@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from hloscope.analyses.diff import Change, ModuleDiff
+from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
 from hloscope.analyses.diff import Side as DiffSide
 from hloscope.analyses.structure import Structure
 from hloscope.api import DiffReport, InspectReport
@@ -320,9 +320,15 @@ def render_diff(report: DiffReport, console: Console) -> None:
         ),
     ]
     console.print(header_table(rows))
-    if result.groups:
+    not_ops = ("parameter", "result", "module")
+    op_groups = [g for g in result.groups if g.op not in not_ops]
+    other_groups = [g for g in result.groups if g.op in not_ops]
+    if op_groups:
         console.print()
-        console.print(_changes_table(result))
+        console.print(_changes_table("Changes", op_groups))
+    if other_groups:
+        console.print()
+        console.print(_changes_table("Parameters, results and module", other_groups))
     fusion_table = _fusions_table(result)
     if fusion_table is not None:
         console.print()
@@ -333,10 +339,10 @@ def render_diff(report: DiffReport, console: Console) -> None:
         console.print(notes)
 
 
-def _changes_table(result: ModuleDiff) -> Table:
-    total = sum(group.count for group in result.groups)
+def _changes_table(title: str, groups: list[ChangeGroup]) -> Table:
+    total = sum(group.count for group in groups)
     table = Table(
-        title=f"Changes ({len(result.groups)} distinct, {total} in all)",
+        title=f"{title} ({len(groups)} distinct, {total} in all)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -346,7 +352,7 @@ def _changes_table(result: ModuleDiff) -> Table:
     table.add_column("function", overflow="fold", max_width=28)
     table.add_column("op", overflow="fold", max_width=30)
     table.add_column("detail", overflow="fold")
-    for group in result.groups[:MAX_CHANGE_GROUPS]:
+    for group in groups[:MAX_CHANGE_GROUPS]:
         detail = Text(group.detail)
         where = _change_where(group.changes[0])
         if where:
@@ -360,8 +366,8 @@ def _changes_table(result: ModuleDiff) -> Table:
             group.op,
             detail,
         )
-    if len(result.groups) > MAX_CHANGE_GROUPS:
-        rest = result.groups[MAX_CHANGE_GROUPS:]
+    if len(groups) > MAX_CHANGE_GROUPS:
+        rest = groups[MAX_CHANGE_GROUPS:]
         table.add_row(
             Text(f"… {len(rest)} more", style="dim"),
             str(sum(group.count for group in rest)),
