@@ -1247,10 +1247,6 @@ class _Matcher:
 # --------------------------------------------------------------------------- comparing
 
 
-def _compute_type(attrs: Mapping[str, str]) -> str:
-    return attrs.get("frontend._xla_compute_type", "device")
-
-
 def _aspect_of(key: str) -> str:
     if key in COMPUTE_TYPE_KEYS:
         return "compute_type"
