@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import os
+import time
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from hloscope.analyses.diff import ModuleDiff, diff_modules
 from hloscope.analyses.fusions import (
     FusionAnalysis,
     FusionSummary,
@@ -23,9 +25,12 @@ from hloscope.analyses.fusions import (
 from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
+from hloscope.errors import HloscopeError
 from hloscope.sources.loader import OPTIMIZED, Loaded, LoadOptions, Source, load, optimized
+from hloscope.sources.target import DumpTarget, EntrypointTarget, parse_target
 
 __all__ = [
+    "DiffReport",
     "FusionsReport",
     "InspectReport",
     "LoadOptions",
@@ -33,6 +38,9 @@ __all__ = [
     "ParamsReport",
     "PlacementReport",
     "Timings",
+    "diff_loaded",
+    "diff_options",
+    "diff_report",
     "fusions_report",
     "inspect_report",
     "load",
@@ -214,3 +222,71 @@ def _line_texts(sources: Iterable[str]) -> Mapping[str, str]:
         if text:
             texts[source] = text
     return MappingProxyType(texts)
+
+
+# --------------------------------------------------------------------------- diff
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffReport:
+    """`hloscope diff A B`: where each side came from and their structural diff."""
+
+    a: Source
+    """Where A came from."""
+    b: Source
+    """Where B came from."""
+    diff: ModuleDiff
+    """The structural diff."""
+    load_seconds: tuple[float, float]
+    """Loading A, loading B (lowering and compiling included)."""
+    diff_seconds: float
+    """Building the diff, loading excluded."""
+    notes: tuple[str, ...]
+    """The diff's notes, then what loading each side noted (prefixed `A:`/`B:`)."""
+
+    @property
+    def same(self) -> bool:
+        return self.diff.verdict == "same"
+
+
+def diff_options(target: str, options: LoadOptions) -> LoadOptions:
+    """The target options that apply to one side: example arguments to an entrypoint,
+    `--module` to a dump folder, `--compile` to both."""
+    parsed = parse_target(target)
+    if isinstance(parsed, EntrypointTarget):
+        return dataclasses.replace(options, module=None)
+    keep_module = options.module if parsed.path.is_dir() else None
+    return dataclasses.replace(options, args=(), args_factory=None, module=keep_module)
+
+
+def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None) -> DiffReport:
+    """Load both targets with the same options (each taking those that apply to it) and
+    diff them."""
+    options = options or LoadOptions()
+    parsed = [parse_target(target_a), parse_target(target_b)]
+    if (options.args or options.args_factory) and not any(
+        isinstance(p, EntrypointTarget) for p in parsed
+    ):
+        raise HloscopeError(
+            "--arg and --args give example arguments to entrypoints; A and B are dumps"
+        )
+    if options.module is not None and not any(
+        isinstance(p, DumpTarget) and p.path.is_dir() for p in parsed
+    ):
+        raise HloscopeError("--module picks a module of a dump folder; neither A nor B is one")
+    loaded_a = load(target_a, diff_options(target_a, options))
+    loaded_b = load(target_b, diff_options(target_b, options))
+    return diff_loaded(loaded_a, loaded_b)
+
+
+def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
+    """Diff two loaded targets."""
+    start = time.perf_counter()
+    result = diff_modules(a.module, b.module)
+    elapsed = time.perf_counter() - start
+    notes = (
+        result.notes
+        + tuple(f"A: {note}" for note in a.notes)
+        + tuple(f"B: {note}" for note in b.notes)
+    )
+    return DiffReport(a.source, b.source, result, (a.load_seconds, b.load_seconds), elapsed, notes)

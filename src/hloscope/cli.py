@@ -263,6 +263,41 @@ def placement(
     )
 
 
+@app.command()
+def diff(
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A", help="The module before: a dump or an entrypoint.", show_default=False
+        ),
+    ],
+    b: Annotated[
+        str,
+        typer.Argument(
+            metavar="B", help="The module after: a dump or an entrypoint.", show_default=False
+        ),
+    ],
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    compile: CompileOption = False,
+    json: JsonOption = False,
+    print_: PrintOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """Structural diff of two modules: ops added, removed or changed (exit 1 when they
+    differ). Target options apply to each side they fit: example arguments to
+    entrypoints, --module to dump folders, --compile to both."""
+    emit(
+        debug,
+        json,
+        lambda: api.diff_report(a, b, _options(arg, args, module, compile)),
+        json_render.diff_json,
+        text_render.render_diff,
+        lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:

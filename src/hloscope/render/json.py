@@ -12,11 +12,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from hloscope.analyses.diff import Side as DiffSide
 from hloscope.analyses.fusions import FusionSummary, summarize_fusions
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
-from hloscope.api import FusionsReport, InspectReport, ParamsReport, PlacementReport
+from hloscope.api import DiffReport, FusionsReport, InspectReport, ParamsReport, PlacementReport
 from hloscope.sources.loader import Source
 
 SCHEMA_VERSION = 1
@@ -358,3 +359,80 @@ def placement_json(report: PlacementReport) -> dict[str, Any]:
     ]
     body["notes"] = list(report.notes)
     return document("placement", report.source.target, body)
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def diff_json(report: DiffReport) -> dict[str, Any]:
+    result = report.diff
+    summary = result.summary
+    body: dict[str, Any] = {
+        "verdict": result.verdict,
+        "summary": {
+            "added": summary.added,
+            "removed": summary.removed,
+            "changed": summary.changed,
+            "unchanged": summary.unchanged,
+            "normalized": summary.normalized,
+        },
+        "changes": [
+            {
+                "kind": group.kind,
+                "function": group.function,
+                "op": group.op,
+                "detail": group.detail,
+                "aspects": list(group.aspects),
+                "count": group.count,
+                "instances": [{"a": c.a_where, "b": c.b_where} for c in group.changes],
+            }
+            for group in result.groups
+        ],
+        "a": _diff_side_json(report.a, result.a),
+        "b": _diff_side_json(report.b, result.b),
+        "parameters": [
+            {
+                "a": p.a,
+                "b": p.b,
+                "a_name": p.a_name,
+                "b_name": p.b_name,
+                "status": p.status,
+                "detail": p.detail,
+            }
+            for p in result.parameters
+        ],
+        "fusions": {
+            "a": result.a.fusions,
+            "b": result.b.fusions,
+            "changes": [
+                {
+                    "status": f.status,
+                    "a_kind": f.a_kind,
+                    "b_kind": f.b_kind,
+                    "a_ops": list(f.a_ops),
+                    "b_ops": list(f.b_ops),
+                    "moved_in": list(f.moved_in),
+                    "moved_out": list(f.moved_out),
+                    "detail": f.detail,
+                }
+                for f in result.fusions
+            ],
+        },
+        "functions": [plain(pair) for pair in result.functions],
+        "timings": {
+            "load_seconds": list(report.load_seconds),
+            "diff_seconds": report.diff_seconds,
+        },
+        "notes": list(report.notes),
+    }
+    return document("diff", f"{report.a.target} {report.b.target}", body)
+
+
+def _diff_side_json(source: Source, side: DiffSide) -> dict[str, Any]:
+    return {
+        "target": source.target,
+        "source": source_json(source),
+        "module": side.module,
+        "entry": side.entry,
+        "ops": sum(side.counted),
+    }

@@ -1,0 +1,2002 @@
+"""A structural diff of two modules: which ops were added, removed or changed, and how.
+
+Text diffs of IR drown in noise: SSA values are renumbered, independent ops move,
+locations change, and another printer (XLA's HLO, converted to MLIR) spells the
+same program differently. This diff matches structure instead, in the way XLA's
+`hlo_diff` does:
+
+1. Both modules become dataflow graphs. Calls (`func.call`) are inlined, because
+   nested jits, `compute_on` wrappers and XLA's own inlining move call boundaries
+   without changing the computation; `mhlo.fusion` regions are transparent too, so
+   ops are matched across fusion boundaries. A call or a fusion stays a node of its
+   own, matched afterwards by where its contents went.
+2. Every op gets a fingerprint of what it is (op kind, result types, attributes
+   without locations) and a Merkle-style subgraph fingerprint (its fingerprint and
+   those of its operands and nested regions). The entry functions' parameters are
+   paired first (by name, else by position, else by aligning their types), so a
+   paired parameter hashes the same on both sides.
+3. Ops are matched in passes: identical subgraphs, tallest first, each match mapping
+   its whole subgraph (equal small leaves, the many `constant 0`, are left to their
+   users first); top-down from matched users to their operands, starting from the
+   paired results; bottom-up from matched operands to users of the same kind, by
+   similarity; ops of another kind reading the same operands (a kind change); what
+   is left by equal fingerprints within matched regions. Calls and fusions are
+   matched last, by where most of their contents went.
+4. Each matched pair is compared: op kind, result types (shape or dtype),
+   attributes (with compute type, sharding and memory kind named as such),
+   operands (wired to the counterpart of the operand or not), call targets, and for
+   fusions the set of ops fused. Unmatched ops are added or removed. Changes with
+   the same description are grouped (the same change in 40 layers is one line with
+   a count).
+
+What is normalised, so that StableHLO, its HLO round trip (XLA's printer, converted
+back to MLIR), VHLO and Exported artifacts compare equal: `mhlo.`, `hlo.` and
+`stablehlo.` op names are one namespace; `stablehlo.dot` is the `dot_general` it
+abbreviates; function names lose XLA's `.N` suffixes; reshapes and broadcasts that only
+add or drop unit dimensions are transparent (the round trip writes `broadcast_in_dim
+64 -> 1x64` as reshapes), and a broadcast's dimensions are read for the operand's
+non-unit dimensions; equal subexpressions that one printer merged (CSE) are one; a
+`while` loop's carried values may come in another order; commutative ops' operands
+may be swapped; the default precision, implied comparison types, channel ids and
+XLA's `xla_shape` attribute are ignored. Unmatched ops that these rules explain are
+counted as `normalized`, not as changes. Not normalised: other rewrites (algebraic
+simplification, constant folding, XLA's optimizations).
+
+Matching is linear in the number of ops but for bounded candidate lists (the
+bottom-up pass looks at a few users of each operand) and sorting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from hloscope.analyses.structure import CALL_ATTRIBUTES
+from hloscope.ir.model import (
+    Block,
+    Function,
+    Module,
+    Op,
+    parse_dict_attribute,
+    parse_type,
+    string_attribute,
+    symbol_references,
+)
+
+ADDED = "added"
+REMOVED = "removed"
+CHANGED = "changed"
+SAME = "same"
+NORMALIZED = "normalized"
+
+# Ops whose region is not a scope of its own for the diff: the region's arguments
+# are the op's operands and its results are what the region returns.
+TRANSPARENT_OPS = frozenset({"mhlo.fusion"})
+CALL_OP = "func.call"
+FUSION_KIND = "stablehlo.fusion"
+
+# Attributes that repeat what the result types say (XLA's converter leaves them,
+# sometimes stale).
+IGNORED_ATTRIBUTES = frozenset({"xla_shape"})
+
+# What an attribute is about, for the change's aspects.
+COMPUTE_TYPE_KEYS = frozenset({"frontend._xla_compute_type"})
+STREAM_KEYS = frozenset({"frontend._xla_stream_annotation"})
+MEMORY_KEYS = frozenset(
+    {"frontend._xla_buffer_placement", "mhlo.memory_kind", "frontend._xla_memory_kind"}
+)
+SHARDING_KEYS = frozenset({"mhlo.sharding", "sdy.sharding", "sdy.sharding_rule", "sharding"})
+
+# A module whose calls inline to more ops than this is diffed with calls as opaque
+# nodes (its called functions compared on their own).
+INLINE_LIMIT = 2_000_000
+# Bottom-up: users of one value considered as candidates for one op.
+CANDIDATES_PER_VALUE = 32
+# Longest attribute value quoted in a change's detail.
+MAX_VALUE_CHARS = 80
+
+_SUFFIX = re.compile(r"(?:\.\d+|\.clone|_\d+)+$")
+_SYMBOL = re.compile(r'@("(?:[^"\\]|\\.)*"|[\w.$-]+)')
+_GENERATED_NAME = re.compile(r"^(?:%?arg\d+|param(?:eter)?[._]?\d*(?:\.\d+)*|Arg_\d+(?:\.\d+)*)$")
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Change:
+    """One change: an op (or parameter, result, module attribute) added, removed or
+    changed."""
+
+    kind: str
+    """`added` (only in B), `removed` (only in A) or `changed`."""
+    function: str
+    """The function the op is in (B's for added ops, A's otherwise)."""
+    op: str
+    """The op's name (`stablehlo.add`), or `parameter`, `result`, `module`."""
+    detail: str
+    """What changed, without value names, so that equal changes read equally."""
+    aspects: tuple[str, ...]
+    """What kind of change: `kind`, `shape`, `dtype`, `attributes`, `compute_type`,
+    `sharding`, `memory_kind`, `operands`, `callee`, `fusion`, `parameter`, ..."""
+    a: int | None
+    """The op's node in A (an index into `ModuleDiff.a.ops`), None when added or
+    not an op."""
+    b: int | None
+    """The node in B, None when removed."""
+    a_where: str | None
+    """Where in A: `function %value (file.py:LINE)`."""
+    b_where: str | None
+    """Where in B."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChangeGroup:
+    """Changes with the same kind, function, op and detail, shown once."""
+
+    kind: str
+    """`added`, `removed` or `changed`."""
+    function: str
+    """The function of the first change."""
+    op: str
+    """The op's name, as in `Change.op`."""
+    detail: str
+    """What changed, as in `Change.detail`."""
+    aspects: tuple[str, ...]
+    """What kind of change, as in `Change.aspects`."""
+    count: int
+    """How many times this change occurs (40 for the same change in 40 layers)."""
+    changes: tuple[Change, ...]
+    """Each occurrence, in order."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Summary:
+    """Op counts: ops as XLA sees them, calls inlined (an op in a function called
+    three times counts three times); terminators are not counted."""
+
+    added: int
+    """Ops only in B."""
+    removed: int
+    """Ops only in A."""
+    changed: int
+    """Matched ops that differ (each pair counts once)."""
+    unchanged: int
+    """Matched ops that are the same."""
+    normalized: int
+    """Ops on one side only that are no change: reshapes that add or drop unit
+    dimensions (64 -> 1x64, the identity broadcasts the HLO round trip writes), and
+    second copies of a subexpression (equal constants one printer merged)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the side-by-side view: a matched pair or an op of one side."""
+
+    a: int
+    """Node in A, or -1."""
+    b: int
+    """Node in B, or -1."""
+    status: str
+    """`same`, `changed`, `added`, `removed`, or `normalized` (on one side only but no
+    change: a unit-dimension reshape, a second copy of a subexpression)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Side:
+    """One module as the diff saw it: its ops in order, calls inlined."""
+
+    module: str | None
+    """The module's name (`jit_f`)."""
+    entry: str | None
+    """Its entry function."""
+    ops: tuple[int, ...]
+    """The op (id in `Module.ops`) of each node."""
+    calls: tuple[tuple[int, ...], ...]
+    """The `func.call` ops (ids) each node was inlined through, outermost first."""
+    counted: tuple[bool, ...]
+    """Whether the node counts as an op (terminators of regions do not)."""
+    fusions: int
+    """`mhlo.fusion` ops."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParameterPair:
+    """An entry parameter and its counterpart."""
+
+    a: int | None
+    """Index in A, None when added."""
+    b: int | None
+    """Index in B, None when removed."""
+    a_name: str | None
+    """Its name in A (the pytree path JAX gives it, `params['w']`), if any."""
+    b_name: str | None
+    """Its name in B, if any."""
+    status: str
+    """`same`, `changed`, `added` or `removed`."""
+    detail: str
+    """What changed (type, sharding, memory kind, donation), or its type when added
+    or removed."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FusionChange:
+    """A fusion whose fused op set changed, or that exists on one side only."""
+
+    status: str
+    """`changed`, `added` or `removed`."""
+    a: int | None
+    """The fusion's node in A."""
+    b: int | None
+    """The fusion's node in B."""
+    a_kind: str | None
+    """`kLoop`, `kInput`, `kOutput`, `kCustom`, ..."""
+    b_kind: str | None
+    """The fusion kind in B."""
+    a_ops: tuple[str, ...]
+    """Op kinds fused in A."""
+    b_ops: tuple[str, ...]
+    """Op kinds fused in B."""
+    moved_in: tuple[str, ...]
+    """Ops fused here in B whose counterparts in A were elsewhere (unfused or in
+    another fusion)."""
+    moved_out: tuple[str, ...]
+    """Ops fused here in A whose counterparts in B are elsewhere."""
+    detail: str
+    """The above in words, and the fused ops added or removed."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FunctionPair:
+    """A function and the function most of its ops matched into."""
+
+    a: str | None
+    """A's function, None for a function of B nothing matched into."""
+    b: str | None
+    """B's function, None when none of A's ops matched."""
+    a_ops: int
+    """Ops of A's function (calls inlined: once per call site)."""
+    b_ops: int
+    """Ops of B's function."""
+    matched: int
+    """Ops of A's function matched into B's."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleDiff:
+    """The structural diff of modules A and B."""
+
+    verdict: str
+    """`same` or `different`."""
+    summary: Summary
+    """Op counts."""
+    groups: tuple[ChangeGroup, ...]
+    """Changes grouped, in the order they first occur."""
+    changes: tuple[Change, ...]
+    """Every change, in order."""
+    a: Side
+    """Module A as diffed (the nodes that `Change.a` and `Row.a` index)."""
+    b: Side
+    """Module B as diffed."""
+    rows: tuple[Row, ...]
+    """The side-by-side alignment: A's ops in order, with B's unmatched ops placed
+    before the next matched op that follows them in B."""
+    parameters: tuple[ParameterPair, ...]
+    """The entry parameters, paired."""
+    fusions: tuple[FusionChange, ...]
+    """Fusions added, removed, or whose fused op set changed."""
+    functions: tuple[FunctionPair, ...]
+    """Which function of B each function of A mostly went to."""
+    notes: tuple[str, ...]
+    """What is worth knowing but no change (the module's name differs, calls were too
+    many to inline)."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def normalize_kind(name: str) -> str:
+    """One namespace for MHLO, HLO and StableHLO ops; `dot` is a `dot_general`."""
+    if name.startswith("mhlo."):
+        name = "stablehlo." + name[5:]
+    elif name.startswith("hlo."):
+        name = "stablehlo." + name[4:].replace("-", "_")
+    if name == "stablehlo.dot":
+        return "stablehlo.dot_general"
+    return name
+
+
+def normalize_function_name(name: str) -> str:
+    """`dense.2` -> `dense`, `region_0.3.clone` -> `region`: XLA's unique suffixes."""
+    return _SUFFIX.sub("", name) or name
+
+
+def _normalize_symbols(text: str) -> str:
+    return _SYMBOL.sub(lambda m: "@" + normalize_function_name(m.group(1).strip('"')), text)
+
+
+_CHANNEL = re.compile(r"handle = \d+, ")
+
+
+# A comparison's type is implied by its operands' element type unless it is TOTALORDER;
+# XLA's HLO drops the implied ones.
+_IMPLIED_COMPARE_TYPES = frozenset(
+    f"#stablehlo<comparison_type {t}>" for t in ("SIGNED", "UNSIGNED", "FLOAT", "NOTYPE")
+)
+
+
+_DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
+
+
+def _normalize_value(text: str) -> str:
+    if text.startswith("#stablehlo.channel_handle<"):
+        # Channel ids number the collectives in order; one inserted op renumbers all.
+        return _CHANNEL.sub("", text)
+    if "mhlo" in text:
+        text = text.replace("#mhlo<", "#stablehlo<").replace("#mhlo.", "#stablehlo.")
+    if "@" in text:
+        text = _normalize_symbols(text)
+    return text
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+# --------------------------------------------------------------------------- graph
+
+# Ops whose operands can be swapped without changing the result (printers do swap them).
+COMMUTATIVE_KINDS = frozenset(
+    "stablehlo." + name for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
+)
+# Attributes naming functions that are not inlined (they become roots of their own).
+REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
+UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
+_ARRAY = re.compile(r"array<i64(?::\s*([\d,\s]*))?>")
+
+
+def _unit_reshape(
+    kind: str, operand_type: str, result_type: str, attrs: tuple[tuple[str, str], ...]
+) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    """Whether an op only adds or drops unit dimensions (a reshape 64 -> 1x64, the
+    identity broadcast XLA writes), and a broadcast's attributes with its dimensions
+    said for the operand's non-unit dimensions only, so that broadcasting `x[64]` and
+    `x[1,64]` into the same shape read the same."""
+    source = parse_type(operand_type)
+    target = parse_type(result_type)
+    if len(source) != 1 or len(target) != 1:
+        return False, attrs
+    src, dst = source[0], target[0]
+    if src.shape is None or dst.shape is None or src.dtype != dst.dtype:
+        return False, attrs
+    squeezed_src = [d for d in src.shape if d != 1]
+    squeezed_dst = [d for d in dst.shape if d != 1]
+    if kind == "stablehlo.reshape":
+        return squeezed_src == squeezed_dst, attrs
+    values = dict(attrs)
+    match = _ARRAY.fullmatch(values.get("broadcast_dimensions", ""))
+    if match is None:
+        return False, attrs
+    dims = [int(d) for d in (match.group(1) or "").replace(" ", "").split(",") if d]
+    if len(dims) != len(src.shape):
+        return False, attrs
+    kept = [d for d, size in zip(dims, src.shape, strict=True) if size != 1]
+    values["broadcast_dimensions"] = "array<i64: " + ", ".join(map(str, kept)) + ">"
+    canonical = tuple(sorted(values.items()))
+    unit = squeezed_src == squeezed_dst and kept == sorted(kept)
+    return unit, canonical
+
+
+class _Graph:
+    """One module as a dataflow graph of nodes (ops in a call context) and values.
+
+    Arrays indexed by node or value id, for speed. A value is a result of a node, or
+    a leaf: an entry parameter, a region argument, a parameter of a function that is
+    not inlined.
+    """
+
+    def __init__(self, module: Module, parameter_tokens: Sequence[int], inline: bool) -> None:
+        self.module = module
+        self.inline = inline
+        # nodes
+        self.op: list[int] = []
+        self.ctx: list[int] = []
+        self.kind: list[str] = []
+        self.local: list[int] = []
+        self.attrs: list[tuple[tuple[str, str], ...]] = []
+        self.types: list[tuple[str, ...]] = []
+        self.operands: list[tuple[int, ...]] = []
+        self.results: list[tuple[int, ...]] = []
+        self.container: list[int] = []
+        self.parent: list[int] = []
+        self.children: list[list[list[int]] | None] = []
+        self.block_args: list[list[list[int]] | None] = []
+        self.counted: list[bool] = []
+        self.is_container: list[bool] = []
+        self.unit_reshape: list[bool] = []
+        self.function: list[str] = []
+        self.post: list[int] = []
+        # values
+        self.g_node: list[int] = []
+        self.g_index: list[int] = []
+        self.g_token: list[int] = []
+        self.g_type: list[str] = []
+        # For a region argument: the op owning the region (else -1), and its
+        # (region, argument) index.
+        self.g_owner: list[int] = []
+        self.g_slot: list[tuple[int, int]] = []
+        # contexts: call ops (ids) a node was inlined through
+        self.contexts: list[tuple[int, ...]] = [()]
+        # roots: (function name, outputs)
+        self.roots: list[tuple[str, list[int]]] = []
+        self.parameters: list[int] = []
+        self._root_queue: list[Function] = []
+        self._rooted: set[str] = set()
+        self._value_types = module.value_types
+        self._functions = module.functions
+
+        entry = module.entry
+        if entry is not None and not entry.is_declaration:
+            args = []
+            for index, argument in enumerate(entry.arguments):
+                token = parameter_tokens[index] if index < len(parameter_tokens) else 0
+                value = self._leaf(argument.type, token or hash(("param?", index, argument.type)))
+                args.append(value)
+            self.parameters = args
+            self._root(entry, args)
+        for function in module.functions.values():
+            if function.visibility == "public" and function is not entry:
+                self._queue_root(function.name)
+        while self._root_queue:
+            function = self._root_queue.pop(0)
+            args = [
+                self._leaf(a.type, hash(("fparam", i, a.type)))
+                for i, a in enumerate(function.arguments)
+            ]
+            self._root(function, args)
+        self._hash()
+
+    # -- building ----------------------------------------------------------------
+
+    def _leaf(
+        self, mlir_type: str, token: int, owner: int = -1, slot: tuple[int, int] = (0, 0)
+    ) -> int:
+        self.g_node.append(-1)
+        self.g_index.append(0)
+        self.g_token.append(token)
+        self.g_type.append(mlir_type)
+        self.g_owner.append(owner)
+        self.g_slot.append(slot)
+        return len(self.g_node) - 1
+
+    def _result(self, node: int, index: int, mlir_type: str) -> int:
+        self.g_node.append(node)
+        self.g_index.append(index)
+        self.g_token.append(0)
+        self.g_type.append(mlir_type)
+        self.g_owner.append(-1)
+        self.g_slot.append((0, 0))
+        return len(self.g_node) - 1
+
+    def _queue_root(self, name: str) -> None:
+        function = self._functions.get(name)
+        if function is None or function.is_declaration or name in self._rooted:
+            return
+        self._rooted.add(name)
+        self._root_queue.append(function)
+
+    def _root(self, function: Function, args: list[int]) -> None:
+        self._rooted.add(function.name)
+        outputs = self._walk_function(function, args, 0, -1, -1, frozenset({function.name}), [])
+        self.roots.append((function.name, outputs))
+
+    def _walk_function(
+        self,
+        function: Function,
+        args: Sequence[int],
+        ctx: int,
+        container: int,
+        parent: int,
+        active: frozenset[str],
+        children: list[int],
+    ) -> list[int]:
+        env: dict[int, int] = {}
+        region = function.op.regions[0]
+        for block_argument, value in zip(region.blocks[0].arguments, args, strict=False):
+            env[block_argument] = value
+        for argument in function.arguments:
+            # HLO's own form: parameters are ops whose results are the arguments.
+            if argument.value >= 0 and argument.value not in env and argument.index < len(args):
+                env[argument.value] = args[argument.index]
+        outputs: list[int] = []
+        for block in region.blocks:
+            returned = self._walk_block(block, env, ctx, container, parent, active, children, True)
+            if returned is not None:
+                outputs = returned
+        return outputs
+
+    def _walk_block(
+        self,
+        block: Block,
+        env: dict[int, int],
+        ctx: int,
+        container: int,
+        parent: int,
+        active: frozenset[str],
+        children: list[int],
+        returns_out: bool,
+    ) -> list[int] | None:
+        """Walk a block's ops. `returns_out`: the block's terminator hands values out
+        of a function or a transparent region (no node); otherwise it is a node."""
+        returned: list[int] | None = None
+        value_types = self._value_types
+        for op in block.ops:
+            if op.is_terminator:
+                outs = [self._resolve(env, v) for v in op.operands]
+                if not returns_out:
+                    node = self._node(op, tuple(outs), ctx, container, parent, counted=False)
+                    children.append(node)
+                    self.post.append(node)
+                returned = outs
+                continue
+            if op.name == "hlo.parameter" and op.results and op.results[0] in env:
+                continue  # XLA's own form: the parameter op stands for the argument
+            get = env.get
+            operands = tuple(
+                [
+                    found if (found := get(v)) is not None else self._resolve(env, v)
+                    for v in op.operands
+                ]
+            )
+            name = op.name
+            if name == CALL_OP:
+                callee = self._callee(op)
+                if callee is not None and self.inline and callee.name not in active:
+                    node = self._node(op, operands, ctx, container, parent, is_container=True)
+                    children.append(node)
+                    inner_ctx = len(self.contexts)
+                    self.contexts.append((*self.contexts[ctx], op.id))
+                    outs = self._walk_function(
+                        callee, operands, inner_ctx, node, parent, active | {callee.name}, children
+                    )
+                    for value, out in zip(op.results, outs, strict=False):
+                        env[value] = out
+                    self.results[node] = tuple(outs)
+                    self.post.append(node)
+                    continue
+                if callee is not None:
+                    self._queue_root(callee.name)
+            elif name in TRANSPARENT_OPS and op.regions and op.regions[0].blocks:
+                node = self._node(op, operands, ctx, container, parent, is_container=True)
+                children.append(node)
+                inner = op.regions[0].blocks[0]
+                for argument, value in zip(inner.arguments, operands, strict=False):
+                    env[argument] = value
+                outs = self._walk_block(inner, env, ctx, node, parent, active, children, True) or []
+                for value, out in zip(op.results, outs, strict=False):
+                    env[value] = out
+                self.results[node] = tuple(outs)
+                self.post.append(node)
+                continue
+            node = self._node(op, operands, ctx, container, parent)
+            children.append(node)
+            if self.unit_reshape[node]:
+                # Only unit dimensions change: users see the operand itself.
+                results: tuple[int, ...] = operands
+            else:
+                results = tuple(
+                    self._result(node, i, value_types[v]) for i, v in enumerate(op.results)
+                )
+            for value, out in zip(op.results, results, strict=True):
+                env[value] = out
+            self.results[node] = results
+            if op.regions:
+                regions: list[list[int]] = []
+                region_args: list[list[int]] = []
+                local = self.local[node]
+                for r, region in enumerate(op.regions):
+                    inner_children: list[int] = []
+                    arguments: list[int] = []
+                    for block in region.blocks:
+                        for a, value in enumerate(block.arguments):
+                            leaf = self._leaf(
+                                value_types[value],
+                                hash(("blockarg", local, r, a, value_types[value])),
+                                node,
+                                (r, len(arguments)),
+                            )
+                            env[value] = leaf
+                            arguments.append(leaf)
+                        self._walk_block(
+                            block, env, ctx, container, node, active, inner_children, False
+                        )
+                    regions.append(inner_children)
+                    region_args.append(arguments)
+                self.children[node] = regions
+                self.block_args[node] = region_args
+            if op.attributes and not REFERENCE_ATTRIBUTES.isdisjoint(op.attributes):
+                for key in REFERENCE_ATTRIBUTES.intersection(op.attributes):
+                    for callee_name in symbol_references(op.attributes[key]):
+                        self._queue_root(callee_name)
+            self.post.append(node)
+        return returned
+
+    def _callee(self, op: Op) -> Function | None:
+        text = op.attributes.get("callee")
+        if not text:
+            return None
+        names = symbol_references(text)
+        function = self._functions.get(names[0]) if names else None
+        if function is None or function.is_declaration:
+            return None
+        return function
+
+    def _resolve(self, env: dict[int, int], value: int) -> int:
+        found = env.get(value)
+        if found is not None:
+            return found
+        mlir_type = self._value_types[value] if value >= 0 else "?"
+        leaf = self._leaf(mlir_type, hash(("unknown", mlir_type)))
+        if value >= 0:
+            env[value] = leaf
+        return leaf
+
+    def _node(
+        self,
+        op: Op,
+        operands: tuple[int, ...],
+        ctx: int,
+        container: int,
+        parent: int,
+        counted: bool = True,
+        is_container: bool = False,
+    ) -> int:
+        node = len(self.op)
+        kind = normalize_kind(op.name)
+        types = tuple(self._value_types[v] for v in op.results)
+        attrs = self._attributes(op)
+        unit_reshape = False
+        if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
+            operand_type = self._value_types[op.operands[0]] if op.operands[0] >= 0 else "?"
+            unit_reshape, attrs = _unit_reshape(kind, operand_type, types[0], attrs)
+        self.op.append(op.id)
+        self.ctx.append(ctx)
+        self.kind.append(kind)
+        self.attrs.append(attrs)
+        self.types.append(types)
+        self.local.append(hash((kind, types, attrs, len(op.regions))))
+        self.operands.append(operands)
+        self.results.append(())
+        self.container.append(container)
+        self.parent.append(parent)
+        self.children.append(None)
+        self.block_args.append(None)
+        self.counted.append(counted)
+        self.is_container.append(is_container)
+        self.unit_reshape.append(unit_reshape)
+        self.function.append(op.function or "")
+        return node
+
+    def _attributes(self, op: Op) -> tuple[tuple[str, str], ...]:
+        attributes = op.attributes
+        if op.name == "stablehlo.dot" and op.operands and op.operands[0] >= 0:
+            # A dot contracts the last dimension of the left with the first of the right.
+            lhs = parse_type(self._value_types[op.operands[0]])
+            rank = len(lhs[0].shape or ()) if lhs else 1
+            numbers = (
+                "#stablehlo.dot<lhs_contracting_dimensions = "
+                f"[{max(rank - 1, 0)}], rhs_contracting_dimensions = [0]>"
+            )
+            merged = dict(attributes)
+            merged["dot_dimension_numbers"] = numbers
+            attributes = merged
+        if not attributes:
+            return ()
+        out: dict[str, str] = {}
+        for name, value in attributes.items():
+            if name in IGNORED_ATTRIBUTES:
+                continue
+            if name == "mhlo.frontend_attributes":
+                for entry, entry_value in parse_dict_attribute(value).items():
+                    out["frontend." + entry] = entry_value
+                continue
+            if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
+                continue
+            if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
+                continue  # the default, which some printers leave out
+            if name == "callee":
+                refs = symbol_references(value)
+                out[name] = "@" + normalize_function_name(refs[0]) if refs else value
+                continue
+            out[name] = _normalize_value(value)
+        return tuple(sorted(out.items()))
+
+    # -- fingerprints ----------------------------------------------------------------
+
+    def _hash(self) -> None:
+        count = len(self.op)
+        self.sub = [0] * count
+        self.height = [0] * count
+        sub = self.sub
+        height = self.height
+        g_node = self.g_node
+        g_index = self.g_index
+        g_token = self.g_token
+        for node in self.post:
+            operand_hashes = []
+            tallest = 0
+            for value in self.operands[node]:
+                producer = g_node[value]
+                if producer >= 0:
+                    operand_hashes.append(sub[producer] ^ g_index[value])
+                    if height[producer] > tallest:
+                        tallest = height[producer]
+                else:
+                    operand_hashes.append(g_token[value])
+            regions = self.children[node]
+            region_hashes: tuple[tuple[int, ...], ...] = ()
+            if regions is not None:
+                region_hashes = tuple(tuple(sorted(sub[c] for c in region)) for region in regions)
+                for region in regions:
+                    for child in region:
+                        if height[child] > tallest:
+                            tallest = height[child]
+            if self.kind[node] in COMMUTATIVE_KINDS:
+                operand_hashes.sort()
+            sub[node] = hash((self.local[node], tuple(operand_hashes), region_hashes))
+            height[node] = tallest + 1
+
+    def value_hash(self, value: int) -> int:
+        producer = self.g_node[value]
+        if producer >= 0:
+            return self.sub[producer] ^ self.g_index[value]
+        return self.g_token[value]
+
+    def users(self) -> list[list[int]]:
+        users: list[list[int]] = [[] for _ in self.g_node]
+        for node, operands in enumerate(self.operands):
+            if self.is_container[node]:
+                continue
+            for value in operands:
+                bucket = users[value]
+                if not bucket or bucket[-1] != node:
+                    bucket.append(node)
+        return users
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _argument_name(function: Function, index: int) -> str | None:
+    argument = function.arguments[index]
+    name = argument.location.name
+    if name is None or _GENERATED_NAME.match(name):
+        return None
+    return name
+
+
+def pair_parameters(a: Function | None, b: Function | None) -> list[tuple[int | None, int | None]]:
+    """Pair the entry functions' parameters: by name when both sides name them (JAX's
+    pytree paths), else by position when the counts agree, else by aligning their
+    types (a pruned parameter in the middle shifts the rest)."""
+    if a is None or b is None:
+        return (
+            [(i, None) for i in range(len(a.arguments))]
+            if a is not None
+            else ([(None, j) for j in range(len(b.arguments))] if b is not None else [])
+        )
+    count_a, count_b = len(a.arguments), len(b.arguments)
+    names_a = [_argument_name(a, i) for i in range(count_a)]
+    names_b = [_argument_name(b, j) for j in range(count_b)]
+    pairs: list[tuple[int | None, int | None]] = []
+    if all(names_a) and all(names_b) and len(set(names_a)) == count_a:
+        index_b = {name: j for j, name in enumerate(names_b)}
+        shared = sum(1 for name in names_a if name in index_b)
+        if shared * 2 >= max(count_a, count_b):
+            used: set[int] = set()
+            for i, name in enumerate(names_a):
+                j = index_b.get(name or "")
+                if j is not None and j not in used:
+                    pairs.append((i, j))
+                    used.add(j)
+            unpaired_a = [i for i in range(count_a) if i not in {p[0] for p in pairs}]
+            unpaired_b = [j for j in range(count_b) if j not in used]
+            return _merge_pairs(pairs, _align_types(a, b, unpaired_a, unpaired_b))
+    if count_a == count_b:
+        return [(i, i) for i in range(count_a)]
+    return _align_types(a, b, list(range(count_a)), list(range(count_b)))
+
+
+def _align_types(
+    a: Function, b: Function, indices_a: list[int], indices_b: list[int]
+) -> list[tuple[int | None, int | None]]:
+    types_a = [a.arguments[i].type for i in indices_a]
+    types_b = [b.arguments[j].type for j in indices_b]
+    matcher = difflib.SequenceMatcher(a=types_a, b=types_b, autojunk=False)
+    pairs: list[tuple[int | None, int | None]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            pairs.extend((indices_a[i1 + k], indices_b[j1 + k]) for k in range(i2 - i1))
+        else:
+            pairs.extend((indices_a[i], None) for i in range(i1, i2))
+            pairs.extend((None, indices_b[j]) for j in range(j1, j2))
+    return pairs
+
+
+def _merge_pairs(
+    first: list[tuple[int | None, int | None]], rest: list[tuple[int | None, int | None]]
+) -> list[tuple[int | None, int | None]]:
+    merged = first + rest
+    return sorted(merged, key=lambda p: (p[0] if p[0] is not None else 1 << 30, p[1] or 0))
+
+
+def _pair_results(a: Function | None, b: Function | None) -> list[tuple[int, int]]:
+    if a is None or b is None:
+        return []
+    if len(a.results) == len(b.results):
+        return [(i, i) for i in range(len(a.results))]
+    matcher = difflib.SequenceMatcher(
+        a=[r.type for r in a.results], b=[r.type for r in b.results], autojunk=False
+    )
+    pairs: list[tuple[int, int]] = []
+    for block in matcher.get_matching_blocks():
+        pairs.extend((block.a + k, block.b + k) for k in range(block.size))
+    return pairs
+
+
+# --------------------------------------------------------------------------- matching
+
+
+class _Matcher:
+    def __init__(self, a: _Graph, b: _Graph, parameter_pairs: list[tuple[int, int]]) -> None:
+        self.a = a
+        self.b = b
+        self.ma = [-1] * len(a.op)
+        self.mb = [-1] * len(b.op)
+        self.leaf_pairs: dict[int, int] = {}
+        for i, j in parameter_pairs:
+            if i < len(a.parameters) and j < len(b.parameters):
+                self.leaf_pairs[a.parameters[i]] = b.parameters[j]
+        self.work: list[tuple[int, int]] = []
+        self._permutations: dict[tuple[int, int], list[int] | None] = {}
+        self._permutation_tries: dict[tuple[int, int], int] = defaultdict(int)
+
+    def permutation(self, node_a: int, node_b: int) -> list[int] | None:
+        """For a matched `while` whose loop-carried values come in another order (the
+        HLO round trip moves the counter first): B's position of each of A's operands,
+        results and region arguments. None when the order is the same or unknown."""
+        key = (node_a, node_b)
+        if key in self._permutations:
+            return self._permutations[key]
+        a, b = self.a, self.b
+        operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if (
+            a.kind[node_a] != "stablehlo.while"
+            or len(operands_a) != len(operands_b)
+            or len(operands_a) < 2
+        ):
+            self._permutations[key] = None
+            return None
+        found: list[int] = [-1] * len(operands_a)
+        used: set[int] = set()
+        for i, value_a in enumerate(operands_a):
+            partner = self.counterpart_value(value_a)
+            fingerprint = a.value_hash(value_a)
+            candidates = [
+                j
+                for j, value_b in enumerate(operands_b)
+                if j not in used and (value_b == partner or b.value_hash(value_b) == fingerprint)
+            ]
+            if candidates:
+                j = i if i in candidates else candidates[0]
+                found[i] = j
+                used.add(j)
+        for i, value_a in enumerate(operands_a):
+            if found[i] >= 0:
+                continue
+            same_type = [
+                j
+                for j, value_b in enumerate(operands_b)
+                if j not in used and b.g_type[value_b] == a.g_type[value_a]
+            ]
+            if len(same_type) == 1:
+                found[i] = same_type[0]
+                used.add(same_type[0])
+        complete = all(j >= 0 for j in found)
+        result = found if complete and found != list(range(len(found))) else None
+        self._permutation_tries[key] += 1
+        if complete or self._permutation_tries[key] >= 3:
+            self._permutations[key] = result
+        return result
+
+    def operand_pairs(self, node_a: int, node_b: int) -> list[tuple[int, int]]:
+        """A's and B's operands side by side: in B's order for a permuted `while`, swapped
+        for a commutative op whose operands the other printer swapped."""
+        operands_a, operands_b = self.a.operands[node_a], self.b.operands[node_b]
+        permutation = self.permutation(node_a, node_b)
+        if permutation is not None:
+            return [(value, operands_b[permutation[i]]) for i, value in enumerate(operands_a)]
+        if self.a.kind[node_a] in COMMUTATIVE_KINDS and len(operands_a) == len(operands_b) == 2:
+            x0, x1 = operands_a
+            y0, y1 = operands_b
+            straight = self._affinity(x0, y0) + self._affinity(x1, y1)
+            crossed = self._affinity(x0, y1) + self._affinity(x1, y0)
+            if crossed > straight:
+                return [(x0, y1), (x1, y0)]
+        return list(zip(operands_a, operands_b, strict=False))
+
+    def _affinity(self, value_a: int, value_b: int) -> int:
+        a, b = self.a, self.b
+        if self.counterpart_value(value_a) == value_b or a.value_hash(value_a) == b.value_hash(
+            value_b
+        ):
+            return 2
+        producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
+        if producer_a >= 0 and producer_b >= 0:
+            return 1 if a.kind[producer_a] == b.kind[producer_b] else 0
+        return 1 if producer_a < 0 and producer_b < 0 else 0
+
+    def run(self, root_pairs: list[tuple[int, int]]) -> None:
+        self._exact(defer_ambiguous_leaves=True)
+        for value_a, value_b in root_pairs:
+            self._seed_values(value_a, value_b)
+        for node, partner in enumerate(self.ma):
+            if partner >= 0:
+                self.work.append((node, partner))
+        self._drain()
+        self._exact(defer_ambiguous_leaves=False)
+        users_b = self.b.users()
+        self._bottom_up(users_b)
+        self._other_kinds(users_b)
+        self._bottom_up(users_b)
+        self._leftovers()
+        self._containers()
+
+    def _map(self, node_a: int, node_b: int) -> bool:
+        if self.ma[node_a] >= 0 or self.mb[node_b] >= 0:
+            return False
+        self.ma[node_a] = node_b
+        self.mb[node_b] = node_a
+        self.work.append((node_a, node_b))
+        return True
+
+    # identical subgraphs, tallest first
+    def _exact(self, defer_ambiguous_leaves: bool) -> None:
+        """Identical subgraphs, tallest first, each mapping its whole subgraph. Equal
+        small leaves (the many `constant 0`) are ambiguous: first they are left to
+        their users (top-down), then paired in order."""
+        a, b = self.a, self.b
+        by_hash: dict[int, list[int]] = defaultdict(list)
+        for node in range(len(b.op)):
+            if not b.is_container[node] and self.mb[node] < 0:
+                by_hash[b.sub[node]].append(node)
+        count_a: dict[int, int] = defaultdict(int)
+        if defer_ambiguous_leaves:
+            for node in range(len(a.op)):
+                if a.height[node] == 1:
+                    count_a[a.sub[node]] += 1
+        cursor: dict[int, int] = {}
+        order = sorted(
+            (node for node in range(len(a.op)) if not a.is_container[node]),
+            key=lambda n: (-a.height[n], n),
+        )
+        mb = self.mb
+        for node in order:
+            if self.ma[node] >= 0:
+                continue
+            fingerprint = a.sub[node]
+            candidates = by_hash.get(fingerprint)
+            if not candidates:
+                continue
+            if (
+                defer_ambiguous_leaves
+                and a.height[node] == 1
+                and (len(candidates) > 1 or count_a[fingerprint] > 1)
+            ):
+                continue
+            i = cursor.get(fingerprint, 0)
+            while i < len(candidates) and mb[candidates[i]] >= 0:
+                i += 1
+            cursor[fingerprint] = i
+            if i < len(candidates):
+                self._map_subgraph(node, candidates[i])
+        if defer_ambiguous_leaves:
+            self.work.clear()
+        else:
+            self._drain()
+
+    def _map_subgraph(self, root_a: int, root_b: int) -> None:
+        a, b = self.a, self.b
+        stack = [(root_a, root_b)]
+        while stack:
+            node_a, node_b = stack.pop()
+            if not self._map(node_a, node_b):
+                continue
+            for value_a, value_b in self._identical_operand_pairs(node_a, node_b):
+                producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
+                if producer_a >= 0 and producer_b >= 0:
+                    stack.append((producer_a, producer_b))
+            regions_a, regions_b = a.children[node_a], b.children[node_b]
+            if regions_a is not None and regions_b is not None:
+                for region_a, region_b in zip(regions_a, regions_b, strict=False):
+                    stack.extend(self._pair_by_hash(region_a, region_b))
+
+    def _identical_operand_pairs(self, node_a: int, node_b: int) -> Iterable[tuple[int, int]]:
+        """Operands of two ops with equal subgraph fingerprints, side by side."""
+        a, b = self.a, self.b
+        operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if a.kind[node_a] in COMMUTATIVE_KINDS:
+            # Operands perhaps swapped: pair them by fingerprint.
+            operands_a = tuple(sorted(operands_a, key=a.value_hash))
+            operands_b = tuple(sorted(operands_b, key=b.value_hash))
+        return zip(operands_a, operands_b, strict=False)
+
+    def _pair_by_hash(self, nodes_a: list[int], nodes_b: list[int]) -> list[tuple[int, int]]:
+        a, b = self.a, self.b
+        waiting: dict[int, list[int]] = defaultdict(list)
+        for node in reversed(nodes_b):
+            if self.mb[node] < 0 and not b.is_container[node]:
+                waiting[b.sub[node]].append(node)
+        pairs = []
+        for node in nodes_a:
+            if self.ma[node] >= 0 or a.is_container[node]:
+                continue
+            bucket = waiting.get(a.sub[node])
+            if bucket:
+                pairs.append((node, bucket.pop()))
+        return pairs
+
+    def _seed_values(self, value_a: int, value_b: int) -> None:
+        producer_a, producer_b = self.a.g_node[value_a], self.b.g_node[value_b]
+        if (
+            producer_a >= 0
+            and producer_b >= 0
+            and self.a.kind[producer_a] == self.b.kind[producer_b]
+        ):
+            self._map(producer_a, producer_b)
+
+    # top-down: from matched users to their operands, regions and enclosing ops
+    def _drain(self) -> None:
+        a, b = self.a, self.b
+        work = self.work
+        while work:
+            node_a, node_b = work.pop()
+            parent_a, parent_b = a.parent[node_a], b.parent[node_b]
+            if parent_a >= 0 and parent_b >= 0 and a.kind[parent_a] == b.kind[parent_b]:
+                self._map(parent_a, parent_b)
+            if a.sub[node_a] == b.sub[node_b]:
+                pairs = self._identical_operand_pairs(node_a, node_b)
+            else:
+                pairs = self.operand_pairs(node_a, node_b)
+            for value_a, value_b in pairs:
+                producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
+                if (
+                    producer_a >= 0
+                    and producer_b >= 0
+                    and self.ma[producer_a] < 0
+                    and self.mb[producer_b] < 0
+                    and a.kind[producer_a] == b.kind[producer_b]
+                ):
+                    self._map(producer_a, producer_b)
+            regions_a, regions_b = a.children[node_a], b.children[node_b]
+            if regions_a is not None and regions_b is not None:
+                for region_a, region_b in zip(regions_a, regions_b, strict=False):
+                    for pair in self._pair_by_hash(region_a, region_b):
+                        self._map(*pair)
+                    last_a = region_a[-1] if region_a else -1
+                    last_b = region_b[-1] if region_b else -1
+                    if (
+                        last_a >= 0
+                        and last_b >= 0
+                        and not a.counted[last_a]
+                        and not b.counted[last_b]
+                        and a.kind[last_a] == b.kind[last_b]
+                    ):
+                        self._map(last_a, last_b)
+
+    def counterpart_value(self, value_a: int) -> int:
+        """B's value corresponding to A's `value_a`, or -1."""
+        a, b = self.a, self.b
+        producer = a.g_node[value_a]
+        if producer >= 0:
+            partner = self.ma[producer]
+            if partner < 0:
+                return -1
+            results = b.results[partner]
+            index = a.g_index[value_a]
+            permutation = self.permutation(producer, partner) if len(results) > 1 else None
+            if permutation is not None and index < len(permutation):
+                index = permutation[index]
+            return results[index] if index < len(results) else -1
+        paired = self.leaf_pairs.get(value_a)
+        if paired is not None:
+            return paired
+        owner = a.g_owner[value_a]
+        partner = self.ma[owner] if owner >= 0 else -1
+        arguments = b.block_args[partner] if partner >= 0 else None
+        if arguments is None:
+            return -1
+        region, index = a.g_slot[value_a]
+        if region >= len(arguments):
+            return -1
+        permutation = self.permutation(owner, partner)
+        if permutation is not None and len(arguments[region]) == len(permutation):
+            index = permutation[index]
+        return arguments[region][index] if index < len(arguments[region]) else -1
+
+    # bottom-up: an unmatched op whose operands are matched, against the users of
+    # their counterparts
+    def _bottom_up(self, users_b: list[list[int]]) -> None:
+        a, b = self.a, self.b
+        for node in range(len(a.op)):
+            if self.ma[node] >= 0 or a.is_container[node] or not a.operands[node]:
+                continue
+            kind = a.kind[node]
+            scores: dict[int, float] = {}
+            for position, value in enumerate(a.operands[node]):
+                partner_value = self.counterpart_value(value)
+                if partner_value < 0:
+                    continue
+                for user in users_b[partner_value][:CANDIDATES_PER_VALUE]:
+                    if self.mb[user] >= 0 or b.kind[user] != kind:
+                        continue
+                    operands_b = b.operands[user]
+                    same_place = (
+                        position < len(operands_b) and operands_b[position] == partner_value
+                    )
+                    scores[user] = scores.get(user, 0.0) + (1.0 if same_place else 0.5)
+            if not scores:
+                continue
+            best = -1
+            best_score = 0.0
+            for user, score in scores.items():
+                score += 0.5 if b.types[user] == a.types[node] else 0.0
+                score += 0.5 if b.attrs[user] == a.attrs[node] else 0.0
+                score -= 0.25 * abs(len(b.operands[user]) - len(a.operands[node]))
+                if score > best_score or (score == best_score and 0 <= user < best):
+                    best, best_score = user, score
+            if best >= 0 and best_score >= 1.0:
+                self._map(node, best)
+                self._drain()
+
+    # an op whose kind changed: same operands, same result types, another kind
+    def _other_kinds(self, users_b: list[list[int]]) -> None:
+        a, b = self.a, self.b
+        for node in range(len(a.op)):
+            operands = a.operands[node]
+            if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node] or not operands:
+                continue
+            candidates: set[int] | None = None
+            for position, value in enumerate(operands):
+                partner_value = self.counterpart_value(value)
+                if partner_value < 0:
+                    candidates = None
+                    break
+                found = {
+                    user
+                    for user in users_b[partner_value][:CANDIDATES_PER_VALUE]
+                    if self.mb[user] < 0
+                    and len(b.operands[user]) == len(operands)
+                    and b.operands[user][position] == partner_value
+                    and b.types[user] == a.types[node]
+                    and not b.is_container[user]
+                }
+                candidates = found if candidates is None else candidates & found
+                if not candidates:
+                    break
+            if candidates and len(candidates) == 1:
+                self._map(node, candidates.pop())
+                self._drain()
+
+    # what is left: identical fingerprints within matched regions
+    def _leftovers(self) -> None:
+        a, b = self.a, self.b
+        waiting: dict[tuple[int, int], list[int]] = defaultdict(list)
+        # Unit-dimension reshapes match only through their operands (earlier passes).
+        for node in range(len(b.op) - 1, -1, -1):
+            if self.mb[node] < 0 and not b.is_container[node] and not b.unit_reshape[node]:
+                waiting[(b.local[node], b.parent[node])].append(node)
+        for node in range(len(a.op)):
+            if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node]:
+                continue
+            parent = a.parent[node]
+            parent_b = self.ma[parent] if parent >= 0 else -1
+            if parent >= 0 and parent_b < 0:
+                continue
+            bucket = waiting.get((a.local[node], parent_b))
+            while bucket and self.mb[bucket[-1]] >= 0:
+                bucket.pop()
+            if bucket:
+                self._map(node, bucket.pop())
+                self._drain()
+
+    # calls and fusions: by where most of their contents went
+    def _containers(self) -> None:
+        a, b = self.a, self.b
+        votes: dict[tuple[int, int], int] = defaultdict(int)
+        for node in range(len(a.op)):
+            outer = a.container[node]
+            partner = self.ma[node]
+            if outer < 0 or partner < 0 or a.is_container[node]:
+                continue
+            outer_b = b.container[partner]
+            if outer_b >= 0 and a.kind[outer] == b.kind[outer_b]:
+                votes[(outer, outer_b)] += 1
+        for (outer, outer_b), _count in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])):
+            if self.ma[outer] < 0 and self.mb[outer_b] < 0:
+                self._map(outer, outer_b)
+        # Containers with nothing matched inside: identical fingerprints in order.
+        waiting: dict[int, list[int]] = defaultdict(list)
+        for node in range(len(b.op) - 1, -1, -1):
+            if b.is_container[node] and self.mb[node] < 0:
+                waiting[b.local[node]].append(node)
+        for node in range(len(a.op)):
+            if a.is_container[node] and self.ma[node] < 0:
+                bucket = waiting.get(a.local[node])
+                while bucket and self.mb[bucket[-1]] >= 0:
+                    bucket.pop()
+                if bucket:
+                    self._map(node, bucket.pop())
+        self.work.clear()
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _aspect_of(key: str) -> str:
+    if key in COMPUTE_TYPE_KEYS:
+        return "compute_type"
+    if key in SHARDING_KEYS:
+        return "sharding"
+    if key in MEMORY_KEYS:
+        return "memory_kind"
+    if key in STREAM_KEYS:
+        return "stream"
+    if key == "callee":
+        return "callee"
+    if key == "fusion_kind":
+        return "fusion"
+    return "attributes"
+
+
+def _type_change(types_a: tuple[str, ...], types_b: tuple[str, ...]) -> tuple[str, str] | None:
+    """(`shape`, `dtype` or `layout`, text) when result types differ; for ops with
+    several results, only the results that differ are named."""
+    if types_a == types_b:
+        return None
+    parsed_a = [t for text in types_a for t in parse_type(text)]
+    parsed_b = [t for text in types_b for t in parse_type(text)]
+    if not parsed_a or not parsed_b:
+        return "shape", f"{', '.join(types_a) or '()'} → {', '.join(types_b) or '()'}"
+    if len(parsed_a) != len(parsed_b):
+        return "shape", (f"{', '.join(map(str, parsed_a))} → {', '.join(map(str, parsed_b))}")
+    differing = [
+        (i, x, y) for i, (x, y) in enumerate(zip(parsed_a, parsed_b, strict=True)) if x != y
+    ]
+    if not differing:
+        return "layout", f"{', '.join(types_a)} → {', '.join(types_b)}"
+    aspect = "dtype" if all(x.shape == y.shape for _, x, y in differing) else "shape"
+    if len(parsed_a) == 1:
+        return aspect, f"{parsed_a[0]} → {parsed_b[0]}"
+    return aspect, "; ".join(f"result {i}: {x} → {y}" for i, x, y in differing)
+
+
+class _Comparer:
+    def __init__(self, matcher: _Matcher) -> None:
+        self.m = matcher
+        self.a = matcher.a
+        self.b = matcher.b
+
+    def same_operand(self, value_a: int, value_b: int) -> bool:
+        """Whether B's operand is the counterpart of A's, or an identical subgraph."""
+        if self.m.counterpart_value(value_a) == value_b:
+            return True
+        return self.a.value_hash(value_a) == self.b.value_hash(value_b)
+
+    def describe_value(self, graph: _Graph, value: int, matched: list[int]) -> str:
+        producer = graph.g_node[value]
+        if producer >= 0:
+            text = graph.kind[producer].removeprefix("stablehlo.")
+            if graph.results[producer] and len(graph.results[producer]) > 1:
+                text += f"#{graph.g_index[value]}"
+            if matched[producer] < 0:
+                text += " (added)" if graph is self.b else " (removed)"
+            return text
+        if value in graph.parameters:
+            return f"parameter {graph.parameters.index(value)}"
+        return "a region argument"
+
+    def differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
+        """(aspect, text) for each way the pair differs; empty when the same."""
+        a, b = self.a, self.b
+        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
+            return []  # identical subgraphs
+        out: list[tuple[str, str]] = []
+        if a.kind[node_a] != b.kind[node_b]:
+            out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
+        types_b = b.types[node_b]
+        permutation = self.m.permutation(node_a, node_b)
+        if permutation is not None and len(types_b) == len(permutation):
+            types_b = tuple(types_b[j] for j in permutation)
+        type_change = _type_change(a.types[node_a], types_b)
+        if type_change is not None:
+            out.append(type_change)
+        if a.attrs[node_a] != b.attrs[node_b]:
+            attrs_a, attrs_b = dict(a.attrs[node_a]), dict(b.attrs[node_b])
+            raw_a = a.module.ops[a.op[node_a]].attributes
+            raw_b = b.module.ops[b.op[node_b]].attributes
+            for key in sorted(attrs_a.keys() | attrs_b.keys()):
+                value_a, value_b = attrs_a.get(key), attrs_b.get(key)
+                if value_a == value_b:
+                    continue
+                # Compared in normal form, shown as printed.
+                value_a = raw_a.get(key, value_a) if value_a is not None else None
+                value_b = raw_b.get(key, value_b) if value_b is not None else None
+                aspect = _aspect_of(key)
+                label = key.removeprefix("frontend.")
+                if aspect == "compute_type":
+                    text = f"compute type {value_a or 'device'} → {value_b or 'device'}"
+                elif aspect == "memory_kind":
+                    text = f"memory {value_a or 'device'} → {value_b or 'device'}"
+                elif value_a is None:
+                    text = f"{label} added: {_short(value_b or '')}"
+                elif value_b is None:
+                    text = f"{label} removed (was {_short(value_a)})"
+                else:
+                    text = f"{label} {_short(value_a)} → {_short(value_b)}"
+                out.append((aspect, text))
+        operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if a.is_container[node_a]:
+            # Values flow through calls and fusions: the ops inside that read them
+            # report a rewiring.
+            return out
+        if len(operands_a) != len(operands_b):
+            out.append(("operands", f"{len(operands_a)} operands → {len(operands_b)}"))
+        else:
+            for position, (operand_a, operand_b) in enumerate(self.m.operand_pairs(node_a, node_b)):
+                if not self.same_operand(operand_a, operand_b):
+                    was = self.describe_value(a, operand_a, self.m.ma)
+                    now = self.describe_value(b, operand_b, self.m.mb)
+                    out.append(("operands", f"operand {position}: {was} → {now}"))
+        return out
+
+
+# --------------------------------------------------------------------------- the diff
+
+
+def _where(graph: _Graph, node: int) -> str:
+    module = graph.module
+    op = module.ops[graph.op[node]]
+    text = graph.function[node] or "(module)"
+    if op.results:
+        text += " " + module.value_name(op.results[0])
+    source = op.location.source
+    if source:
+        text += f" ({source})"
+    return text
+
+
+def _fused_kind(graph: _Graph, node: int) -> str:
+    text = dict(graph.attrs[node]).get("fusion_kind", "")
+    match = re.search(r"\bk[A-Z]\w*", text)
+    return match.group(0) if match else text
+
+
+def _brief(kind: str) -> str:
+    return kind.removeprefix("stablehlo.")
+
+
+def diff_modules(a: Module, b: Module) -> ModuleDiff:
+    """The structural diff of `a` (before) and `b` (after)."""
+    notes: list[str] = []
+    entry_a, entry_b = a.entry, b.entry
+    parameter_pairs = pair_parameters(entry_a, entry_b)
+    tokens_a = [0] * (len(entry_a.arguments) if entry_a else 0)
+    tokens_b = [0] * (len(entry_b.arguments) if entry_b else 0)
+    for number, (i, j) in enumerate(parameter_pairs):
+        token = hash(("param", number))
+        if i is not None:
+            tokens_a[i] = token if j is not None else hash(("param-a", i))
+        if j is not None:
+            tokens_b[j] = token if i is not None else hash(("param-b", j))
+    inline = _inlined_size(a) <= INLINE_LIMIT and _inlined_size(b) <= INLINE_LIMIT
+    if not inline:
+        notes.append("calls are too many to inline; called functions were compared on their own")
+    graph_a = _Graph(a, tokens_a, inline)
+    graph_b = _Graph(b, tokens_b, inline)
+    matched_pairs = [(i, j) for i, j in parameter_pairs if i is not None and j is not None]
+    matcher = _Matcher(graph_a, graph_b, matched_pairs)
+    matcher.run(_root_pairs(graph_a, graph_b, entry_a, entry_b))
+    comparer = _Comparer(matcher)
+
+    statuses_a = [SAME] * len(graph_a.op)
+    fusion_changes = _fusion_changes(matcher)
+    fusion_details = {
+        (f.a, f.b): f.detail for f in fusion_changes if f.status == CHANGED and f.detail
+    }
+    found_by_pair: dict[int, list[tuple[str, str]]] = {}
+    duplicates_a = _duplicates(graph_a, matcher.ma)
+    duplicates_b = _duplicates(graph_b, matcher.mb)
+    for node_a, node_b in enumerate(matcher.ma):
+        if node_b < 0:
+            statuses_a[node_a] = NORMALIZED if node_a in duplicates_a else REMOVED
+            continue
+        found = comparer.differences(node_a, node_b)
+        detail_extra = fusion_details.get((node_a, node_b))
+        if detail_extra:
+            found.append(("fusion", detail_extra))
+        if found:
+            statuses_a[node_a] = CHANGED
+            found_by_pair[node_a] = found
+    statuses_b = [
+        (NORMALIZED if node in duplicates_b else ADDED) if partner < 0 else SAME
+        for node, partner in enumerate(matcher.mb)
+    ]
+
+    changes: list[Change] = []
+    counts = {ADDED: 0, REMOVED: 0, CHANGED: 0, SAME: 0, NORMALIZED: 0}
+    rows = _align(graph_a, graph_b, matcher, statuses_a, statuses_b)
+    for row in rows:
+        counted = graph_a.counted[row.a] if row.a >= 0 else graph_b.counted[row.b]
+        if not counted:
+            continue
+        counts[row.status] += 1
+        if row.status in (SAME, NORMALIZED):
+            continue
+        changes.append(_op_change(row, graph_a, graph_b, found_by_pair.get(row.a, [])))
+    # Then what is not an op: the module's attributes and symbols, parameters, results.
+    changes.extend(_module_changes(a, b))
+    parameter_report, parameter_changes = _parameter_changes(entry_a, entry_b, parameter_pairs)
+    changes.extend(parameter_changes)
+    changes.extend(_result_changes(entry_a, entry_b))
+
+    groups = _group(changes)
+    summary = Summary(
+        added=counts[ADDED],
+        removed=counts[REMOVED],
+        changed=counts[CHANGED],
+        unchanged=counts[SAME],
+        normalized=counts[NORMALIZED],
+    )
+    if a.name != b.name and a.name and b.name:
+        notes.append(f"module names differ: {a.name} → {b.name} (not a change)")
+    return ModuleDiff(
+        verdict="different" if changes else "same",
+        summary=summary,
+        groups=groups,
+        changes=tuple(changes),
+        a=_side(a, graph_a),
+        b=_side(b, graph_b),
+        rows=tuple(rows),
+        parameters=parameter_report,
+        fusions=tuple(fusion_changes),
+        functions=_function_pairs(matcher),
+        notes=tuple(notes),
+    )
+
+
+def _duplicates(graph: _Graph, matched: list[int]) -> set[int]:
+    """Unmatched nodes that are no change: unit-dimension reshapes, and copies of a
+    subexpression that is matched elsewhere on the same side (one printer merged
+    equal constants and broadcasts, the other did not)."""
+    kept = {graph.sub[node] for node, partner in enumerate(matched) if partner >= 0}
+    return {
+        node
+        for node, partner in enumerate(matched)
+        if partner < 0
+        and not graph.is_container[node]
+        and (graph.unit_reshape[node] or graph.sub[node] in kept)
+    }
+
+
+def _inlined_size(module: Module) -> int:
+    """Ops once calls are inlined, capped: a cheap count over the call graph."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str, active: frozenset[str]) -> int:
+        if name in sizes:
+            return sizes[name]
+        function = module.functions.get(name)
+        if function is None or function.is_declaration:
+            return 0
+        total = 0
+        for op in module.function_ops(function):
+            total += 1
+            if op.name == CALL_OP and "callee" in op.attributes:
+                refs = symbol_references(op.attributes["callee"])
+                if refs and refs[0] not in active:
+                    total += size(refs[0], active | {refs[0]})
+            if total > INLINE_LIMIT:
+                break
+        sizes[name] = total
+        return total
+
+    entry = module.entry
+    return size(entry.name, frozenset({entry.name})) if entry is not None else 0
+
+
+def _root_pairs(
+    graph_a: _Graph, graph_b: _Graph, entry_a: Function | None, entry_b: Function | None
+) -> list[tuple[int, int]]:
+    """Pairs of output values to start the top-down pass from: the entry functions'
+    results, then other roots paired by (normalised) name."""
+    pairs: list[tuple[int, int]] = []
+    roots_b = {normalize_function_name(name): outputs for name, outputs in graph_b.roots[1:]}
+    for index, (name, outputs_a) in enumerate(graph_a.roots):
+        if index == 0 and graph_b.roots:
+            outputs_b = graph_b.roots[0][1]
+            for i, j in _pair_results(entry_a, entry_b):
+                if i < len(outputs_a) and j < len(outputs_b):
+                    pairs.append((outputs_a[i], outputs_b[j]))
+            continue
+        found = roots_b.get(normalize_function_name(name))
+        if found is not None:
+            pairs.extend(zip(outputs_a, found, strict=False))
+    return pairs
+
+
+def _op_change(row: Row, graph_a: _Graph, graph_b: _Graph, found: list[tuple[str, str]]) -> Change:
+    if row.status == CHANGED:
+        aspects = tuple(dict.fromkeys(aspect for aspect, _ in found))
+        name_a, name_b = graph_a.kind[row.a], graph_b.kind[row.b]
+        op_a = graph_a.module.ops[graph_a.op[row.a]].name
+        return Change(
+            kind=CHANGED,
+            function=_function_label(graph_a.function[row.a], graph_b.function[row.b]),
+            op=op_a
+            if name_a == name_b
+            else f"{op_a} → {graph_b.module.ops[graph_b.op[row.b]].name}",
+            detail="; ".join(text for _, text in found),
+            aspects=aspects,
+            a=row.a,
+            b=row.b,
+            a_where=_where(graph_a, row.a),
+            b_where=_where(graph_b, row.b),
+        )
+    graph, node = (graph_b, row.b) if row.status == ADDED else (graph_a, row.a)
+    return Change(
+        kind=row.status,
+        function=graph.function[node],
+        op=graph.module.ops[graph.op[node]].name,
+        detail=_node_summary(graph, node),
+        aspects=(),
+        a=row.a if row.a >= 0 else None,
+        b=row.b if row.b >= 0 else None,
+        a_where=_where(graph_a, row.a) if row.a >= 0 else None,
+        b_where=_where(graph_b, row.b) if row.b >= 0 else None,
+    )
+
+
+def _function_label(name_a: str, name_b: str) -> str:
+    if name_a == name_b or normalize_function_name(name_a) == normalize_function_name(name_b):
+        return name_a
+    return f"{name_a} → {name_b}"
+
+
+def _node_summary(graph: _Graph, node: int) -> str:
+    """An added or removed op in a few words: its result type and what matters."""
+    parts = []
+    types = [str(t) for text in graph.types[node] for t in parse_type(text)]
+    if types:
+        parts.append(", ".join(types))
+    attrs = dict(graph.attrs[node])
+    if "callee" in attrs:
+        parts.append(f"calls {attrs['callee']}")
+    if graph.kind[node] == FUSION_KIND:
+        fused = sorted(
+            {
+                _brief(graph.kind[n])
+                for n in range(len(graph.op))
+                if graph.container[n] == node and graph.counted[n]
+            }
+        )
+        parts.append(f"{_fused_kind(graph, node)} fusion of {', '.join(fused)}")
+    if "call_target_name" in attrs:
+        parts.append(string_attribute(attrs["call_target_name"]))
+    if "frontend._xla_compute_type" in attrs:
+        parts.append(f"compute type {attrs['frontend._xla_compute_type']}")
+    for key in SHARDING_KEYS:
+        if key in attrs:
+            parts.append(f"sharding {_short(attrs[key])}")
+    return "; ".join(parts)
+
+
+def _group(changes: list[Change]) -> tuple[ChangeGroup, ...]:
+    grouped: dict[tuple[str, str, str, str], list[Change]] = {}
+    for change in changes:
+        key = (change.kind, normalize_function_name(change.function), change.op, change.detail)
+        grouped.setdefault(key, []).append(change)
+    return tuple(
+        ChangeGroup(
+            kind=members[0].kind,
+            function=members[0].function,
+            op=members[0].op,
+            detail=members[0].detail,
+            aspects=members[0].aspects,
+            count=len(members),
+            changes=tuple(members),
+        )
+        for members in grouped.values()
+    )
+
+
+def _align(
+    graph_a: _Graph,
+    graph_b: _Graph,
+    matcher: _Matcher,
+    statuses_a: list[str],
+    statuses_b: list[str],
+) -> list[Row]:
+    """A's nodes in order; B's unmatched nodes go before the first matched node that
+    follows them in B."""
+    rows: list[Row] = []
+    next_b = 0
+    mb = matcher.mb
+    count_b = len(graph_b.op)
+    for node_a, node_b in enumerate(matcher.ma):
+        if node_b < 0:
+            rows.append(Row(node_a, -1, statuses_a[node_a]))
+            continue
+        while next_b < node_b:
+            if mb[next_b] < 0:
+                rows.append(Row(-1, next_b, statuses_b[next_b]))
+            next_b += 1
+        if next_b == node_b:
+            next_b += 1
+        rows.append(Row(node_a, node_b, statuses_a[node_a]))
+    while next_b < count_b:
+        if mb[next_b] < 0:
+            rows.append(Row(-1, next_b, statuses_b[next_b]))
+        next_b += 1
+    return rows
+
+
+def _fusion_changes(matcher: _Matcher) -> list[FusionChange]:
+    a, b = matcher.a, matcher.b
+    members_a: dict[int, list[int]] = defaultdict(list)
+    members_b: dict[int, list[int]] = defaultdict(list)
+    for graph, members in ((a, members_a), (b, members_b)):
+        for node in range(len(graph.op)):
+            outer = graph.container[node]
+            if outer >= 0 and graph.kind[outer] == FUSION_KIND and graph.counted[node]:
+                members[outer].append(node)
+    out: list[FusionChange] = []
+    for node in range(len(a.op)):
+        if a.kind[node] != FUSION_KIND:
+            continue
+        partner = matcher.ma[node]
+        ops_a = tuple(_brief(a.kind[n]) for n in members_a[node])
+        if partner < 0:
+            out.append(
+                FusionChange(REMOVED, node, None, _fused_kind(a, node), None, ops_a, (), (), (), "")
+            )
+            continue
+        ops_b = tuple(_brief(b.kind[n]) for n in members_b[partner])
+        moved_out = tuple(
+            _brief(a.kind[n])
+            for n in members_a[node]
+            if matcher.ma[n] >= 0 and b.container[matcher.ma[n]] != partner
+        )
+        moved_in = tuple(
+            _brief(b.kind[n])
+            for n in members_b[partner]
+            if matcher.mb[n] >= 0 and a.container[matcher.mb[n]] != node
+        )
+        kind_a, kind_b = _fused_kind(a, node), _fused_kind(b, partner)
+        if not moved_in and not moved_out and sorted(ops_a) == sorted(ops_b) and kind_a == kind_b:
+            continue
+        parts = []
+        if moved_in:
+            parts.append("fused in: " + ", ".join(moved_in))
+        if moved_out:
+            parts.append("moved out: " + ", ".join(moved_out))
+        only_a = [k for k, n in zip(ops_a, members_a[node], strict=True) if matcher.ma[n] < 0]
+        only_b = [k for k, n in zip(ops_b, members_b[partner], strict=True) if matcher.mb[n] < 0]
+        if only_a:
+            parts.append("removed ops: " + ", ".join(only_a))
+        if only_b:
+            parts.append("added ops: " + ", ".join(only_b))
+        out.append(
+            FusionChange(
+                CHANGED,
+                node,
+                partner,
+                kind_a,
+                kind_b,
+                ops_a,
+                ops_b,
+                moved_in,
+                moved_out,
+                "; ".join(parts),
+            )
+        )
+    for node in range(len(b.op)):
+        if b.kind[node] == FUSION_KIND and matcher.mb[node] < 0:
+            ops_b = tuple(_brief(b.kind[n]) for n in members_b[node])
+            out.append(
+                FusionChange(ADDED, None, node, None, _fused_kind(b, node), (), ops_b, (), (), "")
+            )
+    return out
+
+
+_PARAMETER_KEYS = {
+    "mhlo.sharding": "sharding",
+    "sdy.sharding": "sharding",
+    "mhlo.memory_kind": "memory_kind",
+    "jax.buffer_donor": "donation",
+    "tf.aliasing_output": "donation",
+    "mhlo.layout_mode": "layout",
+}
+
+
+def _argument_differences(
+    attrs_a: Mapping[str, str], attrs_b: Mapping[str, str], type_a: str, type_b: str
+) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    change = _type_change((type_a,), (type_b,))
+    if change is not None:
+        out.append(change)
+    for key in sorted(attrs_a.keys() | attrs_b.keys()):
+        if key in ("jax.result_info",):
+            continue
+        value_a, value_b = attrs_a.get(key), attrs_b.get(key)
+        if value_a == value_b:
+            continue
+        aspect = _PARAMETER_KEYS.get(key, "attributes")
+        label = key
+        if key == "mhlo.frontend_attributes":
+            entries_a, entries_b = (
+                parse_dict_attribute(value_a or "{}"),
+                parse_dict_attribute(value_b or "{}"),
+            )
+            for entry in sorted(entries_a.keys() | entries_b.keys()):
+                if entries_a.get(entry) != entries_b.get(entry):
+                    out.append(
+                        (
+                            _aspect_of("frontend." + entry),
+                            f"{entry} {entries_a.get(entry, '-')} → {entries_b.get(entry, '-')}",
+                        )
+                    )
+            continue
+        out.append((aspect, f"{label} {_short(value_a or '-')} → {_short(value_b or '-')}"))
+    return out
+
+
+def _parameter_changes(
+    entry_a: Function | None,
+    entry_b: Function | None,
+    pairs: list[tuple[int | None, int | None]],
+) -> tuple[tuple[ParameterPair, ...], list[Change]]:
+    """The entry parameters' pairs and their changes. Details leave the index out (it
+    is in `a_where`/`b_where`), so equal changes to several parameters group."""
+    report: list[ParameterPair] = []
+    changes: list[Change] = []
+    function = entry_a.name if entry_a is not None else (entry_b.name if entry_b else "")
+    for i, j in pairs:
+        name_a = _argument_name(entry_a, i) if entry_a is not None and i is not None else None
+        name_b = _argument_name(entry_b, j) if entry_b is not None and j is not None else None
+        where_a = _argument_where(entry_a, i)
+        where_b = _argument_where(entry_b, j)
+        if i is not None and j is not None and entry_a is not None and entry_b is not None:
+            arg_a, arg_b = entry_a.arguments[i], entry_b.arguments[j]
+            found = _argument_differences(
+                arg_a.attributes, arg_b.attributes, arg_a.type, arg_b.type
+            )
+            detail = "; ".join(text for _, text in found)
+            report.append(ParameterPair(i, j, name_a, name_b, CHANGED if found else SAME, detail))
+            if found:
+                aspects = ("parameter", *dict.fromkeys(aspect for aspect, _ in found))
+                changes.append(
+                    Change(
+                        CHANGED,
+                        function,
+                        "parameter",
+                        detail,
+                        aspects,
+                        None,
+                        None,
+                        where_a,
+                        where_b,
+                    )
+                )
+        elif i is not None and entry_a is not None:
+            detail = entry_a.arguments[i].shape
+            report.append(ParameterPair(i, None, name_a, None, REMOVED, detail))
+            changes.append(
+                Change(
+                    REMOVED,
+                    function,
+                    "parameter",
+                    detail,
+                    ("parameter",),
+                    None,
+                    None,
+                    where_a,
+                    None,
+                )
+            )
+        elif j is not None and entry_b is not None:
+            detail = entry_b.arguments[j].shape
+            report.append(ParameterPair(None, j, None, name_b, ADDED, detail))
+            changes.append(
+                Change(
+                    ADDED,
+                    entry_b.name,
+                    "parameter",
+                    detail,
+                    ("parameter",),
+                    None,
+                    None,
+                    None,
+                    where_b,
+                )
+            )
+    return tuple(report), changes
+
+
+def _argument_where(function: Function | None, index: int | None) -> str | None:
+    if function is None or index is None:
+        return None
+    name = _argument_name(function, index)
+    return f"{function.name} %arg{index}" + (f" ({name})" if name else "")
+
+
+def _result_changes(entry_a: Function | None, entry_b: Function | None) -> list[Change]:
+    if entry_a is None or entry_b is None:
+        return []
+    changes = []
+    pairs = _pair_results(entry_a, entry_b)
+    for i, j in pairs:
+        result_a, result_b = entry_a.results[i], entry_b.results[j]
+        found = _argument_differences(
+            result_a.attributes, result_b.attributes, result_a.type, result_b.type
+        )
+        if found:
+            changes.append(
+                Change(
+                    CHANGED,
+                    entry_a.name,
+                    "result",
+                    "; ".join(text for _, text in found),
+                    ("result", *dict.fromkeys(aspect for aspect, _ in found)),
+                    None,
+                    None,
+                    f"{entry_a.name} result {i}",
+                    f"{entry_b.name} result {j}",
+                )
+            )
+    paired_a = {i for i, _ in pairs}
+    paired_b = {j for _, j in pairs}
+    for i, result in enumerate(entry_a.results):
+        if i not in paired_a:
+            changes.append(
+                Change(
+                    REMOVED,
+                    entry_a.name,
+                    "result",
+                    result.shape,
+                    ("result",),
+                    None,
+                    None,
+                    f"{entry_a.name} result {i}",
+                    None,
+                )
+            )
+    for j, result in enumerate(entry_b.results):
+        if j not in paired_b:
+            changes.append(
+                Change(
+                    ADDED,
+                    entry_b.name,
+                    "result",
+                    result.shape,
+                    ("result",),
+                    None,
+                    None,
+                    None,
+                    f"{entry_b.name} result {j}",
+                )
+            )
+    return changes
+
+
+_MODULE_KEYS = ("mhlo.num_partitions", "mhlo.num_replicas")
+
+
+def _module_changes(a: Module, b: Module) -> list[Change]:
+    changes = []
+    for key in _MODULE_KEYS:
+        value_a, value_b = a.attributes.get(key), b.attributes.get(key)
+        if value_a is not None and value_b is not None and value_a != value_b:
+            changes.append(
+                Change(
+                    CHANGED,
+                    "",
+                    "module",
+                    f"{key} {value_a} → {value_b}",
+                    ("module",),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+            )
+    # Meshes and other symbols at the top level, by name.
+    symbols_a = {_symbol(op): op for op in a.body if op.name != "func.func"}
+    symbols_b = {_symbol(op): op for op in b.body if op.name != "func.func"}
+    for key in sorted(symbols_a.keys() | symbols_b.keys()):
+        op_a, op_b = symbols_a.get(key), symbols_b.get(key)
+        if op_a is not None and op_b is not None:
+            attrs_a = {k: v for k, v in op_a.attributes.items() if k != "sym_name"}
+            attrs_b = {k: v for k, v in op_b.attributes.items() if k != "sym_name"}
+            if attrs_a != attrs_b:
+                changes.append(
+                    Change(
+                        CHANGED,
+                        "",
+                        op_a.name,
+                        f"{key}: " + _short(str(attrs_a)) + " → " + _short(str(attrs_b)),
+                        ("module",),
+                        None,
+                        None,
+                        None,
+                        None,
+                    )
+                )
+        elif op_a is not None:
+            changes.append(Change(REMOVED, "", op_a.name, key, ("module",), None, None, None, None))
+        elif op_b is not None:
+            changes.append(Change(ADDED, "", op_b.name, key, ("module",), None, None, None, None))
+    return changes
+
+
+def _symbol(op: Op) -> str:
+    return f"{op.name} {string_attribute(op.attributes.get('sym_name', ''))}".strip()
+
+
+def _side(module: Module, graph: _Graph) -> Side:
+    return Side(
+        module=module.name,
+        entry=module.entry.name if module.entry is not None else None,
+        ops=tuple(graph.op),
+        calls=tuple(graph.contexts[c] for c in graph.ctx),
+        counted=tuple(graph.counted),
+        fusions=sum(1 for kind in graph.kind if kind == FUSION_KIND),
+    )
+
+
+def _function_pairs(matcher: _Matcher) -> tuple[FunctionPair, ...]:
+    """Each function of A with the function of B most of its ops matched into, and B's
+    functions that nothing matched."""
+    a, b = matcher.a, matcher.b
+    sizes_a: dict[str, int] = defaultdict(int)
+    sizes_b: dict[str, int] = defaultdict(int)
+    votes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for node in range(len(a.op)):
+        if not a.counted[node]:
+            continue
+        sizes_a[a.function[node]] += 1
+        partner = matcher.ma[node]
+        if partner >= 0:
+            votes[a.function[node]][b.function[partner]] += 1
+    for node in range(len(b.op)):
+        if b.counted[node]:
+            sizes_b[b.function[node]] += 1
+    pairs = []
+    seen_b: set[str] = set()
+    for name, size in sizes_a.items():
+        counted = votes.get(name)
+        if counted:
+            best = max(counted.items(), key=lambda kv: kv[1])
+            pairs.append(FunctionPair(name, best[0], size, sizes_b.get(best[0], 0), best[1]))
+            seen_b.add(best[0])
+        else:
+            pairs.append(FunctionPair(name, None, size, 0, 0))
+    for name, size in sizes_b.items():
+        if name not in seen_b:
+            pairs.append(FunctionPair(None, name, 0, size, 0))
+    return tuple(pairs)
