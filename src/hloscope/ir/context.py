@@ -20,7 +20,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import MappingProxyType
 from typing import Any
 
@@ -145,12 +145,22 @@ def _mlir_error(exc: Exception, source_name: str, what: str) -> HloscopeError:
     return HloscopeError(f"{what}: {one_line(str(exc), 300)}", where=source_name)
 
 
-def parse_mlir(data: str | bytes, source_name: str) -> ParsedModule:
+def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) -> ParsedModule:
     """Parse MLIR text or bytecode (a portable VHLO artifact is deserialized to
-    StableHLO first)."""
+    StableHLO first).
+
+    Untrusted bytecode (a dump) is read first by the child process: MLIR's bytecode
+    reader and StableHLO's deserializer can crash, abort or hang on malformed bytes,
+    and they are deterministic, so what the child read safely is safe to read here.
+    `trusted` bytecode (what JAX produced in this process) skips that. Text is
+    parsed here only: MLIR's text parser reports bad input as diagnostics.
+    """
     from jaxlib.mlir import ir
 
     is_bytecode = isinstance(data, bytes) and data.startswith(BYTECODE_MAGIC)
+    fmt = "mlir"
+    if is_bytecode and not trusted:
+        _probe_bytecode(data, source_name, _is_portable_artifact(data))  # type: ignore[arg-type]
     with native() as logged:
         context = mlir_context()
         if is_bytecode and _is_portable_artifact(data):  # type: ignore[arg-type]
@@ -160,11 +170,7 @@ def parse_mlir(data: str | bytes, source_name: str) -> ParsedModule:
                 module = stablehlo.deserialize_portable_artifact(_portable_context(), data)
                 fmt = "vhlo"
             except Exception as exc:
-                raise HloscopeError(
-                    "cannot read this portable StableHLO artifact: "
-                    + one_line(str(exc).replace("failed to deserialize module", ""), 300),
-                    where=source_name,
-                ) from exc
+                raise _portable_error(str(exc), source_name) from exc
         else:
             try:
                 with context:
@@ -172,13 +178,36 @@ def parse_mlir(data: str | bytes, source_name: str) -> ParsedModule:
             except Exception as exc:
                 what = "malformed MLIR bytecode" if is_bytecode else "malformed MLIR"
                 raise _mlir_error(exc, source_name, what) from exc
-            fmt = "mlir"
         built = build_model(module)
     if fmt == "mlir" and any(op.dialect == "stablehlo" for op in built.ops):
         fmt = "stablehlo"
     return ParsedModule(
         built, fmt, _notes_from_log(logged), _mlir_printer(module), _mlir_writer(module)
     )
+
+
+def _portable_error(message: str, source_name: str) -> HloscopeError:
+    reason = one_line(message.replace("failed to deserialize module", ""), 300).strip(" :")
+    return HloscopeError(
+        f"cannot read this portable StableHLO artifact: {reason or 'it is malformed'}",
+        where=source_name,
+    )
+
+
+def _probe_bytecode(data: bytes, source_name: str, portable: bool) -> None:
+    """Have the child process read untrusted bytecode first; raise what it found."""
+    reply = _reader.request("portable" if portable else "mlir", data, read_timeout(len(data)))
+    stages = reply.stages
+    if "error" in stages:
+        header = stages["error"][0]
+        message = str(header.get("message", ""))
+        if portable:
+            raise _portable_error(message, source_name)
+        where = _diagnostic_where(str(header.get("location", "")), source_name)
+        raise HloscopeError(f"malformed MLIR bytecode: {one_line(message, 300)}", where=where)
+    if "parsed" not in stages:
+        reader = "StableHLO's deserializer" if portable else "MLIR's bytecode reader"
+        raise HloscopeError(f"{reader} {reply.failure()}; the file is malformed", where=source_name)
 
 
 def _is_portable_artifact(data: bytes) -> bool:
@@ -246,15 +275,68 @@ def parse_hlo_proto(data: bytes, source_name: str, *, trusted: bool = False) -> 
     return _from_hlo_module(module, source_name, [])
 
 
-class _HloReader:
-    """A child process that parses HLO and converts it to MLIR, kept for reuse.
+# Untrusted input gets this long per megabyte (and at least READ_TIMEOUT_SECONDS)
+# in the child process before it is declared hung.
+READ_TIMEOUT_SECONDS = 60.0
+READ_SECONDS_PER_MB = 2.0
+
+
+def read_timeout(size: int) -> float:
+    """How long the child may take over `size` bytes of input (`HLOSCOPE_READ_TIMEOUT`
+    overrides it, in seconds)."""
+    import os
+
+    override = os.environ.get("HLOSCOPE_READ_TIMEOUT")
+    if override:
+        try:
+            return max(0.1, float(override))
+        except ValueError:
+            pass
+    return READ_TIMEOUT_SECONDS + READ_SECONDS_PER_MB * size / 1e6
+
+
+Frame = tuple[dict[str, Any], bytes]
+
+
+@dataclasses.dataclass
+class Reply:
+    """What the child process answered to one request."""
+
+    frames: list[Frame]
+    died: int | None
+    """The child's exit code when it died before finishing (negative: a signal)."""
+    timed_out: float | None
+    """The time limit it exceeded, when it hung."""
+
+    @property
+    def stages(self) -> dict[str, Frame]:
+        return {str(header.get("stage")): (header, body) for header, body in self.frames}
+
+    def failure(self) -> str:
+        """`crashed (SIGSEGV)`, `did not finish within 60 s`, ... for a message."""
+        import signal
+
+        if self.timed_out is not None:
+            return f"did not finish within {self.timed_out:.0f} s"
+        if self.died is not None and self.died < 0:
+            try:
+                return f"crashed ({signal.Signals(-self.died).name})"
+            except ValueError:
+                return f"crashed (signal {-self.died})"
+        return f"failed (exit {self.died})"
+
+
+class _NativeReader:
+    """A child process that reads untrusted IR with jaxlib's native readers, kept for
+    reuse.
 
     XLA's HLO-to-MLIR converter segfaults on some modules its parser accepts (a
-    typed-FFI custom call with a non-dictionary backend_config, in the corpus), so
-    untrusted HLO never reaches it in this process. When the child dies, the request
-    is answered from what it sent before dying, and the next request starts a new
-    child. Requests and replies are frames: a JSON header line with a `size`, then
-    that many bytes.
+    typed-FFI custom call with a non-dictionary backend_config, in the corpus); MLIR's
+    bytecode reader and StableHLO's deserializer segfault, abort (invalid UTF-8 in a
+    diagnostic) or hang on malformed bytes. So untrusted HLO and bytecode are read
+    here first. When the child dies or hangs, the request is answered from what it
+    sent before, and the next request starts a new child. Requests and replies are
+    frames: a JSON header line with a `size`, then that many bytes.
     """
 
     def __init__(self) -> None:
@@ -278,32 +360,50 @@ class _HloReader:
                 env=env,
             )
         except OSError as exc:
-            raise HloscopeError(f"cannot start the HLO reader process: {exc}") from exc
+            raise HloscopeError(f"cannot start the IR reader process: {exc}") from exc
 
-    def request(self, kind: str, payload: bytes) -> tuple[list[Frame], int | None]:
-        """Send one request; the reply frames, and the child's exit code if it died."""
+    def request(self, kind: str, payload: bytes, timeout: float | None = None) -> Reply:
+        """Send one request and collect the reply frames until `done`, the child's death,
+        or `timeout` seconds."""
+        import queue
+        import threading
+
         with _lock:
             if self._process is None or self._process.poll() is not None:
                 self._process = self._start()
             process = self._process
             frames: list[Frame] = []
-            try:
+            incoming: queue.Queue[Frame | None] = queue.Queue()
+
+            def receive() -> None:
+                try:
+                    while True:
+                        frame = _read_frame(process.stdout)
+                        incoming.put(frame)
+                        if frame is None or frame[0].get("stage") == "done":
+                            return
+                except (OSError, ValueError):
+                    incoming.put(None)
+
+            with suppress(OSError):  # a child that died reading it answers with EOF
                 _write_frame(process.stdin, {"kind": kind}, payload)
-                while True:
-                    frame = _read_frame(process.stdout)
-                    if frame is None:
-                        break
-                    frames.append(frame)
-                    if frame[0].get("stage") == "done":
-                        return frames, None
-            except OSError:
-                pass
+            threading.Thread(target=receive, daemon=True).start()
+            timed_out: float | None = None
+            while True:
+                try:
+                    frame = incoming.get(timeout=timeout)
+                except queue.Empty:
+                    timed_out = timeout
+                    process.kill()
+                    break
+                if frame is None:
+                    break
+                frames.append(frame)
+                if frame[0].get("stage") == "done":
+                    return Reply(frames, None, None)
             code: int = process.wait()
             self._process = None
-            return frames, code
-
-
-Frame = tuple[dict[str, Any], bytes]
+            return Reply(frames, None if timed_out is not None else code, timed_out)
 
 
 def _write_frame(stream: Any, header: dict[str, Any], body: bytes = b"") -> None:
@@ -327,21 +427,18 @@ def _read_frame(stream: Any) -> Frame | None:
     return header, body
 
 
-_reader = _HloReader()
+_reader = _NativeReader()
 
 
 def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedModule:
-    import signal
-
-    frames, died = _reader.request(kind, payload)
-    stages = {header.get("stage"): (header, body) for header, body in frames}
+    reply = _reader.request(kind, payload, read_timeout(len(payload)))
+    stages = reply.stages
     if "error" in stages:
         raise _hlo_error(str(stages["error"][0].get("message", "")), source_name)
     logged = list(stages["done"][0].get("log", [])) if "done" in stages else []
-    crash = signal.Signals(-died).name if died is not None and died < 0 else f"exit {died}"
     if "parsed" not in stages:
         raise HloscopeError(
-            f"XLA's HLO parser crashed ({crash}) reading this file", where=source_name
+            f"XLA's HLO parser {reply.failure()} reading this file", where=source_name
         )
 
     def xla_module() -> Any:
@@ -359,7 +456,9 @@ def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedMo
     entry_layout = stages["parsed"][0].get("entry_layout")
     if "converted" not in stages:
         reason = (
-            f"XLA's converter crashed ({crash})" if died is not None else "XLA's converter failed"
+            f"XLA's converter {reply.failure()}"
+            if "done" not in stages
+            else "XLA's converter failed"
         )
         module = xla_module()
         notes = (
@@ -376,22 +475,32 @@ def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedMo
     if "names" in stages:
         import json
 
-        reply = json.loads(stages["names"][1])
-        names = HloNames([(op, name) for op, name in reply["ops"]], reply["fusion_backend_configs"])
+        answer = json.loads(stages["names"][1])
+        names = HloNames(
+            [(op, name) for op, name in answer["ops"]], answer["fusion_backend_configs"]
+        )
     return _from_converted(
         xla_module, stages["converted"][1], source_name, logged, names, entry_layout
     )
 
 
-def _hlo_worker() -> int:
-    """The child process of `_HloReader`: for each request, parse the HLO, send its
-    module proto, then its MLIR conversion, then the HLO names of the converted ops
-    (`hlo_instruction_names`), then `done` with what XLA logged."""
+def _reader_worker() -> int:
+    """The child process of `_NativeReader`. For each request:
+
+    - HLO (`text`, `proto`): parse it, send its module proto, then its MLIR
+      conversion, then the HLO names of the converted ops (`hlo_instruction_names`);
+    - MLIR bytecode (`mlir`), portable artifacts (`portable`): read it in a fresh
+      context and say whether it parsed (or send the first diagnostic);
+
+    then `done` with what the native code logged.
+    """
     import json
     import sys
 
     import jaxlib._hlo as hlo
     import jaxlib._jax as jax_ext
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
 
     requests = sys.stdin.buffer
     replies = sys.stdout.buffer
@@ -400,35 +509,58 @@ def _hlo_worker() -> int:
         if request is None:
             return 0
         header, payload = request
+        kind = header.get("kind")
         with native_stderr_captured() as logged:
-            module: Any = None
-            try:
-                if header.get("kind") == "text":
-                    module = hlo.hlo_module_from_text(payload.decode("utf-8"))
-                else:
-                    module = hlo_module_from_proto(payload)
-                    if module is None:
-                        raise ValueError("not a valid HLO module proto")
-            except Exception as exc:
-                _write_frame(replies, {"stage": "error", "message": str(exc)})
-            if module is not None:
-                proto = module.as_serialized_hlo_module_proto()
-                layout = entry_computation_layout(str(module.to_string()))
-                _write_frame(replies, {"stage": "parsed", "entry_layout": layout}, proto)
+            if kind in ("mlir", "portable"):
+                # A fresh context each time: what parses must not depend on dialects an
+                # earlier request loaded (StableHLO's deserializer loads `quant`).
+                context = _make_context()
                 try:
-                    converted = jax_ext.mlir.hlo_to_stablehlo(proto)
-                    _write_frame(replies, {"stage": "converted"}, converted)
+                    if kind == "portable":
+                        module = stablehlo.deserialize_portable_artifact(context, payload)
+                    else:
+                        with context:
+                            module = ir.Module.parse(payload)
                 except Exception as exc:
-                    _write_frame(replies, {"stage": "convert-error", "message": str(exc)})
+                    error: dict[str, Any] = {"stage": "error", "message": str(exc)}
+                    if isinstance(exc, ir.MLIRError) and exc.error_diagnostics:
+                        first = exc.error_diagnostics[0]
+                        error["message"] = first.message
+                        error["location"] = str(first.location)
+                    _write_frame(replies, error)
                 else:
-                    names = hlo_instruction_names(proto)
-                    if names is not None:
-                        reply = {
-                            "ops": names.ops,
-                            "fusion_backend_configs": names.fusion_backend_configs,
-                        }
-                        _write_frame(replies, {"stage": "names"}, json.dumps(reply).encode())
+                    _write_frame(replies, {"stage": "parsed"})
+                    del module
+            else:
+                _read_hlo(kind, payload, replies, hlo, jax_ext, json)
         _write_frame(replies, {"stage": "done", "log": logged[:50]})
+
+
+def _read_hlo(kind: Any, payload: bytes, replies: Any, hlo: Any, jax_ext: Any, json: Any) -> None:
+    module: Any = None
+    try:
+        if kind == "text":
+            module = hlo.hlo_module_from_text(payload.decode("utf-8"))
+        else:
+            module = hlo_module_from_proto(payload)
+            if module is None:
+                raise ValueError("not a valid HLO module proto")
+    except Exception as exc:
+        _write_frame(replies, {"stage": "error", "message": str(exc)})
+        return
+    proto = module.as_serialized_hlo_module_proto()
+    layout = entry_computation_layout(str(module.to_string()))
+    _write_frame(replies, {"stage": "parsed", "entry_layout": layout}, proto)
+    try:
+        converted = jax_ext.mlir.hlo_to_stablehlo(proto)
+    except Exception as exc:
+        _write_frame(replies, {"stage": "convert-error", "message": str(exc)})
+        return
+    _write_frame(replies, {"stage": "converted"}, converted)
+    names = hlo_instruction_names(proto)
+    if names is not None:
+        answer = {"ops": names.ops, "fusion_backend_configs": names.fusion_backend_configs}
+        _write_frame(replies, {"stage": "names"}, json.dumps(answer).encode())
 
 
 def hlo_module_from_proto(data: bytes) -> Any | None:
@@ -1369,4 +1501,4 @@ def _hlo_attributes(text: str) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_hlo_worker())
+    raise SystemExit(_reader_worker())

@@ -1,0 +1,62 @@
+"""Malformed bytecode that makes jaxlib's native readers crash or hang.
+
+Each file is a mutation of a sample dump found by fuzzing. Read in this process,
+each would kill it (a segfault, an abort from invalid UTF-8 in a diagnostic, a
+double free) or hang it; hloscope reads untrusted bytecode in a child process and
+reports one line instead.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+MALFORMED = FIXTURES / "malformed"
+
+
+def hloscope(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hloscope", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("bytecode_abort.mlirbc", "MLIR's bytecode reader crashed (SIGABRT)"),
+        ("bytecode_segfault.mlirbc", "MLIR's bytecode reader crashed (SIGSEGV)"),
+        ("vhlo_segfault.mlirbc", "StableHLO's deserializer crashed (SIGSEGV)"),
+        ("vhlo_double_free.mlirbc", "StableHLO's deserializer crashed (SIGABRT)"),
+    ],
+)
+def test_a_crashing_reader_is_one_line(name, reason):
+    run = hloscope("inspect", str(MALFORMED / name), "--json")
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert run.stderr.count("\n") == 1
+    assert reason in run.stderr and "the file is malformed" in run.stderr
+
+
+def test_a_hanging_reader_is_stopped():
+    run = hloscope(
+        "inspect", str(MALFORMED / "bytecode_hang.mlirbc"), env={"HLOSCOPE_READ_TIMEOUT": "3"}
+    )
+    assert run.returncode == 2
+    assert "MLIR's bytecode reader did not finish within 3 s" in run.stderr
+
+
+def test_the_reader_recovers_after_a_crash(cli):
+    # In process: the child dies, the next request gets a new one.
+    crashed = cli("inspect", str(MALFORMED / "bytecode_segfault.mlirbc"))
+    assert crashed.code == 2 and "crashed" in crashed.stderr
+    fine = cli("inspect", "samples/dumps/mlp.mlirbc", "--json")
+    assert fine.code == 0, fine.stderr
