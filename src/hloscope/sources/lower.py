@@ -290,7 +290,9 @@ def compile_module(
     mlir: bytes | str, label: str, partitions: int = 1, replicas: int = 1
 ) -> Compilation:
     """Compile a StableHLO module (text or bytecode) for the local backend."""
-    backend = jax.extend.backend.get_backend()
+    with native_stderr_captured():
+        # The first call starts the backend, and XLA logs that on stderr.
+        backend = jax.extend.backend.get_backend()
     needed = partitions * replicas
     devices = backend.local_devices()
     if needed > len(devices):

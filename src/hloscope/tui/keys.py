@@ -1,0 +1,42 @@
+"""The key reference, read from the widgets' `BINDINGS` so that it cannot drift:
+the help screen and the README's key table both come from here."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from textual.binding import Binding
+from textual.dom import DOMNode
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyRow:
+    keys: tuple[str, ...]
+    """Every key doing it: `down`, `j`."""
+    description: str
+
+
+def bindings_of(cls: type[DOMNode]) -> list[Binding]:
+    """The bindings in force on `cls`: its own and those it inherits, a subclass's
+    binding replacing an inherited one for the same key (as textual merges them)."""
+    by_key: dict[str, Binding] = {}
+    for base in reversed(cls.__mro__):
+        if not (isinstance(base, type) and issubclass(base, DOMNode)):
+            continue
+        if not base.__dict__.get("_inherit_bindings", True):
+            by_key.clear()
+        for binding in Binding.make_bindings(base.__dict__.get("BINDINGS", [])):
+            by_key[binding.key] = binding
+    return list(by_key.values())
+
+
+def key_rows(cls: type[DOMNode]) -> list[KeyRow]:
+    """`cls`'s keys with descriptions, keys doing the same thing together, in the
+    order they are declared."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for binding in bindings_of(cls):
+        if binding.system or not binding.description:
+            continue
+        description = binding.tooltip or binding.description
+        rows.setdefault((binding.action, description), []).append(binding.key)
+    return [KeyRow(tuple(keys), description) for (_action, description), keys in rows.items()]
