@@ -642,3 +642,22 @@ async def test_a_compile_failure_is_shown_and_the_module_stays(corpus):
         assert "cannot compile this module" in app.screen.message
         await press(pilot, "enter")
         assert app.session is before and app.failure is None
+
+
+@sync
+async def test_a_computation_xla_does_not_print_is_still_browsable(corpus):
+    # XLA's HLO text prints an async op's wrapped computation inside its caller.
+    path = corpus / "xla-cc-embedded-hlo/xla/hlo/transforms/host_offloader_test.051.hlo"
+    app = HloscopeApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        tree = app.query_one(ModuleTree)
+        hidden = tree.root.children[0]
+        assert plain(hidden.label).startswith("async_computation")
+        line = cursor_text(app)
+        tree.focus()
+        tree.move_cursor(hidden)
+        await pilot.pause()
+        assert details(app)[0] == "func.func @async_computation"
+        assert "not in the printed text" in details(app)[1]
+        assert cursor_text(app) == line  # the IR stays where it was

@@ -66,3 +66,21 @@ def test_compiling_a_dump_keeps_xla_logs_off_stderr():
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["source"]["stage"] == "optimized"
     assert run.stderr == ""
+
+
+def test_a_command_exit_code_survives_the_console_script():
+    # `hloscope tui` exits 2 when the target does not load; typer hands main() a
+    # command's exit code as a return value (not an exception) in this mode.
+    code = (
+        "import sys\n"
+        "import typer\n"
+        "from hloscope import cli\n"
+        "@cli.app.command('exit-three')\n"
+        "def exit_three() -> None:\n"
+        "    raise typer.Exit(3)\n"
+        "cli.main(['exit-three'])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert run.returncode == 3, run.stderr

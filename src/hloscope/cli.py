@@ -181,7 +181,8 @@ def _browse(target: str, options: api.LoadOptions, start: str, debug: bool) -> N
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:
-        app(args=argv, prog_name="hloscope", standalone_mode=False)
+        # Outside standalone mode, typer returns a command's `typer.Exit` code.
+        code = app(args=argv, prog_name="hloscope", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
@@ -194,4 +195,4 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(ExitCode.OK) from None
         print_error(f"{exc.format_message()} (see hloscope --help)")
         raise SystemExit(ExitCode.ERROR) from None
-    raise SystemExit(ExitCode.OK)
+    raise SystemExit(code if isinstance(code, int) else ExitCode.OK)

@@ -154,7 +154,11 @@ class BrowserPane(Vertical):
         assert self.session is not None
         view = self.query_one(IRView)
         view.show_module(
-            self.session.loaded.module, printed, hlo=self.session.hlo_native, marks=self._marks()
+            self.session.loaded.module,
+            printed,
+            hlo=self.session.hlo_native,
+            marks=self._marks(),
+            sources=self.locations,
         )
         if self.active_filter is not None:
             view.set_rows(self._filter_rows(self.active_filter))
@@ -170,7 +174,7 @@ class BrowserPane(Vertical):
         printed = self.printed
         assert printed is not None
         module = self.session.loaded.module
-        if source != "ir" and 0 <= op_id < len(printed.op_line):
+        if source != "ir" and 0 <= op_id < len(printed.op_line) and printed.op_line[op_id] >= 0:
             self.query_one(IRView).go_to_line(printed.op_line[op_id], centre=centre)
         if source != "tree" and op_id >= 0:
             self.query_one(ModuleTree).reveal(op_id)

@@ -7,6 +7,7 @@ import dataclasses
 
 from textual.binding import Binding
 from textual.dom import DOMNode
+from textual.keys import format_key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,13 +31,24 @@ def bindings_of(cls: type[DOMNode]) -> list[Binding]:
     return list(by_key.values())
 
 
+def key_label(key: str) -> str:
+    """A key as the user types it: `?` for `question_mark`; names for the others
+    (`enter`, `backspace`, `ctrl+o`, `space`)."""
+    shown = format_key(key)
+    return (
+        shown
+        if len(shown) == 1 and shown.isascii() and shown.isprintable() and shown != " "
+        else key
+    )
+
+
 def key_rows(cls: type[DOMNode]) -> list[KeyRow]:
-    """`cls`'s keys with descriptions, keys doing the same thing together, in the
-    order they are declared."""
-    rows: dict[tuple[str, str], list[str]] = {}
+    """`cls`'s keys with descriptions, keys doing the same thing together (described
+    by the first of them), in the order they are declared."""
+    rows: dict[str, tuple[str, list[str]]] = {}
     for binding in bindings_of(cls):
         if binding.system or not binding.description:
             continue
         description = binding.tooltip or binding.description
-        rows.setdefault((binding.action, description), []).append(binding.key)
-    return [KeyRow(tuple(keys), description) for (_action, description), keys in rows.items()]
+        rows.setdefault(binding.action, (description, []))[1].append(key_label(binding.key))
+    return [KeyRow(tuple(keys), description) for description, keys in rows.values()]

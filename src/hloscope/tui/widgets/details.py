@@ -83,11 +83,15 @@ def detail_rows(
         where.append(f" · line {line + 1}", style="dim")
         if not printed.own_line[op.id]:
             where.append(" (printed inside its parent's line)", style="dim")
+    else:
+        where.append(" · not in the printed text", style="dim")
     rows.append(Row(where))
     kind = compute_type(op)
     if kind is not None:
         rows.append(Row(Text(f"compute type: {kind}", style="bold magenta")))
 
+    # Where it came from first: the source line is what users look for.
+    rows.extend(_location_rows(op))
     function = None
     if op.name == "func.func" and op.parent is None:
         function = module.functions.get(op.attributes.get("sym_name", '""').strip('"'))
@@ -136,7 +140,6 @@ def detail_rows(
         rows.append(_heading("attributes"))
         for key, printed_value in attributes.items():
             rows.append(Row(_attribute_text(key, printed_value)))
-    rows.extend(_location_rows(op.location_text, op))
     return rows
 
 
@@ -235,7 +238,7 @@ def _function_rows(module: Module, structure: Structure | None, name: str) -> li
     return rows
 
 
-def _location_rows(location_text: str, op: Op) -> list[Row]:
+def _location_rows(op: Op) -> list[Row]:
     location = op.location
     if location.is_unknown:
         return []
@@ -260,6 +263,7 @@ class OpDetails(OptionList):
     """The detail pane: rows of facts, with links as the selectable rows."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select", "Follow the link", show=False),
         Binding("j", "cursor_down", "Next link", show=False),
         Binding("k", "cursor_up", "Previous link", show=False),
         Binding("g", "first", "First link", show=False),

@@ -27,6 +27,7 @@ from hloscope.tui.highlight import highlight_line
 
 CURSOR = Style(bgcolor="grey27")
 GUTTER = Style(color="bright_black")
+SOURCE = Style(color="green", italic=True)
 HIT = Style(bgcolor="dark_goldenrod", color="black")
 # Lines are cut here on screen (a serialized kernel in `backend_config` can print as
 # a megabyte on one line); search still reads the whole line.
@@ -77,6 +78,9 @@ class IRView(ScrollView, can_focus=True):
         """Op sets that stand out, with their colour (host ops, ...)."""
         self.hits: frozenset[int] = frozenset()
         """Lines the current search matched."""
+        self.sources = False
+        """Append each op's source line (`model.py:42`) to its line: with locations
+        shown, MLIR prints them as aliases (`loc(#loc12)`) defined at the end."""
         self.cursor = 0
         """The cursor's row."""
         self._gutter = 0
@@ -91,10 +95,12 @@ class IRView(ScrollView, can_focus=True):
         *,
         hlo: bool,
         marks: tuple[tuple[frozenset[int], Style], ...] = (),
+        sources: bool = False,
     ) -> None:
         self.module = module
         self.printed = printed
         self.hlo = hlo
+        self.sources = sources
         self.marks = marks
         self.rows = None
         self.hits = frozenset()
@@ -119,7 +125,7 @@ class IRView(ScrollView, can_focus=True):
     def _reset(self) -> None:
         self._cache.clear()
         longest = min(self.printed.width, MAX_SHOWN_CHARS + 40) if self.printed else 0
-        width = self._gutter + longest
+        width = self._gutter + longest + (60 if self.sources else 0)
         self.virtual_size = Size(width, self.row_count)
         self.refresh()
 
@@ -271,6 +277,10 @@ class IRView(ScrollView, can_focus=True):
         body = highlight_line(text, hlo=self.hlo, op_line=own, op_style=mark_style)
         if cut > 0:
             body.append(f" … {cut:,} more characters", style=GUTTER)
+        if self.sources and own and self.module is not None:
+            source = self.module.ops[op_id].location.source
+            if source is not None:
+                body.append(f"  ◂ {source}", style=SOURCE)
         if line in self.hits:
             body.stylize(HIT, 0, len(text.rstrip()))
         segments = gutter + list(body.render(self.app.console))

@@ -54,6 +54,12 @@ class ModuleTree(Tree[NodeData]):
     """Functions, then ops; nested regions expand on demand."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter",
+            "select_cursor",
+            "Expand or collapse; on '… earlier' or '… later', show those ops",
+            show=False,
+        ),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         Binding("right,l", "expand", "Expand", show=False),
