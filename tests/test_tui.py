@@ -661,3 +661,11 @@ async def test_a_computation_xla_does_not_print_is_still_browsable(corpus):
         assert details(app)[0] == "func.func @async_computation"
         assert "not in the printed text" in details(app)[1]
         assert cursor_text(app) == line  # the IR stays where it was
+
+
+def test_the_readme_lists_every_key():
+    # The README's key table is the help screen's, read from the bindings; after a
+    # change to the keys, paste `markdown_table(key_sections())` into the README.
+    from hloscope.tui.keys import markdown_table
+
+    assert markdown_table(key_sections()) in (ROOT / "README.md").read_text()

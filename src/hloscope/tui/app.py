@@ -39,9 +39,11 @@ IR_TAB = "ir"
 
 
 def _tab_bindings() -> list[BindingType]:
-    bindings: list[BindingType] = [Binding("1", f"show_tab('{IR_TAB}')", "The IR tab")]
+    bindings: list[BindingType] = [Binding("1", f"show_tab('{IR_TAB}')", "The IR tab", show=False)]
     for number, view in enumerate(VIEWS, start=2):
-        bindings.append(Binding(str(number), f"show_tab('{view.id}')", f"The {view.title} tab"))
+        bindings.append(
+            Binding(str(number), f"show_tab('{view.id}')", f"The {view.title} tab", show=False)
+        )
     return bindings
 
 
@@ -54,7 +56,7 @@ class HloscopeApp(App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", show=True),
-        Binding("question_mark", "help", "Keys", show=True),
+        Binding("question_mark", "help", "Keys", tooltip="This help: every key", show=True),
         *_tab_bindings(),
         Binding(
             "c",
@@ -266,7 +268,13 @@ class HloscopeApp(App[int]):
             self.notify(f"Showing the {other} module.", timeout=2)
             return
         if other == "lowered":
-            self.notify("This target is an optimized module; there is no lowered one.", timeout=3)
+            if session.loaded.options.optimized:
+                message = (
+                    "The optimized module was asked for (--compile); without it, the lowered one."
+                )
+            else:
+                message = "This target is an optimized module; there is no lowered one here."
+            self.notify(message, timeout=4)
             return
         self._start_job(f"Compiling {session.loaded.source.target}")
         self._compile(session.loaded)

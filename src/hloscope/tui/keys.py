@@ -52,3 +52,14 @@ def key_rows(cls: type[DOMNode]) -> list[KeyRow]:
         description = binding.tooltip or binding.description
         rows.setdefault(binding.action, (description, []))[1].append(key_label(binding.key))
     return [KeyRow(tuple(keys), description) for description, keys in rows.values()]
+
+
+def markdown_table(sections: list[tuple[str, type[DOMNode]]]) -> str:
+    """The key reference as the README's table (a test keeps the README equal to it)."""
+    lines = ["| keys | what they do |", "| --- | --- |"]
+    for title, cls in sections:
+        lines.append(f"| **{title}** | |")
+        for row in key_rows(cls):
+            keys = ", ".join(f"`{key}`" for key in row.keys)
+            lines.append(f"| {keys} | {row.description} |")
+    return "\n".join(lines)

@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 
 from hloscope.analyses.printed import PrintedModule
 from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure
+from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references
 from hloscope.tui.filters import compute_type
 
@@ -128,7 +129,7 @@ def detail_rows(
         rows.append(_heading("calls"))
         for name in called:
             callee = module.functions[name]
-            count = len(module.function_ops(callee))
+            count = callee.op.end - callee.op.id - 1
             rows.append(
                 Row(
                     Text.assemble(("→ ", ""), (f"@{name}", "yellow"), (f"  {count:,} ops", "dim")),
@@ -201,7 +202,7 @@ def _function_rows(module: Module, structure: Structure | None, name: str) -> li
     rows = [
         Row(
             Text(
-                f"{function.visibility} function · {len(module.function_ops(function)):,} ops",
+                f"{function.visibility} function · {function.op.end - function.op.id - 1:,} ops",
                 style="dim",
             )
         )
@@ -246,7 +247,7 @@ def _location_rows(op: Op) -> list[Row]:
     for name in location.names:
         rows.append(Row(Text(name, style="green")))
     for frame in location.frames[:MAX_FRAMES]:
-        text = Text(f"{frame.file}:{frame.line}:{frame.column}")
+        text = Text(f"{display_path(frame.file)}:{frame.line}:{frame.column}")
         if frame.function:
             text.append(f" in {frame.function}", style="dim")
         source = _source_line(frame.file, frame.line)

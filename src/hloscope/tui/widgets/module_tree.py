@@ -97,7 +97,7 @@ class ModuleTree(Tree[NodeData]):
         self.root.data = None
         for name, function in module.functions.items():
             label = Text(name, style="bold")
-            ops = len(module.function_ops(function))
+            ops = function.op.end - function.op.id - 1
             label.append(f"  {function.visibility} · {ops:,} ops", style="dim")
             node = self.root.add(label, OpNode(function.op.id), allow_expand=ops > 0)
             self.nodes[function.op.id] = node
