@@ -87,8 +87,10 @@ async def test_an_entrypoint_loads_in_a_worker_with_progress():
         api.LoadOptions(args_factory="samples/nested_jits.py:example_args"),
     )
     async with app.run_test(size=SIZE) as pilot:
-        assert app.job == "Loading samples/nested_jits.py:mlp"
         await loaded(app, pilot)
+        assert app.jobs == ["Loading samples/nested_jits.py:mlp"]
+        assert app.steps[0].startswith("loading")
+        assert "printing 25 ops" in app.steps and "building the overview" in app.steps
         assert app.job is None and app.failure is None
         assert app.session is not None
         assert app.session.loaded.source.kind == "entrypoint"

@@ -70,16 +70,22 @@ class HloscopeApp(App[int]):
     ]
 
     class Progress(Message):
+        """A worker's current step (`printing 25 ops`)."""
+
         def __init__(self, step: str) -> None:
             self.step = step
             super().__init__()
 
     class Ready(Message):
+        """A worker loaded (or compiled) a module and prepared its session."""
+
         def __init__(self, session: Session) -> None:
             self.session = session
             super().__init__()
 
     class Failed(Message):
+        """A worker failed; `fatal`: nothing could be loaded at all."""
+
         def __init__(self, title: str, message: str, *, fatal: bool) -> None:
             self.title = title
             self.message = message
@@ -113,6 +119,8 @@ class HloscopeApp(App[int]):
         self._view_tabs: list[str] = []
         self.jobs: list[str] = []
         """Every slow job started (loading, compiling), in order."""
+        self.steps: list[str] = []
+        """Every step the workers reported, in order."""
 
     def compose(self) -> ComposeResult:
         yield Static(f"hloscope · {self.target}", id="title-bar")
@@ -153,8 +161,9 @@ class HloscopeApp(App[int]):
     def _load(self, target: str, options: api.LoadOptions, loaded: api.Loaded | None) -> None:
         try:
             if loaded is None:
-                what = "importing, lowering and parsing" if ":" in target else "reading and parsing"
-                self.post_message(self.Progress(what))
+                self.post_message(
+                    self.Progress("loading (an entrypoint is imported and lowered first)")
+                )
                 loaded = api.load(target, options)
             session = prepare(loaded, VIEWS, self._report_step)
         except BaseException as exc:
@@ -178,6 +187,7 @@ class HloscopeApp(App[int]):
 
     @on(Progress)
     def _when_progress(self, message: Progress) -> None:
+        self.steps.append(message.step)
         if self._progress is not None:
             self._progress.set_step(message.step)
 

@@ -66,12 +66,16 @@ class BrowserPane(Vertical):
     ]
 
     class PrintedReady(Message):
+        """The worker printed the module with its locations."""
+
         def __init__(self, session: Session, printed: PrintedModule) -> None:
             self.session = session
             self.printed = printed
             super().__init__()
 
     class SearchDone(Message):
+        """The worker searched `printed` for `text`; `jump`: go to the first match."""
+
         def __init__(
             self, query: str, printed: PrintedModule, hits: tuple[int, ...], jump: bool
         ) -> None:
@@ -82,6 +86,8 @@ class BrowserPane(Vertical):
             super().__init__()
 
     class Failed(Message):
+        """A worker failed; the message is shown, the module stays."""
+
         def __init__(self, title: str, message: str) -> None:
             self.title = title
             self.message = message
@@ -132,7 +138,7 @@ class BrowserPane(Vertical):
         return None
 
     def show_session(self, session: Session) -> None:
-        """Show a (new) module: the entry function's first op is selected."""
+        """Show a (new) module, its entry function selected."""
         self.session = session
         self.history = []
         self.hits = ()
@@ -147,8 +153,9 @@ class BrowserPane(Vertical):
         self._show_printed(printed)
         entry = module.entry
         first = entry.op.id if entry is not None else (0 if module.ops else -1)
-        self.selected = -2
-        self.select(first, centre=True)
+        self.select(first, centre=True, force=True)
+        if self.search_text:
+            self._run_search(self.search_text, jump=False)
 
     def _show_printed(self, printed: PrintedModule) -> None:
         assert self.session is not None
@@ -166,9 +173,13 @@ class BrowserPane(Vertical):
 
     # -- selection and history ------------------------------------------------------
 
-    def select(self, op_id: int, *, centre: bool = False, source: str = "") -> None:
-        """Make `op_id` the selection: the IR view, the tree and the details follow."""
-        if op_id == self.selected or self.session is None:
+    def select(
+        self, op_id: int, *, centre: bool = False, source: str = "", force: bool = False
+    ) -> None:
+        """Make `op_id` the selection (-1: a line outside every op): the IR view, the
+        tree and the details follow. `source` names the widget the selection came
+        from (`ir`, `tree`), which is already there."""
+        if (op_id == self.selected and not force) or self.session is None:
             return
         self.selected = op_id
         printed = self.printed
