@@ -140,7 +140,11 @@ def inspect(
     print_: PrintOption = False,
     debug: DebugOption = False,
 ) -> None:
-    """Overview: functions and call graph (nested jits), op counts, timings and cost."""
+    """Overview: functions and call graph (nested jits), op counts, timings and cost.
+    Opens the browser on a terminal (unless --print or --json)."""
+    if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
+        _browse(target, _options(arg, args, module, compile), "overview", debug)
+        return
     emit(
         debug,
         json,
@@ -296,6 +300,30 @@ def diff(
         text_render.render_diff,
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
     )
+
+
+@app.command()
+def tui(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    compile: CompileOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """The interactive browser: the module tree, the printed IR with each op's details,
+    and the reports (press ? in it for the keys)."""
+    _browse(target, _options(arg, args, module, compile), "ir", debug)
+
+
+def _browse(target: str, options: api.LoadOptions, start: str, debug: bool) -> None:
+    """Run the browser; textual is imported here, so no other command loads it."""
+    with command_edge(debug):
+        from hloscope.tui.app import run_browser
+
+        code = run_browser(target, options, start=start, debug=debug)
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,372 @@
+"""The browser's application: tabs for the IR and the report views, the loading
+and compiling workers, errors shown in the app, and the help.
+
+`run_browser` is what `hloscope tui` and `hloscope inspect` (on a terminal) call.
+Loading runs in a thread worker that posts messages; the UI thread only shows what
+they carry. A failure is shown as a message in the app, and the command exits
+with the command line's code for it (2) after the terminal is restored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import IO, Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
+from textual.driver import Driver
+from textual.message import Message
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from hloscope import api
+from hloscope.errors import ExitCode, HloscopeError, print_error
+from hloscope.tui.browser import BrowserPane
+from hloscope.tui.screens.help import HelpScreen
+from hloscope.tui.screens.message import ErrorScreen
+from hloscope.tui.screens.progress import ProgressScreen
+from hloscope.tui.screens.search import SearchScreen
+from hloscope.tui.session import Session, describe_failure, prepare
+from hloscope.tui.views import VIEWS, ReportView, ShowOp
+from hloscope.tui.widgets.details import OpDetails
+from hloscope.tui.widgets.ir_view import IRView
+from hloscope.tui.widgets.module_tree import ModuleTree
+
+IR_TAB = "ir"
+
+
+def _tab_bindings() -> list[BindingType]:
+    bindings: list[BindingType] = [Binding("1", f"show_tab('{IR_TAB}')", "The IR tab", show=False)]
+    for number, view in enumerate(VIEWS, start=2):
+        bindings.append(
+            Binding(str(number), f"show_tab('{view.id}')", f"The {view.title} tab", show=False)
+        )
+    return bindings
+
+
+class HloscopeApp(App[int]):
+    """Browse one target: its printed IR, its structure, and every report view."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "hloscope"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", show=True),
+        Binding("question_mark", "help", "Keys", tooltip="This help: every key", show=True),
+        *_tab_bindings(),
+        Binding(
+            "c",
+            "toggle_compiled",
+            "Compiled",
+            tooltip="Switch to the optimized module (compiling it), or back to the lowered one",
+            show=True,
+        ),
+        Binding("tab", "focus_next", "Next pane", show=False),
+        Binding("shift+tab", "focus_previous", "Previous pane", show=False),
+    ]
+
+    class Progress(Message):
+        """A worker's current step (`printing 25 ops`)."""
+
+        def __init__(self, step: str) -> None:
+            self.step = step
+            super().__init__()
+
+    class Ready(Message):
+        """A worker loaded (or compiled) a module and prepared its session."""
+
+        def __init__(self, session: Session) -> None:
+            self.session = session
+            super().__init__()
+
+    class Failed(Message):
+        """A worker failed; `fatal`: nothing could be loaded at all."""
+
+        def __init__(self, title: str, message: str, *, fatal: bool) -> None:
+            self.title = title
+            self.message = message
+            self.fatal = fatal
+            super().__init__()
+
+    def __init__(
+        self,
+        target: str,
+        options: api.LoadOptions | None = None,
+        *,
+        loaded: api.Loaded | None = None,
+        start: str = IR_TAB,
+        driver_class: type[Driver] | None = None,
+    ) -> None:
+        """Browse `target` loaded with `options`, or the already `loaded` one; `start`
+        names the tab shown first (`ir`, `overview`)."""
+        super().__init__(driver_class=driver_class)
+        self.target = target
+        self.options = options or api.LoadOptions()
+        self.preloaded = loaded
+        self.start = start
+        self.session: Session | None = None
+        self.sessions: dict[str, Session] = {}
+        """Sessions by stage (`lowered`, `optimized`), to switch back without work."""
+        self.failure: str | None = None
+        """Why the target could not be loaded (the app then exits with code 2)."""
+        self.failure_traceback = ""
+        """The failure's traceback, which `--debug` prints after the app exits."""
+        self._progress: ProgressScreen | None = None
+        self._view_tabs: list[str] = []
+        self.jobs: list[str] = []
+        """Every slow job started (loading, compiling), in order."""
+        self.steps: list[str] = []
+        """Every step the workers reported, in order."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"hloscope · {self.target}", id="title-bar")
+        with (
+            TabbedContent(id="tabs", initial=f"tab-{IR_TAB}"),
+            TabPane("IR", id=f"tab-{IR_TAB}"),
+        ):
+            yield BrowserPane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._start_job(f"Loading {self.target}")
+        self._load(self.target, self.options, self.preloaded)
+
+    # -- workers ----------------------------------------------------------------------
+
+    @property
+    def job(self) -> str | None:
+        """The slow job running now (its progress screen is up), if any."""
+        return self._progress.title_text if self._progress is not None else None
+
+    def _start_job(self, title: str) -> None:
+        self.jobs.append(title)
+        self._progress = ProgressScreen(title)
+        self.push_screen(self._progress)
+
+    def _end_job(self) -> None:
+        if self._progress is not None:
+            if self._progress.is_attached and self.screen is self._progress:
+                self.pop_screen()
+            self._progress = None
+
+    def _report_step(self, step: str) -> None:
+        """Called from a worker: the progress screen shows `step`."""
+        self.post_message(self.Progress(step))
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load(self, target: str, options: api.LoadOptions, loaded: api.Loaded | None) -> None:
+        try:
+            if loaded is None:
+                self.post_message(
+                    self.Progress("loading (an entrypoint is imported and lowered first)")
+                )
+                loaded = api.load(target, options)
+            session = prepare(loaded, VIEWS, self._report_step)
+        except BaseException as exc:
+            self.failure_traceback = traceback.format_exc()
+            self.post_message(
+                self.Failed(f"Could not load {target}", describe_failure(exc), fatal=True)
+            )
+            return
+        self.post_message(self.Ready(session))
+
+    @work(thread=True, exclusive=True, group="load")
+    def _compile(self, loaded: api.Loaded) -> None:
+        try:
+            self.post_message(self.Progress("compiling for the local backend"))
+            optimized = api.optimized(loaded)
+            session = prepare(optimized, VIEWS, self._report_step)
+        except BaseException as exc:
+            self.post_message(self.Failed("Could not compile", describe_failure(exc), fatal=False))
+            return
+        self.post_message(self.Ready(session))
+
+    @on(Progress)
+    def _when_progress(self, message: Progress) -> None:
+        self.steps.append(message.step)
+        if self._progress is not None:
+            self._progress.set_step(message.step)
+
+    @on(Ready)
+    async def _when_ready(self, message: Ready) -> None:
+        self._end_job()
+        await self.show_session(message.session)
+
+    @on(Failed)
+    def _when_failed(self, message: Failed) -> None:
+        self._end_job()
+        if message.fatal:
+            self.failure = message.message
+            self.query_one("#title-bar", Static).update(
+                f"hloscope · {self.target} · nothing loaded (q quits)"
+            )
+        self.push_screen(ErrorScreen(message.title, message.message))
+
+    # -- showing a session --------------------------------------------------------------
+
+    async def show_session(self, session: Session) -> None:
+        """Show `session` in every tab."""
+        self.session = session
+        self.sessions[session.loaded.source.stage] = session
+        loaded = session.loaded
+        module = loaded.module
+        self.query_one("#title-bar", Static).update(
+            f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
+            f"{loaded.source.stage} {loaded.source.ir} · {len(module.ops):,} ops"
+        )
+        tabs = self.query_one(TabbedContent)
+        for pane_id in self._view_tabs:
+            await tabs.remove_pane(pane_id)
+        self._view_tabs = []
+        for view in session.views:
+            pane = TabPane(view.title, self._view_widget(session, view), id=f"tab-{view.id}")
+            await tabs.add_pane(pane)
+            self._view_tabs.append(f"tab-{view.id}")
+        self.query_one(BrowserPane).show_session(session)
+        start, self.start = self.start, ""
+        # After the progress screen has gone and given focus back: the tab that
+        # holds the focus is the one shown.
+        self.call_after_refresh(self.action_show_tab, start or self._active_view())
+
+    def _active_view(self) -> str:
+        active = self.query_one(TabbedContent).active
+        return active.removeprefix("tab-") if active else IR_TAB
+
+    def _view_widget(self, session: Session, view: ReportView) -> Any:
+        if view.id in session.reports:
+            return view.widget(session.reports[view.id])
+        failure = session.failures.get(view.id, "no report")
+        return Static(f"{view.title} could not be built: {failure}", classes="view-failure")
+
+    # -- actions ------------------------------------------------------------------------
+
+    def action_show_tab(self, view_id: str) -> None:
+        tabs = self.query_one(TabbedContent)
+        pane = f"tab-{view_id}"
+        if view_id == IR_TAB or pane in self._view_tabs:
+            tabs.active = pane
+            if view_id == IR_TAB:
+                self.query_one(IRView).focus()
+            else:
+                # Focus the view, so that its keys work and focus stays on this tab.
+                target = next((w for w in tabs.get_pane(pane).query("*") if w.focusable), None)
+                if target is not None:
+                    target.focus()
+        elif self.session is not None:
+            title = next((v.title for v in VIEWS if v.id == view_id), view_id)
+            self.notify(f"No {title} for this target.", timeout=3)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(key_sections()))
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        self.exit(return_code=ExitCode.ERROR if self.failure else ExitCode.OK)
+
+    def action_toggle_compiled(self) -> None:
+        session = self.session
+        if session is None or self._progress is not None:
+            return
+        stage = session.loaded.source.stage
+        other = "lowered" if stage == "optimized" else "optimized"
+        if other in self.sessions:
+            self.run_worker(self.show_session(self.sessions[other]))
+            self.notify(f"Showing the {other} module.", timeout=2)
+            return
+        if other == "lowered":
+            if session.loaded.options.optimized:
+                message = (
+                    "The optimized module was asked for (--compile); without it, the lowered one."
+                )
+            else:
+                message = "This target is an optimized module; there is no lowered one here."
+            self.notify(message, timeout=4)
+            return
+        self._start_job(f"Compiling {session.loaded.source.target}")
+        self._compile(session.loaded)
+
+    @on(ShowOp)
+    def _show_op(self, message: ShowOp) -> None:
+        self.query_one(TabbedContent).active = f"tab-{IR_TAB}"
+        self.query_one(BrowserPane).jump(message.op_id)
+        self.query_one(IRView).focus()
+
+
+def key_sections() -> list[tuple[str, type[DOMNode]]]:
+    """Every place keys are bound, for the help screen and the README."""
+    return [
+        ("Everywhere", HloscopeApp),
+        ("IR tab", BrowserPane),
+        ("The IR (printed module)", IRView),
+        ("Module tree", ModuleTree),
+        ("Details (links)", OpDetails),
+        ("Search prompt", SearchScreen),
+        ("Messages", ErrorScreen),
+        ("Help", HelpScreen),
+    ]
+
+
+# --------------------------------------------------------------------------- running
+
+
+def terminal_output() -> IO[str] | None:
+    """A stream of its own onto the terminal, for the app to draw on.
+
+    Textual draws on file descriptor 2, but hloscope redirects descriptor 2 while
+    XLA and MLIR run (they log straight to it), which would swallow the screen's
+    updates during a load or a compile. A duplicate of the terminal's descriptor is
+    not redirected. None when neither stderr nor stdout is a terminal.
+    """
+    for fd in (2, 1):
+        try:
+            if os.isatty(fd):
+                return open(os.dup(fd), "w", encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return None
+
+
+def _driver_for(output: IO[str]) -> type[Driver] | None:
+    """The platform's driver, drawing on `output`."""
+    if sys.platform == "win32":
+        return None
+    from textual.drivers.linux_driver import LinuxDriver
+
+    class TerminalDriver(LinuxDriver):
+        def __init__(self, app: App[Any], **kwargs: Any) -> None:
+            super().__init__(app, **kwargs)
+            self._file = output  # type: ignore[assignment]
+
+    return TerminalDriver
+
+
+def run_browser(
+    target: str, options: api.LoadOptions, *, start: str = IR_TAB, debug: bool = False
+) -> int:
+    """Run the browser on `target` until the user quits; the exit code (2 when the
+    target could not be loaded, after printing why on stderr; with `debug`, the
+    traceback too)."""
+    output = terminal_output()
+    if output is None or not sys.stdin.isatty():
+        if output is not None:
+            output.close()
+        raise HloscopeError(
+            "the browser needs a terminal: run it in one, or print the report with "
+            "hloscope inspect --print (or --json)"
+        )
+    app = HloscopeApp(target, options, start=start, driver_class=_driver_for(output))
+    try:
+        app.run()
+    finally:
+        output.close()
+    if app.failure is not None:
+        if debug and app.failure_traceback:
+            sys.stderr.write(app.failure_traceback)
+        print_error(app.failure)
+        return ExitCode.ERROR
+    code = app.return_code
+    return code if code is not None else ExitCode.OK

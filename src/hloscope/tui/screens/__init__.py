@@ -1,0 +1,1 @@
+"""Screens pushed over the browser: help, search prompt, progress, error message."""

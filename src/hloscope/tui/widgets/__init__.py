@@ -1,0 +1,1 @@
+"""The browser's widgets: the module tree, the IR view, the detail pane."""

@@ -1,0 +1,167 @@
+"""The real `hloscope` command in a real terminal (tmux): what the screen shows."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from conftest import ROOT, line_of
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed: cannot drive a terminal"
+)
+
+# How often and how many times to look at the screen before giving up (a load
+# imports JAX and lowers the function).
+POLL_SECONDS = 0.1
+POLLS = 1200
+
+
+class Terminal:
+    """A detached tmux session of 120x40 running one command."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.name = f"hloscope-test-{uuid.uuid4().hex[:8]}"
+        env = {
+            "PYTHONPATH": str(ROOT / "src"),
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+            "TERM": "xterm-256color",
+        }
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        script = (
+            # COLUMNS and LINES (set under pytest) would override the terminal's size.
+            f"cd {shlex.quote(str(ROOT))} && env -u COLUMNS -u LINES {exports} "
+            f"{shlex.join(command)}; "
+            "echo EXIT=$?; sleep 600"
+        )
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", self.name, "-x", "120", "-y", "40", script],
+            check=True,
+        )
+
+    def screen(self) -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-t", self.name, "-p"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            # An escape followed at once by a key reads as alt+key; type like a person.
+            time.sleep(0.15)
+
+    def wait_for(self, seen: Callable[[str], bool], what: str) -> str:
+        for _ in range(POLLS):
+            screen = self.screen()
+            if seen(screen):
+                return screen
+            time.sleep(POLL_SECONDS)
+        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
+
+
+@pytest.fixture
+def terminal() -> Iterator[Callable[[list[str]], Terminal]]:
+    opened: list[Terminal] = []
+
+    def open_(args: list[str]) -> Terminal:
+        term = Terminal([sys.executable, "-m", "hloscope", *args])
+        opened.append(term)
+        return term
+
+    yield open_
+    for term in opened:
+        term.close()
+
+
+ENTRYPOINT = ["samples/nested_jits.py:mlp", "--args", "samples/nested_jits.py:example_args"]
+
+
+@pytest.mark.slow
+def test_hloscope_tui_in_a_terminal(terminal):
+    term = terminal(["tui", *ENTRYPOINT])
+    screens: list[str] = []
+
+    def ready(screen: str) -> bool:
+        screens.append(screen)
+        return "func.func public @main" in screen and "line 2/" in screen
+
+    screen = term.wait_for(ready, "the module")
+    # The progress screen was drawn while JAX imported and lowered the function: the
+    # app draws on its own terminal descriptor, which XLA's log capture leaves alone.
+    assert any("Loading samples/nested_jits.py:mlp" in s for s in screens)
+    assert "hloscope · samples/nested_jits.py:mlp · jit_mlp · lowered stablehlo" in screen
+    assert "▼ module @jit_mlp" in screen
+    assert "main  public · 5 ops" in screen
+    assert "%0 = call @dense(%arg6, %arg1, %arg0)" in screen
+    assert "func.func @main" in screen  # the detail pane
+    assert "? Keys" in screen  # the footer
+
+    # Search for the tanh: the cursor goes there and the details show its source line.
+    term.keys("/")
+    term.wait_for(lambda s: "enter searches" in s, "the search prompt")
+    term.keys("stablehlo.tanh", "Enter")
+    screen = term.wait_for(lambda s: "1/1 matches" in s, "the match")
+    tanh = line_of(ROOT / "samples/nested_jits.py", "jnp.tanh")
+    assert "%0 = stablehlo.tanh" in screen
+    assert f"nested_jits.py:{tanh}:" in screen
+    assert "jnp.tanh" in screen
+
+    # Follow the link to its user (the reduce) with enter, then come back.
+    assert "· line 24/" in screen
+    term.keys("d", "j", "Enter")
+    screen = term.wait_for(lambda s: "· line 26/" in s, "the link followed")
+    assert "%1 = stablehlo.reduce" in screen
+    term.keys("BSpace")
+    term.wait_for(lambda s: "· line 24/" in s, "back at the tanh")
+
+    term.keys("?")
+    screen = term.wait_for(lambda s: "╭─ Keys" in s, "the help")
+    assert "Back to where you jumped from" in screen
+    term.keys("Escape")
+    term.wait_for(lambda s: "╭─ Keys" not in s, "the help closed")
+
+    term.keys("2")
+    screen = term.wait_for(lambda s: "Functions (4)" in s, "the overview")
+    assert "dense ×3" in screen
+
+    term.keys("q")
+    screen = term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
+    assert "EXIT=0" in screen
+
+
+@pytest.mark.slow
+def test_hloscope_inspect_on_a_terminal_opens_the_overview(terminal):
+    term = terminal(["inspect", "samples/dumps/host_call.after_optimizations.hlo"])
+    screen = term.wait_for(lambda s: "Functions (" in s, "the overview")
+    assert "IR  Overview" in screen
+    term.keys("1")
+    screen = term.wait_for(lambda s: "mhlo.fusion" in s, "the IR")
+    term.keys("H")
+    screen = term.wait_for(lambda s: "only host ops (4)" in s, "the host filter")
+    assert "stablehlo.tanh" not in screen.split("────")[0]
+    term.keys("q")
+    assert "EXIT=0" in term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
+
+
+@pytest.mark.slow
+def test_a_target_that_does_not_load_exits_2_with_one_line(terminal):
+    term = terminal(["tui", "samples/dumps/no_such_file.mlir"])
+    term.wait_for(lambda s: "escape closes · q quits" in s, "the error")
+    term.keys("q")
+    screen = term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
+    assert "EXIT=2" in screen
+    assert "hloscope: error: samples/dumps/no_such_file.mlir: no such file or directory" in screen
