@@ -63,7 +63,8 @@ PARAMETERS = "parameters"
 OPS = "ops"
 RESULTS = "results"
 TEXT = "text"
-KINDS = (RESULTS, PLACEMENT, PARAMETERS, OPS, TEXT)
+# Module-level kinds first: the cause of a results difference refers to them.
+KINDS = (PLACEMENT, PARAMETERS, OPS, TEXT, RESULTS)
 
 # Ops that only say where other ops are; a jit nested in another module is called.
 _CALL_OPS = frozenset({"func.call"})
@@ -242,7 +243,7 @@ def compare_paths(
         _compare_placement(sides, aot, differences, checks)
         if pair is not None:
             _compare_parameters(pair[0], pair[1], aot_pruned, differences, checks)
-            _compare_text(pair[0], pair[1], differences, checks)
+            _compare_text(pair[0], pair[1], differences, checks, extra)
         else:
             reason = (
                 "the call compiled no program"
@@ -621,7 +622,11 @@ def normalized_text(text: str) -> list[str]:
 
 
 def _compare_text(
-    call: Program, aot: Program, differences: list[Difference], checks: dict[str, Check]
+    call: Program,
+    aot: Program,
+    differences: list[Difference],
+    checks: dict[str, Check],
+    extra: Difference | None,
 ) -> None:
     if call.name != aot.name:
         checks[TEXT] = Check(
@@ -652,8 +657,12 @@ def _compare_text(
             )
     assert first is not None
     line, call_line, aot_line = first
-    checks[TEXT] = Check(TEXT, True, False, f"{_plural(changed, 'line')} differ")
-    module_level = any(d.kind in (PLACEMENT, PARAMETERS, OPS) for d in differences)
+    checks[TEXT] = Check(
+        TEXT, True, False, f"{_plural(changed, 'line')} {'differs' if changed == 1 else 'differ'}"
+    )
+    module_level = any(
+        d.kind in (PLACEMENT, PARAMETERS, OPS) and d is not extra for d in differences
+    )
     cause = (
         "the differences above, as they show in the text"
         if module_level
@@ -664,7 +673,8 @@ def _compare_text(
     differences.append(
         Difference(
             TEXT,
-            f"{_plural(changed, 'line')} of {max(len(mine), len(theirs))} differ; first at "
+            f"{_plural(changed, 'line')} of {max(len(mine), len(theirs))} "
+            f"{'differs' if changed == 1 else 'differ'}; first at "
             f"line {line}: call `{_clip(call_line)}`, AOT `{_clip(aot_line)}`",
             cause,
         )
@@ -745,7 +755,7 @@ def compare_result(call: ResultLeaf | None, aot: ResultLeaf | None) -> ResultCom
         diff = np.abs(a - b)
         diff = np.where(both_nan | same_inf, 0.0, diff)
         limit = atol + rtol * np.maximum(np.abs(a), np.abs(b))
-        outside = ~(diff <= limit)
+        outside = ~((diff <= limit) | both_nan | same_inf)
     mismatched = int(np.count_nonzero(outside))
     # NaN where only one side is NaN: the largest difference is then unknown.
     largest = math.nan if np.any(np.isnan(diff)) else float(diff.max())

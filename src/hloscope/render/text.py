@@ -1086,7 +1086,8 @@ def render_aot_check(report: AotReport, console: Console) -> None:
         console.print(table)
     console.print()
     checks = _table(
-        "Checks", [("check", "left", True), ("", "left", True), ("compared", "left", False)]
+        "Checks",
+        [("check", "left", True), ("outcome", "left", True), ("what was compared", "left", False)],
     )
     for check in comparison.checks:
         label = {True: "same", False: "different", None: "skipped"}[check.same]

@@ -4,7 +4,9 @@
 
 `load` decides what the target names, imports and lowers an entrypoint (or reads
 and sniffs a dump), compiles when the optimized module is wanted, and parses the
-result into the model. Every failure is a `HloscopeError` naming the input.
+result into the model. `load_runs` (for `aot-check`) imports an entrypoint, runs it
+as called and through its AOT path, and parses every module either path compiled.
+Every failure is a `HloscopeError` naming the input.
 """
 
 from __future__ import annotations

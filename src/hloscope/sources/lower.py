@@ -7,10 +7,13 @@ produced plus what only JAX knows about it (the Python argument tree, which
 arguments were kept, donation, shardings, timings). `compile_lowering` and
 `compile_module` produce a `Compilation`: the optimized HLO module and XLA's cost
 and memory analyses (both plain data, defined in `hloscope.sources.stages`).
+`aot_runs` (for `aot-check`) calls a function as user code would and runs its
+ahead-of-time path on the same concrete inputs, recording every module JAX compiles
+on the way and what each path returns (`AotRuns`).
 
 JAX private APIs (`jax._src...` and underscored attributes) are read only in the
-`_private_*` functions below; `tests/test_jax_private.py` fails loudly when a JAX
-release changes them.
+`_private_*` functions below; `private_api_ok()`, run by `tests/test_layering.py`,
+fails loudly when a JAX release changes them.
 """
 
 from __future__ import annotations
@@ -532,7 +535,7 @@ def aot_runs(
     module already called when imported is compiled again, where it can be seen."""
     if is_stage(obj) or not callable(obj):
         raise HloscopeError(
-            f"aot-check calls the target, and it is a {type(obj).__name__}: name the "
+            f"aot-check calls the target, and it is {_article(type(obj).__name__)}: name the "
             "function (jitted or not) instead",
             where=label,
         )
@@ -611,6 +614,10 @@ def aot_runs(
     )
 
 
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _has_lower(obj: Any) -> bool:
     return not isinstance(obj, (str, bytes)) and callable(getattr(obj, "lower", None))
 
@@ -640,8 +647,8 @@ def _aot_entry(obj: Any, label: str, aot_obj: Any, aot_label: str | None) -> tup
             )
         if is_stage(aot_obj) or not callable(aot_obj):
             raise HloscopeError(
-                f"--aot names a {type(aot_obj).__name__}; expected a function (jitted or "
-                "not), a jax.stages.Lowered or a jax.stages.Compiled",
+                f"--aot names {_article(type(aot_obj).__name__)}; expected a function "
+                "(jitted or not), a jax.stages.Lowered or a jax.stages.Compiled",
                 where=shown,
             )
         if _has_lower(aot_obj):
