@@ -310,3 +310,29 @@ def test_comparing_result_leaves():
     assert bf16.same
     shapes = compare_result(leaf([1.0, 2.0]), leaf([1.0, 2.0, 3.0]))
     assert not shapes.same and shapes.max_abs_diff is None
+
+
+def test_large_modules_are_compared_line_by_line():
+    from hloscope.analyses.aot import MAX_DIFFED_LINES, _line_changes
+
+    mine = [f"%{i} = stablehlo.add %0, %0" for i in range(MAX_DIFFED_LINES + 10)]
+    theirs = list(mine)
+    theirs[7] = "%7 = stablehlo.multiply %0, %0"
+    assert _line_changes(mine, theirs) == (1, (8, mine[7], theirs[7]))
+    assert _line_changes(mine, theirs[:-2])[0] == 3
+
+
+CONSTANT = """module @jit_f {{
+  func.func public @main() -> tensor<64xf32> {{
+    %0 = stablehlo.constant dense<[{values}]> : tensor<64xf32>
+    return %0 : tensor<64xf32>
+  }}
+}}
+"""
+
+
+def test_constants_are_printed_in_full_for_the_comparison():
+    values = ", ".join(f"{i}.0" for i in range(64))
+    parsed = context.parse_mlir(CONSTANT.format(values=values), "test.mlir")
+    assert "63.0" not in parsed.text()  # elided by default
+    assert "6.300000e+01" in parsed.text(elements_limit=api.AOT_TEXT_ELEMENTS)

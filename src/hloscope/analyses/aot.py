@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 from collections import Counter
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.analyses.params import Parameter, ParameterUsage, analyze_params
-from hloscope.analyses.placement import DEVICE, analyze_placement
+from hloscope.analyses.placement import DEVICE, Placement, analyze_placement
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.model import Module
 from hloscope.sources.stages import AotEntry, AotRuns, ResultLeaf
@@ -101,6 +102,28 @@ class Program:
     module: Module
     text: str
     """The module printed without locations."""
+
+    # Computed once per program: the comparison reads them several times.
+    @functools.cached_property
+    def op_counts(self) -> Counter[str]:
+        """Op kinds of the functions the module runs, each function counted once,
+        calls left out."""
+        counts = analyze_structure(self.module).op_counts
+        return Counter({name: n for name, n in counts.items() if name not in _CALL_OPS})
+
+    @functools.cached_property
+    def placement(self) -> Placement:
+        return analyze_placement(self.module)
+
+    @functools.cached_property
+    def placed_op_counts(self) -> Counter[tuple[str, str]]:
+        """(compute type, op kind) -> ops, for the ops placed elsewhere than the
+        device; calls and constants left out."""
+        return Counter(
+            (p.compute_type, p.op)
+            for p in self.placement.placed_ops
+            if p.op not in _UNPLACED_OPS and p.compute_type != DEVICE
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,30 +312,18 @@ def _entry_types(module: Module) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- ops
 
 
-def op_histogram(module: Module) -> Counter[str]:
-    """Op kinds of the functions a module runs, each function counted once, calls
-    left out."""
-    counts = analyze_structure(module).op_counts
-    return Counter({name: n for name, n in counts.items() if name not in _CALL_OPS})
-
-
 def _summary(program: Program) -> ProgramSummary:
-    placement = analyze_placement(program.module)
     entry = program.module.entry
     return ProgramSummary(
         name=program.name,
-        ops=sum(op_histogram(program.module).values()),
-        off_device_ops=sum(
-            1
-            for p in placement.placed_ops
-            if p.op not in _UNPLACED_OPS and p.compute_type != DEVICE
-        ),
+        ops=sum(program.op_counts.values()),
+        off_device_ops=sum(program.placed_op_counts.values()),
         parameters=len(entry.arguments) if entry is not None else 0,
     )
 
 
 def _programs(programs: Sequence[Program]) -> str:
-    parts = [f"{p.name} ({_plural(sum(op_histogram(p.module).values()), 'op')})" for p in programs]
+    parts = [f"{p.name} ({_plural(sum(p.op_counts.values()), 'op')})" for p in programs]
     listed = ", ".join(parts[:MAX_LISTED])
     more = f" and {len(parts) - MAX_LISTED} more" if len(parts) > MAX_LISTED else ""
     return f"{_plural(len(programs), 'program')}: {listed}{more}"
@@ -330,10 +341,10 @@ def _compare_ops(
 ) -> Difference | None:
     """Compare op counts; returns the difference naming the call's programs besides
     the counterpart, if any."""
-    aot_counts = op_histogram(aot.module)
+    aot_counts = aot.op_counts
     extra = None
     if counterpart is not None:
-        call_counts = op_histogram(call[counterpart].module)
+        call_counts = call[counterpart].op_counts
         same = call_counts == aot_counts
         if not same:
             differences.append(
@@ -377,7 +388,7 @@ def _compare_ops(
     programs = [call[i] for i in unpaired]
     total: Counter[str] = Counter()
     for program in programs:
-        total.update(op_histogram(program.module))
+        total.update(program.op_counts)
     detail = (
         f"the call ran {_programs(programs)}, where the AOT path compiles one, {aot.name} "
         f"({_plural(sum(aot_counts.values()), 'op')})"
@@ -414,16 +425,6 @@ def _count_changes(call: Counter[str], aot: Counter[str]) -> str:
 # --------------------------------------------------------------------------- placement
 
 
-def placed_op_counts(module: Module) -> Counter[tuple[str, str]]:
-    """(compute type, op kind) -> ops, for the ops placed elsewhere than the device,
-    calls left out."""
-    return Counter(
-        (p.compute_type, p.op)
-        for p in analyze_placement(module).placed_ops
-        if p.op not in _UNPLACED_OPS and p.compute_type != DEVICE
-    )
-
-
 def _describe_placed(counts: Counter[tuple[str, str]], regions: int) -> str:
     if not counts:
         return "runs everything on the device"
@@ -456,10 +457,10 @@ def _compare_placement(
     call_counts: Counter[tuple[str, str]] = Counter()
     call_regions = 0
     for program in call:
-        call_counts.update(placed_op_counts(program.module))
-        call_regions += len(analyze_placement(program.module).regions)
-    aot_counts = placed_op_counts(aot.module)
-    aot_regions = len(analyze_placement(aot.module).regions)
+        call_counts.update(program.placed_op_counts)
+        call_regions += len(program.placement.regions)
+    aot_counts = aot.placed_op_counts
+    aot_regions = len(aot.placement.regions)
     what = call[0].name if len(call) == 1 else f"{len(call)} programs"
     same = call_counts == aot_counts
     checks[PLACEMENT] = Check(PLACEMENT, True, same, f"{what} against {aot.name}")
@@ -641,21 +642,7 @@ def _compare_text(
     if mine == theirs:
         checks[TEXT] = Check(TEXT, True, True, f"{_plural(len(mine), 'line')}, identical")
         return
-    changed = 0
-    first: tuple[int, str, str] | None = None
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        None, mine, theirs, autojunk=False
-    ).get_opcodes():
-        if tag == "equal":
-            continue
-        changed += max(i2 - i1, j2 - j1)
-        if first is None:
-            first = (
-                i1 + 1,
-                mine[i1] if i1 < i2 else "(nothing)",
-                theirs[j1] if j1 < j2 else "(nothing)",
-            )
-    assert first is not None
+    changed, first = _line_changes(mine, theirs)
     line, call_line, aot_line = first
     checks[TEXT] = Check(
         TEXT, True, False, f"{_plural(changed, 'line')} {'differs' if changed == 1 else 'differ'}"
@@ -679,6 +666,41 @@ def _compare_text(
             cause,
         )
     )
+
+
+# Beyond this many lines, lines are compared position by position: a line-matching
+# diff of two large modules that differ throughout takes quadratic time.
+MAX_DIFFED_LINES = 20_000
+
+
+def _line_changes(mine: Sequence[str], theirs: Sequence[str]) -> tuple[int, tuple[int, str, str]]:
+    """Lines that differ, and the first difference (line number, call's line, AOT's
+    line); the texts must differ."""
+    if max(len(mine), len(theirs)) > MAX_DIFFED_LINES:
+        pairs = list(zip(mine, theirs, strict=False))
+        differing = [i for i, (a, b) in enumerate(pairs) if a != b]
+        changed = len(differing) + abs(len(mine) - len(theirs))
+        index = differing[0] if differing else len(pairs)
+        return changed, (
+            index + 1,
+            mine[index] if index < len(mine) else "(nothing)",
+            theirs[index] if index < len(theirs) else "(nothing)",
+        )
+    changed = 0
+    first: tuple[int, str, str] | None = None
+    matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        changed += max(i2 - i1, j2 - j1)
+        if first is None:
+            first = (
+                i1 + 1,
+                mine[i1] if i1 < i2 else "(nothing)",
+                theirs[j1] if j1 < j2 else "(nothing)",
+            )
+    assert first is not None
+    return changed, first
 
 
 def _clip(text: str, limit: int = 160) -> str:
