@@ -726,7 +726,8 @@ def _aot_compiled(
             ) from exc
         elapsed = time.perf_counter() - start
         static = _static_positional(entry_obj, args) if _is_jitted(entry_obj) else ()
-        lowering = _from_lowered(lowered, "jitted", label, elapsed, kwargs, tuple(caught), static)
+        kind = "function" if entry.expression.startswith("jax.jit(") else "jitted"
+        lowering = _from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught), static)
     start = time.perf_counter()
     try:
         with user_code():
