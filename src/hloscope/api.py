@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from hloscope.analyses.aot import AotComparison, Program, compare_paths
 from hloscope.analyses.diff import ModuleDiff, diff_modules
 from hloscope.analyses.fusions import (
     FusionAnalysis,
@@ -26,10 +27,23 @@ from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.errors import HloscopeError
-from hloscope.sources.loader import OPTIMIZED, Loaded, LoadOptions, Source, load, optimized
+from hloscope.ir.context import ParsedModule
+from hloscope.sources.loader import (
+    OPTIMIZED,
+    Loaded,
+    LoadedRuns,
+    LoadOptions,
+    Source,
+    load,
+    optimized,
+)
+from hloscope.sources.loader import load_runs as _load_runs
+from hloscope.sources.stages import InputLeaf
 from hloscope.sources.target import DumpTarget, EntrypointTarget, parse_target
 
 __all__ = [
+    "AotReport",
+    "AotTimings",
     "DiffReport",
     "FusionsReport",
     "InspectReport",
@@ -38,12 +52,14 @@ __all__ = [
     "ParamsReport",
     "PlacementReport",
     "Timings",
+    "aot_check_report",
     "diff_loaded",
     "diff_options",
     "diff_report",
     "fusions_report",
     "inspect_report",
     "load",
+    "load_runs",
     "optimized",
     "params_report",
     "placement_report",
@@ -290,3 +306,87 @@ def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
         + tuple(f"B: {note}" for note in b.notes)
     )
     return DiffReport(a.source, b.source, result, (a.load_seconds, b.load_seconds), elapsed, notes)
+
+
+# --------------------------------------------------------------------------- aot-check
+
+# Constants up to this many elements are printed (and so compared) in full.
+AOT_TEXT_ELEMENTS = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class AotReport:
+    """The direct call against the AOT path: what each compiled, what each returned,
+    and how they differ."""
+
+    target: str
+    aot_target: str | None
+    """`--aot`, when given."""
+    comparison: AotComparison
+    inputs: tuple[InputLeaf, ...]
+    """The concrete arguments both paths ran on."""
+    seed: int
+    """The seed of the pseudo-random inputs."""
+    timings: AotTimings
+    notes: tuple[str, ...]
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class AotTimings:
+    """Wall times of `aot-check`, in seconds."""
+
+    load_seconds: float
+    """Everything: import, both paths, parsing."""
+    call_seconds: float
+    """The call, compilations included."""
+    lower_seconds: float | None
+    """`.lower(...)` on the AOT path."""
+    compile_seconds: float | None
+    """`.compile()` on the AOT path."""
+    run_seconds: float
+    """Running the AOT-compiled executable."""
+
+
+def load_runs(target: str, options: LoadOptions, aot_target: str | None = None) -> LoadedRuns:
+    """Run an entrypoint as called and through the AOT path (see `sources.loader`)."""
+    return _load_runs(target, options, aot_target)
+
+
+def aot_check_report(loaded: LoadedRuns) -> AotReport:
+    """Build the `aot-check` report of a target run both ways."""
+    runs = loaded.runs
+
+    def program(parsed: ParsedModule) -> Program:
+        module = parsed.model
+        return Program(
+            name=module.name or "(unnamed)",
+            module=module,
+            text=parsed.text(debug_info=False, elements_limit=AOT_TEXT_ELEMENTS),
+        )
+
+    comparison = compare_paths(
+        runs,
+        [program(p) for p in loaded.call_modules],
+        program(loaded.aot_module) if loaded.aot_module is not None else None,
+        [program(p) for p in loaded.aot_run_modules],
+    )
+    lowering = runs.aot_lowering
+    return AotReport(
+        target=loaded.target,
+        aot_target=loaded.aot_target,
+        comparison=comparison,
+        inputs=runs.inputs,
+        seed=runs.seed,
+        timings=AotTimings(
+            load_seconds=loaded.load_seconds,
+            call_seconds=runs.call.seconds,
+            lower_seconds=lowering.lower_seconds if lowering is not None else None,
+            compile_seconds=runs.compile_seconds,
+            run_seconds=runs.aot.seconds,
+        ),
+        notes=loaded.notes,
+    )

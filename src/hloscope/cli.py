@@ -326,6 +326,42 @@ def _browse(target: str, options: api.LoadOptions, start: str, debug: bool) -> N
         raise typer.Exit(code)
 
 
+AotOption = Annotated[
+    str | None,
+    typer.Option(
+        "--aot",
+        metavar="OTHER_TARGET",
+        help="The AOT object, named explicitly (module:attr or file.py:attr): a function "
+        "(jitted or not), a jax.stages.Lowered or Compiled. By default: the target's own "
+        ".lower, else the nearest .lower along its __wrapped__ chain, else jax.jit(target).",
+        show_default=False,
+    ),
+]
+
+
+@app.command("aot-check")
+def aot_check(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    aot: AotOption = None,
+    json: JsonOption = False,
+    debug: DebugOption = False,
+) -> None:
+    """The direct call against the AOT path: call the target, lower-compile-run its AOT
+    path on the same inputs, compare placement, parameters, ops, text and results.
+    Exit 0 when they agree, 1 when they differ."""
+    options = api.LoadOptions(args=tuple(arg or ()), args_factory=args)
+    emit(
+        debug,
+        json,
+        lambda: api.aot_check_report(api.load_runs(target, options, aot)),
+        json_render.aot_check_json,
+        text_render.render_aot_check,
+        lambda report: ExitCode.DIFFERENT if report.verdict == "different" else ExitCode.OK,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:

@@ -105,14 +105,15 @@ class ParsedModule:
     `hlo-native` (XLA's HLO, shown without conversion)."""
     notes: tuple[str, ...] = ()
     """Things worth telling the user (a conversion fallback, XLA warnings)."""
-    _printer: Callable[[bool], str] | None = dataclasses.field(default=None, repr=False)
+    _printer: Callable[[bool, int], str] | None = dataclasses.field(default=None, repr=False)
     _writer: Callable[[], bytes] | None = dataclasses.field(default=None, repr=False)
 
-    def text(self, debug_info: bool = False) -> str:
-        """The module's IR as MLIR's printer (or XLA's, for `hlo-native`) prints it."""
+    def text(self, debug_info: bool = False, elements_limit: int = 16) -> str:
+        """The module's IR as MLIR's printer (or XLA's, for `hlo-native`) prints it;
+        constants with more than `elements_limit` elements are elided."""
         if self._printer is None:
             return ""
-        return self._printer(debug_info)
+        return self._printer(debug_info, elements_limit)
 
     def bytecode(self) -> bytes | None:
         """The module as MLIR bytecode (None for `hlo-native`), e.g. to compile it."""
@@ -215,11 +216,13 @@ def _is_portable_artifact(data: bytes) -> bool:
     return b"StableHLO_v" in data[4:40]
 
 
-def _mlir_printer(module: Any) -> Callable[[bool], str]:
-    def print_module(debug_info: bool) -> str:
+def _mlir_printer(module: Any) -> Callable[[bool, int], str]:
+    def print_module(debug_info: bool, elements_limit: int) -> str:
         with native():
             text: str = module.operation.get_asm(
-                enable_debug_info=debug_info, large_elements_limit=16, assume_verified=True
+                enable_debug_info=debug_info,
+                large_elements_limit=elements_limit,
+                assume_verified=True,
             )
         return text
 
@@ -469,7 +472,7 @@ def _parse_hlo_isolated(kind: str, payload: bytes, source_name: str) -> ParsedMo
             _build_hlo_native_model(module),
             "hlo-native",
             notes + _notes_from_log(logged),
-            lambda _debug: str(module.to_string()),
+            lambda _debug, _limit: str(module.to_string()),
         )
     names = None
     if "names" in stages:
@@ -690,7 +693,7 @@ def _from_converted(
                 built,
                 "hlo-native",
                 notes + _notes_from_log(logged),
-                lambda _debug: str(hlo_module.to_string()),
+                lambda _debug, _limit: str(hlo_module.to_string()),
             )
         built = build_model(module)
     _attach_hlo_names(built, names)

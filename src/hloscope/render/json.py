@@ -12,12 +12,20 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from hloscope.analyses.aot import ProgramSummary
 from hloscope.analyses.diff import Side as DiffSide
 from hloscope.analyses.fusions import FusionSummary, summarize_fusions
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
-from hloscope.api import DiffReport, FusionsReport, InspectReport, ParamsReport, PlacementReport
+from hloscope.api import (
+    AotReport,
+    DiffReport,
+    FusionsReport,
+    InspectReport,
+    ParamsReport,
+    PlacementReport,
+)
 from hloscope.sources.loader import Source
 
 SCHEMA_VERSION = 1
@@ -436,3 +444,53 @@ def _diff_side_json(source: Source, side: DiffSide) -> dict[str, Any]:
         "entry": side.entry,
         "ops": sum(side.counted),
     }
+
+
+# --------------------------------------------------------------------------- aot-check
+
+
+def _program_json(program: ProgramSummary) -> dict[str, Any]:
+    return {
+        "name": program.name,
+        "ops": program.ops,
+        "off_device_ops": program.off_device_ops,
+        "parameters": program.parameters,
+    }
+
+
+def aot_check_json(report: AotReport) -> dict[str, Any]:
+    """DESIGN.md's `verdict`, `aot_entry` and `differences` (each extended with
+    `cause`), then how the AOT entry was chosen, every check, each output leaf, the
+    programs each path compiled, the inputs, timings and notes."""
+    comparison = report.comparison
+    entry = comparison.entry
+    body: dict[str, Any] = {
+        "verdict": comparison.verdict,
+        "aot_entry": entry.name,
+        "differences": [
+            {"kind": d.kind, "detail": d.detail, "cause": d.cause} for d in comparison.differences
+        ],
+        "aot": {
+            "entry": entry.name,
+            "via": entry.via,
+            "expression": entry.expression,
+            "reason": entry.reason,
+            "target": report.aot_target,
+        },
+        "checks": [plain(check) for check in comparison.checks],
+        "results": [plain(result) for result in comparison.results],
+        "call_programs": [
+            {**_program_json(p), "compared": i == comparison.counterpart}
+            for i, p in enumerate(comparison.call_programs)
+        ],
+        "aot_program": (
+            _program_json(comparison.aot_program) if comparison.aot_program is not None else None
+        ),
+        "aot_run_programs": [_program_json(p) for p in comparison.aot_run_programs],
+        "aot_pruned": list(comparison.aot_pruned),
+        "inputs": [plain(leaf) for leaf in report.inputs],
+        "seed": report.seed,
+        "timings": plain(report.timings),
+        "notes": list(report.notes),
+    }
+    return document("aot-check", report.target, body)

@@ -4,7 +4,9 @@
 
 `load` decides what the target names, imports and lowers an entrypoint (or reads
 and sniffs a dump), compiles when the optimized module is wanted, and parses the
-result into the model. Every failure is a `HloscopeError` naming the input.
+result into the model. `load_runs` (for `aot-check`) imports an entrypoint, runs it
+as called and through its AOT path, and parses every module either path compiled.
+Every failure is a `HloscopeError` naming the input.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from hloscope.sources.target import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.sources.stages import Compilation, Lowering
+    from hloscope.sources.stages import AotRuns, Compilation, CompiledModule, Lowering
 
 LOWERED = "lowered"
 OPTIMIZED = "optimized"
@@ -139,7 +141,24 @@ def optimized(loaded: Loaded) -> Loaded:
 # --------------------------------------------------------------------------- entrypoints
 
 
-def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) -> Loaded:
+@dataclasses.dataclass(frozen=True)
+class _Entrypoint:
+    """An imported entrypoint and its example arguments."""
+
+    obj: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    given_args: bool
+    """Whether the user gave example arguments (`--arg` or `--args`)."""
+    notes: tuple[str, ...]
+    """What importing printed or warned."""
+
+
+def _import_entrypoint(
+    target: EntrypointTarget, options: LoadOptions, extra: EntrypointTarget | None = None
+) -> tuple[_Entrypoint, Any]:
+    """Import the target (and `extra`, another object the command needs) and build
+    its example arguments."""
     if options.module is not None:
         raise HloscopeError("--module picks a module of a dump folder; this is an entrypoint")
     specs = [parse_arg_spec(spec) for spec in options.args]
@@ -149,6 +168,7 @@ def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) 
     # imported, which only works before a backend exists.
     import_notes: list[str] = []
     obj = import_target(target, import_notes)
+    extra_obj = import_target(extra, import_notes) if extra is not None else None
     factory = None
     if options.args_factory:
         factory_target = parse_target(options.args_factory)
@@ -166,10 +186,24 @@ def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) 
         args, kwargs = lower.factory_arguments(factory, options.args_factory or "")
     elif specs:
         args = lower.example_arguments(specs)
-    lowering = lower.lower(
-        obj, args, kwargs, target.label, given_args=bool(specs or factory is not None)
+    entrypoint = _Entrypoint(
+        obj, args, kwargs, bool(specs or factory is not None), tuple(import_notes)
     )
-    notes = tuple(import_notes) + lowering.notes
+    return entrypoint, extra_obj
+
+
+def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) -> Loaded:
+    entrypoint, _ = _import_entrypoint(target, options)
+    from hloscope.sources import lower
+
+    lowering = lower.lower(
+        entrypoint.obj,
+        entrypoint.args,
+        entrypoint.kwargs,
+        target.label,
+        given_args=entrypoint.given_args,
+    )
+    notes = entrypoint.notes + lowering.notes
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = lower.compile_lowering(lowering, target.label)
         parsed = context.parse_hlo_proto(compilation.hlo_proto, target.label, trusted=True)
@@ -187,6 +221,90 @@ def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) 
         path=None,
     )
     return Loaded(source, parsed, lowering, compilation, 0.0, notes + parsed.notes, options)
+
+
+# --------------------------------------------------------------------------- aot-check
+
+
+@dataclasses.dataclass(eq=False)
+class LoadedRuns:
+    """An entrypoint run both ways (called, and through the AOT path), with the
+    modules each path compiled parsed into the model."""
+
+    target: str
+    """The target as the user gave it."""
+    aot_target: str | None
+    """`--aot`, when given."""
+    runs: AotRuns
+    call_modules: tuple[context.ParsedModule, ...]
+    """Every module compiled during the call, in order."""
+    aot_module: context.ParsedModule | None
+    """The module the AOT path lowered (None when `--aot` named a `Compiled`)."""
+    aot_run_modules: tuple[context.ParsedModule, ...]
+    """Modules compiled while the AOT-compiled executable ran (host callbacks)."""
+    load_seconds: float
+    notes: tuple[str, ...]
+
+
+def load_runs(target: str, options: LoadOptions, aot_target: str | None = None) -> LoadedRuns:
+    """Import an entrypoint, run it as called and through the AOT path on the same
+    concrete inputs, and parse every module either path compiled."""
+    start = time.perf_counter()
+    parsed_target = parse_target(target)
+    if not isinstance(parsed_target, EntrypointTarget):
+        raise HloscopeError(
+            "aot-check runs a function: name an entrypoint (file.py:function or "
+            "pkg.module:function), not a dump",
+            where=target,
+        )
+    if options.optimized:
+        raise HloscopeError("aot-check compares the lowered modules; --compile does not apply")
+    aot_parsed: EntrypointTarget | None = None
+    if aot_target is not None:
+        candidate = parse_target(aot_target)
+        if not isinstance(candidate, EntrypointTarget):
+            raise HloscopeError(
+                f"--aot {aot_target}: expected module:attribute or file.py:attribute"
+            )
+        aot_parsed = candidate
+    entrypoint, aot_obj = _import_entrypoint(parsed_target, options, aot_parsed)
+    from hloscope.sources import lower
+
+    runs = lower.aot_runs(
+        entrypoint.obj,
+        entrypoint.args,
+        entrypoint.kwargs,
+        parsed_target.label,
+        aot_obj,
+        aot_parsed.label if aot_parsed is not None else None,
+    )
+    label = parsed_target.label
+
+    def parse(module: CompiledModule) -> context.ParsedModule:
+        return context.parse_mlir(module.mlir_bytecode, f"{label} ({module.name})")
+
+    call_modules = tuple(parse(m) for m in runs.call.modules)
+    aot_run_modules = tuple(parse(m) for m in runs.aot.modules)
+    aot_module = None
+    lowering = runs.aot_lowering
+    if lowering is not None and lowering.mlir_bytecode is not None:
+        aot_module = context.parse_mlir(lowering.mlir_bytecode, f"{label} (AOT)")
+    notes = (
+        entrypoint.notes
+        + runs.call.notes
+        + (lowering.notes if lowering is not None else ())
+        + runs.aot.notes
+    )
+    return LoadedRuns(
+        target=target,
+        aot_target=aot_target,
+        runs=runs,
+        call_modules=call_modules,
+        aot_module=aot_module,
+        aot_run_modules=aot_run_modules,
+        load_seconds=time.perf_counter() - start,
+        notes=tuple(dict.fromkeys(notes)),
+    )
 
 
 # --------------------------------------------------------------------------- dumps

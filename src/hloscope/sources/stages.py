@@ -81,3 +81,99 @@ class Compilation:
     cost: Mapping[str, float] | None
     memory: Mapping[str, int] | None
     platform: str
+
+
+# --------------------------------------------------------------------------- aot-check
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledModule:
+    """A module JAX handed XLA to compile, as it was handed over (StableHLO, before
+    XLA's optimizations)."""
+
+    name: str
+    """The module's name: `jit_f`."""
+    mlir_bytecode: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class InputLeaf:
+    """One leaf of the concrete arguments both paths were run on."""
+
+    path: str
+    """Pytree path of the leaf in the call: `args[0]`, `params['w']`, `lr`."""
+    shape: str
+    """HLO spelling (`f32[8,128]`), or the Python type of a non-array leaf."""
+    origin: str
+    """`generated` (pseudo-random values for a `jax.ShapeDtypeStruct` or an `--arg`
+    shape), `given` (an array the factory returned) or `python` (any other value,
+    passed as it is)."""
+    sharding: str | None
+    """The sharding the array was placed with, when one was given."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultLeaf:
+    """One leaf of what a path returned, copied to the host."""
+
+    path: str
+    """Pytree path in the output: `result`, `result['w']`, `result[0]`."""
+    shape: str
+    """HLO spelling (`f32[8,128]`), or the Python type of a non-array leaf."""
+    dtype: str | None
+    """NumPy's name of the dtype (`float32`, `bfloat16`); None for a non-array leaf."""
+    value: Any = dataclasses.field(repr=False, compare=False)
+    """The values as a NumPy array, or the leaf itself when it is no array."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PathRun:
+    """One way of running a target: what JAX compiled while it ran and what it
+    returned."""
+
+    modules: tuple[CompiledModule, ...]
+    """Every module compiled while the path ran, in order. For the AOT path: the
+    modules compiled while the compiled executable ran (host callbacks running JAX
+    code); the lowered module itself is `AotRuns.aot_lowering`."""
+    structure: str
+    """The output's pytree structure, as JAX prints it."""
+    results: tuple[ResultLeaf, ...]
+    seconds: float
+    """Wall time of the call (for the AOT path: of running the compiled executable)."""
+    notes: tuple[str, ...]
+    """What the code printed or warned while it ran."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AotEntry:
+    """What the ahead-of-time path lowers, and why that object."""
+
+    name: str
+    """Its qualified name: `wrapped.difference`, or `jax.jit(params.loss)` when
+    hloscope jitted the target."""
+    via: str
+    """`own` (the target's own `.lower`), `__wrapped__` (found along the chain that
+    `functools.wraps` leaves), `jax.jit` (hloscope jitted the target) or `--aot`
+    (named by the user)."""
+    expression: str
+    """How the user reaches it: `difference.__wrapped__`, `jax.jit(loss)`."""
+    reason: str
+    """One sentence: why the AOT path is this object."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AotRuns:
+    """The target run both ways on the same concrete inputs: called as user code
+    calls it, and lowered, compiled and run ahead of time."""
+
+    entry: AotEntry
+    inputs: tuple[InputLeaf, ...]
+    seed: int
+    """The seed of the pseudo-random inputs."""
+    call: PathRun
+    aot: PathRun
+    aot_lowering: Lowering | None
+    """What `.lower(...)` produced on the AOT path; None when `--aot` named a
+    `jax.stages.Compiled` (no lowered module to compare)."""
+    compile_seconds: float | None
+    """Wall time of `.compile()` on the AOT path."""
