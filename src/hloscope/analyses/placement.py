@@ -48,7 +48,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
-from hloscope.analyses.structure import CALL_ATTRIBUTES
+from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import (
     ENTRY_SHAPE_ATTRIBUTE,
     Argument,
@@ -59,7 +59,6 @@ from hloscope.ir.model import (
     parse_dict_attribute,
     parse_type,
     string_attribute,
-    symbol_references,
     type_bytes,
 )
 
@@ -473,24 +472,6 @@ def _unique(items: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(item for item in items if item))
 
 
-def _callees(op: Op, names: Mapping[str, Function]) -> list[str]:
-    """Functions an op names (a call's callee, a reduction's body, ...)."""
-    attributes = op.attributes
-    if not attributes:
-        return []
-    found: list[str] = []
-    for key in CALL_ATTRIBUTES:
-        text = attributes.get(key)
-        if text is not None and "@" in text:
-            found.extend(name for name in symbol_references(text) if name in names)
-    if op.dialect == "hlo":
-        # XLA's own form (a module whose conversion failed): `calls=%f`.
-        text = attributes.get("calls")
-        if text is not None:
-            found.extend(n for n in re.findall(r"%?([\w.-]+)", text) if n in names)
-    return found
-
-
 def _roots(module: Module) -> list[Function]:
     roots = [
         f for f in module.functions.values() if f.visibility == "public" and not f.is_declaration
@@ -535,6 +516,16 @@ def _compute_contexts(
         seen.add(key)
         work.append((name, context))
 
+    # Contexts are immutable in use: one object per distinct context, not per op.
+    interned: dict[tuple[str, str, int | None], _Context] = {}
+
+    def shared(compute_type: str, via: str, anchor: int | None) -> _Context:
+        key = (compute_type, via, anchor)
+        found = interned.get(key)
+        if found is None:
+            found = interned[key] = _Context(compute_type, via, anchor)
+        return found
+
     for root in _roots(module):
         push(root.name, _Context(DEVICE, "default", None))
     while work:
@@ -554,14 +545,18 @@ def _compute_contexts(
                 same = own == around.compute_type and around.anchor is not None
                 current = _Context(own, "mark", around.anchor if same else op.id)
             elif inherited is not None:
-                current = _Context(inherited.compute_type, "region", inherited.anchor)
+                current = shared(inherited.compute_type, "region", inherited.anchor)
             elif context.via in ("default", "thread"):
                 current = context
             else:
-                current = _Context(context.compute_type, "call", context.anchor)
+                current = shared(context.compute_type, "call", context.anchor)
             local[op.id] = current
-            op_contexts.setdefault(op.id, []).append(current)
-            for callee in _callees(op, names):
+            placed = op_contexts.get(op.id)
+            if placed is None:
+                op_contexts[op.id] = [current]
+            else:
+                placed.append(current)
+            for callee in op_callees(op, names, fused=True):
                 push(callee, _Context(current.compute_type, "call", current.anchor))
     return op_contexts, list(order)
 
@@ -705,7 +700,7 @@ def _memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str])
                 add(op, "copy", before, after, op.results)
         elif op.name == "mhlo.async_start" and "xla_shape" in op.attributes:
             # copy-start: its shape is (destination, source, context).
-            called = [names[n] for n in _callees(op, names)]
+            called = [names[n] for n in op_callees(op, names, fused=True)]
             body = [o.name for f in called for o in module.function_ops(f) if is_computation(o)]
             parts = _tuple_parts(op.attributes["xla_shape"])
             if body != ["mhlo.copy"] or len(parts) < 2:
@@ -938,7 +933,7 @@ def _collectives(module: Module, ops: Sequence[Op]) -> list[Collective]:
     async_functions: set[str] = set()
     for op in ops:
         if op.short_name in ("async_start", "async-start"):
-            async_functions.update(_callees(op, names))
+            async_functions.update(op_callees(op, names, fused=True))
     found: dict[str, list[tuple[Op, bool]]] = {}
     for op in ops:
         kind = collective_kind(op)
@@ -990,7 +985,7 @@ def _regions(
         anchor = module.ops[context.anchor] if context.anchor is not None else None
         # Grouped by the placement itself: an op also reached from device code
         # (`device|host`) belongs to the host call that reaches it.
-        if anchor is not None and _callees(anchor, names):
+        if anchor is not None and op_callees(anchor, names, fused=True):
             key: tuple[str, str, object] = (context.compute_type, "call", anchor.id)
         else:
             key = (context.compute_type, "function", placed_op.function)
@@ -1001,7 +996,7 @@ def _regions(
         called_from = call_source = None
         if how == "call":
             call = module.ops[int(anchor_key)]  # type: ignore[call-overload]
-            function = _callees(call, names)[0]
+            function = op_callees(call, names, fused=True)[0]
             called_from = call.function
             call_source = call.location.source
             inputs = [v for v in call.operands if v >= 0]
@@ -1055,7 +1050,7 @@ def _call_mark_warnings(
         mark = own_compute_type(op)
         if mark is None or mark == DEVICE:
             continue
-        for callee in _callees(op, names):
+        for callee in op_callees(op, names, fused=True):
             function = names[callee]
             body = [o for o in module.function_ops(function) if is_computation(o)]
             if not body or any(own_compute_type(o) == mark for o in body):

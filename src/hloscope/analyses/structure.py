@@ -12,11 +12,12 @@ reachable from the module's roots (its public functions), so that the
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from hloscope.ir.model import Function, Module, is_computation, symbol_references
+from hloscope.ir.model import Function, Module, Op, is_computation, symbol_references
 
 # Attributes whose value names other functions.
 CALL_ATTRIBUTES = (
@@ -93,21 +94,37 @@ def _sorted_counts(counter: Counter[str]) -> Mapping[str, int]:
     return MappingProxyType(dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
+_CALL_KEYS = frozenset(CALL_ATTRIBUTES)
+
+
+def op_callees(op: Op, functions: Mapping[str, Function], *, fused: bool = False) -> list[str]:
+    """The functions of `functions` an op names: a call's callee, a custom call's
+    called computations, a composite's decomposition, XLA's `to_apply`/`body`/
+    `condition`/`branch_computations`. With `fused`, also the computation a fusion
+    `calls` in XLA's own form (a module whose MLIR conversion failed), where the
+    fused ops are not inline."""
+    attributes = op.attributes
+    if not attributes:
+        return []
+    found: list[str] = []
+    if not _CALL_KEYS.isdisjoint(attributes):
+        for key in CALL_ATTRIBUTES:
+            text = attributes.get(key)
+            if text is not None and "@" in text:
+                found.extend(name for name in symbol_references(text) if name in functions)
+    if fused and "calls" in attributes and op.name.startswith("hlo."):
+        text = attributes["calls"]
+        found.extend(n for n in re.findall(r"%?([\w.-]+)", text) if n in functions)
+    return found
+
+
 def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
     """(callee, call sites) for every function `function` references, in order."""
     counts: dict[str, int] = {}
     names = module.functions
     for op in module.function_ops(function):
-        attributes = op.attributes
-        if not attributes:
-            continue
-        for key in CALL_ATTRIBUTES:
-            text = attributes.get(key)
-            if text is None or "@" not in text:
-                continue
-            for callee in symbol_references(text):
-                if callee in names:
-                    counts[callee] = counts.get(callee, 0) + 1
+        for callee in op_callees(op, names):
+            counts[callee] = counts.get(callee, 0) + 1
     return list(counts.items())
 
 

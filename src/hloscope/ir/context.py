@@ -552,7 +552,8 @@ def _read_hlo(kind: Any, payload: bytes, replies: Any, hlo: Any, jax_ext: Any, j
         _write_frame(replies, {"stage": "error", "message": str(exc)})
         return
     proto = module.as_serialized_hlo_module_proto()
-    layout = entry_computation_layout(str(module.to_string()))
+    printed = str(module.to_string())
+    layout = entry_computation_layout(printed)
     _write_frame(replies, {"stage": "parsed", "entry_layout": layout}, proto)
     try:
         converted = jax_ext.mlir.hlo_to_stablehlo(proto)
@@ -560,7 +561,7 @@ def _read_hlo(kind: Any, payload: bytes, replies: Any, hlo: Any, jax_ext: Any, j
         _write_frame(replies, {"stage": "convert-error", "message": str(exc)})
         return
     _write_frame(replies, {"stage": "converted"}, converted)
-    names = hlo_instruction_names(proto)
+    names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
     if names is not None:
         answer = {"ops": names.ops, "fusion_backend_configs": names.fusion_backend_configs}
         _write_frame(replies, {"stage": "names"}, json.dumps(answer).encode())
@@ -655,8 +656,9 @@ def _from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> Pa
     with native() as converted_log:
         proto = hlo_module.as_serialized_hlo_module_proto()
         bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
-        layout = entry_computation_layout(str(hlo_module.to_string()))
-    names = hlo_instruction_names(proto)
+        printed = str(hlo_module.to_string())
+        layout = entry_computation_layout(printed)
+    names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
     return _from_converted(
         lambda: hlo_module, bytecode, source_name, logged + converted_log, names, layout
     )
@@ -723,6 +725,15 @@ class HloNames:
     instruction it came from (None for ops the conversion made up)."""
     fusion_backend_configs: dict[str, str]
     """`backend_config` of the fusion instructions that have one, by name."""
+
+
+def wants_names(hlo_proto: bytes, printed: str) -> bool:
+    """Whether to recover HLO instruction names: for modules after XLA's
+    optimizations (scheduled, or holding a fusion instruction: opcode, field 2 of an
+    instruction, is the string `fusion`), whose ops users know by those names.
+    Recovering them costs a second conversion of the module."""
+    header = printed[: printed.find("\n")]
+    return "is_scheduled=true" in header or b"\x12\x06fusion" in hlo_proto
 
 
 def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
@@ -1020,7 +1031,9 @@ def build_model(module: Any) -> model.Module:
     """Build the model in one pre-order walk of an `ir.Module`.
 
     Strings for types, attributes and locations are cached by the (uniqued) MLIR
-    object, so each distinct one is printed once.
+    object, so each distinct one is printed once. This loop is most of the time of
+    loading a module beyond MLIR's own parse (see `make bench`), hence the local
+    bindings and the bulk accessors (`results.types`, `map` over operands).
     """
     from jaxlib.mlir import ir
 
@@ -1035,16 +1048,19 @@ def build_model(module: Any) -> model.Module:
     functions: dict[str, model.Function] = {}
     dense_type = ir.DenseElementsAttr
     empty = model.EMPTY_ATTRIBUTES
-
-    def type_of(value: Any) -> str:
-        t = value.type
-        text = type_text.get(t)
-        if text is None:
-            text = type_text[t] = str(t)
-        return text
+    new_op = model.Op
+    new_block = model.Block
+    new_region = model.Region
+    add_op = ops.append
+    add_type = value_types.append
+    add_owner = value_owner.append
+    value_id = value_ids.get
+    cached_type = type_text.get
+    cached_attr = attr_text.get
+    cached_location = locations.get
 
     def attribute(attr: Any) -> str:
-        text = attr_text.get(attr)
+        text = cached_attr(attr)
         if text is None:
             text = attr_text[attr] = _attribute_text(attr, dense_type)
         return text
@@ -1053,28 +1069,28 @@ def build_model(module: Any) -> model.Module:
         # Keyed by the location's attribute: ir.Location hashes by Python object,
         # ir.Attribute by the uniqued MLIR attribute.
         key = loc.attr
-        text = locations.get(key)
+        text = cached_location(key)
         if text is None:
             text = locations[key] = str(loc)
         return text
 
-    def new_value(value: Any, owner: int) -> int:
-        index = len(value_types)
-        value_ids[value] = index
-        value_types.append(type_of(value))
-        value_owner.append(owner)
-        return index
+    def new_values(values: Any, owner: int) -> tuple[int, ...]:
+        first = len(value_types)
+        for t in values.types:
+            text = cached_type(t)
+            if text is None:
+                text = type_text[t] = str(t)
+            add_type(text)
+            add_owner(owner)
+        index = first
+        for value in values:
+            value_ids[value] = index
+            index += 1
+        return tuple(range(first, index))
 
     def visit(operation: Any, parent: model.Op | None, function: str | None) -> model.Op:
-        operands: list[int] = []
-        missing = False
-        for value in operation.operands:
-            index = value_ids.get(value)
-            if index is None:
-                missing = True
-                index = -1
-            operands.append(index)
         op_id = len(ops)
+        operands = tuple(map(value_id, operation.operands))
         attrs = operation.attributes
         attributes: dict[str, str] | Mapping[str, str] = empty
         if len(attrs):
@@ -1082,38 +1098,43 @@ def build_model(module: Any) -> model.Module:
                 attributes = {name: attribute(attr) for name, attr in attrs.items()}
             except TypeError:
                 attributes = _attributes_one_by_one(operation, attribute)
-        op = model.Op(
-            op_id,
-            operation.name,
-            tuple(operands),
-            (),
-            attributes,
-            location(operation.location),
-            parent,
-            function,
-        )
-        ops.append(op)
-        if missing:
+        loc = operation.location
+        key = loc.attr
+        loc_text = cached_location(key)
+        if loc_text is None:
+            loc_text = locations[key] = str(loc)
+        if None in operands:
+            # Used before defined (graph regions, later blocks): resolved at the end.
+            op = new_op(op_id, operation.name, (), (), attributes, loc_text, parent, function)
             unresolved.append((op, list(operation.operands)))
-        op.results = tuple(new_value(r, op_id) for r in operation.results)
-        is_function = op.name == "func.func" and parent is None
-        if is_function:
-            function = model.string_attribute(attributes.get("sym_name", '""'))
+        else:
+            op = new_op(op_id, operation.name, operands, (), attributes, loc_text, parent, function)  # type: ignore[arg-type]
+        add_op(op)
+        results = operation.results
+        if len(results):
+            op.results = new_values(results, op_id)
         regions = operation.regions
         if len(regions):
+            is_function = parent is None and op.name == "func.func"
+            if is_function:
+                function = model.string_attribute(attributes.get("sym_name", '""'))
             built_regions = []
             for region in regions:
                 blocks = []
                 for block in region.blocks:
-                    arguments = tuple(new_value(a, op_id) for a in block.arguments)
-                    children = tuple(
-                        visit(child.operation, op, function) for child in block.operations
-                    )
-                    blocks.append(model.Block(arguments, children))
-                built_regions.append(model.Region(tuple(blocks)))
+                    arguments = block.arguments
+                    argument_ids = new_values(arguments, op_id) if len(arguments) else ()
+                    children = [visit(child.operation, op, function) for child in block.operations]
+                    blocks.append(new_block(argument_ids, tuple(children)))
+                built_regions.append(new_region(tuple(blocks)))
             op.regions = tuple(built_regions)
-        op.end = len(ops)
-        if is_function:
+            op.end = len(ops)
+            if is_function:
+                built = _function(op, operation, value_types, attribute, location)
+                if built is not None:
+                    functions.setdefault(built.name, built)
+        elif parent is None and op.name == "func.func":
+            # A declaration (no body).
             built = _function(op, operation, value_types, attribute, location)
             if built is not None:
                 functions.setdefault(built.name, built)
@@ -1124,7 +1145,7 @@ def build_model(module: Any) -> model.Module:
         body_ops.append(visit(child.operation, None, None))
 
     for op, values in unresolved:
-        op.operands = tuple(value_ids.get(v, -1) for v in values)
+        op.operands = tuple(-1 if i is None else i for i in map(value_id, values))
 
     module_attrs = module.operation.attributes
     attributes = {
