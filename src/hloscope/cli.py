@@ -15,6 +15,7 @@ from rich.console import Console
 
 from hloscope import __version__, api
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
+from hloscope.ir.context import gc_paused
 from hloscope.render import json as json_render
 from hloscope.render import text as text_render
 
@@ -118,7 +119,7 @@ def emit(
 ) -> None:
     """The shape of every command: build a report inside the error edge, then print it
     as JSON or text, then exit with the report's code (0 unless a check differs)."""
-    with command_edge(debug):
+    with command_edge(debug), gc_paused():
         report = build()
         if as_json:
             sys.stdout.write(json_render.dumps(to_json(report)) + "\n")

@@ -1027,6 +1027,25 @@ def record_entry_memory_spaces(built: model.Module, layout: str | None) -> None:
 # --------------------------------------------------------------------------- model builder
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a large object graph is built.
+
+    Building the model allocates a few objects per op, all of them kept; each
+    collection would walk the whole growing graph again (15 to 30% of the build time
+    at 100k ops, more beyond). Reference counting still frees everything else.
+    """
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_model(module: Any) -> model.Module:
     """Build the model in one pre-order walk of an `ir.Module`.
 
@@ -1141,8 +1160,9 @@ def build_model(module: Any) -> model.Module:
         return op
 
     body_ops: list[model.Op] = []
-    for child in module.body.operations:
-        body_ops.append(visit(child.operation, None, None))
+    with gc_paused():
+        for child in module.body.operations:
+            body_ops.append(visit(child.operation, None, None))
 
     for op, values in unresolved:
         op.operands = tuple(-1 if i is None else i for i in map(value_id, values))
