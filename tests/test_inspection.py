@@ -256,6 +256,8 @@ def test_diff_between_functions_reuses_the_arguments():
     assert insp.diff(insp).same
     same = hloscope.diff(jax.grad(loss), jax.jit(jax.grad(loss)), PARAMS, BATCH)
     assert same.same
+    # B without arguments of its own is lowered on A's.
+    assert hloscope.diff(insp, jax.jit(jax.grad(loss))).same
 
 
 def test_diff_of_a_module_against_its_hlo():
@@ -327,16 +329,39 @@ def test_json_equals_the_command_lines_for_aot_check_and_diff(cli):
     assert without_timings(hloscope.diff(MLP_REL, b).to_json()) == without_timings(run.json())
 
 
+def test_the_command_line_renders_each_report_with_the_apis_renderers(monkeypatch, cli):
+    from hloscope import cli as cli_module
+    from hloscope.render.display import renderers
+
+    used: dict[str, tuple[object, object, object]] = {}
+    emit = cli_module.emit
+
+    def recording_emit(debug, as_json, build, to_json, to_text, exit_code=None):
+        def recorded():
+            report = build()
+            used[type(report).__name__] = (report, to_json, to_text)
+            return report
+
+        return emit(debug, as_json, recorded, to_json, to_text, exit_code)
+
+    monkeypatch.setattr(cli_module, "emit", recording_emit)
+    for command in ("inspect", "params", "placement", "fusions"):
+        assert cli(command, MLP_REL, "--compile", "--json").code == 0
+    assert cli("diff", MLP_REL, MLP_REL, "--json").code == 0
+    assert cli("aot-check", *sample("wrapped", "plain_difference"), "--json").code == 0
+    assert len(used) == 6
+    for name, (report, to_json, to_text) in used.items():
+        assert renderers(report) == (to_json, to_text), name
+
+
 # --------------------------------------------------------------------------- reprs
 
 
-def test_the_inspection_prints_as_the_overview():
+def test_the_inspection_prints_as_the_overview(monkeypatch):
     insp = hloscope.inspect(MLP_MLIR)
-    assert repr(insp) == (
-        f"<hloscope.Inspection {MLP_MLIR}: jit_mlp, lowered stablehlo, {len(insp.module.ops)} ops>"
-    )
+    monkeypatch.setenv("COLUMNS", "100")
+    assert repr(insp) == str(insp) == insp.render(100) == insp.render()
     text = insp.render(width=100)
-    assert text == str(insp.render(100))
     lines = text.splitlines()
     assert lines[0] == f"target   {MLP_MLIR}"
     assert "Functions (4)" in text and "Call graph" in text
@@ -355,6 +380,9 @@ def test_reports_print_as_the_command_prints_them(cli):
     printed = "\n".join(line.rstrip() for line in run.stdout.splitlines()).rstrip()
     assert insp.params.render(width=120) == printed
     assert str(insp.params).startswith(f"target  {MLP_REL}")
+    # What a pdb prompt shows (`p insp.params`, or `insp.params` alone) is the report.
+    assert repr(insp.params) == str(insp.params)
+    assert repr(insp.optimized().fusions()).startswith(f"target   {MLP_REL}")
 
 
 def test_rich_renders_in_the_consoles_width_and_colours():

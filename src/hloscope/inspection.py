@@ -110,21 +110,16 @@ def diff(a: Any, b: Any, /, *args: Any, **kwargs: Any) -> DiffReport:
     """The structural diff of two modules, as `hloscope diff A B` makes it: A and B
     are anything `inspect` takes (or `Inspection`s). `args` and `kwargs` are the
     example arguments of the sides that are functions (or entrypoint strings), as
-    the command line's `--arg`/`--args` apply to each entrypoint side."""
-    from hloscope import api
-
-    given = bool(args or kwargs)
+    the command line's `--arg`/`--args` apply to each entrypoint side; without them,
+    a function B is lowered on the arguments of A's inspection."""
     takes = [_takes_arguments(side) for side in (a, b)]
-    if given and not any(takes):
+    if (args or kwargs) and not any(takes):
         raise HloscopeError(
             "example arguments are for functions, and neither side is one (to pick a "
             'module of a dump folder, pass hloscope.inspect(folder, module="NAME"))'
         )
-    sides = [
-        inspect(side, *args, **kwargs) if takes_args else inspect(side)
-        for side, takes_args in zip((a, b), takes, strict=True)
-    ]
-    return api.diff_loaded(sides[0].loaded, sides[1].loaded)
+    first = inspect(a, *args, **kwargs) if takes[0] else inspect(a)
+    return first.diff(b, *args, **kwargs) if takes[1] else first.diff(b)
 
 
 def object_label(obj: Any) -> str:
@@ -195,9 +190,9 @@ class Inspection(Displayed):
     The reports are computed when first asked for and kept: `overview` (what
     `hloscope inspect` shows), `structure`, `params`, `placement`. `fusions()` and
     `aot_check()` are methods, since they compile or run the user's code. Each
-    report prints as the command prints it, shows itself in rich and in a notebook,
-    and has `to_json()`, the command's `--json` document. The inspection itself
-    shows as its overview.
+    report's repr (and `str`) is the report as the command prints it, it shows
+    itself in rich and in a notebook, and `to_json()` is the command's `--json`
+    document. The inspection itself shows as its overview.
     """
 
     def __init__(self, loaded: Loaded, origin: _Origin) -> None:
@@ -349,14 +344,6 @@ class Inspection(Displayed):
         browse(self.loaded, start=start)
 
     # -- showing itself --------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        source = self.source
-        name = self.module.name or "module"
-        return (
-            f"<hloscope.Inspection {self.label}: {name}, {source.stage} {source.ir}, "
-            f"{len(self.module.ops):,} ops>"
-        )
 
     def _json_document(self) -> dict[str, Any]:
         return self.overview._json_document()

@@ -1,11 +1,12 @@
 """Reports that show themselves, for the Python API.
 
 A report in a REPL, a notebook or at a pdb prompt reads as the command line prints
-it: `print(report)` (and IPython) give the text report, rich (in a terminal)
-renders it in colour, a notebook shows it as HTML, and `report.to_json()` is the
-document `--json` prints. The `Displayed` mixin of the `hloscope.api` reports does
-it with the command line's own renderers (`render.text`, `render.json`), looked up
-by report type in `RENDERERS`, so Python and the command line cannot disagree.
+it: its repr and `str` (what a pdb prompt, a plain REPL and IPython show) are the
+text report, rich (in a terminal) renders it in colour, a notebook shows it as
+HTML, and `report.to_json()` is the document `--json` prints. The `Displayed` mixin
+of the `hloscope.api` reports does it with the command line's own renderers
+(`render.text`, `render.json`), looked up by report type in `renderers`, so Python
+and the command line cannot disagree.
 
 Importing this module imports nothing heavy: rich is loaded when a report is shown.
 """
@@ -74,6 +75,21 @@ def text_console(width: int | None = None, *, color_system: str | None = None) -
 class Displayed:
     """What makes a report show itself (see the module docstring). Subclasses
     rendered differently override `_json_document` and `_render_into`."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A report's repr is the report as its command prints it (as a DataFrame's
+        # is its table): what a pdb prompt and a plain REPL show. Set on the class
+        # itself, because the dataclass decorator replaces an inherited __repr__ but
+        # leaves a class's own alone.
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = Displayed.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        try:
+            return self.render()
+        except Exception as exc:  # a repr must not raise while debugging
+            return f"<{type(self).__name__}: cannot render it ({type(exc).__name__}: {exc})>"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document the command's `--json` prints, as Python values."""
