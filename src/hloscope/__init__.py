@@ -1,7 +1,43 @@
 """hloscope: see what XLA was given and what it made of it.
 
 A command-line tool and terminal browser for JAX/XLA compiler IR (StableHLO and
-HLO). The command line is `hloscope`; the Python API is `hloscope.api`.
+HLO), and a Python API for interactive debugging (a REPL, a notebook, a pdb
+prompt):
+
+    import hloscope
+    insp = hloscope.inspect(f, x, y)   # a function and its arguments, a Lowered,
+    insp.params                        # Compiled or Exported, module text or bytes,
+    hloscope.diff(f, g, x, y)          # a path, a dump folder
+
+Importing `hloscope` imports nothing heavy: `inspect` and `diff` load JAX and
+jaxlib when called, and `Inspection.browse` loads textual. The core the command line
+and the API share is `hloscope.api`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hloscope.errors import HloscopeError
+
+if TYPE_CHECKING:
+    from hloscope.inspection import Inspection, diff, inspect
+
 __version__ = "0.1.0"
+
+__all__ = ["HloscopeError", "Inspection", "__version__", "diff", "inspect"]
+
+_LAZY = {"Inspection", "diff", "inspect"}
+
+
+def __getattr__(name: str) -> Any:
+    # The API's module is imported on first use, not with the package.
+    if name in _LAZY:
+        from hloscope import inspection
+
+        return getattr(inspection, name)
+    raise AttributeError(f"module 'hloscope' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)

@@ -1,8 +1,10 @@
 """The core that every front end calls: load a target, build the reports.
 
-The command line, the browser and the Python API all go through these functions,
-so they never disagree. Reports are frozen dataclasses; renderers in
-`hloscope.render` turn them into text or JSON.
+The command line, the browser and the Python API (`hloscope.inspect`) all go
+through these functions, so they never disagree. Reports are frozen dataclasses;
+renderers in `hloscope.render` turn them into text or JSON, and a report shows
+itself with them in Python (`render.display.Displayed`: `print(report)`, rich, a
+notebook's HTML, `report.to_json()`).
 """
 
 from __future__ import annotations
@@ -28,14 +30,20 @@ from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.errors import HloscopeError
 from hloscope.ir.context import ParsedModule
+from hloscope.render.display import Displayed
 from hloscope.sources.loader import (
     OPTIMIZED,
+    Call,
     Loaded,
     LoadedRuns,
     LoadOptions,
     Source,
     load,
+    load_data,
+    load_object,
+    load_runs_object,
     optimized,
+    takes_arguments,
 )
 from hloscope.sources.loader import load_runs as _load_runs
 from hloscope.sources.stages import InputLeaf
@@ -44,6 +52,7 @@ from hloscope.sources.target import DumpTarget, EntrypointTarget, parse_target
 __all__ = [
     "AotReport",
     "AotTimings",
+    "Call",
     "DiffReport",
     "FusionsReport",
     "InspectReport",
@@ -59,10 +68,14 @@ __all__ = [
     "fusions_report",
     "inspect_report",
     "load",
+    "load_data",
+    "load_object",
     "load_runs",
+    "load_runs_object",
     "optimized",
     "params_report",
     "placement_report",
+    "takes_arguments",
 ]
 
 
@@ -80,7 +93,7 @@ class Timings:
 
 
 @dataclasses.dataclass(frozen=True)
-class InspectReport:
+class InspectReport(Displayed):
     """The overview of a module: where it came from, its structure, and what JAX and
     XLA report about it."""
 
@@ -133,7 +146,7 @@ def inspect_report(loaded: Loaded) -> InspectReport:
 
 
 @dataclasses.dataclass(frozen=True)
-class PlacementReport:
+class PlacementReport(Displayed):
     """Where a module's ops run and where its data lives: compute types, host
     regions, memory kinds, transfers, shardings and collectives."""
 
@@ -150,7 +163,7 @@ def placement_report(loaded: Loaded) -> PlacementReport:
 
 
 @dataclasses.dataclass(frozen=True)
-class ParamsReport:
+class ParamsReport(Displayed):
     """The `params` view: every argument mapped to its HLO parameter, with status,
     donation, sharding and memory kind."""
 
@@ -181,7 +194,7 @@ def params_report(loaded: Loaded) -> ParamsReport:
 
 
 @dataclasses.dataclass(frozen=True)
-class FusionsReport:
+class FusionsReport(Displayed):
     """What XLA fused in the optimized module, mapped back to the source lines."""
 
     source: Source
@@ -244,7 +257,7 @@ def _line_texts(sources: Iterable[str]) -> Mapping[str, str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class DiffReport:
+class DiffReport(Displayed):
     """`hloscope diff A B`: where each side came from and their structural diff."""
 
     a: Source
@@ -315,7 +328,7 @@ AOT_TEXT_ELEMENTS = 4096
 
 
 @dataclasses.dataclass(frozen=True)
-class AotReport:
+class AotReport(Displayed):
     """The direct call against the AOT path: what each compiled, what each returned,
     and how they differ."""
 
@@ -351,9 +364,12 @@ class AotTimings:
     """Running the AOT-compiled executable."""
 
 
-def load_runs(target: str, options: LoadOptions, aot_target: str | None = None) -> LoadedRuns:
-    """Run an entrypoint as called and through the AOT path (see `sources.loader`)."""
-    return _load_runs(target, options, aot_target)
+def load_runs(
+    target: str, options: LoadOptions, aot_target: str | None = None, call: Call | None = None
+) -> LoadedRuns:
+    """Run an entrypoint as called and through the AOT path (see `sources.loader`);
+    `call` gives its example arguments as Python values."""
+    return _load_runs(target, options, aot_target, call)
 
 
 def aot_check_report(loaded: LoadedRuns) -> AotReport:

@@ -85,6 +85,7 @@ def describe_source(source: Source) -> str:
     }.get(source.ir, source.ir)
     read = {
         "entrypoint": "entrypoint",
+        "python-object": "Python object",
         "mlir-text": "MLIR text",
         "mlir-bytecode": "MLIR bytecode",
         "hlo-text": "HLO text",

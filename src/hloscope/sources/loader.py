@@ -1,12 +1,17 @@
-"""The front of the pipeline: a target string in, a parsed module out.
+"""The front of the pipeline: a target in, a parsed module out.
 
     target -> source (entrypoint | dump) -> lower / compile (jax) -> parse (jaxlib)
 
-`load` decides what the target names, imports and lowers an entrypoint (or reads
-and sniffs a dump), compiles when the optimized module is wanted, and parses the
-result into the model. `load_runs` (for `aot-check`) imports an entrypoint, runs it
-as called and through its AOT path, and parses every module either path compiled.
-Every failure is a `HloscopeError` naming the input.
+`load` decides what a target string names, imports and lowers an entrypoint (or
+reads and sniffs a dump), compiles when the optimized module is wanted, and parses
+the result into the model. `load_object` does the same for a Python object in hand
+(a function, a `Lowered`, `Compiled` or `Exported`) and `load_data` for module text
+or bytes in hand (the Python API's inputs); the three share every step after
+finding what to lower or parse. `load_runs` (for `aot-check`) imports an entrypoint,
+runs it as called and through its AOT path, and parses every module either path
+compiled; `load_runs_object` does it for a function in hand. Example arguments come
+from the command line's `--arg`/`--args`, or as Python values (`Call`). Every failure
+is a `HloscopeError` naming the input.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import HloscopeError, display_path
@@ -34,6 +39,31 @@ if TYPE_CHECKING:
 
 LOWERED = "lowered"
 OPTIMIZED = "optimized"
+
+PYTHON_OBJECT = "python-object"
+"""`Source.format` of a Python object given in hand (the Python API)."""
+
+# How to give example arguments, in the Python API's words (`sources.lower` has the
+# command line's, `CLI_ARGUMENTS_HINT`).
+API_ARGUMENTS_HINT = (
+    "pass them after it, as it is called: hloscope.inspect(f, *args, **kwargs), with "
+    "arrays or jax.ShapeDtypeStructs (any pytree)"
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Call:
+    """Example arguments given as Python values (the Python API): what the function
+    is called with. Leaves are arrays or `jax.ShapeDtypeStruct`s (any pytree); other
+    values are passed as they are (static arguments)."""
+
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def given(self) -> bool:
+        """Whether any argument was given."""
+        return bool(self.args or self.kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,17 +130,90 @@ class Loaded:
         return self.source.target
 
 
-def load(target: str, options: LoadOptions | None = None) -> Loaded:
-    """Load `target` (a path or an entrypoint) as `options` say."""
+def load(target: str, options: LoadOptions | None = None, call: Call | None = None) -> Loaded:
+    """Load `target` (a path or an entrypoint) as `options` say. `call` gives an
+    entrypoint's example arguments as Python values instead of `--arg`/`--args`."""
     options = options or LoadOptions()
     start = time.perf_counter()
     parsed_target = parse_target(target)
     if isinstance(parsed_target, EntrypointTarget):
-        loaded = _load_entrypoint(target, parsed_target, options)
+        loaded = _load_entrypoint(target, parsed_target, options, call)
     else:
+        if call is not None and call.given:
+            raise HloscopeError(
+                "example arguments are for functions, and this is a module file or folder",
+                where=target,
+            )
         loaded = _load_dump(target, parsed_target, options)
     loaded.load_seconds = time.perf_counter() - start
     return loaded
+
+
+def load_object(
+    obj: Any, label: str, options: LoadOptions | None = None, call: Call | None = None
+) -> Loaded:
+    """Load a Python object in hand, as an entrypoint naming it would be: a function
+    (jitted or not) lowered on `call`'s arguments, a `jax.stages.Lowered` or
+    `Compiled`, a `jax.export.Exported`, or a zero-argument callable returning one of
+    those. `label` names it in reports and errors (`module:qualname`)."""
+    options = options or LoadOptions()
+    start = time.perf_counter()
+    _refuse_target_options(options, "a Python object")
+    call = call or Call()
+    if call.given:
+        from hloscope.sources import lower
+
+        if lower.is_stage(obj):
+            raise HloscopeError(
+                f"it is already traced ({type(obj).__name__}): example arguments are for functions",
+                where=label,
+            )
+    entrypoint = _Entrypoint(obj, call.args, dict(call.kwargs), call.given, ())
+    loaded = _lower_entrypoint(label, label, PYTHON_OBJECT, entrypoint, options, call)
+    loaded.load_seconds = time.perf_counter() - start
+    return loaded
+
+
+def load_data(data: str | bytes, label: str, options: LoadOptions | None = None) -> Loaded:
+    """Load module text or bytes in hand, as a file holding them would be: any format
+    a dump may have (StableHLO/MLIR text or bytecode, VHLO, HLO text or proto, a
+    serialized `jax.export.Exported`), recognised by content. `label` names it in
+    reports and errors (`<string>`)."""
+    options = options or LoadOptions()
+    start = time.perf_counter()
+    _refuse_target_options(options, "module text or bytes")
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if not raw.strip():
+        raise HloscopeError("the module is empty", where=label)
+    loaded = _load_dump_data(label, raw, label, options, path=None, file_name="")
+    loaded.load_seconds = time.perf_counter() - start
+    return loaded
+
+
+def takes_arguments(obj: Any) -> bool:
+    """Whether `obj` is lowered on example arguments: a function, jitted or not (a
+    `Lowered`, `Compiled` or `Exported` is already traced)."""
+    if not callable(obj):
+        return False
+    from hloscope.sources import lower
+
+    return not lower.is_stage(obj)
+
+
+def _hint(call: Call | None) -> str:
+    """How to give example arguments, in the words of the front end that asked."""
+    if call is not None:
+        return API_ARGUMENTS_HINT
+    from hloscope.sources import lower
+
+    return lower.CLI_ARGUMENTS_HINT
+
+
+def _refuse_target_options(options: LoadOptions, what: str) -> None:
+    if options.module is not None:
+        raise HloscopeError(f"module= picks a module of a dump folder; this is {what}")
+    if options.args or options.args_factory:
+        raise HloscopeError(f"--arg and --args are for target strings; this is {what}")
 
 
 def optimized(loaded: Loaded) -> Loaded:
@@ -155,15 +258,20 @@ class _Entrypoint:
 
 
 def _import_entrypoint(
-    target: EntrypointTarget, options: LoadOptions, extra: EntrypointTarget | None = None
+    target: EntrypointTarget,
+    options: LoadOptions,
+    extra: EntrypointTarget | None = None,
+    call: Call | None = None,
 ) -> tuple[_Entrypoint, Any]:
     """Import the target (and `extra`, another object the command needs) and build
-    its example arguments."""
+    its example arguments (from `--arg`/`--args`, or `call`'s values)."""
     if options.module is not None:
         raise HloscopeError("--module picks a module of a dump folder; this is an entrypoint")
     specs = [parse_arg_spec(spec) for spec in options.args]
     if specs and options.args_factory:
         raise HloscopeError("give example arguments with --arg or with --args, not both")
+    if call is not None and (specs or options.args_factory):
+        raise HloscopeError("example arguments given twice: as Python values and with --arg/--args")
     # The user's module first: it may configure JAX (XLA_FLAGS, jax.config) when
     # imported, which only works before a backend exists.
     import_notes: list[str] = []
@@ -182,40 +290,57 @@ def _import_entrypoint(
 
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
-    if factory is not None:
+    if call is not None:
+        args, kwargs = tuple(call.args), dict(call.kwargs)
+    elif factory is not None:
         args, kwargs = lower.factory_arguments(factory, options.args_factory or "")
     elif specs:
         args = lower.example_arguments(specs)
-    entrypoint = _Entrypoint(
-        obj, args, kwargs, bool(specs or factory is not None), tuple(import_notes)
-    )
+    given = call.given if call is not None else bool(specs or factory is not None)
+    entrypoint = _Entrypoint(obj, args, kwargs, given, tuple(import_notes))
     return entrypoint, extra_obj
 
 
-def _load_entrypoint(text: str, target: EntrypointTarget, options: LoadOptions) -> Loaded:
-    entrypoint, _ = _import_entrypoint(target, options)
+def _load_entrypoint(
+    text: str, target: EntrypointTarget, options: LoadOptions, call: Call | None = None
+) -> Loaded:
+    entrypoint, _ = _import_entrypoint(target, options, call=call)
+    return _lower_entrypoint(text, target.label, "entrypoint", entrypoint, options, call)
+
+
+def _lower_entrypoint(
+    text: str,
+    label: str,
+    fmt: str,
+    entrypoint: _Entrypoint,
+    options: LoadOptions,
+    call: Call | None,
+) -> Loaded:
+    """Lower (and, when asked or needed, compile) what an entrypoint or an object in
+    hand names, and parse the module."""
     from hloscope.sources import lower
 
     lowering = lower.lower(
         entrypoint.obj,
         entrypoint.args,
         entrypoint.kwargs,
-        target.label,
+        label,
         given_args=entrypoint.given_args,
+        arguments_hint=_hint(call),
     )
     notes = entrypoint.notes + lowering.notes
     if lowering.mlir_bytecode is None or options.optimized:
-        compilation = lower.compile_lowering(lowering, target.label)
-        parsed = context.parse_hlo_proto(compilation.hlo_proto, target.label, trusted=True)
+        compilation = lower.compile_lowering(lowering, label)
+        parsed = context.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED
     else:
         compilation = None
-        parsed = context.parse_mlir(lowering.mlir_bytecode, target.label, trusted=True)
+        parsed = context.parse_mlir(lowering.mlir_bytecode, label, trusted=True)
         stage = LOWERED
     source = Source(
         target=text,
         kind="entrypoint",
-        format="entrypoint",
+        format=fmt,
         ir=parsed.format,
         stage=stage,
         path=None,
@@ -246,9 +371,15 @@ class LoadedRuns:
     notes: tuple[str, ...]
 
 
-def load_runs(target: str, options: LoadOptions, aot_target: str | None = None) -> LoadedRuns:
+def load_runs(
+    target: str,
+    options: LoadOptions,
+    aot_target: str | None = None,
+    call: Call | None = None,
+) -> LoadedRuns:
     """Import an entrypoint, run it as called and through the AOT path on the same
-    concrete inputs, and parse every module either path compiled."""
+    concrete inputs, and parse every module either path compiled. `call` gives the
+    example arguments as Python values instead of `--arg`/`--args`."""
     start = time.perf_counter()
     parsed_target = parse_target(target)
     if not isinstance(parsed_target, EntrypointTarget):
@@ -259,26 +390,66 @@ def load_runs(target: str, options: LoadOptions, aot_target: str | None = None) 
         )
     if options.optimized:
         raise HloscopeError("aot-check compares the lowered modules; --compile does not apply")
-    aot_parsed: EntrypointTarget | None = None
-    if aot_target is not None:
-        candidate = parse_target(aot_target)
-        if not isinstance(candidate, EntrypointTarget):
-            raise HloscopeError(
-                f"--aot {aot_target}: expected module:attribute or file.py:attribute"
-            )
-        aot_parsed = candidate
-    entrypoint, aot_obj = _import_entrypoint(parsed_target, options, aot_parsed)
+    aot_parsed = _aot_target(aot_target) if aot_target is not None else None
+    entrypoint, aot_obj = _import_entrypoint(parsed_target, options, aot_parsed, call)
+    return _run_both_ways(
+        target,
+        parsed_target.label,
+        entrypoint,
+        aot_obj,
+        aot_target,
+        aot_parsed.label if aot_parsed is not None else None,
+        start,
+        _hint(call),
+    )
+
+
+def load_runs_object(
+    obj: Any, label: str, call: Call | None = None, aot: Any = None, aot_label: str | None = None
+) -> LoadedRuns:
+    """`load_runs` for a function in hand, called on `call`'s arguments. `aot` names
+    the AOT object: a target string, or an object in hand (named `aot_label`)."""
+    start = time.perf_counter()
+    call = call or Call()
+    notes: list[str] = []
+    aot_obj = aot
+    if isinstance(aot, str):
+        aot_parsed = _aot_target(aot, "aot=")
+        aot_obj, aot_label = import_target(aot_parsed, notes), aot_parsed.label
+    entrypoint = _Entrypoint(obj, call.args, dict(call.kwargs), call.given, tuple(notes))
+    return _run_both_ways(
+        label, label, entrypoint, aot_obj, aot_label, aot_label, start, API_ARGUMENTS_HINT
+    )
+
+
+def _aot_target(text: str, option: str = "--aot ") -> EntrypointTarget:
+    parsed = parse_target(text)
+    if not isinstance(parsed, EntrypointTarget):
+        raise HloscopeError(f"{option}{text}: expected module:attribute or file.py:attribute")
+    return parsed
+
+
+def _run_both_ways(
+    target: str,
+    label: str,
+    entrypoint: _Entrypoint,
+    aot_obj: Any,
+    aot_target: str | None,
+    aot_label: str | None,
+    start: float,
+    arguments_hint: str,
+) -> LoadedRuns:
     from hloscope.sources import lower
 
     runs = lower.aot_runs(
         entrypoint.obj,
         entrypoint.args,
         entrypoint.kwargs,
-        parsed_target.label,
+        label,
         aot_obj,
-        aot_parsed.label if aot_parsed is not None else None,
+        aot_label,
+        arguments_hint=arguments_hint,
     )
-    label = parsed_target.label
 
     def parse(module: CompiledModule) -> context.ParsedModule:
         return context.parse_mlir(module.mlir_bytecode, f"{label} ({module.name})")
@@ -338,8 +509,37 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
         raise HloscopeError("--arg and --args give example arguments to entrypoints, not dumps")
     data = dumps.read_file(file)
     label = display_path(file)
+    return _load_dump_data(
+        text,
+        data,
+        label,
+        options,
+        path=label,
+        file_name=file.name,
+        stage_hint=stage_hint,
+        notes=tuple(notes),
+        folder_module=folder_module,
+        folder_modules=folder_modules,
+    )
+
+
+def _load_dump_data(
+    text: str,
+    data: bytes,
+    label: str,
+    options: LoadOptions,
+    *,
+    path: str | None,
+    file_name: str,
+    stage_hint: str | None = None,
+    notes: tuple[str, ...] = (),
+    folder_module: str | None = None,
+    folder_modules: tuple[str, ...] = (),
+) -> Loaded:
+    """Parse a dump's bytes (read from a file, or given in hand), compiling them when
+    the optimized module is wanted. `path`: the file read, if any."""
     fmt, parsed, lowering = _parse_dump(data, label)
-    stage = stage_hint or _stage_of(parsed, data, file)
+    stage = stage_hint or _stage_of(parsed, data, file_name)
     compilation = None
     if options.optimized and stage != OPTIMIZED:
         if not options.compile_dumps:
@@ -357,11 +557,11 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
         format=fmt,
         ir=parsed.format,
         stage=stage,
-        path=label,
+        path=path,
         folder_module=folder_module,
         folder_modules=folder_modules,
     )
-    all_notes = tuple(notes) + (lowering.notes if lowering else ()) + parsed.notes
+    all_notes = notes + (lowering.notes if lowering else ()) + parsed.notes
     return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options)
 
 
@@ -419,8 +619,8 @@ def _parse_text(fmt: str, text: str, label: str) -> context.ParsedModule:
 _SCHEDULED = re.compile(r"^\s*HloModule\b[^\n]*\bis_scheduled=true", re.MULTILINE)
 
 
-def _stage_of(parsed: context.ParsedModule, data: bytes, file: Path) -> str:
-    if "after_optimizations" in file.name:
+def _stage_of(parsed: context.ParsedModule, data: bytes, file_name: str) -> str:
+    if "after_optimizations" in file_name:
         return OPTIMIZED
     if parsed.format in ("hlo", "hlo-native"):
         if _SCHEDULED.search(data[:65536].decode("utf-8", "replace")):

@@ -121,8 +121,32 @@ def needs_arguments(obj: Any) -> list[str] | None:
     ]
 
 
+# How to give example arguments, in the command line's words (the default).
+CLI_ARGUMENTS_HINT = (
+    "pass --arg SHAPE once per argument (--arg f32[8,128]) or --args module:factory "
+    "returning a tuple of arguments"
+)
+
+
+def _require_no_arguments(obj: Any, label: str, arguments_hint: str) -> None:
+    """Refuse a function that needs arguments when none were given, saying how to give
+    them (`arguments_hint`, in the words of the front end that asked)."""
+    required = needs_arguments(obj)
+    if required:
+        raise HloscopeError(
+            f"it takes {len(required)} argument{'s' if len(required) > 1 else ''} "
+            f"({', '.join(required)}) but no example arguments were given: {arguments_hint}",
+            where=label,
+        )
+
+
 def lower(
-    obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: str, given_args: bool
+    obj: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    label: str,
+    given_args: bool,
+    arguments_hint: str = CLI_ARGUMENTS_HINT,
 ) -> Lowering:
     """Lower what an entrypoint names. `given_args` says whether the user gave
     example arguments (a zero-argument callable returning a stage is called)."""
@@ -159,15 +183,7 @@ def lower(
             where=label,
         )
     if not args and not kwargs:
-        required = needs_arguments(obj)
-        if required:
-            raise HloscopeError(
-                f"it takes {len(required)} argument{'s' if len(required) > 1 else ''} "
-                f"({', '.join(required)}) but no example arguments were given: pass "
-                "--arg SHAPE once per argument (--arg f32[8,128]) or --args "
-                "module:factory returning a tuple of arguments",
-                where=label,
-            )
+        _require_no_arguments(obj, label, arguments_hint)
     kind = "jitted" if _is_jitted(obj) else "function"
     jitted = obj if kind == "jitted" else jax.jit(obj)
     start = time.perf_counter()
@@ -524,6 +540,7 @@ def aot_runs(
     label: str,
     aot_obj: Any = None,
     aot_label: str | None = None,
+    arguments_hint: str = CLI_ARGUMENTS_HINT,
 ) -> AotRuns:
     """Run `obj` both ways on the same concrete inputs: called as user code calls it
     (`obj(*args, **kwargs)`), and through the AOT path (`.lower(...)`, `.compile()`,
@@ -540,15 +557,7 @@ def aot_runs(
             where=label,
         )
     if not args and not kwargs:
-        required = needs_arguments(obj)
-        if required:
-            raise HloscopeError(
-                f"it takes {len(required)} argument{'s' if len(required) > 1 else ''} "
-                f"({', '.join(required)}) but no example arguments were given: pass "
-                "--arg SHAPE once per argument (--arg f32[8,128]) or --args "
-                "module:factory returning a tuple of arguments",
-                where=label,
-            )
+        _require_no_arguments(obj, label, arguments_hint)
     entry_obj, entry = _aot_entry(obj, label, aot_obj, aot_label)
     plan = _InputPlan(obj, args, kwargs, label)
     # Both sets before either path runs: the call may donate (delete) its inputs,

@@ -370,3 +370,60 @@ def run_browser(
         return ExitCode.ERROR
     code = app.return_code
     return code if code is not None else ExitCode.OK
+
+
+# --------------------------------------------------------------------------- the Python API
+
+
+def browse(loaded: api.Loaded, *, start: str = IR_TAB) -> None:
+    """Browse an already loaded module in this process's terminal until the user
+    quits: `Inspection.browse()`, from a REPL or at a pdb prompt (where the terminal
+    is in line mode: the app takes it over and gives it back as it found it). Raises
+    `HloscopeError` when there is no terminal to draw on, or when the module cannot
+    be shown."""
+    app = HloscopeApp(loaded.label, loaded.options, loaded=loaded, start=start)
+    run_in_terminal(app)
+    if app.failure is not None:
+        raise HloscopeError(app.failure)
+
+
+def run_in_terminal(app: App[Any]) -> None:
+    """Run `app` on this process's terminal, drawing on a stream of its own (see
+    `terminal_output`). Raises `HloscopeError` when that cannot be done here."""
+    import asyncio
+    import contextlib
+    import threading
+
+    where = "look at the reports here instead (display them, or print them)"
+    if threading.current_thread() is not threading.main_thread():
+        raise HloscopeError(
+            "the browser runs on the main thread (it handles the terminal's signals)"
+        )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise HloscopeError(
+            "the browser cannot start inside a running asyncio event loop (a notebook "
+            f"kernel, an async REPL): {where}, or run hloscope tui in a terminal"
+        )
+    stdin = sys.__stdin__
+    if stdin is None or not stdin.isatty():
+        raise HloscopeError(
+            f"the browser needs a terminal, and stdin is not one here (a notebook, a pipe?): "
+            f"{where}, or run hloscope tui in a terminal"
+        )
+    output = terminal_output()
+    if output is None:
+        raise HloscopeError(
+            "the browser needs a terminal, and neither stdout nor stderr is one here: "
+            f"{where}, or run hloscope tui in a terminal"
+        )
+    app.driver_class = _driver_for(output) or app.driver_class
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    try:
+        app.run()
+    finally:
+        output.close()

@@ -1,0 +1,363 @@
+"""The Python API for interactive debugging: `hloscope.inspect` and `hloscope.diff`.
+
+In a REPL, a notebook or at a pdb breakpoint, the function and its arguments are in
+hand:
+
+    insp = hloscope.inspect(train_step, params, batch)   # lowered on those arguments
+    insp.params            # which arguments the compiler got
+    insp.fusions()         # what XLA fused (compiles)
+    insp.browse()          # the browser, in this terminal
+
+`inspect` loads what it is given through the same pipeline as the command line
+(`hloscope.api`: `load`, `load_object`, `load_data`), and the reports are the
+objects the commands print, shown with the commands' renderers
+(`render.display`): `insp.params.to_json()` is what `hloscope params --json`
+prints. Importing this module imports nothing heavy; the first `inspect` loads JAX
+and jaxlib, `browse` loads textual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hloscope.errors import HloscopeError
+from hloscope.render.display import Displayed
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from hloscope.analyses.structure import Structure
+    from hloscope.api import (
+        AotReport,
+        Call,
+        DiffReport,
+        FusionsReport,
+        InspectReport,
+        Loaded,
+        LoadOptions,
+        ParamsReport,
+        PlacementReport,
+    )
+    from hloscope.ir.model import Module
+    from hloscope.sources.loader import Source
+
+__all__ = ["Inspection", "diff", "inspect"]
+
+# Labels of module text and bytes given in hand (as Python names source it has no
+# file for: `<string>`).
+TEXT_LABEL = "<string>"
+BYTES_LABEL = "<bytes>"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Origin:
+    """What an `Inspection` was made from, to load it again another way (the
+    optimized module of a dump folder) or run it (`aot_check`)."""
+
+    kind: str
+    """`target` (a path or an entrypoint string), `object` (a Python object) or
+    `data` (module text or bytes)."""
+    value: Any
+    call: Call | None
+    """Example arguments as Python values (objects and entrypoint strings)."""
+    options: LoadOptions
+
+
+def inspect(obj: Any, /, *args: Any, **kwargs: Any) -> Inspection:
+    """Load `obj` and return an `Inspection` of its module.
+
+    `obj` may be a function (plain or jitted), lowered on `args` and `kwargs` as it
+    would be called (arrays or `jax.ShapeDtypeStruct`s, any pytree); a
+    `jax.stages.Lowered` or `Compiled`; a `jax.export.Exported`; a zero-argument
+    callable returning one of those; module text (a string holding a newline or a
+    brace) or bytes, in any format a dump may have; or a path (`str` or
+    `pathlib.Path`) to a module file or a dump folder (`module="NAME"` picks one of
+    a folder's modules); or a target string `pkg.module:function` or
+    `path/to/file.py:function` (lowered on `args` and `kwargs`).
+
+    Raises `HloscopeError` when it cannot be loaded.
+    """
+    if isinstance(obj, Inspection):
+        _refuse_arguments(args, kwargs, "it is an Inspection already")
+        return obj
+    from hloscope import api
+
+    if isinstance(obj, os.PathLike):
+        path = os.fsdecode(os.fspath(obj))
+        if not Path(path).exists():
+            raise HloscopeError("no such file or directory", where=path)
+        return _from_dump_path(path, args, kwargs)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        _refuse_arguments(args, kwargs, "these are module bytes")
+        origin = _Origin("data", bytes(obj), None, api.LoadOptions())
+        return Inspection(api.load_data(origin.value, BYTES_LABEL, origin.options), origin)
+    if isinstance(obj, str):
+        if _is_module_text(obj):
+            _refuse_arguments(args, kwargs, "this is module text")
+            origin = _Origin("data", obj, None, api.LoadOptions())
+            return Inspection(api.load_data(obj, TEXT_LABEL, origin.options), origin)
+        return _from_target(obj, args, kwargs)
+    call = api.Call(tuple(args), dict(kwargs))
+    origin = _Origin("object", obj, call, api.LoadOptions())
+    return Inspection(api.load_object(obj, object_label(obj), origin.options, call), origin)
+
+
+def diff(a: Any, b: Any, /, *args: Any, **kwargs: Any) -> DiffReport:
+    """The structural diff of two modules, as `hloscope diff A B` makes it: A and B
+    are anything `inspect` takes (or `Inspection`s). `args` and `kwargs` are the
+    example arguments of the sides that are functions (or entrypoint strings), as
+    the command line's `--arg`/`--args` apply to each entrypoint side; without them,
+    a function B is lowered on the arguments of A's inspection."""
+    takes = [_takes_arguments(side) for side in (a, b)]
+    if (args or kwargs) and not any(takes):
+        raise HloscopeError(
+            "example arguments are for functions, and neither side is one (to pick a "
+            'module of a dump folder, pass hloscope.inspect(folder, module="NAME"))'
+        )
+    first = inspect(a, *args, **kwargs) if takes[0] else inspect(a)
+    return first.diff(b, *args, **kwargs) if takes[1] else first.diff(b)
+
+
+def object_label(obj: Any) -> str:
+    """How a Python object is named in reports and errors: `module:qualname` for a
+    function (as an entrypoint target names it), `<Lowered>` for an object without a
+    name."""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if isinstance(name, str) and name:
+        module = getattr(obj, "__module__", None)
+        return f"{module}:{name}" if isinstance(module, str) and module else name
+    return f"<{type(obj).__name__}>"
+
+
+def _is_module_text(text: str) -> bool:
+    # Module text always has a brace (`module {`, `HloModule m, ... { ... }`) and
+    # almost always a newline; a path or an entrypoint target has neither.
+    return "\n" in text or "{" in text
+
+
+def _takes_arguments(obj: Any) -> bool:
+    if isinstance(obj, Inspection):
+        return False
+    if isinstance(obj, str) and not _is_module_text(obj):
+        from hloscope.sources.target import EntrypointTarget, parse_target
+
+        try:
+            return isinstance(parse_target(obj), EntrypointTarget)
+        except HloscopeError:
+            return False
+    if isinstance(obj, (str, bytes, bytearray, memoryview, os.PathLike)):
+        return False
+    from hloscope import api
+
+    return api.takes_arguments(obj)
+
+
+def _refuse_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], why: str) -> None:
+    if args or kwargs:
+        raise HloscopeError(f"example arguments are for functions, and {why}")
+
+
+def _from_target(text: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Inspection:
+    from hloscope import api
+    from hloscope.sources.target import EntrypointTarget, parse_target
+
+    if isinstance(parse_target(text), EntrypointTarget):
+        call = api.Call(tuple(args), dict(kwargs))
+        origin = _Origin("target", text, call, api.LoadOptions())
+        return Inspection(api.load(text, origin.options, call), origin)
+    return _from_dump_path(text, args, kwargs)
+
+
+def _from_dump_path(path: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Inspection:
+    from hloscope import api
+
+    module = kwargs.pop("module", None)
+    _refuse_arguments(args, kwargs, f"{path} is a module file or a dump folder")
+    if module is not None and not Path(path).is_dir():
+        raise HloscopeError('module="NAME" picks a module of a dump folder; this is a file')
+    options = api.LoadOptions(module=None if module is None else str(module))
+    origin = _Origin("target", path, None, options)
+    return Inspection(api.load(path, options), origin)
+
+
+class Inspection(Displayed):
+    """One loaded module and its reports, made by `hloscope.inspect`.
+
+    The reports are computed when first asked for and kept: `overview` (what
+    `hloscope inspect` shows), `structure`, `params`, `placement`. `fusions()` and
+    `aot_check()` are methods, since they compile or run the user's code. Each
+    report's repr (and `str`) is the report as the command prints it, it shows
+    itself in rich and in a notebook, and `to_json()` is the command's `--json`
+    document. The inspection itself shows as its overview.
+    """
+
+    def __init__(self, loaded: Loaded, origin: _Origin) -> None:
+        self.loaded = loaded
+        """What was loaded: the parsed module, its source, what JAX and XLA reported."""
+        self._origin = origin
+        self._optimized: Inspection | None = None
+        self._fusions: FusionsReport | None = None
+
+    # -- what it is ------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        """How reports name it: the target as given, `module:qualname` for a Python
+        object, `<string>` or `<bytes>` for module text or bytes."""
+        return self.loaded.label
+
+    @property
+    def source(self) -> Source:
+        """Where the module came from: kind, format, stage (`lowered` or `optimized`)."""
+        return self.loaded.source
+
+    @property
+    def module(self) -> Module:
+        """The parsed module (`hloscope.ir.model.Module`): ops, functions, values."""
+        return self.loaded.module
+
+    def text(self, locations: bool = False) -> str:
+        """The module's IR as MLIR's printer prints it (XLA's HLO text for a module
+        shown in XLA's own form); `locations` prints the source locations too."""
+        return self.loaded.parsed.text(debug_info=locations)
+
+    # -- reports -------------------------------------------------------------------
+
+    @functools.cached_property
+    def overview(self) -> InspectReport:
+        """The overview `hloscope inspect` shows: functions, call graph, op counts,
+        timings, cost, and the parameter, placement and fusion summaries."""
+        from hloscope import api
+
+        return api.inspect_report(self.loaded)
+
+    @property
+    def structure(self) -> Structure:
+        """Functions, the call graph (nested jits) and op counts: the overview's
+        analysis, as data."""
+        return self.overview.structure
+
+    @functools.cached_property
+    def params(self) -> ParamsReport:
+        """Every argument mapped to its HLO parameter: used, unused or pruned, with
+        donation, sharding and memory kind (`hloscope params`)."""
+        from hloscope import api
+
+        return api.params_report(self.loaded)
+
+    @functools.cached_property
+    def placement(self) -> PlacementReport:
+        """Compute placement, memory kinds, transfers, shardings and collectives
+        (`hloscope placement`)."""
+        from hloscope import api
+
+        return api.placement_report(self.loaded)
+
+    def optimized(self) -> Inspection:
+        """The optimized module, as `--compile` reads it: a function is compiled for
+        the local backend, a dump folder's after-optimization file is read, a
+        before-optimization module is compiled. Compiles once; this inspection when
+        it is the optimized module already."""
+        if self.source.stage == "optimized":
+            return self
+        if self._optimized is None:
+            from hloscope import api
+
+            origin = dataclasses.replace(
+                self._origin, options=dataclasses.replace(self._origin.options, optimized=True)
+            )
+            if self._origin.kind == "target" and self.source.folder_modules:
+                loaded = api.load(self._origin.value, origin.options)
+            else:
+                loaded = api.optimized(self.loaded)
+            self._optimized = Inspection(loaded, origin)
+        return self._optimized
+
+    def fusions(self) -> FusionsReport:
+        """What XLA fused, from which source lines, and what it left unfused
+        (`hloscope fusions`); compiles first, once, when this is the lowered module."""
+        optimized = self.optimized()
+        if optimized is not self:
+            return optimized.fusions()
+        if self._fusions is None:
+            from hloscope import api
+
+            self._fusions = api.fusions_report(self.loaded)
+        return self._fusions
+
+    def aot_check(self, aot: Any = None) -> AotReport:
+        """The direct call against the AOT path (`hloscope aot-check`): calls the
+        function on its example arguments (values are made for shapes), then lowers,
+        compiles and runs its AOT path, and compares them. `aot` names the AOT object
+        (`--aot`): a function, a `Lowered` or `Compiled`, or a target string. Runs
+        both paths at every call, and clears JAX's in-memory caches first."""
+        from hloscope import api
+
+        origin = self._origin
+        if origin.kind == "object":
+            aot_label = None if aot is None or isinstance(aot, str) else object_label(aot)
+            runs = api.load_runs_object(origin.value, self.label, origin.call, aot, aot_label)
+        elif origin.kind == "target" and self.source.kind == "entrypoint":
+            if aot is not None and not isinstance(aot, str):
+                raise HloscopeError(
+                    "aot= names the AOT object of a target string with a target string "
+                    "(pkg.module:function or file.py:function)"
+                )
+            runs = api.load_runs(origin.value, origin.options, aot, origin.call)
+        else:
+            raise HloscopeError(
+                "aot_check() calls a function, and this is a module "
+                f"({self.source.format}): inspect the function instead",
+                where=self.label,
+            )
+        return api.aot_check_report(runs)
+
+    def diff(self, other: Any, /, *args: Any, **kwargs: Any) -> DiffReport:
+        """The structural diff from this module (A) to `other` (B), as `hloscope diff`
+        makes it. `other` is anything `hloscope.inspect` takes, on `args` and
+        `kwargs`; a function given without arguments is lowered on this
+        inspection's."""
+        from hloscope import api
+
+        if not isinstance(other, Inspection):
+            call = self._origin.call
+            if not (args or kwargs) and call is not None and _takes_arguments(other):
+                args, kwargs = tuple(call.args), dict(call.kwargs)
+            other = inspect(other, *args, **kwargs)
+        elif args or kwargs:
+            _refuse_arguments(args, kwargs, "the other side is an Inspection already")
+        return api.diff_loaded(self.loaded, other.loaded)
+
+    # -- the browser ---------------------------------------------------------------
+
+    def browse(self, start: str = "ir") -> None:
+        """Open the browser on this module in the current terminal, on its `start`
+        tab (`ir`, `overview`, ...), and return when the user quits (q). Works from a
+        REPL and at a pdb prompt; raises `HloscopeError` where there is no terminal
+        (a notebook, a pipe)."""
+        from hloscope.tui.app import browse
+
+        browse(self.loaded, start=start)
+
+    # -- showing itself --------------------------------------------------------------
+
+    def _json_document(self) -> dict[str, Any]:
+        return self.overview._json_document()
+
+    def _render_into(self, console: Console) -> None:
+        from rich.text import Text
+
+        self.overview._render_into(console)
+        origin = self._origin
+        runs = (origin.kind == "target" and self.source.kind == "entrypoint") or (
+            origin.kind == "object" and _takes_arguments(origin.value)
+        )
+        more = [".params", ".placement", ".fusions()"]
+        more += [".aot_check()"] if runs else []
+        more += [".diff(other)", ".text()", ".browse()", ".to_json()"]
+        console.print()
+        console.print(Text(f"more: {' '.join(more)}", style="dim"))
