@@ -20,6 +20,7 @@ from typing import Any
 
 from hloscope.errors import (
     HloscopeError,
+    TimeLimitExceeded,
     describe_exception,
     display_path,
     native_stderr_captured,
@@ -110,7 +111,7 @@ def _import_module(target: EntrypointTarget) -> Any:
     except SystemExit as exc:
         raise HloscopeError(f"importing '{target.module}' called sys.exit({exc.code})") from exc
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, (KeyboardInterrupt, TimeLimitExceeded)):
             raise
         raise _import_failure(target.module, exc) from exc
 
@@ -142,7 +143,7 @@ def _import_file(file: Path) -> Any:
         ) from exc
     except BaseException as exc:
         del sys.modules[name]
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, (KeyboardInterrupt, TimeLimitExceeded)):
             raise
         if isinstance(exc, SyntaxError):
             where = f"{display_path(exc.filename or file)}:{exc.lineno}"
