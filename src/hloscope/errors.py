@@ -92,7 +92,7 @@ def display_path(path: str | os.PathLike[str]) -> str:
     """A path relative to the working directory when it lies below it."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symbolic link loop
         return str(path)
 
 
