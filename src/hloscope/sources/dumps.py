@@ -328,7 +328,7 @@ def list_folder(path: Path) -> DumpFolder:
     where = display_path(path)
     truncated = False
     try:
-        entries = []
+        entries: list[str] = []
         with os.scandir(path) as scan:
             for entry in scan:
                 if len(entries) >= MAX_FOLDER_ENTRIES:
