@@ -367,6 +367,10 @@ class FuzzWorker:
         self._process = None
 
 
+ABORT = "--abort-the-worker"
+HANG = "--hang-the-worker"
+
+
 def _worker() -> int:
     """The child of `FuzzWorker`: one JSON list of arguments per line in, one JSON
     reply per line out. Its own stdout is kept for replies: anything native code
@@ -380,6 +384,11 @@ def _worker() -> int:
     runner = CliRunner()
     for line in sys.stdin:
         args = json.loads(line)
+        # For the tests of this harness: a worker that dies, or hangs.
+        if args == [ABORT]:
+            os.abort()
+        if args == [HANG]:
+            time.sleep(3600)
         result = runner.invoke(app, args, catch_exceptions=False)
         reply.write(
             json.dumps({"code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr})
