@@ -188,6 +188,8 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
                 raise _mlir_error(exc, source_name, what) from exc
         try:
             built = build_model(module)
+        except RecursionError:
+            raise
         except RuntimeError as exc:
             # nanobind's "conversion error": a name or string that is not valid UTF-8.
             raise _unreadable_error(str(exc), source_name) from exc
