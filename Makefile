@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test check lint typecheck format bench bench-quick clean
+.PHONY: install run test check lint typecheck format bench bench-quick fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,14 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Longer than `make test`: 2,000 fuzzed inputs per loader (new ones each run, more
+# seeds from the corpus), and the corpus sweep with every command loading each file
+# itself. FUZZ_EXAMPLES=N to change the count.
+FUZZ_EXAMPLES ?= 2000
+fuzz: $(STAMP)
+	HLOSCOPE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HLOSCOPE_SWEEP_UNCACHED=1 \
+		$(BIN)/python -m pytest tests/test_fuzz.py tests/test_corpus_commands.py -s
 
 # Speed and memory against baselines measured in the same run (bench/run.py).
 bench: $(STAMP)

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from hloscope import __version__, api
-from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
+from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
 from hloscope.ir.context import gc_paused
 from hloscope.render import json as json_render
 from hloscope.render import text as text_render
@@ -83,6 +83,16 @@ JsonOption = Annotated[
 ]
 PrintOption = Annotated[bool, typer.Option("--print", help="Print the report even on a terminal.")]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Give up after SECONDS (exit 2): importing, tracing, lowering, compiling or "
+        "running the target's code, reading and analysing the module. No limit by default.",
+        show_default=False,
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -116,11 +126,15 @@ def emit(
     to_json: Callable[[R], dict[str, Any]],
     to_text: Callable[[R, Console], None],
     exit_code: Callable[[R], int] | None = None,
+    timeout: float | None = None,
+    what: str | None = None,
 ) -> None:
     """The shape of every command: build a report inside the error edge, then print it
-    as JSON or text, then exit with the report's code (0 unless a check differs)."""
+    as JSON or text, then exit with the report's code (0 unless a check differs).
+    Building stops after `timeout` seconds (`--timeout`), naming `what`."""
     with command_edge(debug), gc_paused():
-        report = build()
+        with time_limit(timeout, what):
+            report = build()
         if as_json:
             sys.stdout.write(json_render.dumps(to_json(report)) + "\n")
         else:
@@ -140,6 +154,7 @@ def inspect(
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Overview: functions and call graph (nested jits), op counts, timings and cost.
     Opens the browser on a terminal (unless --print or --json)."""
@@ -152,6 +167,8 @@ def inspect(
         lambda: api.inspect_report(api.load(target, _options(arg, args, module, compile))),
         json_render.inspect_json,
         text_render.render_inspect,
+        timeout=timeout,
+        what=target,
     )
 
 
@@ -174,6 +191,7 @@ def fusions(
     compile: FusionsCompileOption = False,
     json: JsonOption = False,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """What XLA fused, from which source lines, and what it left unfused."""
     options = api.LoadOptions(
@@ -189,6 +207,8 @@ def fusions(
         lambda: api.fusions_report(api.load(target, options)),
         json_render.fusions_json,
         text_render.render_fusions,
+        timeout=timeout,
+        what=target,
     )
 
 
@@ -227,6 +247,7 @@ def params(
     json: JsonOption = False,
     fail_on: FailOnOption = None,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Parameter usage: every argument mapped to its HLO parameter, used, unused or
     pruned, with donation, sharding and memory kind."""
@@ -244,6 +265,8 @@ def params(
         json_render.params_json,
         text_render.render_params,
         lambda report: ExitCode.DIFFERENT if report.has_status(statuses) else ExitCode.OK,
+        timeout=timeout,
+        what=target,
     )
 
 
@@ -256,6 +279,7 @@ def placement(
     compile: CompileOption = False,
     json: JsonOption = False,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Where it runs: compute types (host vs device), memory kinds and transfers,
     shardings and meshes, collectives, and warnings."""
@@ -265,6 +289,8 @@ def placement(
         lambda: api.placement_report(api.load(target, _options(arg, args, module, compile))),
         json_render.placement_json,
         text_render.render_placement,
+        timeout=timeout,
+        what=target,
     )
 
 
@@ -289,6 +315,7 @@ def diff(
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Structural diff of two modules: ops added, removed or changed (exit 1 when they
     differ). Target options apply to each side they fit: example arguments to
@@ -300,6 +327,8 @@ def diff(
         json_render.diff_json,
         text_render.render_diff,
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
+        timeout=timeout,
+        what=f"diff {a} {b}",
     )
 
 
@@ -348,6 +377,7 @@ def aot_check(
     aot: AotOption = None,
     json: JsonOption = False,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """The direct call against the AOT path: call the target, lower-compile-run its AOT
     path on the same inputs, compare placement, parameters, ops, text and results.
@@ -360,6 +390,8 @@ def aot_check(
         json_render.aot_check_json,
         text_render.render_aot_check,
         lambda report: ExitCode.DIFFERENT if report.verdict == "different" else ExitCode.OK,
+        timeout=timeout,
+        what=target,
     )
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import signal
 import sys
 import tempfile
 import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 
 class ExitCode(enum.IntEnum):
@@ -45,6 +47,18 @@ class HloscopeError(Exception):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class TimeLimitExceeded(BaseException):
+    """The command ran past its `--timeout`. Not an `Exception`, so that user code
+    (`except Exception:` around a call) does not swallow it on its way out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def one_line(text: str, limit: int = 400) -> str:
@@ -78,7 +92,7 @@ def display_path(path: str | os.PathLike[str]) -> str:
     """A path relative to the working directory when it lies below it."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symbolic link loop
         return str(path)
 
 
@@ -148,6 +162,11 @@ def command_edge(debug: bool = False) -> Iterator[None]:
             traceback.print_exc()
         print_error(str(exc))
         raise SystemExit(ExitCode.ERROR) from None
+    except TimeLimitExceeded as exc:
+        if debug:
+            traceback.print_exc()
+        print_error(str(exc))
+        raise SystemExit(ExitCode.ERROR) from None
     except KeyboardInterrupt:
         print_error("interrupted")
         raise SystemExit(ExitCode.INTERRUPTED) from None
@@ -169,3 +188,100 @@ def command_edge(debug: bool = False) -> Iterator[None]:
             "(rerun with --debug for the traceback, and please report it)"
         )
         raise SystemExit(ExitCode.ERROR) from None
+
+
+# --------------------------------------------------------------------------- --timeout
+
+# After the time limit, how long the command has to unwind before it is ended.
+TIME_LIMIT_GRACE_SECONDS = 3.0
+# How soon to try again when the limit falls inside hloscope's own bookkeeping.
+_RETRY_SECONDS = 0.05
+_CONTEXTLIB_FILE = contextlib.__file__
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None, what: str | None = None) -> Iterator[None]:
+    """End the block with one line on stderr (and exit code 2) after `seconds`.
+
+    Two mechanisms, because user code can be stuck in Python or in native code. In
+    the main thread, a `SIGALRM` raises `TimeLimitExceeded` where the code is (in the
+    user's code, a library's, never inside hloscope's own bookkeeping, such as the
+    restoring of file descriptor 2, where it waits a moment); `command_edge` turns it
+    into the line. A watchdog thread ends the process `TIME_LIMIT_GRACE_SECONDS`
+    later if the block still has not finished (a native call that never returns to
+    Python, code that catches `BaseException` and carries on), writing the line to
+    the stderr the command started with.
+    """
+    if seconds is None:
+        yield
+        return
+    if not seconds > 0:
+        raise HloscopeError(f"--timeout {seconds:g}: give a number of seconds above 0")
+    prefix = f"{what}: " if what else ""
+    message = f"{prefix}stopped after {seconds:g} s (--timeout {seconds:g})"
+    finished = threading.Event()
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous: object = None
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        if finished.is_set():
+            return
+        if frame is not None and _in_bookkeeping(frame):
+            signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
+            return
+        running = _running_user_line(frame)
+        raise TimeLimitExceeded(f"{message}, while running {running}" if running else message)
+
+    if in_main_thread:
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        saved_stderr: int | None = os.dup(sys.__stderr__.fileno() if sys.__stderr__ else 2)
+    except (OSError, ValueError, AttributeError):
+        saved_stderr = None
+
+    def watchdog() -> None:
+        if finished.wait(seconds + TIME_LIMIT_GRACE_SECONDS):
+            return
+        ended = (
+            f"{prefix}ended {seconds + TIME_LIMIT_GRACE_SECONDS:g} s after it started "
+            f"(--timeout {seconds:g}): its code did not stop when asked (native code, or "
+            "code that catches BaseException)"
+        )
+        line = f"hloscope: error: {one_line(ended, 2000)}\n"
+        if saved_stderr is not None:
+            with contextlib.suppress(OSError):
+                os.write(saved_stderr, line.encode("utf-8", "replace"))
+        os._exit(ExitCode.ERROR)
+
+    threading.Thread(target=watchdog, name="hloscope-timeout", daemon=True).start()
+    try:
+        yield
+    finally:
+        finished.set()
+        if in_main_thread:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)  # type: ignore[arg-type]
+        if saved_stderr is not None:
+            os.close(saved_stderr)
+
+
+def _in_bookkeeping(frame: FrameType) -> bool:
+    """Whether `frame` is hloscope's own code or a context manager's plumbing, where
+    an exception could leave state half changed (file descriptor 2 redirected, a lock
+    held, a reader process mid-request)."""
+    filename = frame.f_code.co_filename
+    return filename.startswith(_PACKAGE_DIR) or filename == _CONTEXTLIB_FILE
+
+
+def _running_user_line(frame: FrameType | None) -> str | None:
+    """`file:line` of the innermost frame of the user's own code on the stack, up to
+    the hloscope code that called it."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_PACKAGE_DIR):
+            return None
+        if not any(m in filename for m in _LIBRARY_MARKERS):
+            return f"{display_path(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None

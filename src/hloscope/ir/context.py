@@ -153,8 +153,12 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
     Untrusted bytecode (a dump) is read first by the child process: MLIR's bytecode
     reader and StableHLO's deserializer can crash, abort or hang on malformed bytes,
     and they are deterministic, so what the child read safely is safe to read here.
-    `trusted` bytecode (what JAX produced in this process) skips that. Text is
-    parsed here only: MLIR's text parser reports bad input as diagnostics.
+    The child also builds the model, because jaxlib's bindings abort on names that
+    are not valid UTF-8, which bytecode can hold. `trusted` bytecode (what JAX
+    produced in this process) skips that. Text is parsed here: MLIR's text parser
+    reports bad input as diagnostics, and valid UTF-8 text makes valid UTF-8 names,
+    except through string escapes of bytes above 0x7f (`"\\FF"`), so text with those
+    goes through the child first too.
     """
     from jaxlib.mlir import ir
 
@@ -162,6 +166,9 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
     fmt = "mlir"
     if is_bytecode and not trusted:
         _probe_bytecode(data, source_name, _is_portable_artifact(data))  # type: ignore[arg-type]
+    elif not is_bytecode and not trusted and _has_high_byte_escape(data):
+        text = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+        _probe_bytecode(text, source_name, False, is_text=True)
     with native() as logged:
         context = mlir_context()
         if is_bytecode and _is_portable_artifact(data):  # type: ignore[arg-type]
@@ -179,7 +186,13 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
             except Exception as exc:
                 what = "malformed MLIR bytecode" if is_bytecode else "malformed MLIR"
                 raise _mlir_error(exc, source_name, what) from exc
-        built = build_model(module)
+        try:
+            built = build_model(module)
+        except RecursionError:
+            raise
+        except RuntimeError as exc:
+            # nanobind's "conversion error": a name or string that is not valid UTF-8.
+            raise _unreadable_error(str(exc), source_name) from exc
     if fmt == "mlir" and any(op.dialect == "stablehlo" for op in built.ops):
         fmt = "stablehlo"
     return ParsedModule(
@@ -195,8 +208,11 @@ def _portable_error(message: str, source_name: str) -> HloscopeError:
     )
 
 
-def _probe_bytecode(data: bytes, source_name: str, portable: bool) -> None:
-    """Have the child process read untrusted bytecode first; raise what it found."""
+def _probe_bytecode(
+    data: bytes, source_name: str, portable: bool, *, is_text: bool = False
+) -> None:
+    """Have the child process read untrusted bytecode (or text) first and build its
+    model; raise what it found."""
     reply = _reader.request("portable" if portable else "mlir", data, read_timeout(len(data)))
     stages = reply.stages
     if "error" in stages:
@@ -205,10 +221,42 @@ def _probe_bytecode(data: bytes, source_name: str, portable: bool) -> None:
         if portable:
             raise _portable_error(message, source_name)
         where = _diagnostic_where(str(header.get("location", "")), source_name)
-        raise HloscopeError(f"malformed MLIR bytecode: {one_line(message, 300)}", where=where)
+        what = "malformed MLIR" if is_text else "malformed MLIR bytecode"
+        raise HloscopeError(f"{what}: {one_line(message, 300)}", where=where)
     if "parsed" not in stages:
-        reader = "StableHLO's deserializer" if portable else "MLIR's bytecode reader"
+        if is_text:
+            reader = "MLIR's parser"
+        else:
+            reader = "StableHLO's deserializer" if portable else "MLIR's bytecode reader"
         raise HloscopeError(f"{reader} {reply.failure()}; the file is malformed", where=source_name)
+    if "unreadable" in stages:
+        raise _unreadable_error(str(stages["unreadable"][0].get("message", "")), source_name)
+    if "built" not in stages:
+        raise HloscopeError(
+            f"jaxlib's MLIR bindings {reply.failure()} reading the parsed module (a name "
+            "that is not valid UTF-8?); the file is malformed",
+            where=source_name,
+        )
+
+
+def _unreadable_error(message: str, source_name: str) -> HloscopeError:
+    if "conversion error" in message or "UTF-8" in message or "utf-8" in message:
+        reason = "a name or string in it is not valid UTF-8"
+    else:
+        reason = one_line(message, 300)
+    return HloscopeError(
+        f"jaxlib's MLIR bindings cannot read this module: {reason}", where=source_name
+    )
+
+
+# A string escape of a byte above 0x7f (`"\\FF"`): MLIR text can spell names that are
+# not valid UTF-8 with it.
+_HIGH_BYTE_ESCAPE = re.compile(r"\\[89a-fA-F][0-9a-fA-F]")
+
+
+def _has_high_byte_escape(data: str | bytes) -> bool:
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return _HIGH_BYTE_ESCAPE.search(text) is not None
 
 
 def _is_portable_artifact(data: bytes) -> bool:
@@ -388,22 +436,30 @@ class _NativeReader:
                 except (OSError, ValueError):
                     incoming.put(None)
 
-            with suppress(OSError):  # a child that died reading it answers with EOF
-                _write_frame(process.stdin, {"kind": kind}, payload)
-            threading.Thread(target=receive, daemon=True).start()
             timed_out: float | None = None
-            while True:
-                try:
-                    frame = incoming.get(timeout=timeout)
-                except queue.Empty:
-                    timed_out = timeout
-                    process.kill()
-                    break
-                if frame is None:
-                    break
-                frames.append(frame)
-                if frame[0].get("stage") == "done":
-                    return Reply(frames, None, None)
+            try:
+                with suppress(OSError):  # a child that died reading it answers with EOF
+                    _write_frame(process.stdin, {"kind": kind}, payload)
+                threading.Thread(target=receive, daemon=True).start()
+                while True:
+                    try:
+                        frame = incoming.get(timeout=timeout)
+                    except queue.Empty:
+                        timed_out = timeout
+                        process.kill()
+                        break
+                    if frame is None:
+                        break
+                    frames.append(frame)
+                    if frame[0].get("stage") == "done":
+                        return Reply(frames, None, None)
+            except BaseException:
+                # Interrupted (ctrl-c, --timeout) mid-request: the rest of this reply
+                # would answer the next request, so this child goes.
+                process.kill()
+                process.wait()
+                self._process = None
+                raise
             code: int = process.wait()
             self._process = None
             return Reply(frames, None if timed_out is not None else code, timed_out)
@@ -492,8 +548,9 @@ def _reader_worker() -> int:
 
     - HLO (`text`, `proto`): parse it, send its module proto, then its MLIR
       conversion, then the HLO names of the converted ops (`hlo_instruction_names`);
-    - MLIR bytecode (`mlir`), portable artifacts (`portable`): read it in a fresh
-      context and say whether it parsed (or send the first diagnostic);
+    - MLIR bytecode or text (`mlir`), portable artifacts (`portable`): read it in a
+      fresh context and say whether it parsed (or send the first diagnostic), then
+      build its model and say whether that worked;
 
     then `done` with what the native code logged.
     """
@@ -533,6 +590,14 @@ def _reader_worker() -> int:
                     _write_frame(replies, error)
                 else:
                     _write_frame(replies, {"stage": "parsed"})
+                    # What the main process does next: jaxlib's bindings abort on some
+                    # malformed names.
+                    try:
+                        build_model(module)
+                    except Exception as exc:
+                        _write_frame(replies, {"stage": "unreadable", "message": str(exc)})
+                    else:
+                        _write_frame(replies, {"stage": "built"})
                     del module
             else:
                 _read_hlo(kind, payload, replies, hlo, jax_ext, json)

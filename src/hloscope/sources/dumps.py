@@ -18,8 +18,10 @@ Pure functions of bytes and folder listings: no parsing, no JAX. The formats:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import re
+import stat
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, display_path
@@ -121,18 +123,28 @@ def looks_like_flatbuffer(data: bytes) -> bool:
 
 
 def read_file(path: Path) -> bytes:
-    """The file's bytes, with clear errors for what cannot be read."""
+    """The file's bytes, with clear errors for what cannot be read: what is not a
+    regular file (a FIFO or a device would block or never end), and what would not
+    fit in memory once parsed (see `memory_estimate`)."""
     where = display_path(path)
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError as exc:
+        if path.is_symlink() and not path.exists() and exc.errno == errno.ENOENT:
+            target = os.readlink(path)
+            raise HloscopeError(f"a broken symbolic link (to {target})", where=where) from exc
         raise HloscopeError(f"cannot read it: {exc.strerror or exc}", where=where) from exc
+    if not stat.S_ISREG(info.st_mode):
+        kind = _FILE_KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise HloscopeError(f"{kind}, not a module file", where=where)
+    size = info.st_size
     if size > MAX_FILE_BYTES:
         raise HloscopeError(
             f"the file is {size / 1024**3:.1f} GiB; hloscope reads modules up to "
             f"{MAX_FILE_BYTES // 1024**3} GiB",
             where=where,
         )
+    _check_memory(size * MIN_MEMORY_PER_BYTE, size, where, "at least ")
     try:
         data = path.read_bytes()
     except IsADirectoryError as exc:
@@ -141,7 +153,91 @@ def read_file(path: Path) -> bytes:
         raise HloscopeError(f"cannot read it: {exc.strerror or exc}", where=where) from exc
     if not data.strip():
         raise HloscopeError("the file is empty", where=where)
+    _check_memory(memory_estimate(data), len(data), where, "about ")
     return data
+
+
+_FILE_KINDS = {
+    stat.S_IFDIR: "is a directory",
+    stat.S_IFIFO: "is a named pipe (FIFO)",
+    stat.S_IFCHR: "is a character device",
+    stat.S_IFBLK: "is a block device",
+    stat.S_IFSOCK: "is a socket",
+}
+
+# What reading a module costs in memory (hloscope's process and its reader process
+# together, at their peak), measured on modules dense in ops, the costliest kind:
+# per line of text, and per byte (constants; binary formats, whose lines say nothing).
+MEMORY_PER_LINE = {MLIR_TEXT: 2_000, HLO_TEXT: 8_000, UNKNOWN_TEXT: 8_000}
+MEMORY_PER_BYTE = {MLIR_BYTECODE: 150, HLO_PROTO: 130, JAX_EXPORTED: 150}
+MEMORY_PER_TEXT_BYTE = 4
+# Even a module of nothing but constants takes this many bytes per byte of file.
+MIN_MEMORY_PER_BYTE = 3
+MEMORY_BASE = 300 * 1024**2
+# Set to 0 to read a file the estimate says will not fit (a binary module mostly made
+# of constants needs far less than the estimate for modules dense in ops).
+MEMORY_CHECK_VARIABLE = "HLOSCOPE_MEMORY_CHECK"
+
+
+def memory_estimate(data: bytes) -> int:
+    """About how many bytes of memory reading this module takes, at most."""
+    fmt = sniff_bytes(data)
+    if fmt in MEMORY_PER_LINE:
+        lines = data.count(b"\n") + 1
+        return MEMORY_BASE + lines * MEMORY_PER_LINE[fmt] + len(data) * MEMORY_PER_TEXT_BYTE
+    return MEMORY_BASE + len(data) * MEMORY_PER_BYTE.get(fmt, MIN_MEMORY_PER_BYTE)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still use: the system's available memory,
+    or what is left under its control group's limit when that is less; None when
+    it cannot be told."""
+    available: int | None = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        available = None
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ):
+        try:
+            limit_text = Path(limit_file).read_text().strip()
+            usage = int(Path(usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit_text.isdigit() and int(limit_text) < 1 << 60:
+            left = max(int(limit_text) - usage, 0)
+            available = left if available is None else min(available, left)
+        break
+    return available
+
+
+def _check_memory(needed: int, size: int, where: str, about: str) -> None:
+    if os.environ.get(MEMORY_CHECK_VARIABLE, "1") == "0":
+        return
+    available = available_memory()
+    if available is None or needed <= available:
+        return
+    raise HloscopeError(
+        f"the file is {_size(size)}; reading it would take {about}{_size(needed)} of memory "
+        f"and {_size(available)} are available (set {MEMORY_CHECK_VARIABLE}=0 to try anyway)",
+        where=where,
+    )
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
 
 
 # --------------------------------------------------------------------------- folders
@@ -176,6 +272,9 @@ class DumpFolder:
     kind: str
     """`xla-dump`, `jax-dump`, `mixed` or `folder` (module files of any name)."""
     modules: tuple[DumpModule, ...]
+    truncated: bool = False
+    """The folder has more than `MAX_FOLDER_ENTRIES` entries; only that many were
+    listed."""
 
     def pick(self, wanted: str | None) -> tuple[DumpModule, str | None]:
         """The module `--module` names, or the largest one (with a note saying so)."""
@@ -227,13 +326,15 @@ MAX_FOLDER_ENTRIES = 100_000
 def list_folder(path: Path) -> DumpFolder:
     """The modules in a dump folder (XLA's, JAX's, or a folder of module files)."""
     where = display_path(path)
+    truncated = False
     try:
-        entries = []
+        entries: list[str] = []
         with os.scandir(path) as scan:
             for entry in scan:
-                entries.append(entry.name)
                 if len(entries) >= MAX_FOLDER_ENTRIES:
+                    truncated = True
                     break
+                entries.append(entry.name)
     except OSError as exc:
         raise HloscopeError(f"cannot list the folder: {exc.strerror or exc}", where=where) from exc
     entries.sort()
@@ -303,4 +404,4 @@ def list_folder(path: Path) -> DumpFolder:
             if not file.is_file():
                 continue
             modules.append(DumpModule(key=name, name=name, number=None, before=file, after=None))
-    return DumpFolder(path=path, kind=kind, modules=tuple(modules))
+    return DumpFolder(path=path, kind=kind, modules=tuple(modules), truncated=truncated)

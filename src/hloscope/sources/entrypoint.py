@@ -20,10 +20,12 @@ from typing import Any
 
 from hloscope.errors import (
     HloscopeError,
+    TimeLimitExceeded,
     describe_exception,
     display_path,
     native_stderr_captured,
     one_line,
+    user_frame,
 )
 from hloscope.sources.target import EntrypointTarget
 
@@ -34,9 +36,15 @@ def user_code() -> Iterator[list[str]]:
 
     Yields a list that, when the block ends, holds what the code warned and printed
     (as notes for the report): stdout belongs to the report or the JSON document.
+    Python writes no `__pycache__` next to the modules the code imports (hloscope
+    writes nothing next to the user's files), and `sys.exit()` or an exception that
+    is not an `Exception` (`GeneratorExit`, the user's own `BaseException`) raised by
+    the code is a `HloscopeError` naming where, not the end of hloscope.
     """
     caught: list[str] = []
     printed = io.StringIO()
+    writes_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     with (
         warnings.catch_warnings(record=True) as records,
         contextlib.redirect_stdout(printed),
@@ -45,7 +53,17 @@ def user_code() -> Iterator[list[str]]:
         warnings.simplefilter("always")
         try:
             yield caught
+        except SystemExit as exc:
+            where = user_frame(exc)
+            raise HloscopeError(
+                f"the code called sys.exit({exc.code!r})" + (f" at {where}" if where else "")
+            ) from exc
+        except (Exception, KeyboardInterrupt, TimeLimitExceeded):
+            raise
+        except BaseException as exc:
+            raise HloscopeError(f"the code raised {describe_exception(exc)}") from exc
         finally:
+            sys.dont_write_bytecode = writes_bytecode
             for record in records:
                 text = one_line(str(record.message), 300)
                 if text not in caught:
@@ -110,7 +128,7 @@ def _import_module(target: EntrypointTarget) -> Any:
     except SystemExit as exc:
         raise HloscopeError(f"importing '{target.module}' called sys.exit({exc.code})") from exc
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, (KeyboardInterrupt, TimeLimitExceeded)):
             raise
         raise _import_failure(target.module, exc) from exc
 
@@ -142,7 +160,7 @@ def _import_file(file: Path) -> Any:
         ) from exc
     except BaseException as exc:
         del sys.modules[name]
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, (KeyboardInterrupt, TimeLimitExceeded)):
             raise
         if isinstance(exc, SyntaxError):
             where = f"{display_path(exc.filename or file)}:{exc.lineno}"

@@ -489,6 +489,11 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
     stage_hint: str | None = None
     if path.is_dir():
         folder = dumps.list_folder(path)
+        if folder.truncated:
+            notes.append(
+                f"the folder has more than {dumps.MAX_FOLDER_ENTRIES:,} entries; only "
+                f"{dumps.MAX_FOLDER_ENTRIES:,} of them were listed"
+            )
         picked, note = folder.pick(options.module)
         if note:
             notes.append(note)
