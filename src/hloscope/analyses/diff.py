@@ -2095,10 +2095,10 @@ def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> Align
     Matched ops (and the headers of matched functions, and the modules' first
     lines) are anchors: the largest set of them whose lines increase on both sides
     shares rows. Between two anchors, lines that are no op of the diff and read the
-    same (closing braces, block labels) share rows too; the rest of A's lines in the
-    gap are paired with the rest of B's in order (a removed op beside an added one,
-    as a side-by-side diff shows a replaced block), and the longer side's remainder
-    faces blank rows. Every line of each module appears once, in order.
+    same (closing braces, block labels) share rows too, a removed op may face an
+    added one (as a side-by-side diff shows a replaced block), and every other line
+    faces a blank row: lines side by side are a match, or a replacement. Every line
+    of each module appears once, in order.
     """
     ops_a = _op_statuses(diff.rows, diff.a.ops, "a")
     ops_b = _op_statuses(diff.rows, diff.b.ops, "b")
@@ -2142,11 +2142,26 @@ def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> Align
             blocks = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes()
         else:
             blocks = [("replace", 0, len(lines_of_a), 0, len(lines_of_b))]
-        for _, i1, i2, j1, j2 in blocks:
-            count = max(i2 - i1, j2 - j1)
-            for k in range(count):
-                rows_a.append(lines_of_a[i1 + k] if i1 + k < i2 else -1)
-                rows_b.append(lines_of_b[j1 + k] if j1 + k < j2 else -1)
+        for tag, i1, i2, j1, j2 in blocks:
+            if tag == "equal":
+                rows_a.extend(lines_of_a[i1:i2])
+                rows_b.extend(lines_of_b[j1:j2])
+                continue
+            # A removed op faces an added one; anything else faces a blank row, so
+            # that lines side by side are never taken for a match.
+            while (
+                i1 < i2
+                and j1 < j2
+                and lines_a[lines_of_a[i1]] == REMOVED
+                and lines_b[lines_of_b[j1]] == ADDED
+            ):
+                rows_a.append(lines_of_a[i1])
+                rows_b.append(lines_of_b[j1])
+                i1, j1 = i1 + 1, j1 + 1
+            rows_a.extend(lines_of_a[i1:i2])
+            rows_b.extend([-1] * (i2 - i1))
+            rows_a.extend([-1] * (j2 - j1))
+            rows_b.extend(lines_of_b[j1:j2])
 
     next_a = next_b = 0
     for line_a, line_b in chain:

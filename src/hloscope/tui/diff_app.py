@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import os
 import traceback
 from collections.abc import Mapping
 from typing import ClassVar
@@ -144,6 +145,17 @@ def summary_text(report: api.DiffReport) -> Text:
     return text
 
 
+def change_where(change: Change) -> str:
+    """`main %6 (model.py:33) → host_fn %6 (model.py:51)`, paths relative to the
+    working directory."""
+    prefix = os.getcwd().rstrip(os.sep) + os.sep
+    a = (change.a_where or "").replace(prefix, "")
+    b = (change.b_where or "").replace(prefix, "")
+    if a and b:
+        return a if a == b else f"{a} → {b}"
+    return a or b
+
+
 class DiffSideView(IRView, inherit_bindings=False):
     """One side of the diff: the IR view's keys, but for following links (the diff
     screen has no details of links)."""
@@ -210,6 +222,7 @@ class DiffPane(Vertical):
                 line_styles=styles,
             )
         view_a.follower, view_b.follower = view_b, view_a
+        view_a.min_width = view_b.min_width = max(session.printed_a.width, session.printed_b.width)
         self._show_rows()
         view_a.focus()
 
@@ -354,6 +367,9 @@ class DiffPane(Vertical):
             text.append("\n")
             if change.detail:
                 text.append(f"  {change.detail}\n")
+            where = change_where(change)
+            if where:
+                text.append(f"  at {where}\n", style="dim")
             if change.aspects:
                 text.append(f"  what: {', '.join(change.aspects)}\n", style="dim")
         if len(changes) > MAX_CHANGES_SHOWN:

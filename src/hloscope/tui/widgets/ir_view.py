@@ -94,6 +94,8 @@ class IRView(ScrollView, can_focus=True):
         lines): its colour marks the gutter and the op name, its background the row."""
         self.follower: IRView | None = None
         """A view that keeps the same cursor row and scrolling as this one."""
+        self.min_width = 0
+        """Scroll sideways as if lines were at least this long (the follower's are)."""
         self.cursor = 0
         """The cursor's row."""
         self._gutter = 0
@@ -147,6 +149,7 @@ class IRView(ScrollView, can_focus=True):
     def _reset(self) -> None:
         self._cache.clear()
         longest = min(self.printed.width, MAX_SHOWN_CHARS + 40) if self.printed else 0
+        longest = max(longest, min(self.min_width, MAX_SHOWN_CHARS + 40))
         width = self._gutter + longest + (60 if self.sources else 0)
         self.virtual_size = Size(width, self.row_count)
         self.refresh()

@@ -19,8 +19,9 @@ class PendingView(Static, can_focus=True):
         Binding(
             "enter",
             "run",
-            "Build the tab's report: compile the optimized module, or run the AOT check",
-            show=False,
+            "Run",
+            tooltip="Build the tab's report: compile the optimized module, or run the AOT check",
+            show=True,
         ),
     ]
 

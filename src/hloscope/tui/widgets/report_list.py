@@ -124,7 +124,9 @@ class ReportList(OptionList):
     """Lines of a report; enter on a row shows its ops in the IR."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "select", "Show the row's ops in the IR tab", show=False),
+        Binding(
+            "enter", "select", "Show in IR", tooltip="Show the row's ops in the IR tab", show=True
+        ),
         Binding("j", "cursor_down", "Next row", show=False),
         Binding("k", "cursor_up", "Previous row", show=False),
         Binding("g", "first", "First row", show=False),
