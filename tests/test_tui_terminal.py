@@ -151,7 +151,7 @@ def test_hloscope_inspect_on_a_terminal_opens_the_overview(terminal):
     term.keys("1")
     screen = term.wait_for(lambda s: "mhlo.fusion" in s, "the IR")
     term.keys("H")
-    screen = term.wait_for(lambda s: "only host ops (4)" in s, "the host filter")
+    screen = term.wait_for(lambda s: "only host ops (2)" in s, "the host filter")
     assert "stablehlo.tanh" not in screen.split("────")[0]
     term.keys("q")
     assert "EXIT=0" in term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
@@ -165,3 +165,52 @@ def test_a_target_that_does_not_load_exits_2_with_one_line(terminal):
     screen = term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
     assert "EXIT=2" in screen
     assert "hloscope: error: samples/dumps/no_such_file.mlir: no such file or directory" in screen
+
+
+COMPUTE_ON = [
+    "samples/compute_on.py:host_inside_jit",
+    "samples/compute_on.py:host_outside_jit",
+    "--args",
+    "samples/compute_on.py:example_args",
+]
+
+
+@pytest.mark.slow
+def test_hloscope_diff_on_a_terminal_opens_the_diff_screen(terminal):
+    term = terminal(["diff", *COMPUTE_ON])
+    screen = term.wait_for(lambda s: "verdict different" in s, "the diff screen")
+    assert "1 added · 0 removed · 1 changed · 6 unchanged" in screen
+    assert "module @jit_host_inside_jit" in screen
+    assert "module @jit_host_outside_jit" in screen
+    assert "] Next change" in screen  # the footer
+    term.keys("]")
+    screen = term.wait_for(lambda s: "change 1/2" in s, "the first change")
+    assert "added func.call in main" in screen
+    assert "A (nothing on this row)" in screen
+    term.keys("]")
+    screen = term.wait_for(lambda s: "change 2/2" in s, "the second change")
+    assert "changed stablehlo.tanh in main → host_outside_jit" in screen
+    assert "compute type device → host" in screen
+    compute_on = ROOT / "samples/compute_on.py"
+    inside = line_of(compute_on, "def host_inside_jit") + 3  # its tanh
+    assert f"samples/compute_on.py:{inside})" in screen
+    term.keys("C")
+    screen = term.wait_for(lambda s: "only changes" in s, "only the changes")
+    top = screen.split("────")[1]
+    assert "stablehlo.constant" not in top
+    term.keys("?")
+    screen = term.wait_for(lambda s: "╭─ Keys" in s, "the help")
+    assert "Next change" in screen
+    term.keys("Escape")
+    term.wait_for(lambda s: "╭─ Keys" not in s, "the help closed")
+    term.keys("q")
+    screen = term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
+    assert "EXIT=1" in screen  # the modules differ, as in a pipe
+
+
+@pytest.mark.slow
+def test_hloscope_diff_print_on_a_terminal_prints(terminal):
+    term = terminal(["diff", *COMPUTE_ON, "--print"])
+    screen = term.wait_for(lambda s: "EXIT=" in s, "the report")
+    assert "verdict  different · 1 added · 0 removed · 1 changed · 6 unchanged" in screen
+    assert "EXIT=1" in screen

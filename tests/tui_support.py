@@ -8,12 +8,15 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rich.text import Text
+from textual import events
+from textual.keys import _character_to_key
 from textual.pilot import Pilot
 from textual.widgets import Static
 
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.widgets.details import OpDetails
 from hloscope.tui.widgets.ir_view import IRView
+from hloscope.tui.widgets.pending import PendingView
 
 SIZE = (120, 40)
 
@@ -28,24 +31,87 @@ def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
     return run
 
 
-async def loaded(app: HloscopeApp, pilot: Pilot[int], polls: int = 2000) -> None:
-    """Wait until the loading (or compiling) worker has reported and the app shows it."""
-    for _ in range(polls):
-        if (app.session is not None or app.failure is not None) and app.job is None:
-            await pilot.pause()
+# How many times to look before giving up on a state (each look waits for the app
+# to go idle, at least 10 ms): minutes, far beyond any load or compile here. Tests
+# wait for the state they check, never for a length of time.
+POLLS = 20_000
+
+
+async def until(pilot: Pilot[Any], check: Callable[[], object], what: str) -> None:
+    """Wait until `check()` holds (the app has processed what the test did)."""
+    for _ in range(POLLS):
+        if check():
             return
-        await pilot.pause(0.02)
-    raise AssertionError("the browser did not finish loading")
-
-
-async def settle(pilot: Pilot[int], app: HloscopeApp, polls: int = 2000) -> None:
-    """Wait until the browser's own workers (search, locations) are done."""
-    for _ in range(polls):
         await pilot.pause(0.01)
-        if not app.workers:
-            await pilot.pause()
-            return
-    raise AssertionError("the browser's workers did not finish")
+    raise AssertionError(f"never saw {what}")
+
+
+def _pending(app: Any) -> bool:
+    """Whether the app has work queued: messages, callbacks, or callbacks waiting for
+    the next refresh, on any of its screens and widgets, or a worker running."""
+    pumps = [app]
+    for screen in app.screen_stack:
+        pumps.extend(screen.walk_children(with_self=True))
+        if screen._callbacks:
+            return True
+    if any(pump._message_queue.qsize() or pump._next_callbacks for pump in pumps):
+        return True
+    return _busy(app)
+
+
+async def quiet(pilot: Pilot[Any]) -> None:
+    """Wait until the app has done everything the test's last action caused: every
+    message handled (including those that handling others posted), every callback
+    run, every worker finished."""
+    app = pilot.app
+    await until(pilot, lambda: not _pending(app), "the app go quiet")
+
+
+def _building(app: Any) -> bool:
+    """Whether a report tab still says its report is being built."""
+    base = app.screen_stack[0] if app.screen_stack else None
+    if base is None:
+        return True
+    return any(
+        not pending.runnable and not pending.has_class("view-failure")
+        for pending in base.query(PendingView)
+    )
+
+
+def _done_loading(app: Any) -> bool:
+    if app.failure is not None:
+        return app.job is None
+    session = app.session
+    if session is None or app.job is not None:
+        return False
+    return getattr(session, "reports", True) is not None and not _building(app)
+
+
+async def loaded(app: Any, pilot: Pilot[Any]) -> None:
+    """Wait until the loading (or compiling) worker has finished (the module and its
+    reports are shown, or the failure is) and the app is idle again."""
+    await until(pilot, lambda: _done_loading(app), "the load finish")
+    await quiet(pilot)
+
+
+def _busy(app: Any) -> bool:
+    return any(worker.is_running for worker in app.workers)
+
+
+async def settle(pilot: Pilot[Any], app: Any) -> None:
+    """Wait until the app's workers (search, locations, reports) are done."""
+    await quiet(pilot)
+
+
+def type_at_once(app: Any, *keys: str) -> None:
+    """Hand `keys` to the app as a terminal delivers keys typed fast: all queued
+    before the first is handled (`pilot.press` waits between keys)."""
+    for key in keys:
+        char = key if len(key) == 1 else None
+        name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
+        event = events.Key(name, char)
+        event.set_sender(app)
+        app.post_message(event)
 
 
 def plain(content: object) -> str:

@@ -69,6 +69,7 @@ __all__ = [
     "inspect_report",
     "load",
     "load_data",
+    "load_diff_sides",
     "load_object",
     "load_runs",
     "load_runs_object",
@@ -291,6 +292,14 @@ def diff_options(target: str, options: LoadOptions) -> LoadOptions:
 def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None) -> DiffReport:
     """Load both targets with the same options (each taking those that apply to it) and
     diff them."""
+    return diff_loaded(*load_diff_sides(target_a, target_b, options))
+
+
+def load_diff_sides(
+    target_a: str, target_b: str, options: LoadOptions | None = None
+) -> tuple[Loaded, Loaded]:
+    """Load the two targets of a diff, each with the options that apply to it (the
+    browser's diff screen loads them itself, to print them too)."""
     options = options or LoadOptions()
     parsed = [parse_target(target_a), parse_target(target_b)]
     if (options.args or options.args_factory) and not any(
@@ -305,7 +314,7 @@ def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None
         raise HloscopeError("--module picks a module of a dump folder; neither A nor B is one")
     loaded_a = load(target_a, diff_options(target_a, options))
     loaded_b = load(target_b, diff_options(target_b, options))
-    return diff_loaded(loaded_a, loaded_b)
+    return loaded_a, loaded_b
 
 
 def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:

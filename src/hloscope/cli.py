@@ -319,7 +319,11 @@ def diff(
 ) -> None:
     """Structural diff of two modules: ops added, removed or changed (exit 1 when they
     differ). Target options apply to each side they fit: example arguments to
-    entrypoints, --module to dump folders, --compile to both."""
+    entrypoints, --module to dump folders, --compile to both. Opens the diff screen on
+    a terminal (unless --print or --json)."""
+    if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
+        _browse_diff(a, b, _options(arg, args, module, compile), debug)
+        return
     emit(
         debug,
         json,
@@ -393,6 +397,16 @@ def aot_check(
         timeout=timeout,
         what=target,
     )
+
+
+def _browse_diff(a: str, b: str, options: api.LoadOptions, debug: bool) -> None:
+    """Run the diff screen; textual is imported here, so no other command loads it."""
+    with command_edge(debug):
+        from hloscope.tui.diff_app import run_diff
+
+        code = run_diff(a, b, options, debug=debug)
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,8 +3,10 @@ and compiling workers, errors shown in the app, and the help.
 
 `run_browser` is what `hloscope tui` and `hloscope inspect` (on a terminal) call.
 Loading runs in a thread worker that posts messages; the UI thread only shows what
-they carry. A failure is shown as a message in the app, and the command exits
-with the command line's code for it (2) after the terminal is restored.
+they carry. The worker posts the module as soon as it is printed (the IR tab
+shows it), then builds the reports, which fill their tabs when they arrive. A
+failure is shown as a message in the app, and the command exits with the command
+line's code for it (2) after the terminal is restored.
 """
 
 from __future__ import annotations
@@ -20,35 +22,48 @@ from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from hloscope import api
 from hloscope.errors import ExitCode, HloscopeError, print_error
 from hloscope.tui.browser import BrowserPane
+from hloscope.tui.focus import focus_now
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.screens.progress import ProgressScreen
 from hloscope.tui.screens.search import SearchScreen
-from hloscope.tui.session import Session, describe_failure, prepare
-from hloscope.tui.views import VIEWS, ReportView, ShowOp
+from hloscope.tui.session import Reports, Session, build_reports, describe_failure, prepare
+from hloscope.tui.views import VIEWS, ReportView, RunView, ShowOp, ShowOps
+from hloscope.tui.views.params import ParamsView
 from hloscope.tui.widgets.details import OpDetails
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree
+from hloscope.tui.widgets.pending import PendingView
+from hloscope.tui.widgets.report_list import ReportList
 
 IR_TAB = "ir"
 
 
-def _tab_bindings() -> list[BindingType]:
-    bindings: list[BindingType] = [Binding("1", f"show_tab('{IR_TAB}')", "The IR tab", show=False)]
-    for number, view in enumerate(VIEWS, start=2):
-        bindings.append(
-            Binding(str(number), f"show_tab('{view.id}')", f"The {view.title} tab", show=False)
-        )
-    return bindings
+class BrowserTabs(TabbedContent):
+    """The tabs, ignoring a pane's stale news that it holds the focus.
+
+    Textual makes a pane active when a widget in it takes the focus, by a message
+    that travels up from the widget. When two tab keys come fast (`1` then `2`), the
+    first tab's message can arrive after the second tab was shown, and would switch
+    back to the first tab (and then blur the second tab's widget as it hides it).
+    """
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        focused = self.screen.focused
+        if focused is None or event.tab_pane not in focused.ancestors_with_self:
+            event.stop()
+            event.prevent_default()
 
 
-class HloscopeApp(App[int]):
-    """Browse one target: its printed IR, its structure, and every report view."""
+class WorkingApp(App[int]):
+    """What the browser and the diff screen share: slow jobs in workers behind a
+    progress screen, failures shown in the app, the help, and quitting."""
 
     CSS_PATH = "app.tcss"
     TITLE = "hloscope"
@@ -57,16 +72,6 @@ class HloscopeApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", show=True),
         Binding("question_mark", "help", "Keys", tooltip="This help: every key", show=True),
-        *_tab_bindings(),
-        Binding(
-            "c",
-            "toggle_compiled",
-            "Compiled",
-            tooltip="Switch to the optimized module (compiling it), or back to the lowered one",
-            show=True,
-        ),
-        Binding("tab", "focus_next", "Next pane", show=False),
-        Binding("shift+tab", "focus_previous", "Previous pane", show=False),
     ]
 
     class Progress(Message):
@@ -74,13 +79,6 @@ class HloscopeApp(App[int]):
 
         def __init__(self, step: str) -> None:
             self.step = step
-            super().__init__()
-
-    class Ready(Message):
-        """A worker loaded (or compiled) a module and prepared its session."""
-
-        def __init__(self, session: Session) -> None:
-            self.session = session
             super().__init__()
 
     class Failed(Message):
@@ -92,50 +90,21 @@ class HloscopeApp(App[int]):
             self.fatal = fatal
             super().__init__()
 
-    def __init__(
-        self,
-        target: str,
-        options: api.LoadOptions | None = None,
-        *,
-        loaded: api.Loaded | None = None,
-        start: str = IR_TAB,
-        driver_class: type[Driver] | None = None,
-    ) -> None:
-        """Browse `target` loaded with `options`, or the already `loaded` one; `start`
-        names the tab shown first (`ir`, `overview`)."""
+    def __init__(self, *, driver_class: type[Driver] | None = None) -> None:
         super().__init__(driver_class=driver_class)
-        self.target = target
-        self.options = options or api.LoadOptions()
-        self.preloaded = loaded
-        self.start = start
-        self.session: Session | None = None
-        self.sessions: dict[str, Session] = {}
-        """Sessions by stage (`lowered`, `optimized`), to switch back without work."""
         self.failure: str | None = None
         """Why the target could not be loaded (the app then exits with code 2)."""
         self.failure_traceback = ""
         """The failure's traceback, which `--debug` prints after the app exits."""
         self._progress: ProgressScreen | None = None
-        self._view_tabs: list[str] = []
         self.jobs: list[str] = []
         """Every slow job started (loading, compiling), in order."""
         self.steps: list[str] = []
         """Every step the workers reported, in order."""
 
-    def compose(self) -> ComposeResult:
-        yield Static(f"hloscope · {self.target}", id="title-bar")
-        with (
-            TabbedContent(id="tabs", initial=f"tab-{IR_TAB}"),
-            TabPane("IR", id=f"tab-{IR_TAB}"),
-        ):
-            yield BrowserPane()
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self._start_job(f"Loading {self.target}")
-        self._load(self.target, self.options, self.preloaded)
-
-    # -- workers ----------------------------------------------------------------------
+    def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
+        """Every place keys are bound, for the help screen."""
+        raise NotImplementedError
 
     @property
     def job(self) -> str | None:
@@ -157,44 +126,11 @@ class HloscopeApp(App[int]):
         """Called from a worker: the progress screen shows `step`."""
         self.post_message(self.Progress(step))
 
-    @work(thread=True, exclusive=True, group="load")
-    def _load(self, target: str, options: api.LoadOptions, loaded: api.Loaded | None) -> None:
-        try:
-            if loaded is None:
-                self.post_message(
-                    self.Progress("loading (an entrypoint is imported and lowered first)")
-                )
-                loaded = api.load(target, options)
-            session = prepare(loaded, VIEWS, self._report_step)
-        except BaseException as exc:
-            self.failure_traceback = traceback.format_exc()
-            self.post_message(
-                self.Failed(f"Could not load {target}", describe_failure(exc), fatal=True)
-            )
-            return
-        self.post_message(self.Ready(session))
-
-    @work(thread=True, exclusive=True, group="load")
-    def _compile(self, loaded: api.Loaded) -> None:
-        try:
-            self.post_message(self.Progress("compiling for the local backend"))
-            optimized = api.optimized(loaded)
-            session = prepare(optimized, VIEWS, self._report_step)
-        except BaseException as exc:
-            self.post_message(self.Failed("Could not compile", describe_failure(exc), fatal=False))
-            return
-        self.post_message(self.Ready(session))
-
     @on(Progress)
     def _when_progress(self, message: Progress) -> None:
         self.steps.append(message.step)
         if self._progress is not None:
             self._progress.set_step(message.step)
-
-    @on(Ready)
-    async def _when_ready(self, message: Ready) -> None:
-        self._end_job()
-        await self.show_session(message.session)
 
     @on(Failed)
     def _when_failed(self, message: Failed) -> None:
@@ -202,9 +138,195 @@ class HloscopeApp(App[int]):
         if message.fatal:
             self.failure = message.message
             self.query_one("#title-bar", Static).update(
-                f"hloscope · {self.target} · nothing loaded (q quits)"
+                f"{self._title_text()} · nothing loaded (q quits)"
             )
         self.push_screen(ErrorScreen(message.title, message.message))
+
+    def _title_text(self) -> str:
+        return "hloscope"
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.key_sections()))
+
+    def action_quit(self) -> None:  # type: ignore[override]
+        self.exit(return_code=ExitCode.ERROR if self.failure else self.quit_code())
+
+    def quit_code(self) -> int:
+        """The exit code when the user quits after a successful load."""
+        return ExitCode.OK
+
+
+class HloscopeApp(WorkingApp):
+    """Browse one target: its printed IR, its structure, and every report view."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *[
+            Binding("1", f"show_tab('{IR_TAB}')", "The IR tab", show=False),
+            *(
+                Binding(str(n), f"show_tab('{view.id}')", f"The {view.title} tab", show=False)
+                for n, view in enumerate(VIEWS, start=2)
+            ),
+        ],
+        Binding(
+            "c",
+            "toggle_compiled",
+            "Compiled",
+            tooltip="Switch to the optimized module (compiling it), or back to the lowered one",
+            show=True,
+        ),
+        Binding("tab", "focus_next", "Next pane", show=False),
+        Binding("shift+tab", "focus_previous", "Previous pane", show=False),
+    ]
+
+    class Ready(Message):
+        """A worker loaded (or compiled) a module and printed it."""
+
+        def __init__(self, session: Session) -> None:
+            self.session = session
+            super().__init__()
+
+    class ReportsReady(Message):
+        """A worker built a session's reports."""
+
+        def __init__(self, session: Session, reports: Reports) -> None:
+            self.session = session
+            self.reports = reports
+            super().__init__()
+
+    class ViewBuilt(Message):
+        """A worker built an on-demand view's report (or failed to: `failure`)."""
+
+        def __init__(self, view_id: str, report: Any, failure: str) -> None:
+            self.view_id = view_id
+            self.report = report
+            self.failure = failure
+            super().__init__()
+
+    def __init__(
+        self,
+        target: str,
+        options: api.LoadOptions | None = None,
+        *,
+        loaded: api.Loaded | None = None,
+        start: str = IR_TAB,
+        driver_class: type[Driver] | None = None,
+    ) -> None:
+        """Browse `target` loaded with `options`, or the already `loaded` one; `start`
+        names the tab shown first (`ir`, `overview`)."""
+        super().__init__(driver_class=driver_class)
+        self.target = target
+        self.options = options or api.LoadOptions()
+        self.preloaded = loaded
+        self.start = start
+        self.session: Session | None = None
+        self.sessions: dict[str, Session] = {}
+        """Sessions by stage (`lowered`, `optimized`), to switch back without work."""
+        self.on_demand: dict[str, Any] = {}
+        """Reports of on-demand views (the AOT check), by view id: they are about the
+        target, whichever module is shown."""
+        self.on_demand_failures: dict[str, str] = {}
+        self._view_tabs: list[str] = []
+
+    def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
+        return key_sections()
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"hloscope · {self.target}", id="title-bar")
+        with (
+            BrowserTabs(id="tabs", initial=f"tab-{IR_TAB}"),
+            TabPane("IR", id=f"tab-{IR_TAB}"),
+        ):
+            yield BrowserPane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._start_job(f"Loading {self.target}")
+        self._load(self.target, self.options, self.preloaded)
+
+    def _title_text(self) -> str:
+        return f"hloscope · {self.target}"
+
+    # -- workers ----------------------------------------------------------------------
+
+    def _prepare_and_build(self, loaded: api.Loaded) -> None:
+        """In a worker: post the printed module, then its reports."""
+        session = prepare(loaded, VIEWS, self._report_step)
+        self.post_message(self.Ready(session))
+        try:
+            reports = build_reports(session, self._report_step)
+        except Exception as exc:
+            failure = describe_failure(exc)
+            reports = Reports(
+                inspect=None,
+                marked={},
+                built={},
+                failures={view.id: failure for view in session.views},
+                placed={},
+            )
+        self.post_message(self.ReportsReady(session, reports))
+
+    @work(thread=True, group="load")
+    def _load(self, target: str, options: api.LoadOptions, loaded: api.Loaded | None) -> None:
+        try:
+            if loaded is None:
+                self.post_message(
+                    self.Progress("loading (an entrypoint is imported and lowered first)")
+                )
+                loaded = api.load(target, options)
+            self._prepare_and_build(loaded)
+        except BaseException as exc:
+            self.failure_traceback = traceback.format_exc()
+            self.post_message(
+                self.Failed(f"Could not load {target}", describe_failure(exc), fatal=True)
+            )
+
+    @work(thread=True, group="load")
+    def _compile(self, loaded: api.Loaded) -> None:
+        try:
+            self.post_message(self.Progress("compiling for the local backend"))
+            optimized = api.optimized(loaded)
+            self._prepare_and_build(optimized)
+        except BaseException as exc:
+            self.post_message(self.Failed("Could not compile", describe_failure(exc), fatal=False))
+
+    @work(thread=True, group="view")
+    def _build_view(self, view: ReportView, loaded: api.Loaded) -> None:
+        try:
+            self.post_message(self.Progress(view.on_demand or f"building {view.title}"))
+            report = view.build(loaded)
+        except BaseException as exc:
+            self.post_message(self.ViewBuilt(view.id, None, describe_failure(exc)))
+            return
+        self.post_message(self.ViewBuilt(view.id, report, ""))
+
+    @on(Ready)
+    async def _when_ready(self, message: Ready) -> None:
+        self._end_job()
+        await self.show_session(message.session)
+
+    @on(ReportsReady)
+    async def _when_reports_ready(self, message: ReportsReady) -> None:
+        session = message.session
+        session.reports = message.reports
+        if session is not self.session:
+            return
+        self.query_one(BrowserPane).reports_ready()
+        for view in session.views:
+            await self._refresh_view(view)
+
+    @on(ViewBuilt)
+    async def _when_view_built(self, message: ViewBuilt) -> None:
+        self._end_job()
+        if message.failure:
+            self.on_demand_failures[message.view_id] = message.failure
+            self.push_screen(ErrorScreen("The report could not be built", message.failure))
+        else:
+            self.on_demand[message.view_id] = message.report
+            self.on_demand_failures.pop(message.view_id, None)
+        view = next((v for v in VIEWS if v.id == message.view_id), None)
+        if view is not None:
+            await self._refresh_view(view)
 
     # -- showing a session --------------------------------------------------------------
 
@@ -219,6 +341,7 @@ class HloscopeApp(App[int]):
             f"{loaded.source.stage} {loaded.source.ir} · {len(module.ops):,} ops"
         )
         tabs = self.query_one(TabbedContent)
+        active = self._active_view()
         for pane_id in self._view_tabs:
             await tabs.remove_pane(pane_id)
         self._view_tabs = []
@@ -230,17 +353,65 @@ class HloscopeApp(App[int]):
         start, self.start = self.start, ""
         # After the progress screen has gone and given focus back: the tab that
         # holds the focus is the one shown.
-        self.call_after_refresh(self.action_show_tab, start or self._active_view())
+        self.call_after_refresh(self.action_show_tab, start or active)
 
     def _active_view(self) -> str:
         active = self.query_one(TabbedContent).active
         return active.removeprefix("tab-") if active else IR_TAB
 
-    def _view_widget(self, session: Session, view: ReportView) -> Any:
-        if view.id in session.reports:
-            return view.widget(session.reports[view.id])
-        failure = session.failures.get(view.id, "no report")
-        return Static(f"{view.title} could not be built: {failure}", classes="view-failure")
+    def _view_widget(self, session: Session, view: ReportView) -> Widget:
+        """What `view`'s tab shows for `session` now."""
+        loaded = session.loaded
+        if view.on_demand:
+            if view.id in self.on_demand:
+                return view.widget(self.on_demand[view.id], loaded)
+            text = f"{view.on_demand}\n\nPress enter to run it."
+            failure = self.on_demand_failures.get(view.id)
+            if failure:
+                text += f"\n\nThe last run failed: {failure}"
+            return PendingView(view.id, text, runnable=True)
+        if view.optimized and session.lowered:
+            if "optimized" in self.sessions:
+                what = "press enter (or c) to switch to it"
+            else:
+                what = "press enter (or c) to compile it for the local backend and switch to it"
+            return PendingView(
+                view.id,
+                f"The {view.title} are read from the optimized module: {what}.",
+                runnable=True,
+            )
+        if session.reports is None:
+            return PendingView(view.id, f"Building the {view.title} report…", runnable=False)
+        if view.id in session.reports.built:
+            return view.widget(session.reports.built[view.id], loaded)
+        failure = session.reports.failures.get(view.id, "no report")
+        return PendingView(
+            view.id, f"{view.title} could not be built: {failure}", runnable=False
+        ).add_class("view-failure")
+
+    async def _refresh_view(self, view: ReportView) -> None:
+        """Show what `view`'s tab should show now (its report arrived)."""
+        session = self.session
+        pane_id = f"tab-{view.id}"
+        if session is None or pane_id not in self._view_tabs:
+            return
+        pane = self.query_one(TabbedContent).get_pane(pane_id)
+        old = pane.children[0] if pane.children else None
+        widget = self._view_widget(session, view)
+        if old is not None and type(old) is type(widget) and not isinstance(old, PendingView):
+            return  # already showing the report
+        had_focus = self.focused is not None and pane in self.focused.ancestors
+        await pane.remove_children()
+        await pane.mount(widget)
+        if had_focus or self.query_one(TabbedContent).active == pane_id:
+            self._focus_pane(pane_id)
+
+    def _focus_pane(self, pane_id: str) -> None:
+        """Focus the view in a tab, so that its keys work and focus stays on the tab."""
+        pane = self.query_one(TabbedContent).get_pane(pane_id)
+        target = next((w for w in pane.query("*") if w.focusable), None)
+        if target is not None:
+            focus_now(target)
 
     # -- actions ------------------------------------------------------------------------
 
@@ -250,22 +421,12 @@ class HloscopeApp(App[int]):
         if view_id == IR_TAB or pane in self._view_tabs:
             tabs.active = pane
             if view_id == IR_TAB:
-                self.query_one(IRView).focus()
+                focus_now(self.query_one(IRView))
             else:
-                # Focus the view, so that its keys work and focus stays on this tab.
-                target = next((w for w in tabs.get_pane(pane).query("*") if w.focusable), None)
-                if target is not None:
-                    target.focus()
+                self._focus_pane(pane)
         elif self.session is not None:
             title = next((v.title for v in VIEWS if v.id == view_id), view_id)
             self.notify(f"No {title} for this target.", timeout=3)
-
-    def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(key_sections()))
-
-    def action_quit(self) -> None:  # type: ignore[override]
-        self.exit(return_code=ExitCode.ERROR if self.failure else ExitCode.OK)
 
     def action_toggle_compiled(self) -> None:
         session = self.session
@@ -289,21 +450,42 @@ class HloscopeApp(App[int]):
         self._start_job(f"Compiling {session.loaded.source.target}")
         self._compile(session.loaded)
 
+    @on(RunView)
+    def _run_view(self, message: RunView) -> None:
+        session = self.session
+        view = next((v for v in VIEWS if v.id == message.view_id), None)
+        if session is None or view is None or self._progress is not None:
+            return
+        if view.optimized and session.lowered:
+            self.action_toggle_compiled()
+        elif view.on_demand:
+            self._start_job(f"{view.title}: {session.loaded.source.target}")
+            self._build_view(view, session.loaded)
+
     @on(ShowOp)
     def _show_op(self, message: ShowOp) -> None:
         self.query_one(TabbedContent).active = f"tab-{IR_TAB}"
         self.query_one(BrowserPane).jump(message.op_id)
-        self.query_one(IRView).focus()
+        focus_now(self.query_one(IRView))
+
+    @on(ShowOps)
+    def _show_ops(self, message: ShowOps) -> None:
+        self.query_one(TabbedContent).active = f"tab-{IR_TAB}"
+        self.query_one(BrowserPane).show_ops(message.op_ids, message.label)
+        focus_now(self.query_one(IRView))
 
 
 def key_sections() -> list[tuple[str, type[DOMNode]]]:
-    """Every place keys are bound, for the help screen and the README."""
+    """Every place the browser binds keys, for the help screen and the README."""
     return [
         ("Everywhere", HloscopeApp),
         ("IR tab", BrowserPane),
         ("The IR (printed module)", IRView),
         ("Module tree", ModuleTree),
         ("Details (links)", OpDetails),
+        ("Report tabs (Parameters, Placement, Fusions)", ReportList),
+        ("Parameters tab", ParamsView),
+        ("Fusions and AOT check tabs, before their report", PendingView),
         ("Search prompt", SearchScreen),
         ("Messages", ErrorScreen),
         ("Help", HelpScreen),
@@ -344,12 +526,10 @@ def _driver_for(output: IO[str]) -> type[Driver] | None:
     return TerminalDriver
 
 
-def run_browser(
-    target: str, options: api.LoadOptions, *, start: str = IR_TAB, debug: bool = False
-) -> int:
-    """Run the browser on `target` until the user quits; the exit code (2 when the
-    target could not be loaded, after printing why on stderr; with `debug`, the
-    traceback too)."""
+def run_app(make: Any, debug: bool) -> int:
+    """Run the app `make(driver_class)` builds on the terminal until the user quits;
+    its exit code (2 when nothing could be loaded, after printing why on stderr;
+    with `debug`, the traceback too)."""
     output = terminal_output()
     if output is None or not sys.stdin.isatty():
         if output is not None:
@@ -358,7 +538,7 @@ def run_browser(
             "the browser needs a terminal: run it in one, or print the report with "
             "hloscope inspect --print (or --json)"
         )
-    app = HloscopeApp(target, options, start=start, driver_class=_driver_for(output))
+    app: WorkingApp = make(_driver_for(output))
     try:
         app.run()
     finally:
@@ -427,3 +607,14 @@ def run_in_terminal(app: App[Any]) -> None:
         app.run()
     finally:
         output.close()
+
+
+def run_browser(
+    target: str, options: api.LoadOptions, *, start: str = IR_TAB, debug: bool = False
+) -> int:
+    """Run the browser on `target` until the user quits; the exit code (2 when the
+    target could not be loaded, after printing why on stderr; with `debug`, the
+    traceback too)."""
+    return run_app(
+        lambda driver: HloscopeApp(target, options, start=start, driver_class=driver), debug
+    )

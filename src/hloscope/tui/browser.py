@@ -22,6 +22,7 @@ from textual.widgets import Static, Tree
 
 from hloscope.analyses.printed import PrintedModule, search
 from hloscope.tui.filters import FILTERS, OpFilter
+from hloscope.tui.focus import focus_now
 from hloscope.tui.session import Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView
@@ -102,6 +103,10 @@ class BrowserPane(Vertical):
         self.active_filter: str | None = None
         self.search_text = ""
         self.hits: tuple[int, ...] = ()
+        self.hit_ops: tuple[int, ...] = ()
+        """The ops a report's row sent here (`show_ops`): the hits are their lines."""
+        self.hits_label = ""
+        """What those ops are, for the status line (empty for a search's hits)."""
         self._rows_cache: dict[tuple[str, bool], list[int]] = {}
         self._busy = ""
 
@@ -139,9 +144,12 @@ class BrowserPane(Vertical):
 
     def show_session(self, session: Session) -> None:
         """Show a (new) module, its entry function selected."""
+        rerun = self.search_text and not self.hit_ops
         self.session = session
         self.history = []
         self.hits = ()
+        self.hit_ops = ()
+        self.hits_label = ""
         self._rows_cache = {}
         self.active_filter = None
         if self.locations and session.located is None:
@@ -154,8 +162,20 @@ class BrowserPane(Vertical):
         entry = module.entry
         first = entry.op.id if entry is not None else (0 if module.ops else -1)
         self.select(first, centre=True, force=True)
-        if self.search_text:
+        if rerun:
             self._run_search(self.search_text, jump=False)
+
+    def reports_ready(self) -> None:
+        """The session's reports arrived: marks, placement details, tree colours."""
+        session = self.session
+        if session is None:
+            return
+        self._rows_cache = {}
+        view = self.query_one(IRView)
+        view.marks = self._marks()
+        view.set_hits(view.hits)  # redraws with the marks
+        self.query_one(ModuleTree).relabel()
+        self.select(self.selected, force=True, source="ir")
 
     def _show_printed(self, printed: PrintedModule) -> None:
         assert self.session is not None
@@ -189,8 +209,16 @@ class BrowserPane(Vertical):
             self.query_one(IRView).go_to_line(printed.op_line[op_id], centre=centre)
         if source != "tree" and op_id >= 0:
             self.query_one(ModuleTree).reveal(op_id)
-        structure = self.session.inspect.structure
-        self.query_one(OpDetails).show_rows(detail_rows(module, printed, structure, op_id))
+        reports = self.session.reports
+        self.query_one(OpDetails).show_rows(
+            detail_rows(
+                module,
+                printed,
+                self.session.structure,
+                op_id,
+                reports.placed if reports is not None else None,
+            )
+        )
         self._update_status()
 
     def jump(self, op_id: int) -> None:
@@ -209,7 +237,7 @@ class BrowserPane(Vertical):
         self.select(self.history.pop(), centre=True)
 
     def action_focus(self, widget_id: str) -> None:
-        self.query_one(f"#{widget_id}").focus()
+        focus_now(self.query_one(f"#{widget_id}"))
 
     @on(IRView.CursorMoved)
     def _cursor_moved(self, message: IRView.CursorMoved) -> None:
@@ -229,14 +257,14 @@ class BrowserPane(Vertical):
             return
         details = self.query_one(OpDetails)
         if details.highlighted is not None:
-            details.focus()
+            focus_now(details)
         else:
             self.notify("This op has no links to follow.", timeout=2)
 
     @on(OpDetails.Follow)
     def _follow_link(self, message: OpDetails.Follow) -> None:
         self.jump(message.op_id)
-        self.query_one(IRView).focus()
+        focus_now(self.query_one(IRView))
 
     @on(Tree.NodeHighlighted)
     def _tree_moved(self, event: Tree.NodeHighlighted[object]) -> None:
@@ -331,11 +359,11 @@ class BrowserPane(Vertical):
         printed = self.printed
         assert printed is not None
         selected = self.selected
-        self.hits = ()
+        self.hits = self._op_lines(self.hit_ops) if self.hit_ops else ()
         self._show_printed(printed)
         if 0 <= selected < len(printed.op_line):
             self.query_one(IRView).go_to_line(printed.op_line[selected], centre=True)
-        if self.search_text:
+        if self.search_text and not self.hit_ops:
             self._run_search(self.search_text, jump=False)
         self._update_status()
 
@@ -357,6 +385,8 @@ class BrowserPane(Vertical):
         printed = self.printed
         assert printed is not None
         self.search_text = query
+        self.hit_ops = ()
+        self.hits_label = ""
         self._busy = f"searching for {query!r}…"
         self._update_status()
         self._search(self.session, printed, query, jump)
@@ -373,8 +403,8 @@ class BrowserPane(Vertical):
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
         self._busy = ""
-        if message.printed is not self.printed or message.text != self.search_text:
-            return  # the module or the query changed meanwhile
+        if message.printed is not self.printed or message.text != self.search_text or self.hit_ops:
+            return  # the module, the query or the matches changed meanwhile
         self.hits = message.hits
         view = self.query_one(IRView)
         view.set_hits(frozenset(message.hits))
@@ -384,6 +414,30 @@ class BrowserPane(Vertical):
             line = view.cursor_line or 0
             index = bisect.bisect_left(message.hits, line)
             self._go_to_hit(index % len(message.hits))
+        self._update_status()
+
+    def _op_lines(self, op_ids: tuple[int, ...]) -> tuple[int, ...]:
+        printed = self.printed
+        assert printed is not None
+        lines = {printed.op_line[op_id] for op_id in op_ids if 0 <= op_id < len(printed.op_line)}
+        lines.discard(-1)
+        return tuple(sorted(lines))
+
+    def show_ops(self, op_ids: tuple[int, ...], label: str) -> None:
+        """Select the first of `op_ids` and make their lines the matches `n` and `N`
+        walk (a report's row: a collective's ops, a parameter's readers)."""
+        if self.session is None or not op_ids:
+            return
+        self.hit_ops = op_ids
+        self.hits_label = label
+        self.hits = self._op_lines(op_ids)
+        view = self.query_one(IRView)
+        view.set_hits(frozenset(self.hits))
+        first = self.printed.op_line[op_ids[0]] if self.printed is not None else -1
+        if view.rows is not None and first not in view.rows:
+            self.active_filter = None
+            view.set_rows(None)
+        self.jump(op_ids[0])
         self._update_status()
 
     def action_next_hit(self, direction: int) -> None:
@@ -439,11 +493,18 @@ class BrowserPane(Vertical):
             position = (
                 f"{index + 1}/" if index < len(self.hits) and self.hits[index] == current else ""
             )
-            text.append(
-                f" · /{self.search_text}: {position}{len(self.hits):,} matches", style="yellow"
-            )
-        elif self.search_text and not self._busy:
+            if self.hits_label:
+                text.append(
+                    f" · {self.hits_label}: {position}{len(self.hits):,} lines", style="yellow"
+                )
+            else:
+                text.append(
+                    f" · /{self.search_text}: {position}{len(self.hits):,} matches", style="yellow"
+                )
+        elif self.search_text and not self._busy and not self.hits_label:
             text.append(f" · /{self.search_text}: no match", style="yellow")
         if self._busy:
             text.append(f" · {self._busy}", style="italic")
+        elif self.session.reports is None:
+            text.append(" · building the reports…", style="italic")
         self.query_one("#browser-status", Static).update(text)

@@ -1,21 +1,23 @@
 """Op filters: sets of ops that stand out by colour everywhere in the browser and
 that a key narrows the IR view to.
 
-A filter is a key, a colour and a function from the loaded target to op ids,
-computed once per module in the loading worker. Host ops exist now; unused or
-pruned parameters (from the params analysis) and changed ops (from the diff)
-register here when those analyses land.
+A filter is a key, a colour, and the ops it marks: read from a report (an `api`
+function the browser builds anyway, computed once per module in the loading
+worker). Host ops come from the placement analysis's per-op compute types, so
+ops placed on the host through a call or an enclosing op count as well as those
+carrying the mark themselves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from rich.style import Style
 
-from hloscope.api import Loaded
-from hloscope.ir.model import Op, parse_dict_attribute
+from hloscope import api
+from hloscope.analyses.placement import HOST
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,22 +31,20 @@ class OpFilter:
     """What the ops are, for the help screen and the status line: `host ops`."""
     style: Style
     """Their colour in the tree, the IR view's gutter and op names."""
-    ops: Callable[[Loaded], frozenset[int]]
-    """The ops, by id (runs in the loading worker)."""
+    report: Callable[[api.Loaded], Any]
+    """The report the ops are read from (built once per module, in a worker)."""
+    ops: Callable[[Any], frozenset[int]]
+    """The ops, by id, from that report."""
 
 
-def compute_type(op: Op) -> str | None:
-    """The op's own placement mark, `_xla_compute_type` in `mhlo.frontend_attributes`
-    (`host`). JAX puts it on the `func.call` of a `compute_on` region and on every op
-    inside; XLA keeps it on the ops of a fusion."""
-    text = op.attributes.get("mhlo.frontend_attributes")
-    if text is None or "_xla_compute_type" not in text:
-        return None
-    return parse_dict_attribute(text).get("_xla_compute_type")
-
-
-def host_ops(loaded: Loaded) -> frozenset[int]:
-    return frozenset(op.id for op in loaded.module.ops if compute_type(op) == "host")
+def host_ops(report: api.PlacementReport) -> frozenset[int]:
+    """Ops the placement analysis puts on the host (also when other calls of the same
+    function run it on the device: `device|host`)."""
+    return frozenset(
+        placed.op_id
+        for placed in report.placement.placed_ops
+        if HOST in placed.compute_type.split("|")
+    )
 
 
 HOST_OPS = OpFilter(
@@ -52,6 +52,7 @@ HOST_OPS = OpFilter(
     key="H",
     label="host ops",
     style=Style(color="bright_magenta", bold=True),
+    report=api.placement_report,
     ops=host_ops,
 )
 

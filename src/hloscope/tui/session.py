@@ -1,9 +1,10 @@
 """Everything the browser shows about one module, prepared off the UI thread.
 
-`prepare` runs in a worker: it loads the target through `api` (importing,
-lowering, compiling, parsing), prints the module, pairs its ops with the printed
-lines, computes the filters and builds every report view's report. The UI then
-only looks things up. Nothing here touches a widget.
+Two steps, both in a worker. `prepare` prints the module and pairs its ops with
+the printed lines: what the IR view needs, so the module is on screen as soon as
+it is loaded. `build_reports` then computes the filters and builds the report
+views' reports, which fill the tabs when they are ready. The UI only looks things
+up; nothing here touches a widget.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hloscope import api
+from hloscope.analyses.placement import PlacedOp
 from hloscope.analyses.printed import PrintedModule, index_printed
+from hloscope.analyses.structure import Structure
 from hloscope.errors import HloscopeError, one_line
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.views.base import ReportView
@@ -22,28 +25,54 @@ Progress = Callable[[str], None]
 
 
 @dataclasses.dataclass(eq=False)
+class Reports:
+    """What the browser derived from a module besides its printed text."""
+
+    inspect: api.InspectReport | None
+    """The overview report (the tree and the detail pane read its structure); None
+    when it could not be built."""
+    marked: Mapping[str, frozenset[int]]
+    """Each filter's ops, by filter id."""
+    built: Mapping[str, Any]
+    """Each view's report, by view id (missing when it is not built yet or building
+    it failed)."""
+    failures: Mapping[str, str]
+    """Why a view's report could not be built, by view id."""
+    placed: Mapping[int, PlacedOp]
+    """Ops placed elsewhere than the device, by op id (the placement analysis)."""
+
+
+@dataclasses.dataclass(eq=False)
 class Session:
     """A loaded module and what the browser derived from it."""
 
     loaded: api.Loaded
-    inspect: api.InspectReport
-    """The overview report (the tree and the detail pane read its structure)."""
     printed: PrintedModule
     """The printed module without locations."""
-    marked: Mapping[str, frozenset[int]]
-    """Each filter's ops, by filter id."""
     views: tuple[ReportView, ...]
     """The report views that apply to this target, in tab order."""
-    reports: Mapping[str, Any]
-    """Each view's report, by view id (missing when building it failed)."""
-    failures: Mapping[str, str]
-    """Why a view's report could not be built, by view id."""
+    reports: Reports | None = None
+    """Filled once `build_reports` is done."""
     located: PrintedModule | None = None
     """The printed module with locations, once asked for."""
 
     @property
     def hlo_native(self) -> bool:
         return self.loaded.source.ir == "hlo-native"
+
+    @property
+    def lowered(self) -> bool:
+        return self.loaded.source.stage != "optimized"
+
+    @property
+    def marked(self) -> Mapping[str, frozenset[int]]:
+        return self.reports.marked if self.reports is not None else {}
+
+    @property
+    def structure(self) -> Structure | None:
+        if self.reports is None or self.reports.inspect is None:
+            return None
+        return self.reports.inspect.structure
 
     def printed_for(self, locations: bool) -> PrintedModule | None:
         return self.located if locations else self.printed
@@ -69,13 +98,8 @@ def describe_failure(exc: BaseException) -> str:
     )
 
 
-def prepare(
-    loaded: api.Loaded,
-    views: tuple[ReportView, ...],
-    progress: Progress,
-    filters: tuple[OpFilter, ...] = FILTERS,
-) -> Session:
-    """Derive everything the browser shows from a loaded target."""
+def prepare(loaded: api.Loaded, views: tuple[ReportView, ...], progress: Progress) -> Session:
+    """What the IR tab needs: the printed module paired with its ops."""
     module = loaded.module
     progress(f"printing {len(module.ops):,} ops")
     printed = print_module(loaded, locations=False)
@@ -84,34 +108,72 @@ def prepare(
         # Both are computed on first use; do it here rather than on a keystroke.
         module.users(0)
         module.value_name(0)
+    return Session(
+        loaded=loaded,
+        printed=printed,
+        views=tuple(view for view in views if view.applies(loaded)),
+    )
+
+
+def reports_from_inspect(inspect: api.InspectReport, loaded: api.Loaded) -> dict[Any, Any]:
+    """The `params` and `placement` reports, from the analyses the overview already
+    ran (as `api.params_report` and `api.placement_report` build them), so that a
+    large module is not analysed twice."""
+    built: dict[Any, Any] = {}
+    if inspect.params is not None:
+        usage = inspect.params
+        built[api.params_report] = api.ParamsReport(
+            source=loaded.source,
+            module=loaded.module.name,
+            usage=usage,
+            notes=loaded.notes + usage.notes,
+        )
+    if inspect.placement is not None:
+        built[api.placement_report] = api.PlacementReport(
+            source=loaded.source, placement=inspect.placement, notes=loaded.notes
+        )
+    return built
+
+
+def build_reports(
+    session: Session, progress: Progress, filters: tuple[OpFilter, ...] = FILTERS
+) -> Reports:
+    """Build every report the session's views show now (not those that wait to be
+    asked for), and each filter's ops."""
+    loaded = session.loaded
+    progress("building the overview")
+    built: dict[Any, Any] = {}
+    inspect: api.InspectReport | None = None
+    try:
+        inspect = api.inspect_report(loaded)
+    except Exception:
+        pass  # the Overview tab says why, when it builds it again
+    else:
+        built[api.inspect_report] = inspect
+        built.update(reports_from_inspect(inspect, loaded))
+    reports: dict[str, Any] = {}
+    failures: dict[str, str] = {}
+
+    def report(build: Callable[[api.Loaded], Any], title: str) -> Any:
+        if build not in built:
+            progress(f"building {title}")
+            built[build] = build(loaded)
+        return built[build]
+
+    for view in session.views:
+        if view.on_demand or (view.optimized and session.lowered):
+            continue
+        try:
+            reports[view.id] = report(view.build, view.title)
+        except Exception as exc:
+            failures[view.id] = describe_failure(exc)
     marked: dict[str, frozenset[int]] = {}
     for op_filter in filters:
         progress(f"finding {op_filter.label}")
-        marked[op_filter.id] = op_filter.ops(loaded)
-    progress("building the overview")
-    inspect = api.inspect_report(loaded)
-    built: dict[Callable[[api.Loaded], Any], Any] = {api.inspect_report: inspect}
-    reports: dict[str, Any] = {}
-    failures: dict[str, str] = {}
-    applying = []
-    for view in views:
-        if not view.applies(loaded):
-            continue
-        applying.append(view)
-        if view.build not in built:
-            progress(f"building {view.title}")
-            try:
-                built[view.build] = view.build(loaded)
-            except Exception as exc:
-                failures[view.id] = describe_failure(exc)
-                continue
-        reports[view.id] = built[view.build]
-    return Session(
-        loaded=loaded,
-        inspect=inspect,
-        printed=printed,
-        marked=marked,
-        views=tuple(applying),
-        reports=reports,
-        failures=failures,
-    )
+        try:
+            marked[op_filter.id] = op_filter.ops(report(op_filter.report, op_filter.label))
+        except Exception:
+            marked[op_filter.id] = frozenset()
+    placement = built.get(api.placement_report)
+    placed = {p.op_id: p for p in placement.placement.placed_ops} if placement is not None else {}
+    return Reports(inspect=inspect, marked=marked, built=reports, failures=failures, placed=placed)

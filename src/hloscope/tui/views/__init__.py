@@ -3,9 +3,15 @@ registering an analysis's tab is one import and one entry here."""
 
 from __future__ import annotations
 
-from hloscope.tui.views import overview
-from hloscope.tui.views.base import ReportView, ShowOp
+from hloscope.tui.views import aot, fusions, overview, params, placement
+from hloscope.tui.views.base import ReportView, RunView, ShowOp, ShowOps
 
-VIEWS: tuple[ReportView, ...] = (overview.VIEW,)
+VIEWS: tuple[ReportView, ...] = (
+    overview.VIEW,
+    params.VIEW,
+    placement.VIEW,
+    fusions.VIEW,
+    aot.VIEW,
+)
 
-__all__ = ["VIEWS", "ReportView", "ShowOp"]
+__all__ = ["VIEWS", "ReportView", "RunView", "ShowOp", "ShowOps"]

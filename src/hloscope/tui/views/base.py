@@ -1,9 +1,15 @@
 """What a report view is: a tab showing one analysis's report.
 
 A view names its tab, says how to build its report from the loaded target (an
-`api` function, run in the loading worker) and how to show it (a widget made from
-the report). Adding the browser's screen for a new analysis is one module in this
+`api` function, run in a worker) and how to show it (a widget made from the
+report). Adding the browser's screen for a new analysis is one module in this
 package defining a `ReportView` and one line in `hloscope.tui.views.VIEWS`.
+
+Most reports are built by the loading worker, after the IR is on screen. Two kinds
+wait to be asked: a report of the optimized module (`optimized`), which on a
+lowered module needs a compile (the tab offers it, as `c` does), and a report that
+runs the user's code (`on_demand`: the AOT check), which runs when the user asks in
+its tab.
 """
 
 from __future__ import annotations
@@ -31,12 +37,19 @@ class ReportView:
     title: str
     """The tab's label (`Overview`)."""
     build: Callable[[Loaded], Any]
-    """Builds the report (an `api` function); runs in the loading worker."""
-    widget: Callable[[Any], Widget]
-    """Makes the widget that shows a report."""
+    """Builds the report (an `api` function); runs in a worker."""
+    widget: Callable[[Any, Loaded], Widget]
+    """Makes the widget that shows a report (of the loaded target)."""
     applies: Callable[[Loaded], bool] = always
     """Whether the view has something to show for this target (an AOT check needs an
     entrypoint); the tab is left out when it does not."""
+    optimized: bool = False
+    """The report reads the optimized module: on a lowered module the tab offers to
+    compile (and switch to) it instead of building the report."""
+    on_demand: str | None = None
+    """Set for a report that is built only when the user asks in its tab (it runs
+    the user's code): what the tab says it will do. The report is kept for the
+    target, whichever module is shown."""
 
 
 class ShowOp(Message):
@@ -44,4 +57,24 @@ class ShowOp(Message):
 
     def __init__(self, op_id: int) -> None:
         self.op_id = op_id
+        super().__init__()
+
+
+class ShowOps(Message):
+    """Ask the browser to select the first of `op_ids` in the IR tab and make all of
+    them the matches that `n` and `N` walk (a collective's ops, a parameter's uses);
+    `label` names them in the status line."""
+
+    def __init__(self, op_ids: tuple[int, ...], label: str) -> None:
+        self.op_ids = op_ids
+        self.label = label
+        super().__init__()
+
+
+class RunView(Message):
+    """Ask the app to build a view's report now: compile for an `optimized` view on a
+    lowered module, run an `on_demand` one."""
+
+    def __init__(self, view_id: str) -> None:
+        self.view_id = view_id
         super().__init__()

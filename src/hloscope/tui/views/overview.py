@@ -5,19 +5,24 @@ two never disagree and whatever that report gains shows here too."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hloscope.api import InspectReport, inspect_report
+from hloscope.api import InspectReport, Loaded, inspect_report
 from hloscope.render.text import render_inspect
 from hloscope.tui.views.base import ReportView
 
+Renderer = Callable[[Any, Console], None]
 
-def rendered(report: InspectReport, width: int) -> Text:
+
+def rendered(report: Any, width: int, render: Renderer = render_inspect) -> Text:
     """The printed report at `width` columns, with its colours."""
     buffer = io.StringIO()
     console = Console(
@@ -28,27 +33,44 @@ def rendered(report: InspectReport, width: int) -> Text:
         highlight=False,
         soft_wrap=False,
     )
-    render_inspect(report, console)
+    render(report, console)
     return Text.from_ansi(buffer.getvalue().rstrip("\n"))
 
 
-class OverviewView(VerticalScroll):
-    """The report, re-drawn when the width changes."""
+class RenderedView(VerticalScroll):
+    """A report as its command prints it, re-drawn when the width changes."""
 
-    def __init__(self, report: InspectReport) -> None:
-        super().__init__(id="overview-view")
+    def __init__(self, report: Any, render: Renderer, *, id: str) -> None:
+        super().__init__(id=id, classes="rendered-view")
         self.report = report
+        self.render_report = render
         self.can_focus = True
         self._width = 0
 
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(id="overview-text")
+    def compose(self) -> ComposeResult:
+        # `overview-view` draws its report in `overview-text`.
+        yield Static(
+            id=(self.id or "report").replace("-view", "") + "-text", classes="rendered-text"
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         width = event.size.width - 2
         if width != self._width:
             self._width = width
-            self.query_one("#overview-text", Static).update(rendered(self.report, width))
+            self.query_one(".rendered-text", Static).update(
+                rendered(self.report, width, self.render_report)
+            )
 
 
-VIEW = ReportView(id="overview", title="Overview", build=inspect_report, widget=OverviewView)
+class OverviewView(RenderedView):
+    """The `inspect` report."""
+
+    def __init__(self, report: InspectReport) -> None:
+        super().__init__(report, render_inspect, id="overview-view")
+
+
+def overview_widget(report: InspectReport, _loaded: Loaded) -> OverviewView:
+    return OverviewView(report)
+
+
+VIEW = ReportView(id="overview", title="Overview", build=inspect_report, widget=overview_widget)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import os
+from collections.abc import Mapping
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,11 +17,11 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from hloscope.analyses.placement import PlacedOp
 from hloscope.analyses.printed import PrintedModule
 from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure
 from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references
-from hloscope.tui.filters import compute_type
 
 MAX_USERS = 50
 MAX_ATTRIBUTE_CHARS = 400
@@ -66,10 +67,24 @@ def op_summary(module: Module, printed: PrintedModule, op: Op) -> Text:
     return text
 
 
+# How an op got its compute type, in words (`PlacedOp.via`).
+VIA = {
+    "mark": "marked on the op",
+    "region": "from the op around it",
+    "call": "through a call",
+    "thread": "its function's execution thread",
+}
+
+
 def detail_rows(
-    module: Module, printed: PrintedModule, structure: Structure | None, op_id: int
+    module: Module,
+    printed: PrintedModule,
+    structure: Structure | None,
+    op_id: int,
+    placed: Mapping[int, PlacedOp] | None = None,
 ) -> list[Row]:
-    """What the pane shows for `op_id`, row by row."""
+    """What the pane shows for `op_id`, row by row; `placed` holds the ops the
+    placement analysis puts elsewhere than the device."""
     if not 0 <= op_id < len(module.ops):
         return [Row(Text("No op on this line.", style="dim"))]
     op = module.ops[op_id]
@@ -87,9 +102,12 @@ def detail_rows(
     else:
         where.append(" · not in the printed text", style="dim")
     rows.append(Row(where))
-    kind = compute_type(op)
-    if kind is not None:
-        rows.append(Row(Text(f"compute type: {kind}", style="bold magenta")))
+    placement = placed.get(op.id) if placed is not None else None
+    if placement is not None:
+        how = VIA.get(placement.via, placement.via)
+        rows.append(
+            Row(Text(f"compute type: {placement.compute_type} ({how})", style="bold magenta"))
+        )
 
     # Where it came from first: the source line is what users look for.
     rows.extend(_location_rows(op))

@@ -3,12 +3,17 @@
 A 100,000-op module prints as hundreds of thousands of lines; this view renders
 a line when it scrolls into sight (the Line API), highlights it then, and keeps a
 few screens of rendered lines. Moving the cursor costs the same on any module.
+
+The diff screen shows two of these side by side: each shows its module's lines
+on the rows the diff aligned (a row of the other side only is blank here), with
+the lines coloured by what changed, and each follows the other's cursor and
+scrolling.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -54,10 +59,12 @@ class IRView(ScrollView, can_focus=True):
     ]
 
     class CursorMoved(Message):
-        """The user moved the cursor onto `op_id`'s line (-1: a line outside ops)."""
+        """The user moved the cursor onto `op_id`'s line (-1: a line outside ops, or a
+        blank row); `row` is the cursor's row."""
 
-        def __init__(self, op_id: int) -> None:
+        def __init__(self, op_id: int, row: int = -1) -> None:
             self.op_id = op_id
+            self.row = row
             super().__init__()
 
     class Follow(Message):
@@ -73,7 +80,8 @@ class IRView(ScrollView, can_focus=True):
         self.printed: PrintedModule | None = None
         self.hlo = False
         self.rows: Sequence[int] | None = None
-        """The line shown on each row when filtered (sorted); None: every line."""
+        """The line shown on each row when filtered (sorted), or aligned with another
+        view (-1: a blank row); None: every line."""
         self.marks: tuple[tuple[frozenset[int], Style], ...] = ()
         """Op sets that stand out, with their colour (host ops, ...)."""
         self.hits: frozenset[int] = frozenset()
@@ -81,6 +89,13 @@ class IRView(ScrollView, can_focus=True):
         self.sources = False
         """Append each op's source line (`model.py:42`) to its line: with locations
         shown, MLIR prints them as aliases (`loc(#loc12)`) defined at the end."""
+        self.line_styles: Mapping[int, Style] = {}
+        """Lines drawn in a colour of their own (the diff's added, removed and changed
+        lines): its colour marks the gutter and the op name, its background the row."""
+        self.follower: IRView | None = None
+        """A view that keeps the same cursor row and scrolling as this one."""
+        self.min_width = 0
+        """Scroll sideways as if lines were at least this long (the follower's are)."""
         self.cursor = 0
         """The cursor's row."""
         self._gutter = 0
@@ -96,12 +111,14 @@ class IRView(ScrollView, can_focus=True):
         hlo: bool,
         marks: tuple[tuple[frozenset[int], Style], ...] = (),
         sources: bool = False,
+        line_styles: Mapping[int, Style] | None = None,
     ) -> None:
         self.module = module
         self.printed = printed
         self.hlo = hlo
         self.sources = sources
         self.marks = marks
+        self.line_styles = line_styles or {}
         self.rows = None
         self.hits = frozenset()
         self.cursor = 0
@@ -117,6 +134,13 @@ class IRView(ScrollView, can_focus=True):
         self._reset()
         self.scroll_to_cursor(centre=True)
 
+    def show_rows(self, rows: Sequence[int]) -> None:
+        """Show a line per row as given (-1: a blank row), the cursor on the first
+        row: the diff screen's alignment."""
+        self.rows = rows
+        self.cursor = 0
+        self._reset()
+
     def set_hits(self, hits: frozenset[int]) -> None:
         self.hits = hits
         self._cache.clear()
@@ -125,6 +149,7 @@ class IRView(ScrollView, can_focus=True):
     def _reset(self) -> None:
         self._cache.clear()
         longest = min(self.printed.width, MAX_SHOWN_CHARS + 40) if self.printed else 0
+        longest = max(longest, min(self.min_width, MAX_SHOWN_CHARS + 40))
         width = self._gutter + longest + (60 if self.sources else 0)
         self.virtual_size = Size(width, self.row_count)
         self.refresh()
@@ -136,6 +161,7 @@ class IRView(ScrollView, can_focus=True):
         return len(self.rows) if self.rows is not None else len(self.printed.lines)
 
     def line_at(self, row: int) -> int:
+        """The line on `row` (-1: a blank row)."""
         return self.rows[row] if self.rows is not None else row
 
     def _row_of(self, line: int) -> int:
@@ -147,9 +173,11 @@ class IRView(ScrollView, can_focus=True):
 
     @property
     def cursor_line(self) -> int | None:
+        """The line under the cursor; None on a blank row or in an empty view."""
         if self.row_count == 0:
             return None
-        return self.line_at(self.cursor)
+        line = self.line_at(self.cursor)
+        return line if line >= 0 else None
 
     @property
     def cursor_op(self) -> int:
@@ -164,6 +192,10 @@ class IRView(ScrollView, can_focus=True):
         """Put the cursor on `line` (without telling anyone: the caller selected)."""
         self._set_cursor(self._row_of(line), centre=centre, notify=False)
 
+    def go_to_row(self, row: int, *, centre: bool = True) -> None:
+        """Put the cursor on `row` (without telling anyone: the caller selected)."""
+        self._set_cursor(row, centre=centre, notify=False)
+
     def _set_cursor(self, row: int, *, centre: bool = False, notify: bool = True) -> None:
         count = self.row_count
         if count == 0:
@@ -175,8 +207,30 @@ class IRView(ScrollView, can_focus=True):
         self._cache.discard(row)
         self.refresh()
         self.scroll_to_cursor(centre=centre)
+        self._lead()
         if notify and row != old:
-            self.post_message(self.CursorMoved(self.cursor_op))
+            self.post_message(self.CursorMoved(self.cursor_op, row))
+
+    def _lead(self) -> None:
+        """Give the follower this view's cursor row and scrolling."""
+        other = self.follower
+        if other is None or other.row_count != self.row_count:
+            return
+        if other.cursor != self.cursor:
+            other._cache.discard(other.cursor)
+            other.cursor = self.cursor
+            other._cache.discard(other.cursor)
+            other.refresh()
+        if (other.scroll_x, other.scroll_y) != (self.scroll_x, self.scroll_y):
+            other.scroll_to(self.scroll_x, self.scroll_y, animate=False, immediate=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._lead()
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        self._lead()
 
     def scroll_to_cursor(self, *, centre: bool = False) -> None:
         height = max(1, self.scrollable_content_region.height)
@@ -242,8 +296,12 @@ class IRView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        if self.printed is None or row >= self.row_count:
-            return Strip.blank(width, self.rich_style)
+        line_number = self.line_at(row) if self.printed is not None and row < self.row_count else -1
+        if line_number < 0:
+            blank = Strip.blank(width, self.rich_style)
+            return (
+                blank.apply_style(CURSOR) if row == self.cursor and row < self.row_count else blank
+            )
         strip = self._cache.get(row)
         if strip is None:
             strip = self._render_row(row)
@@ -251,6 +309,9 @@ class IRView(ScrollView, can_focus=True):
         gutter = strip.crop(0, self._gutter)
         body = strip.crop(self._gutter + scroll_x, self._gutter + scroll_x + width - self._gutter)
         line = Strip.join([gutter, body]).extend_cell_length(width, self.rich_style)
+        tint = self.line_styles.get(line_number)
+        if tint is not None and tint.bgcolor is not None:
+            line = line.apply_style(Style(bgcolor=tint.bgcolor))
         if row == self.cursor:
             line = line.apply_style(CURSOR)
         return line.apply_offsets(scroll_x, row)
@@ -268,6 +329,9 @@ class IRView(ScrollView, can_focus=True):
                 if op_id in ops:
                     mark_style = style
                     break
+        tint = self.line_styles.get(line)
+        if tint is not None:
+            mark_style = Style(color=tint.color, bold=tint.bold)
         number = str(line + 1).rjust(self._gutter - 2)
         gutter = [Segment(number, GUTTER), Segment("▌" if mark_style else " ", mark_style)]
         gutter.append(Segment(" "))

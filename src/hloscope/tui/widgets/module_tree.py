@@ -179,6 +179,15 @@ class ModuleTree(Tree[NodeData]):
             text.append(f" @{string_attribute(name)}", style="yellow")
         return text
 
+    def relabel(self) -> None:
+        """Redraw the op nodes made so far (their colours changed: filters arrived)."""
+        if self.module is None:
+            return
+        for op_id, node in self.nodes.items():
+            op = self.module.ops[op_id]
+            if op.parent is not None:
+                node.set_label(self.label(op))
+
     def action_expand(self) -> None:
         node = self.cursor_node
         if node is not None and node.allow_expand:

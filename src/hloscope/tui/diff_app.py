@@ -1,0 +1,463 @@
+"""The diff screen: `hloscope diff A B` on a terminal.
+
+A summary header (the verdict and the op counts), the two modules printed side by
+side on the rows `analyses.diff.align_printed` lays out (matched ops on one row, a
+blank row facing what one side has alone), one cursor row for both, added lines in
+green, removed in red, changed in yellow, and below them what changed in the op
+under the cursor. `]` and `[` go to the next and previous change, `C` shows only
+the rows that changed.
+
+Loading, diffing and printing run in a worker behind the progress screen, as in the
+browser; the diff is the same `api` call the command line makes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import os
+import traceback
+from collections.abc import Mapping
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.dom import DOMNode
+from textual.driver import Driver
+from textual.message import Message
+from textual.widgets import Footer, Static
+
+from hloscope import api
+from hloscope.analyses.diff import (
+    ADDED,
+    CHANGED,
+    NORMALIZED,
+    REMOVED,
+    AlignedLines,
+    Change,
+    align_printed,
+)
+from hloscope.analyses.printed import PrintedModule
+from hloscope.errors import ExitCode
+from hloscope.render.text import describe_source
+from hloscope.tui.app import WorkingApp, run_app
+from hloscope.tui.screens.help import HelpScreen
+from hloscope.tui.screens.message import ErrorScreen
+from hloscope.tui.session import describe_failure, print_module
+from hloscope.tui.widgets.details import op_summary
+from hloscope.tui.widgets.ir_view import IRView
+
+STYLES: Mapping[str, Style] = {
+    ADDED: Style(color="bright_green", bold=True, bgcolor="#0f2f16"),
+    REMOVED: Style(color="bright_red", bold=True, bgcolor="#3a1216"),
+    CHANGED: Style(color="yellow", bold=True, bgcolor="#33300c"),
+    NORMALIZED: Style(color="bright_black"),
+}
+"""How a line of each status is drawn: the gutter mark and op name in the colour,
+the row on the background."""
+KIND_STYLES = {ADDED: "bold green", REMOVED: "bold red", CHANGED: "bold yellow"}
+MAX_CHANGES_SHOWN = 4
+
+
+@dataclasses.dataclass(eq=False)
+class DiffSession:
+    """Both modules, their diff, and the side-by-side layout."""
+
+    a: api.Loaded
+    b: api.Loaded
+    report: api.DiffReport
+    printed_a: PrintedModule
+    printed_b: PrintedModule
+    aligned: AlignedLines
+    changes_a: Mapping[int, tuple[Change, ...]]
+    """A's op id -> the changes naming it."""
+    changes_b: Mapping[int, tuple[Change, ...]]
+    """B's op id -> the changes naming it."""
+    counts: Mapping[int, int]
+    """id() of each change -> how many times the same change occurs."""
+
+
+def diff_session(a: api.Loaded, b: api.Loaded, progress: WorkingApp | None = None) -> DiffSession:
+    """Diff two loaded targets and lay them out side by side (in a worker)."""
+
+    def step(text: str) -> None:
+        if progress is not None:
+            progress._report_step(text)
+
+    step("diffing")
+    report = api.diff_loaded(a, b)
+    step(f"printing A ({len(a.module.ops):,} ops)")
+    printed_a = print_module(a, locations=False)
+    step(f"printing B ({len(b.module.ops):,} ops)")
+    printed_b = print_module(b, locations=False)
+    step("aligning")
+    diff = report.diff
+    aligned = align_printed(diff, printed_a, printed_b)
+    changes_a: dict[int, list[Change]] = {}
+    changes_b: dict[int, list[Change]] = {}
+    for change in diff.changes:
+        if change.a is not None:
+            changes_a.setdefault(diff.a.ops[change.a], []).append(change)
+        if change.b is not None:
+            changes_b.setdefault(diff.b.ops[change.b], []).append(change)
+    counts = {id(change): group.count for group in diff.groups for change in group.changes}
+    return DiffSession(
+        a=a,
+        b=b,
+        report=report,
+        printed_a=printed_a,
+        printed_b=printed_b,
+        aligned=aligned,
+        changes_a={op: tuple(found) for op, found in changes_a.items()},
+        changes_b={op: tuple(found) for op, found in changes_b.items()},
+        counts=counts,
+    )
+
+
+def summary_text(report: api.DiffReport) -> Text:
+    """The header: each side, then the verdict and the op counts."""
+    diff = report.diff
+    text = Text()
+    for label, source, side in (("A", report.a, diff.a), ("B", report.b, diff.b)):
+        text.append(f"{label}  ", style="bold")
+        text.append(source.target, style="bold")
+        ops = sum(side.counted)
+        text.append(f"  {describe_source(source)} · {side.module or '(unnamed)'} · {ops:,} ops\n")
+    summary = diff.summary
+    text.append("verdict ", style="bold")
+    text.append(diff.verdict, style="bold green" if report.same else "bold yellow")
+    text.append(" · ")
+    text.append(f"{summary.added} added", style="green")
+    text.append(" · ")
+    text.append(f"{summary.removed} removed", style="red")
+    text.append(" · ")
+    text.append(f"{summary.changed} changed", style="yellow")
+    text.append(f" · {summary.unchanged} unchanged")
+    if summary.normalized:
+        text.append(f" · {summary.normalized} normalised", style="dim")
+    other = sum(1 for c in diff.changes if c.op in ("parameter", "result", "module"))
+    if other:
+        text.append(f" · {other} parameter, result or module changes")
+    return text
+
+
+def change_where(change: Change) -> str:
+    """`main %6 (model.py:33) → host_fn %6 (model.py:51)`, paths relative to the
+    working directory."""
+    prefix = os.getcwd().rstrip(os.sep) + os.sep
+    a = (change.a_where or "").replace(prefix, "")
+    b = (change.b_where or "").replace(prefix, "")
+    if a and b:
+        return a if a == b else f"{a} → {b}"
+    return a or b
+
+
+class DiffSideView(IRView, inherit_bindings=False):
+    """One side of the diff: the IR view's keys, but for following links (the diff
+    screen has no details of links)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        binding
+        for binding in IRView.BINDINGS
+        if isinstance(binding, Binding) and binding.action != "follow"
+    ]
+
+
+class DiffPane(Vertical):
+    """The summary, both modules side by side, and the change under the cursor."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right_square_bracket", "next_change(1)", "Next change", show=True),
+        Binding("left_square_bracket", "next_change(-1)", "Previous change", show=True),
+        Binding(
+            "C",
+            "toggle_changes",
+            "Changes only",
+            tooltip="Show only the rows that changed (added, removed, changed), or all again",
+            show=True,
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="diff")
+        self.session: DiffSession | None = None
+        self.only_changes = False
+        self.shown_rows: list[int] | None = None
+        """The alignment's row on each view row when only changes are shown."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="diff-summary")
+        with Horizontal(id="diff-sides"):
+            yield DiffSideView(id="diff-a")
+            yield DiffSideView(id="diff-b")
+        yield Static(id="diff-details")
+        yield Static(id="diff-status")
+
+    @property
+    def views(self) -> tuple[IRView, IRView]:
+        return self.query_one("#diff-a", IRView), self.query_one("#diff-b", IRView)
+
+    def show(self, session: DiffSession) -> None:
+        self.session = session
+        self.query_one("#diff-summary", Static).update(summary_text(session.report))
+        aligned = session.aligned
+        view_a, view_b = self.views
+        for view, loaded, printed, statuses, lines in (
+            (view_a, session.a, session.printed_a, aligned.status_a, aligned.a),
+            (view_b, session.b, session.printed_b, aligned.status_b, aligned.b),
+        ):
+            styles = {
+                line: STYLES[status]
+                for line, status in zip(lines, statuses, strict=True)
+                if line >= 0 and status in STYLES
+            }
+            view.show_module(
+                loaded.module,
+                printed,
+                hlo=loaded.source.ir == "hlo-native",
+                line_styles=styles,
+            )
+        view_a.follower, view_b.follower = view_b, view_a
+        view_a.min_width = view_b.min_width = max(session.printed_a.width, session.printed_b.width)
+        self._show_rows()
+        view_a.focus()
+
+    def _show_rows(self, row: int = 0) -> None:
+        """Show every row, or only the changes; the cursor on alignment row `row`."""
+        session = self.session
+        assert session is not None
+        aligned = session.aligned
+        if self.only_changes:
+            self.shown_rows = [r for r in range(len(aligned.a)) if aligned.is_change(r)]
+        else:
+            self.shown_rows = None
+        for view, lines in zip(self.views, (aligned.a, aligned.b), strict=True):
+            view.show_rows(
+                [lines[r] for r in self.shown_rows] if self.shown_rows is not None else lines
+            )
+        self._go_to(row)
+
+    def _view_row(self, row: int) -> int:
+        """The view row showing alignment row `row` (the next one shown, when hidden)."""
+        if self.shown_rows is None:
+            return row
+        index = bisect.bisect_left(self.shown_rows, row)
+        return min(index, max(0, len(self.shown_rows) - 1))
+
+    @property
+    def row(self) -> int:
+        """The alignment row under the cursor (-1 when nothing is shown)."""
+        cursor = self.views[0].cursor
+        if self.shown_rows is None:
+            return cursor
+        return self.shown_rows[cursor] if cursor < len(self.shown_rows) else -1
+
+    def _go_to(self, row: int) -> None:
+        view_a, view_b = self.views
+        target = view_b if self.app.focused is view_b else view_a
+        target.go_to_row(self._view_row(row), centre=True)
+        self._update()
+
+    @on(IRView.CursorMoved)
+    def _cursor_moved(self, event: IRView.CursorMoved) -> None:
+        event.stop()
+        self._update()
+
+    def action_next_change(self, direction: int) -> None:
+        session = self.session
+        if session is None:
+            return
+        stops = session.aligned.stops
+        if not stops:
+            self.notify("The modules are the same: no changes.", timeout=3)
+            return
+        row = self.row
+        if direction > 0:
+            index = bisect.bisect_right(stops, row)
+            if index >= len(stops):
+                self.notify("No more changes below.", timeout=2)
+                return
+        else:
+            index = bisect.bisect_left(stops, row) - 1
+            if index < 0:
+                self.notify("No more changes above.", timeout=2)
+                return
+        self._go_to(stops[index])
+
+    def action_toggle_changes(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        if not self.only_changes and not session.aligned.stops:
+            self.notify("The modules are the same: no changes.", timeout=3)
+            return
+        row = self.row
+        self.only_changes = not self.only_changes
+        self._show_rows(max(0, row))
+
+    # -- what is under the cursor ----------------------------------------------------
+
+    def _update(self) -> None:
+        session = self.session
+        if session is None or not self.is_mounted:
+            return
+        row = self.row
+        self.query_one("#diff-details", Static).update(self.details(row))
+        aligned = session.aligned
+        status = Text()
+        if row >= 0:
+            status.append(f"row {row + 1:,}/{len(aligned.a):,}")
+            stop = bisect.bisect_right(aligned.stops, row)
+            if aligned.stops:
+                status.append(
+                    f" · change {stop}/{len(aligned.stops)}"
+                    if stop
+                    else " · before the first change"
+                )
+        if self.only_changes:
+            status.append(" · only changes", style="yellow")
+        self.query_one("#diff-status", Static).update(status)
+
+    def details(self, row: int) -> Text:
+        """What the pane below the modules says about alignment row `row`."""
+        session = self.session
+        assert session is not None
+        if row < 0:
+            return Text("No rows.", style="dim")
+        aligned = session.aligned
+        text = Text()
+        sides = (
+            ("A", aligned.a[row], session.printed_a, session.a, session.changes_a),
+            ("B", aligned.b[row], session.printed_b, session.b, session.changes_b),
+        )
+        changes: list[Change] = []
+        for label, line, printed, loaded, by_op in sides:
+            text.append(f"{label} ", style="bold")
+            if line < 0:
+                text.append("(nothing on this row)\n", style="dim")
+                continue
+            op_id = printed.line_op[line]
+            own = op_id >= 0 and printed.own_line[op_id] and printed.op_line[op_id] == line
+            text.append(f"line {line + 1:,}  ", style="dim")
+            if own:
+                text.append_text(op_summary(loaded.module, printed, loaded.module.ops[op_id]))
+                for change in by_op.get(op_id, ()):
+                    if change not in changes:
+                        changes.append(change)
+            else:
+                text.append(printed.lines[line].strip()[:100])
+            text.append("\n")
+        if not changes:
+            statuses = {aligned.status_a[row], aligned.status_b[row]} - {""}
+            text.append(
+                "unchanged" if statuses <= {"same"} else ", ".join(sorted(statuses)), style="dim"
+            )
+            return text
+        for change in changes[:MAX_CHANGES_SHOWN]:
+            text.append(change.kind, style=KIND_STYLES.get(change.kind, "bold"))
+            text.append(f" {change.op}", style="bold")
+            text.append(f" in {change.function}", style="dim")
+            count = session.counts.get(id(change), 1)
+            if count > 1:
+                text.append(f"  (the same change ×{count})", style="dim")
+            text.append("\n")
+            if change.detail:
+                text.append(f"  {change.detail}\n")
+            where = change_where(change)
+            if where:
+                text.append(f"  at {where}\n", style="dim")
+            if change.aspects:
+                text.append(f"  what: {', '.join(change.aspects)}\n", style="dim")
+        if len(changes) > MAX_CHANGES_SHOWN:
+            text.append(f"… {len(changes) - MAX_CHANGES_SHOWN} more changes\n", style="dim")
+        return text
+
+
+class DiffApp(WorkingApp):
+    """`hloscope diff A B` on a terminal."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "focus_next", "The other side", show=False),
+        Binding("shift+tab", "focus_previous", "The other side", show=False),
+    ]
+
+    class Ready(Message):
+        """The worker diffed the modules and laid them out."""
+
+        def __init__(self, session: DiffSession) -> None:
+            self.session = session
+            super().__init__()
+
+    def __init__(
+        self,
+        target_a: str,
+        target_b: str,
+        options: api.LoadOptions | None = None,
+        *,
+        driver_class: type[Driver] | None = None,
+    ) -> None:
+        super().__init__(driver_class=driver_class)
+        self.target_a = target_a
+        self.target_b = target_b
+        self.options = options or api.LoadOptions()
+        self.session: DiffSession | None = None
+
+    def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
+        return diff_key_sections()
+
+    def _title_text(self) -> str:
+        return f"hloscope diff · {self.target_a} → {self.target_b}"
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title_text(), id="title-bar")
+        yield DiffPane()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._start_job("Diffing")
+        self._load()
+
+    @work(thread=True, group="load")
+    def _load(self) -> None:
+        try:
+            self._report_step("loading A and B (an entrypoint is imported and lowered first)")
+            a, b = api.load_diff_sides(self.target_a, self.target_b, self.options)
+            session = diff_session(a, b, self)
+        except BaseException as exc:
+            self.failure_traceback = traceback.format_exc()
+            self.post_message(self.Failed("Could not diff", describe_failure(exc), fatal=True))
+            return
+        self.post_message(self.Ready(session))
+
+    @on(Ready)
+    def _when_ready(self, message: Ready) -> None:
+        self._end_job()
+        self.session = message.session
+        self.query_one(DiffPane).show(message.session)
+
+    def quit_code(self) -> int:
+        if self.session is None:
+            return ExitCode.OK
+        return ExitCode.OK if self.session.report.same else ExitCode.DIFFERENT
+
+
+def diff_key_sections() -> list[tuple[str, type[DOMNode]]]:
+    """Every place the diff screen binds keys, for its help screen and the README."""
+    return [
+        ("Everywhere", DiffApp),
+        ("Diff", DiffPane),
+        ("Each side (A, B)", DiffSideView),
+        ("Messages", ErrorScreen),
+        ("Help", HelpScreen),
+    ]
+
+
+def run_diff(target_a: str, target_b: str, options: api.LoadOptions, *, debug: bool = False) -> int:
+    """Run the diff screen until the user quits; the exit code: 0 when the modules are
+    the same, 1 when they differ, 2 when one could not be loaded (after printing why
+    on stderr; with `debug`, the traceback too)."""
+    return run_app(lambda driver: DiffApp(target_a, target_b, options, driver_class=driver), debug)

@@ -1,0 +1,203 @@
+"""The Fusions tab: what XLA fused in the optimized module, as `hloscope fusions`
+reports it: each fusion with its kind, ops and source lines, the ops left unfused,
+and per source line what it went into. Enter on a row shows its ops in the IR tab
+(a fusion's `mhlo.fusion` op). On a lowered module the tab offers to compile, as
+`c` does."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from hloscope.analyses.fusions import FusionAnalysis, summarize_fusions
+from hloscope.api import FusionsReport, Loaded, fusions_report
+from hloscope.render.text import fusion_summary_text, human_bytes, short_source, sources_text
+from hloscope.tui.views.base import ReportView
+from hloscope.tui.widgets.report_list import (
+    Column,
+    Jump,
+    Line,
+    ReportList,
+    Row,
+    blank,
+    fixed,
+    heading,
+    table,
+    text_line,
+)
+
+
+def short_ops(counts: Mapping[str, int]) -> str:
+    """`multiply ×6, add, tanh`: op kinds without their dialect, most first."""
+    parts = []
+    for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        short = name.partition(".")[2] or name
+        parts.append(f"{short} ×{count}" if count > 1 else short)
+    return ", ".join(parts)
+
+
+def _ops_by_name(analysis: FusionAnalysis) -> dict[str, list[int]]:
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for fusion in analysis.fusions:
+        by_name[fusion.name].append(fusion.op_id)
+    for op in analysis.unfused:
+        by_name[op.name].append(op.op_id)
+    return by_name
+
+
+def fusions_lines(report: FusionsReport) -> list[Line]:
+    analysis = report.analysis
+    lines: list[Line] = []
+    if analysis.fusions:
+        rows = []
+        for fusion in analysis.fusions:
+            name = Text(fusion.name, style="bold")
+            if fusion.crosses_jits:
+                name.append(" ⇄", style="yellow")
+            if fusion.function != "main":
+                name.append(f" in {fusion.function}", style="dim")
+            found = Jump((fusion.op_id,), fusion.name)
+            rows.append(
+                Row(
+                    [
+                        name,
+                        fusion.backend_kind or fusion.kind,
+                        short_ops(fusion.op_counts),
+                        ", ".join(fusion.results),
+                        f"{human_bytes(fusion.operand_bytes)} → {human_bytes(fusion.result_bytes)}",
+                        sources_text(fusion.sources, limit=6) or "-",
+                    ],
+                    jump=fixed(found),
+                )
+            )
+        lines += table(
+            f"Fusions ({len(analysis.fusions)})",
+            [
+                Column("fusion", width=34),
+                Column("kind", width=16),
+                Column("ops", width=40),
+                Column("result", width=24),
+                Column("bytes in → out", right=True, width=24),
+                Column("source lines", width=60),
+            ],
+            rows,
+        )
+    if analysis.unfused:
+        if lines:
+            lines.append(blank())
+        rows = []
+        for op in analysis.unfused:
+            what = op.op.partition(".")[2] or op.op
+            if op.target:
+                what += f" {op.target}"
+            name = Text(op.name, style="bold")
+            if op.function != "main":
+                name.append(f" in {op.function}", style="dim")
+            found = Jump((op.op_id,), op.name)
+            rows.append(
+                Row(
+                    [
+                        name,
+                        op.category,
+                        what,
+                        ", ".join(op.results),
+                        human_bytes(op.result_bytes),
+                        sources_text(op.sources, limit=6) or "-",
+                    ],
+                    jump=fixed(found),
+                )
+            )
+        lines += table(
+            f"Unfused ops ({analysis.unfused_ops})",
+            [
+                Column("op", width=34),
+                Column("kind", width=14),
+                Column("what", width=34),
+                Column("results", width=30),
+                Column("bytes", right=True),
+                Column("source lines", width=60),
+            ],
+            rows,
+        )
+    if analysis.lines:
+        lines.append(blank())
+        by_name = _ops_by_name(analysis)
+        rows = []
+        for line in analysis.lines:
+            where = ", ".join(line.fusions)
+            if line.unfused:
+                where = "; ".join(p for p in (where, "unfused: " + ", ".join(line.unfused)) if p)
+            ops = tuple(
+                sorted(
+                    {op_id for name in (*line.fusions, *line.unfused) for op_id in by_name[name]}
+                )
+            )
+            found = Jump(ops, short_source(line.source))
+            rows.append(
+                Row(
+                    [
+                        short_source(line.source),
+                        Text(report.line_texts.get(line.source, ""), style="cyan"),
+                        str(line.fused_ops),
+                        str(line.unfused_ops),
+                        where,
+                    ],
+                    jump=fixed(found),
+                )
+            )
+        lines += table(
+            f"Source lines ({len(analysis.lines)}): what XLA made of each",
+            [
+                Column("line", width=40),
+                Column("code", width=40),
+                Column("fused", right=True),
+                Column("unfused", right=True),
+                Column("in fusions / unfused ops", width=80),
+            ],
+            rows,
+        )
+    elif analysis.fusions or analysis.unfused:
+        lines.append(blank())
+        lines.append(
+            text_line("No source lines: this module's ops carry no source locations.", "dim")
+        )
+    if not analysis.fusions:
+        if lines:
+            lines.append(blank())
+        lines.append(text_line("XLA made no fusions in this module.", "dim"))
+    if report.notes:
+        lines.append(blank())
+        lines.append(heading("Notes"))
+        lines += [text_line(f"• {note}", "dim") for note in report.notes]
+    return lines
+
+
+class FusionsView(Vertical):
+    """The fusions report; rows lead to the fusions (and unfused ops) in the IR."""
+
+    def __init__(self, report: FusionsReport) -> None:
+        super().__init__(id="fusions-view", classes="report-view")
+        self.report = report
+
+    def compose(self) -> ComposeResult:
+        summary = fusion_summary_text(summarize_fusions(self.report.analysis))
+        yield Static(Text(f"fusions  {summary}", style="bold"), classes="report-header")
+        yield ReportList(fusions_lines(self.report), id="fusions-list")
+
+
+def fusions_widget(report: FusionsReport, _loaded: Loaded) -> FusionsView:
+    return FusionsView(report)
+
+
+VIEW = ReportView(
+    id="fusions",
+    title="Fusions",
+    build=fusions_report,
+    widget=fusions_widget,
+    optimized=True,
+)

@@ -1,0 +1,393 @@
+"""The Placement tab: where the module's ops run and where its data lives, as
+`hloscope placement` reports it: compute types, host (and other) compute regions,
+memory kinds, transfers, shardings, manual computations, collectives and
+warnings. Enter on a row shows its ops in the IR tab."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from hloscope.analyses.placement import ComputeRegion, collective_kind
+from hloscope.api import Loaded, PlacementReport, placement_report
+from hloscope.ir.model import Module, Op
+from hloscope.render.text import (
+    compute_text,
+    human_bytes,
+    mesh_text,
+    sharding_text,
+    shardings_text,
+    short_source,
+    sources_text,
+)
+from hloscope.tui.views.base import ReportView
+from hloscope.tui.views.params import argument_jump
+from hloscope.tui.widgets.report_list import (
+    Column,
+    Jump,
+    Line,
+    ReportList,
+    Row,
+    blank,
+    heading,
+    table,
+    text_line,
+)
+
+JumpFactory = Callable[[], Jump | None]
+
+
+def ops_jump(ops: Iterable[int], label: str) -> JumpFactory:
+    found = tuple(ops)
+    return lambda: Jump(found, label) if found else None
+
+
+def scan_jump(
+    module: Module, match: Callable[[Op], bool], label: str, function: str = ""
+) -> JumpFactory:
+    """The ops `match` accepts (in `function` only, when given), found when chosen."""
+
+    def jump() -> Jump | None:
+        scope: Iterable[Op] = module.ops
+        if function:
+            found = module.functions.get(function)
+            if found is None:
+                return None
+            scope = module.function_ops(found)
+        ops = tuple(op.id for op in scope if match(op))
+        return Jump(ops, label) if ops else None
+
+    return jump
+
+
+def defines(module: Module, value: str) -> Callable[[Op], bool]:
+    """Whether an op's first result is `value` (`%3`, as the model numbers values)."""
+    return lambda op: bool(op.results) and module.value_name(op.results[0]) == value
+
+
+def is_collective(kind: str) -> Callable[[Op], bool]:
+    """Whether an op is a collective of `kind` (`all_reduce`)."""
+    return lambda op: (collective_kind(op) or ("",))[0] == kind
+
+
+def made_at(sources: frozenset[str]) -> Callable[[Op], bool]:
+    """Whether an op was made at one of `sources` (`file.py:LINE`)."""
+    return lambda op: op.location.source in sources
+
+
+def result_jump(module: Module, function_name: str, label: str) -> JumpFactory:
+    """A function's results: its header, then the op returning them."""
+
+    def jump() -> Jump | None:
+        function = module.functions.get(function_name)
+        if function is None or function.is_declaration:
+            return None
+        returns = [op.id for op in module.function_ops(function) if op.parent is function.op][-1:]
+        return Jump((function.op.id, *returns), label)
+
+    return jump
+
+
+def _argument_index(value: str) -> int | None:
+    match = re.fullmatch(r"%arg(\d+)", value)
+    return int(match.group(1)) if match else None
+
+
+def _regions(title: str, regions: tuple[ComputeRegion, ...]) -> list[Line]:
+    return table(
+        f"{title} ({len(regions)})",
+        [
+            Column("function", width=30),
+            Column("type", width=16),
+            Column("called from", width=20),
+            Column("ops", right=True),
+            Column("reads from device", right=True),
+            Column("writes", right=True),
+            Column("sources", width=60),
+        ],
+        [
+            Row(
+                [
+                    Text(region.function, style="bold"),
+                    region.compute_type,
+                    region.called_from or "",
+                    str(region.ops),
+                    human_bytes(region.device_input_bytes),
+                    human_bytes(region.output_bytes),
+                    sources_text(region.sources),
+                ],
+                jump=ops_jump(
+                    sorted(region.op_ids), f"{region.compute_type} region @{region.function}"
+                ),
+            )
+            for region in regions
+        ],
+    )
+
+
+def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
+    placement = report.placement
+    sections: list[list[Line]] = []
+    if placement.host_regions:
+        sections.append(_regions("Host regions", placement.host_regions))
+    if placement.other_regions:
+        sections.append(_regions("Other compute regions", placement.other_regions))
+    entry = module.entry
+    entry_name = entry.name if entry is not None else ""
+    if placement.memory:
+        rows = []
+        for memory in placement.memory:
+            if memory.kind == "argument":
+                to_memory = argument_jump(module, memory.index, memory.name or memory.value)
+            else:
+                to_memory = result_jump(module, entry_name, memory.value)
+            rows.append(
+                Row(
+                    [
+                        memory.value,
+                        memory.name or "",
+                        Text(memory.memory_kind, style="magenta" if memory.host else ""),
+                        memory.shape,
+                        human_bytes(memory.bytes),
+                    ],
+                    jump=to_memory,
+                )
+            )
+        sections.append(
+            table(
+                f"Memory kinds ({len(placement.memory)})",
+                [
+                    Column("value"),
+                    Column("name", width=30),
+                    Column("memory", width=16),
+                    Column("shape", width=30),
+                    Column("size", right=True),
+                ],
+                rows,
+            )
+        )
+    if placement.transfers:
+        sections.append(
+            table(
+                f"Transfers ({len(placement.transfers)})",
+                [
+                    Column("kind", width=28),
+                    Column("from", width=14),
+                    Column("to", width=14),
+                    Column("shape", width=24),
+                    Column("size", right=True),
+                    Column("function", width=20),
+                    Column("source", width=50),
+                ],
+                [
+                    Row(
+                        [
+                            transfer.kind,
+                            transfer.source_memory,
+                            Text(transfer.target_memory, style="" if transfer.moves else "dim"),
+                            transfer.shape,
+                            human_bytes(transfer.bytes),
+                            transfer.function,
+                            sources_text(transfer.sources),
+                        ],
+                        jump=ops_jump((transfer.op_id,), transfer.kind),
+                    )
+                    for transfer in placement.transfers
+                ],
+            )
+        )
+    if placement.shardings:
+        rows = []
+        for sharding in placement.shardings:
+            value = sharding.value
+            label = f"{sharding.kind} {value}"
+            index = _argument_index(value)
+            jump: JumpFactory | None = None
+            if sharding.kind == "argument" and index is not None:
+                function = module.functions.get(sharding.function)
+                if function is not None and function is entry:
+                    jump = argument_jump(module, index, sharding.name or value)
+                elif function is not None:
+                    jump = ops_jump((function.op.id,), label)
+            elif sharding.kind == "result":
+                jump = result_jump(module, sharding.function, label)
+            else:
+                jump = scan_jump(module, defines(module, value), label, sharding.function)
+            if sharding.function and sharding.kind in ("argument", "result"):
+                value = f"{sharding.function} {value}" if sharding.function != entry_name else value
+            rows.append(
+                Row(
+                    [
+                        sharding.kind,
+                        value,
+                        sharding.name or "",
+                        sharding_text(sharding.sharding),
+                        short_source(sharding.source),
+                    ],
+                    jump=jump,
+                )
+            )
+        sections.append(
+            table(
+                f"Shardings ({len(placement.shardings)})",
+                [
+                    Column("kind", width=14),
+                    Column("value", width=24),
+                    Column("name", width=24),
+                    Column("sharding", width=60),
+                    Column("source", width=40),
+                ],
+                rows,
+            )
+        )
+    if placement.op_shardings:
+        count = placement.op_shardings
+        other = "1 other op carries" if count == 1 else f"{count} other ops carry"
+        sections.append([text_line(f"{other} a sharding", "dim")])
+    if placement.manual_computations:
+        sections.append(
+            table(
+                f"Manual computations ({len(placement.manual_computations)})",
+                [
+                    Column("function", width=24),
+                    Column("manual axes", width=20),
+                    Column("in", width=40),
+                    Column("out", width=40),
+                    Column("ops", right=True),
+                    Column("source", width=40),
+                ],
+                [
+                    Row(
+                        [
+                            manual.function,
+                            ", ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', manual.manual_axes)),
+                            shardings_text(manual.in_shardings),
+                            shardings_text(manual.out_shardings),
+                            str(manual.ops),
+                            short_source(manual.source),
+                        ],
+                        jump=scan_jump(
+                            module,
+                            lambda op: op.name == "sdy.manual_computation",
+                            "manual computations",
+                            manual.function,
+                        ),
+                    )
+                    for manual in placement.manual_computations
+                ],
+            )
+        )
+    if placement.collectives:
+        sections.append(
+            table(
+                f"Collectives ({sum(c.count for c in placement.collectives)})",
+                [
+                    Column("op", width=24),
+                    Column("count", right=True),
+                    Column("async", right=True),
+                    Column("bytes", right=True),
+                    Column("functions", width=30),
+                    Column("sources", width=50),
+                ],
+                [
+                    Row(
+                        [
+                            collective.op,
+                            str(collective.count),
+                            str(collective.async_count),
+                            human_bytes(collective.bytes),
+                            ", ".join(collective.functions),
+                            sources_text(collective.sources),
+                        ],
+                        jump=scan_jump(
+                            module,
+                            is_collective(collective.op),
+                            f"{collective.op} ×{collective.count}",
+                        ),
+                    )
+                    for collective in placement.collectives
+                ],
+            )
+        )
+    if placement.warnings:
+        warning_lines = [heading(f"Warnings ({len(placement.warnings)})")]
+        for warning in placement.warnings:
+            text = Text(f"• {warning.message}", style="yellow")
+            if warning.sources:
+                text.append(f" ({sources_text(warning.sources)})", style="dim")
+            sources = frozenset(warning.sources)
+            warning_lines.append(
+                Line(
+                    text,
+                    selectable=True,
+                    jump=scan_jump(
+                        module,
+                        made_at(sources),
+                        warning.kind.replace("_", " "),
+                        warning.function or "",
+                    ),
+                    note="This warning names no op.",
+                )
+            )
+        sections.append(warning_lines)
+    if report.notes:
+        sections.append(
+            [heading("Notes"), *(text_line(f"• {note}", "dim") for note in report.notes)]
+        )
+    if not sections:
+        sections.append(
+            [
+                text_line(
+                    "Every op runs on the device; no memory kinds, transfers, shardings or "
+                    "collectives.",
+                    "dim",
+                )
+            ]
+        )
+    lines: list[Line] = []
+    for section in sections:
+        if lines:
+            lines.append(blank())
+        lines += section
+    return lines
+
+
+class PlacementView(Vertical):
+    """The placement report; rows lead to their ops."""
+
+    BINDINGS: ClassVar[list[BindingType]] = []
+
+    def __init__(self, report: PlacementReport, module: Module) -> None:
+        super().__init__(id="placement-view", classes="report-view")
+        self.report = report
+        self.module = module
+
+    def compose(self) -> ComposeResult:
+        placement = self.report.placement
+        header = Text(f"compute  {compute_text(placement)}", style="bold")
+        if placement.meshes:
+            header.append(f"\nmeshes   {mesh_text(placement)}", style="")
+        if (placement.partitions or 1) > 1 or (placement.replicas or 1) > 1:
+            header.append(
+                f"\ndevices  {placement.partitions or 1} partitions × "
+                f"{placement.replicas or 1} replicas",
+                style="",
+            )
+        yield Static(header, classes="report-header")
+        yield ReportList(placement_lines(self.report, self.module), id="placement-list")
+
+
+def placement_widget(report: PlacementReport, loaded: Loaded) -> PlacementView:
+    return PlacementView(report, loaded.module)
+
+
+VIEW = ReportView(
+    id="placement", title="Placement", build=placement_report, widget=placement_widget
+)

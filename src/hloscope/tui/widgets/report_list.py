@@ -1,0 +1,163 @@
+"""A report as a list of lines, some of them rows that lead to ops in the IR.
+
+The Parameters, Placement and Fusions tabs show their reports as sections of
+table rows; enter on a row shows its ops in the IR tab (the first selected, all of
+them as the matches `n` and `N` walk). Where a row leads is worked out when it is
+chosen, not when the tab is drawn, so a large module's tab costs nothing until
+used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from hloscope.tui.views.base import ShowOps
+
+GAP = "  "
+TITLE = Style(bold=True)
+HEADER = Style(dim=True, bold=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Jump:
+    """Ops a row leads to, and what to call them in the status line."""
+
+    ops: tuple[int, ...]
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One line of the list; a row when `selectable`."""
+
+    text: Text
+    selectable: bool = False
+    jump: Callable[[], Jump | None] | None = None
+    """Where the row leads, worked out when it is chosen (None: nowhere)."""
+    note: str = ""
+    """Said when a row that leads nowhere is chosen (`pruned: no HLO parameter`)."""
+    tags: frozenset[str] = frozenset()
+    """What the row is, for a view's filter (`unused`, `pruned`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    name: str
+    right: bool = False
+    """Right-aligned (numbers)."""
+    width: int = 40
+    """At most this many cells; longer values are cut with an ellipsis."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """A table row: its cells, and what `Line` it becomes."""
+
+    cells: Sequence[str | Text]
+    jump: Callable[[], Jump | None] | None = None
+    note: str = ""
+    tags: frozenset[str] = frozenset()
+
+
+def fixed(jump: Jump) -> Callable[[], Jump | None]:
+    """A row that leads to ops known when it is drawn."""
+    return lambda: jump
+
+
+def heading(title: str) -> Line:
+    return Line(Text(title, style=TITLE))
+
+
+def text_line(text: str | Text, style: str | Style = "") -> Line:
+    return Line(text if isinstance(text, Text) else Text(text, style=style))
+
+
+def blank() -> Line:
+    return Line(Text(""))
+
+
+def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Line]:
+    """A section: its title, the column names, and a line per row, in columns as wide
+    as their widest cell (up to each column's width)."""
+    cells = [[c if isinstance(c, Text) else Text(c) for c in row.cells] for row in rows]
+    widths = [
+        min(column.width, max([len(column.name), *(len(r[i].plain) for r in cells if i < len(r))]))
+        for i, column in enumerate(columns)
+    ]
+
+    def joined(parts: Sequence[Text], style: Style | str = "") -> Text:
+        line = Text(style=style, no_wrap=True, overflow="ellipsis", end="")
+        for i, (part, column) in enumerate(zip(parts, columns, strict=False)):
+            if i:
+                line.append(GAP)
+            cell = part.copy()
+            cell.truncate(widths[i], overflow="ellipsis")
+            pad = " " * (widths[i] - cell.cell_len)
+            if column.right:
+                line.append(pad)
+                line.append_text(cell)
+            elif i < len(columns) - 1:
+                line.append_text(cell)
+                line.append(pad)
+            else:
+                line.append_text(cell)
+        return line
+
+    lines = [heading(title), Line(joined([Text(c.name) for c in columns], HEADER))]
+    for row, row_cells in zip(rows, cells, strict=True):
+        lines.append(
+            Line(joined(row_cells), selectable=True, jump=row.jump, note=row.note, tags=row.tags)
+        )
+    return lines
+
+
+class ReportList(OptionList):
+    """Lines of a report; enter on a row shows its ops in the IR."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter", "select", "Show in IR", tooltip="Show the row's ops in the IR tab", show=True
+        ),
+        Binding("j", "cursor_down", "Next row", show=False),
+        Binding("k", "cursor_up", "Previous row", show=False),
+        Binding("g", "first", "First row", show=False),
+        Binding("G", "last", "Last row", show=False),
+    ]
+
+    def __init__(self, lines: Sequence[Line] = (), *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[Line] = []
+        self.show(lines)
+
+    def show(self, lines: Sequence[Line]) -> None:
+        """Show `lines`, the first row highlighted."""
+        self.lines = list(lines)
+        self.set_options(Option(line.text, disabled=not line.selectable) for line in self.lines)
+        self.highlighted = next(
+            (index for index, line in enumerate(self.lines) if line.selectable), None
+        )
+
+    @property
+    def current(self) -> Line | None:
+        """The highlighted row."""
+        index = self.highlighted
+        return self.lines[index] if index is not None and index < len(self.lines) else None
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        line = self.lines[event.option_index]
+        jump = line.jump() if line.jump is not None else None
+        if jump is not None and jump.ops:
+            self.post_message(ShowOps(jump.ops, jump.label))
+        else:
+            self.notify(line.note or "This row has no op in the IR.", timeout=3)

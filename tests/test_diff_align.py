@@ -1,0 +1,146 @@
+"""`align_printed`: two printed modules side by side for the diff screen (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import DUMPS, ROOT
+from hloscope import api
+from hloscope.analyses import diff as diff_module
+from hloscope.analyses.diff import (
+    ADDED,
+    CHANGE_STATUSES,
+    CHANGED,
+    SAME,
+    AlignedLines,
+    align_printed,
+    normalize_kind,
+)
+from hloscope.analyses.printed import PrintedModule
+from hloscope.tui.session import print_module
+
+
+def load(target: str, factory: str | None = None) -> api.Loaded:
+    return api.load(target, api.LoadOptions(args_factory=factory))
+
+
+def aligned(a: api.Loaded, b: api.Loaded) -> tuple[AlignedLines, PrintedModule, PrintedModule]:
+    report = api.diff_loaded(a, b)
+    printed_a, printed_b = print_module(a, False), print_module(b, False)
+    return align_printed(report.diff, printed_a, printed_b), printed_a, printed_b
+
+
+def check_invariants(result: AlignedLines, a: PrintedModule, b: PrintedModule) -> None:
+    """Every line of each side once, in order; no empty row; stops start change runs."""
+    assert len(result.a) == len(result.b) == len(result.status_a) == len(result.status_b)
+    assert [n for n in result.a if n >= 0] == list(range(len(a.lines)))
+    assert [n for n in result.b if n >= 0] == list(range(len(b.lines)))
+    assert all(x >= 0 or y >= 0 for x, y in zip(result.a, result.b, strict=True))
+    changes = [result.is_change(row) for row in range(len(result.a))]
+    starts = [
+        row for row, change in enumerate(changes) if change and (row == 0 or not changes[row - 1])
+    ]
+    assert list(result.stops) == starts
+
+
+def rows_text(result: AlignedLines, a: PrintedModule, b: PrintedModule) -> list[tuple[str, str]]:
+    return [
+        (a.lines[x].strip() if x >= 0 else "", b.lines[y].strip() if y >= 0 else "")
+        for x, y in zip(result.a, result.b, strict=True)
+    ]
+
+
+COMPUTE_ON = "samples/compute_on.py:example_args"
+
+
+def test_compute_on_inside_and_outside_jit_side_by_side():
+    a = load("samples/compute_on.py:host_inside_jit", COMPUTE_ON)
+    b = load("samples/compute_on.py:host_outside_jit", COMPUTE_ON)
+    result, printed_a, printed_b = aligned(a, b)
+    check_invariants(result, printed_a, printed_b)
+    rows = rows_text(result, printed_a, printed_b)
+    # B's wrapper (main calling the host function) faces blank rows: only B has it.
+    call = next(
+        i for i, (_, right) in enumerate(rows) if right.startswith("%0 = call @host_outside_jit")
+    )
+    assert rows[call][0] == "" and result.status_b[call] == ADDED
+    # The ops of A's main sit beside their counterparts in B's host function.
+    tanh = next(i for i, (left, _) in enumerate(rows) if "stablehlo.tanh" in left)
+    assert "stablehlo.tanh" in rows[tanh][1]
+    assert result.status_a[tanh] == result.status_b[tanh] == CHANGED
+    add = next(i for i, (left, _) in enumerate(rows) if "stablehlo.add" in left)
+    assert "stablehlo.add" in rows[add][1] and result.status_a[add] == SAME
+    # Headers of matched functions share a row: A's main with B's host function.
+    header = next(
+        i for i, (left, _) in enumerate(rows) if left.startswith("func.func public @main")
+    )
+    assert rows[header][1].startswith("func.func private @host_outside_jit")
+    assert list(result.stops) == [call, tanh]
+
+
+def test_the_same_module_in_two_printers_lines_up_op_by_op():
+    a = load(str(DUMPS.relative_to(ROOT) / "mlp.stablehlo.mlir"))
+    b = load(str(DUMPS.relative_to(ROOT) / "mlp.before_optimizations.hlo"))
+    result, printed_a, printed_b = aligned(a, b)
+    check_invariants(result, printed_a, printed_b)
+    assert result.stops == ()
+    assert not any(result.is_change(row) for row in range(len(result.a)))
+    # Ops side by side are the same op (B prints its functions in another order: the
+    # functions that cannot keep their order face blank rows).
+    side_by_side = 0
+    for x, y in zip(result.a, result.b, strict=True):
+        if x < 0 or y < 0:
+            continue
+        op_a, op_b = printed_a.line_op[x], printed_b.line_op[y]
+        if op_a < 0 or op_b < 0 or printed_a.op_line[op_a] != x or printed_b.op_line[op_b] != y:
+            continue  # not an op's own line
+        name_a, name_b = a.module.ops[op_a].name, b.module.ops[op_b].name
+        assert normalize_kind(name_a) == normalize_kind(name_b)
+        side_by_side += 1
+    assert side_by_side >= 10  # dense and head, with their headers
+
+
+def mutated(tmp_path, count: int, change_at: int | None) -> str:
+    """A chain of `count` sines; the op at `change_at` a cosine instead."""
+    lines = ["func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {"]
+    previous = "%arg0"
+    for i in range(count):
+        op = "cosine" if i == change_at else "sine"
+        lines.append(f"  %v{i} = stablehlo.{op} {previous} : tensor<4xf32>")
+        previous = f"%v{i}"
+    lines += [f"  return {previous} : tensor<4xf32>", "}"]
+    path = tmp_path / f"chain-{count}-{change_at}.mlir"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_changed_op_in_a_long_chain(tmp_path):
+    a = load(mutated(tmp_path, 300, None))
+    b = load(mutated(tmp_path, 300, 150))
+    result, printed_a, printed_b = aligned(a, b)
+    check_invariants(result, printed_a, printed_b)
+    # Lines match one for one; the sine that became a cosine is one run of changes.
+    assert result.a == result.b
+    assert len(result.stops) == 1
+    row = result.stops[0]
+    assert "stablehlo.sine" in printed_a.lines[result.a[row]]
+    assert "stablehlo.cosine" in printed_b.lines[result.b[row]]
+    assert {result.status_a[row], result.status_b[row]} <= CHANGE_STATUSES
+
+
+def test_modules_with_nothing_in_common_keep_every_line(tmp_path):
+    a = load(str(DUMPS.relative_to(ROOT) / "mlp.stablehlo.mlir"))
+    b = load(mutated(tmp_path, 40, 3))
+    result, printed_a, printed_b = aligned(a, b)
+    check_invariants(result, printed_a, printed_b)
+
+
+def test_large_gaps_are_paired_in_order(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    # Past the size where lines are matched by their text, a gap's lines are paired
+    # in order: still every line once, in order.
+    monkeypatch.setattr(diff_module, "MAX_GAP_PRODUCT", 0)
+    a = load(str(DUMPS.relative_to(ROOT) / "mlp.stablehlo.mlir"))
+    b = load(str(DUMPS.relative_to(ROOT) / "mlp.after_optimizations.hlo"))
+    result, printed_a, printed_b = aligned(a, b)
+    check_invariants(result, printed_a, printed_b)
+    assert result.stops

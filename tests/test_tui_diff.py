@@ -1,0 +1,248 @@
+"""The diff screen (`hloscope diff A B` on a terminal) through `App.run_test()`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from rich.text import Text
+from textual.widgets import Static
+
+from conftest import DUMPS, ROOT
+from hloscope import api
+from hloscope.analyses.diff import ADDED, CHANGED
+from hloscope.tui.diff_app import STYLES, DiffApp, DiffPane, diff_key_sections
+from hloscope.tui.keys import key_rows
+from hloscope.tui.screens.help import HelpScreen
+from hloscope.tui.screens.message import ErrorScreen
+from hloscope.tui.widgets.ir_view import IRView
+from tui_support import SIZE, loaded, plain, quiet, sync
+
+COMPUTE_ON = api.LoadOptions(args_factory="samples/compute_on.py:example_args")
+INSIDE = "samples/compute_on.py:host_inside_jit"
+OUTSIDE = "samples/compute_on.py:host_outside_jit"
+MLP = str(DUMPS.relative_to(ROOT) / "mlp.stablehlo.mlir")
+MLP_HLO = str(DUMPS.relative_to(ROOT) / "mlp.before_optimizations.hlo")
+
+
+async def press(pilot, *keys: str) -> None:
+    for key in keys:
+        await pilot.press(key)
+        await quiet(pilot)
+
+
+def sides(app: DiffApp) -> tuple[IRView, IRView]:
+    return app.query_one("#diff-a", IRView), app.query_one("#diff-b", IRView)
+
+
+def text_of(app: DiffApp, widget_id: str) -> str:
+    return plain(app.query_one(widget_id, Static).content)
+
+
+def line(view: IRView) -> str:
+    """The printed line under the cursor ('' on a blank row)."""
+    number = view.cursor_line
+    return view.printed.lines[number].strip() if number is not None and view.printed else ""
+
+
+@sync
+async def test_the_diff_screen_shows_both_modules_aligned_with_a_summary():
+    app = DiffApp(INSIDE, OUTSIDE, COMPUTE_ON)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.failure is None
+        summary = text_of(app, "#diff-summary")
+        assert f"A  {INSIDE}" in summary and f"B  {OUTSIDE}" in summary
+        assert "verdict different · 1 added · 0 removed · 1 changed · 6 unchanged" in summary
+        a, b = sides(app)
+        assert a.row_count == b.row_count
+        assert isinstance(app.focused, IRView) and app.focused is a
+        assert line(a).startswith("module @jit_host_inside_jit")
+        assert line(b).startswith("module @jit_host_outside_jit")
+        # Added, removed and changed lines are drawn in their colours.
+        session = app.session
+        assert session is not None
+        changed_a = {n for n, style in a.line_styles.items() if style == STYLES[CHANGED]}
+        assert [session.printed_a.lines[n].strip()[:19] for n in changed_a] == [
+            "%4 = stablehlo.tanh"
+        ]
+        added_b = {n for n, style in b.line_styles.items() if style == STYLES[ADDED]}
+        assert [session.printed_b.lines[n].split("(")[0].strip() for n in added_b] == [
+            "%0 = call @host_outside_jit"
+        ]
+        rendered = [a.render_line(y) for y in range(a.scrollable_content_region.height)]
+        assert any("▌" in strip.text for strip in rendered)
+        await press(pilot, "q")
+    assert app.return_code == 1  # they differ, as `hloscope diff` exits
+
+
+@sync
+async def test_brackets_go_from_change_to_change_and_the_details_follow():
+    app = DiffApp(INSIDE, OUTSIDE, COMPUTE_ON)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        a, b = sides(app)
+        assert "unchanged" in text_of(app, "#diff-details")
+        await press(pilot, "right_square_bracket")
+        # The call only B has: A's side of the row is blank.
+        assert line(a) == "" and line(b).startswith("%0 = call @host_outside_jit")
+        details = text_of(app, "#diff-details")
+        assert "A (nothing on this row)" in details
+        assert "added func.call in main" in details
+        assert "calls @host_outside_jit; compute type host" in details
+        assert "change 1/2" in text_of(app, "#diff-status")
+        await press(pilot, "right_square_bracket")
+        assert "stablehlo.tanh" in line(a) and "stablehlo.tanh" in line(b)
+        details = text_of(app, "#diff-details")
+        assert "changed stablehlo.tanh in main → host_outside_jit" in details
+        assert "compute type device → host" in details
+        assert "change 2/2" in text_of(app, "#diff-status")
+        # No change after the last: the cursor stays.
+        row = a.cursor
+        await press(pilot, "right_square_bracket")
+        assert a.cursor == row
+        await press(pilot, "left_square_bracket")
+        assert line(b).startswith("%0 = call @host_outside_jit")
+        # Both sides keep one cursor row, whichever moves it.
+        await press(pilot, "j", "j")
+        assert a.cursor == b.cursor
+        await press(pilot, "tab")
+        assert app.focused is b
+        await press(pilot, "k")
+        assert a.cursor == b.cursor
+        await press(pilot, "G")
+        assert a.cursor == b.cursor == b.row_count - 1
+
+
+@sync
+async def test_c_shows_only_the_changed_rows():
+    app = DiffApp(INSIDE, OUTSIDE, COMPUTE_ON)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        a, b = sides(app)
+        rows = a.row_count
+        await press(pilot, "C")
+        assert a.row_count == b.row_count == 2
+        assert "only changes" in text_of(app, "#diff-status")
+        assert line(b).startswith("%0 = call @host_outside_jit")
+        await press(pilot, "right_square_bracket")
+        assert "stablehlo.tanh" in line(a)
+        # Back to every row, the cursor on the same change.
+        await press(pilot, "C")
+        assert a.row_count == rows
+        assert "stablehlo.tanh" in line(a)
+
+
+@sync
+async def test_scrolling_one_side_scrolls_the_other(tmp_path):
+    def chain(name: str, cosine_at: int | None) -> str:
+        lines = ["func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {"]
+        previous = "%arg0"
+        for i in range(200):
+            op = "cosine" if i == cosine_at else "sine"
+            lines.append(f"  %v{i} = stablehlo.{op} {previous} : tensor<4xf32>")
+            previous = f"%v{i}"
+        lines += [f"  return {previous} : tensor<4xf32>", "}"]
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    app = DiffApp(chain("a.mlir", None), chain("b.mlir", 120))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        a, b = sides(app)
+        await press(pilot, "pagedown", "pagedown")
+        assert a.scroll_y > 0 and (a.scroll_y, a.cursor) == (b.scroll_y, b.cursor)
+        await press(pilot, "right_square_bracket")
+        assert "stablehlo.sine" in line(a) and "stablehlo.cosine" in line(b)
+        assert a.scroll_y == b.scroll_y
+        await press(pilot, "l", "l")
+        assert a.scroll_x > 0 and a.scroll_x == b.scroll_x
+        # The mouse wheel over B scrolls A too.
+        b.scroll_to(y=b.scroll_y + 7, animate=False, immediate=True)
+        await quiet(pilot)
+        assert a.scroll_y == b.scroll_y
+
+
+@sync
+async def test_the_same_module_twice():
+    app = DiffApp(MLP, MLP_HLO)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert "verdict same · 0 added · 0 removed · 0 changed" in text_of(app, "#diff-summary")
+        row = sides(app)[0].cursor
+        await press(pilot, "right_square_bracket", "C")
+        assert sides(app)[0].cursor == row
+        assert not app.query_one(DiffPane).only_changes
+        await press(pilot, "q")
+    assert app.return_code == 0
+
+
+@sync
+async def test_a_side_that_does_not_load_is_shown_and_exits_2():
+    app = DiffApp(MLP, "samples/dumps/no_such_file.mlir")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert isinstance(app.screen, ErrorScreen)
+        assert "no_such_file.mlir" in app.screen.message
+        await press(pilot, "q")
+    assert app.return_code == 2
+
+
+@sync
+async def test_the_diff_help_lists_every_key():
+    app = DiffApp(MLP, MLP_HLO)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#help-box Static").content  # type: ignore[attr-defined]
+        cells = [plain(cell) for column in table.columns for cell in column._cells]
+        for title, cls in diff_key_sections():
+            assert title in cells
+            for row in key_rows(cls):
+                assert ", ".join(row.keys) in cells
+        assert "]" in cells and "[" in cells and "C" in cells
+        # Following links is the browser's: the sides do not list it.
+        assert not any(isinstance(c, str) and c.startswith("Follow") for c in cells)
+
+
+def test_diff_json_never_loads_the_browser():
+    code = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        "try:\n"
+        f"    main(['diff', {MLP!r}, {MLP_HLO!r}, '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(repr('textual' in sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        stdin=subprocess.DEVNULL,
+        check=True,
+    )
+    assert '"verdict": "same"' in run.stdout
+    assert run.stderr == "False"
+
+
+def test_summary_colours_the_counts():
+    from hloscope.tui.diff_app import summary_text
+
+    a, b = api.load(MLP), api.load(str(DUMPS.relative_to(ROOT) / "host_call.stablehlo.mlir"))
+    text: Text = summary_text(api.diff_loaded(a, b))
+    added = text.plain.index(" added")
+    assert any("green" in str(span.style) for span in text.spans if span.start <= added < span.end)
+
+
+def test_the_readme_lists_every_key_of_the_diff_screen():
+    # As for the browser: after a change to the keys, paste
+    # `markdown_table(diff_key_sections())` into the README.
+    from hloscope.tui.keys import markdown_table
+
+    assert markdown_table(diff_key_sections()) in (ROOT / "README.md").read_text()
