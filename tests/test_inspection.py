@@ -336,13 +336,13 @@ def test_the_command_line_renders_each_report_with_the_apis_renderers(monkeypatc
     used: dict[str, tuple[object, object, object]] = {}
     emit = cli_module.emit
 
-    def recording_emit(debug, as_json, build, to_json, to_text, exit_code=None):
+    def recording_emit(debug, as_json, build, to_json, to_text, *rest, **options):
         def recorded():
             report = build()
             used[type(report).__name__] = (report, to_json, to_text)
             return report
 
-        return emit(debug, as_json, recorded, to_json, to_text, exit_code)
+        return emit(debug, as_json, recorded, to_json, to_text, *rest, **options)
 
     monkeypatch.setattr(cli_module, "emit", recording_emit)
     for command in ("inspect", "params", "placement", "fusions"):
