@@ -39,6 +39,7 @@ from hloscope.ir.model import (
     Module,
     parse_dict_attribute,
     parse_type,
+    split_top_level,
     string_attribute,
     symbol_references,
     type_bytes,
@@ -627,7 +628,7 @@ def describe_sdy_sharding(text: str, meshes: Mapping[str, str]) -> str:
         body = body[len("#sdy.sharding<") : -1]
     else:
         return text
-    parts = _split_top(body)
+    parts = split_top_level(body)
     if len(parts) < 2:
         return text
     mesh_ref, dims_text, extras = parts[0], parts[1], parts[2:]
@@ -639,7 +640,7 @@ def describe_sdy_sharding(text: str, meshes: Mapping[str, str]) -> str:
     dims = []
     open_dims = False
     if dims_text.startswith("[") and dims_text.endswith("]"):
-        for dim in _split_top(dims_text[1:-1]):
+        for dim in split_top_level(dims_text[1:-1]):
             dims.append(_sdy_dim(dim))
             # An open dimension (`{?}`, `{"a", ?}`) may be sharded further by propagation.
             open_dims = open_dims or "?" in dim.partition("}")[0]
@@ -668,29 +669,6 @@ def _sdy_dim(text: str) -> str:
     if len(names) == 1:
         return f"'{names[0]}'"
     return "(" + ", ".join(f"'{n}'" for n in names) + ")"
-
-
-def _split_top(text: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    in_string = False
-    for i, ch in enumerate(text):
-        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
-            in_string = not in_string
-        elif in_string:
-            continue
-        elif ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
 
 
 _TILED = re.compile(r"^devices=\[(?P<tiles>[\d,]+)\]\S*(?P<rest>.*)$")

@@ -58,6 +58,7 @@ from hloscope.ir.model import (
     is_computation,
     parse_dict_attribute,
     parse_type,
+    split_top_level,
     string_attribute,
     type_bytes,
 )
@@ -780,40 +781,20 @@ def _spmd_shardings(module: Module) -> tuple[list[str], list[str]]:
     params: list[str] = []
     text = module.attributes.get("mhlo.spmd_parameters_shardings")
     if text and text.startswith("["):
-        params = [string_attribute(p) for p in _split_list(text[1:-1])]
+        params = [string_attribute(p) for p in split_top_level(text[1:-1], brackets="([{")]
     outputs: list[str] = []
     output = module.attributes.get("mhlo.spmd_output_sharding")
     if output:
         sharding = string_attribute(output)
         # A tuple sharding `{{...}, {...}}` has one entry per result.
         if sharding.startswith("{{") and sharding.endswith("}}"):
-            outputs = ["{" + p.strip().strip("{}") + "}" for p in _split_list(sharding[1:-1])]
+            outputs = [
+                "{" + p.strip().strip("{}") + "}"
+                for p in split_top_level(sharding[1:-1], brackets="([{")
+            ]
         else:
             outputs = [sharding]
     return params, outputs
-
-
-def _split_list(text: str) -> list[str]:
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    in_string = False
-    for i, ch in enumerate(text):
-        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
-            in_string = not in_string
-        elif in_string:
-            continue
-        elif ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
 
 
 def _shardings(

@@ -1401,12 +1401,12 @@ def _split_function_type(text: str) -> tuple[list[str], list[str]]:
         elif ch in ")>]}":
             depth -= 1
             if depth == 0:
-                inputs = model._split_top_level(text[1:i])
+                inputs = model.split_top_level(text[1:i])
                 rest = text[i + 1 :].strip()
                 if rest.startswith("->"):
                     rest = rest[2:].strip()
                     if rest.startswith("(") and rest.endswith(")"):
-                        results = model._split_top_level(rest[1:-1])
+                        results = model.split_top_level(rest[1:-1])
                     else:
                         results = [rest] if rest else []
                 else:
@@ -1585,7 +1585,7 @@ def _hlo_shape_to_mlir(shape: str) -> str:
     """`f32[4,8]{1,0}` -> `tensor<4x8xf32>`; tuples become `tuple<...>`."""
     shape = re.sub(r"\{[^{}]*\}", "", shape).strip()
     if shape.startswith("("):
-        inner = model._split_top_level(shape[1:-1])
+        inner = model.split_top_level(shape[1:-1])
         return "tuple<" + ", ".join(_hlo_shape_to_mlir(s) for s in inner) + ">"
     match = re.match(r"^(\w+)\[([^\]]*)\]", shape)
     if not match:

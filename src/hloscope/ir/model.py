@@ -313,14 +313,25 @@ def _element_type(mlir: str) -> str:
     return mlir
 
 
-def _split_top_level(text: str, sep: str = ",") -> list[str]:
+_CLOSING = {"<": ">", "(": ")", "[": "]", "{": "}"}
+
+
+def split_top_level(text: str, sep: str = ",", brackets: str = "<([{") -> list[str]:
+    """`text` split at each `sep` outside `brackets` and outside double-quoted strings,
+    each piece stripped. HLO text passes `brackets="([{"`: its `<=[8]` is not a bracket."""
+    closing = "".join(_CLOSING[b] for b in brackets)
     parts: list[str] = []
     depth = 0
     start = 0
+    in_string = False
     for i, ch in enumerate(text):
-        if ch in "<([{":
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif ch in brackets:
             depth += 1
-        elif ch in ">)]}":
+        elif ch in closing:
             depth -= 1
         elif ch == sep and depth == 0:
             parts.append(text[start:i].strip())
@@ -339,7 +350,7 @@ def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
     if text.startswith("tensor<") and text.endswith(">"):
         body = text[len("tensor<") : -1]
         # Drop an encoding (`, #stablehlo.bounds<...>`, `, #mhlo.type_extensions<...>`).
-        pieces = _split_top_level(body)
+        pieces = split_top_level(body)
         body = pieces[0] if pieces else body
         if body.startswith("*x"):
             return (TensorType(_element_type(body[2:]), None),)
@@ -354,7 +365,7 @@ def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
         return (TensorType(_element_type(rest), tuple(dims)),)
     if text.startswith("tuple<") and text.endswith(">"):
         out: list[TensorType] = []
-        for part in _split_top_level(text[len("tuple<") : -1]):
+        for part in split_top_level(text[len("tuple<") : -1]):
             out.extend(parse_type(part))
         return tuple(out)
     if text in ("!stablehlo.token", "!mhlo.token", "!hlo.token"):
@@ -411,7 +422,7 @@ def parse_dict_attribute(text: str) -> dict[str, str]:
     if not (text.startswith("{") and text.endswith("}")):
         return {}
     out: dict[str, str] = {}
-    for entry in _split_top_level(text[1:-1]):
+    for entry in split_top_level(text[1:-1]):
         if not entry:
             continue
         key, sep, value = entry.partition("=")

@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import io
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -388,20 +388,12 @@ def compile_module(
             f"XLA failed to compile it: {one_line(str(exc), 300)}", where=label
         ) from exc
     elapsed = time.perf_counter() - start
-    module = executable.hlo_modules()[0]
-    cost = None
-    with contextlib.suppress(Exception):
-        cost = _normalise_cost(executable.cost_analysis())
-    memory = None
-    with contextlib.suppress(Exception):
-        memory = _memory(executable.get_compiled_memory_stats())
-    return Compilation(
-        hlo_proto=module.as_serialized_hlo_module_proto(),
-        hlo_text=str(module.to_string()),
-        compile_seconds=elapsed,
-        cost=cost,
-        memory=memory,
-        platform=backend.platform,
+    return _with_analyses(
+        executable.hlo_modules()[0],
+        elapsed,
+        backend.platform,
+        executable.cost_analysis,
+        executable.get_compiled_memory_stats,
     )
 
 
@@ -411,21 +403,38 @@ def _compilation(compiled: Any, elapsed: float | None, label: str) -> Compilatio
         modules = executable.hlo_modules() if executable is not None else []
         if not modules:
             raise HloscopeError("the compiled executable has no HLO module", where=label)
-        module = modules[0]
-        cost = None
-        with contextlib.suppress(Exception):
-            cost = _normalise_cost(compiled.cost_analysis())
-        memory = None
-        with contextlib.suppress(Exception):
-            memory = _memory(compiled.memory_analysis())
-        return Compilation(
-            hlo_proto=module.as_serialized_hlo_module_proto(),
-            hlo_text=str(module.to_string()),
-            compile_seconds=elapsed,
-            cost=cost,
-            memory=memory,
-            platform=jax.extend.backend.get_backend().platform,
+        return _with_analyses(
+            modules[0],
+            elapsed,
+            jax.extend.backend.get_backend().platform,
+            compiled.cost_analysis,
+            compiled.memory_analysis,
         )
+
+
+def _with_analyses(
+    module: Any,
+    elapsed: float | None,
+    platform: str,
+    cost_analysis: Callable[[], Any],
+    memory_analysis: Callable[[], Any],
+) -> Compilation:
+    """The optimized module with XLA's cost and memory analyses, where the backend
+    has them (they raise on backends and executables that do not)."""
+    cost = None
+    with contextlib.suppress(Exception):
+        cost = _normalise_cost(cost_analysis())
+    memory = None
+    with contextlib.suppress(Exception):
+        memory = _memory(memory_analysis())
+    return Compilation(
+        hlo_proto=module.as_serialized_hlo_module_proto(),
+        hlo_text=str(module.to_string()),
+        compile_seconds=elapsed,
+        cost=cost,
+        memory=memory,
+        platform=platform,
+    )
 
 
 def _cost(lowered: Any) -> Mapping[str, float] | None:
