@@ -701,3 +701,26 @@ def test_the_readme_lists_every_key():
     from hloscope.tui.keys import markdown_table
 
     assert markdown_table(key_sections()) in (ROOT / "README.md").read_text()
+
+
+@sync
+@pytest.mark.parametrize("key", ["/", "2"])
+async def test_a_key_typed_as_the_module_appears_is_not_lost(key):
+    # The module appears and the user types at once: the key goes to the IR tab (not
+    # to the tab bar that held the focus while loading) and is not undone by the app
+    # showing its first tab afterwards.
+    app = HloscopeApp(MLP)
+    show_session = app.show_session
+
+    async def show_then_type(session):
+        await show_session(session)
+        type_at_once(app, key)
+
+    app.show_session = show_then_type  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await quiet(pilot)
+        if key == "/":
+            assert isinstance(app.screen, SearchScreen)
+        else:
+            assert app.query_one(TabbedContent).active == "tab-overview"

@@ -351,9 +351,10 @@ class HloscopeApp(WorkingApp):
             self._view_tabs.append(f"tab-{view.id}")
         self.query_one(BrowserPane).show_session(session)
         start, self.start = self.start, ""
-        # After the progress screen has gone and given focus back: the tab that
-        # holds the focus is the one shown.
-        self.call_after_refresh(self.action_show_tab, start or active)
+        # At once, not after a refresh: keys typed as the module appears must reach
+        # this tab's view (the tab bar held the focus while loading), and a tab key
+        # among them must not be undone by a later switch to this one.
+        self.action_show_tab(start or active)
 
     def _active_view(self) -> str:
         active = self.query_one(TabbedContent).active
