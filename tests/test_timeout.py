@@ -113,3 +113,45 @@ def test_code_that_ignores_the_limit_is_ended(module):
     assert run.stdout == ""
     line = one_error_line(run.stderr)
     assert f"{target}: ended 4 s after it started (--timeout 1)" in line
+
+
+SLOW_EXIT = """
+import os, sys, time
+from hloscope import errors
+
+errors.TIME_LIMIT_GRACE_SECONDS = 0.5
+real_exit = os._exit
+
+
+def slow_exit(code):
+    time.sleep(1.5)  # the watchdog has written its line; the command unwinds meanwhile
+    real_exit(code)
+
+
+os._exit = slow_exit
+with errors.command_edge():
+    with errors.time_limit(0.5, "target"):
+        try:
+            while True:
+                time.sleep(0.01)
+        except errors.TimeLimitExceeded:
+            # Unwind just after the watchdog has written its line.
+            time.sleep(0.8)
+            raise
+"""
+
+
+def test_the_watchdog_and_the_alarm_never_both_write_a_line():
+    # Code that is slow to unwind after the limit: the watchdog ends the process, and
+    # the alarm's own line, arriving while it does, must not be written as well.
+    run = subprocess.run(
+        [sys.executable, "-c", SLOW_EXIT],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 2
+    line = one_error_line(run.stderr)
+    assert "target: ended 1 s after it started (--timeout 0.5)" in line

@@ -210,7 +210,8 @@ def time_limit(seconds: float | None, what: str | None = None) -> Iterator[None]
     into the line. A watchdog thread ends the process `TIME_LIMIT_GRACE_SECONDS`
     later if the block still has not finished (a native call that never returns to
     Python, code that catches `BaseException` and carries on), writing the line to
-    the stderr the command started with.
+    the stderr the command started with. Only one of the two ends the command: the
+    first to claim `ending`, so that stderr holds one line.
     """
     if seconds is None:
         yield
@@ -220,11 +221,12 @@ def time_limit(seconds: float | None, what: str | None = None) -> Iterator[None]
     prefix = f"{what}: " if what else ""
     message = f"{prefix}stopped after {seconds:g} s (--timeout {seconds:g})"
     finished = threading.Event()
+    ending = threading.Lock()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous: object = None
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
-        if finished.is_set():
+        if finished.is_set() or ending.locked():
             return
         if frame is not None and _in_bookkeeping(frame):
             signal.setitimer(signal.ITIMER_REAL, _RETRY_SECONDS)
@@ -241,7 +243,7 @@ def time_limit(seconds: float | None, what: str | None = None) -> Iterator[None]
         saved_stderr = None
 
     def watchdog() -> None:
-        if finished.wait(seconds + TIME_LIMIT_GRACE_SECONDS):
+        if finished.wait(seconds + TIME_LIMIT_GRACE_SECONDS) or not ending.acquire(False):
             return
         ended = (
             f"{prefix}ended {seconds + TIME_LIMIT_GRACE_SECONDS:g} s after it started "
@@ -259,6 +261,9 @@ def time_limit(seconds: float | None, what: str | None = None) -> Iterator[None]
         yield
     finally:
         finished.set()
+        if not ending.acquire(False):
+            # The watchdog is writing its line and ending the process: add no other.
+            threading.Event().wait()
         if in_main_thread:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)  # type: ignore[arg-type]
