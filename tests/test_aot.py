@@ -17,7 +17,7 @@ from hloscope.analyses.aot import (
     normalized_text,
     tolerance,
 )
-from hloscope.ir import context
+from hloscope.ir import parse
 from hloscope.sources.stages import AotEntry, AotRuns, PathRun, ResultLeaf
 
 
@@ -235,7 +235,7 @@ SUBTRACT = """module @{name} {{
 
 
 def program(text: str) -> Program:
-    parsed = context.parse_mlir(text, "test.mlir")
+    parsed = parse.parse_mlir(text, "test.mlir")
     return Program(parsed.model.name or "", parsed.model, parsed.text())
 
 
@@ -333,6 +333,6 @@ CONSTANT = """module @jit_f {{
 
 def test_constants_are_printed_in_full_for_the_comparison():
     values = ", ".join(f"{i}.0" for i in range(64))
-    parsed = context.parse_mlir(CONSTANT.format(values=values), "test.mlir")
+    parsed = parse.parse_mlir(CONSTANT.format(values=values), "test.mlir")
     assert "63.0" not in parsed.text()  # elided by default
     assert "6.300000e+01" in parsed.text(elements_limit=api.AOT_TEXT_ELEMENTS)

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import DUMPS
 from hloscope.analyses.diff import ModuleDiff, diff_modules, normalize_function_name
-from hloscope.ir import context
+from hloscope.ir import parse
 
 BASE = """
 module @m {
@@ -60,11 +60,11 @@ module @other_name {
 
 
 def mlir(text: str):
-    return context.parse_mlir(text, "test.mlir").model
+    return parse.parse_mlir(text, "test.mlir").model
 
 
 def hlo(text: str):
-    return context.parse_hlo_text(text, "test.hlo").model
+    return parse.parse_hlo_text(text, "test.hlo").model
 
 
 def only_change(result: ModuleDiff):

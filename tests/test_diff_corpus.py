@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hloscope.analyses.diff import ModuleDiff, diff_modules
-from hloscope.ir import context
+from hloscope.ir import parse
 
 pytestmark = pytest.mark.corpus
 
@@ -34,7 +34,7 @@ def rename_hlo_instructions(text: str) -> str:
 
 
 def hlo(path: Path | str, text: str | None = None):
-    return context.parse_hlo_text(text if text is not None else Path(path).read_text(), "x").model
+    return parse.parse_hlo_text(text if text is not None else Path(path).read_text(), "x").model
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def chess_text() -> str:
 
 
 def mlir(text: str):
-    return context.parse_mlir(text, "x.mlir").model
+    return parse.parse_mlir(text, "x.mlir").model
 
 
 def rename_and_reorder(text: str) -> str:
@@ -146,7 +146,7 @@ def test_stablehlo_against_its_bytecode(chess_text):
     from conftest import require_corpus
 
     bytecode = (require_corpus() / (CHESS + ".bc")).read_bytes()
-    result = diff_modules(mlir(chess_text), context.parse_mlir(bytecode, "x.bc").model)
+    result = diff_modules(mlir(chess_text), parse.parse_mlir(bytecode, "x.bc").model)
     assert result.verdict == "same"
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import DUMPS, SAMPLES, line_of, sample
 from hloscope import api
 from hloscope.analyses.fusions import analyze_fusions, jit_path, split_op_name
-from hloscope.ir import context
+from hloscope.ir import hlo_names, parse
 
 NESTED = SAMPLES / "nested_jits.py"
 GRANULARITY = SAMPLES / "jit_granularity.py"
@@ -35,7 +35,7 @@ def source(path, needle):
 
 def test_hlo_names_of_fusions_are_recovered_from_hlo_text():
     text = (DUMPS / "mlp.after_optimizations.hlo").read_text()
-    model = context.parse_hlo_text(text, "mlp").model
+    model = parse.parse_hlo_text(text, "mlp").model
     fusions = [op for op in model.ops if op.name == "mhlo.fusion"]
     # The conversion names ops after their metadata (jit(mlp)/jit(dense)/...), so only
     # the recovered HLO names say which fusion is which.
@@ -50,7 +50,7 @@ def test_hlo_names_of_fusions_are_recovered_from_hlo_text():
 
 def test_backend_kinds_of_fusions_are_kept():
     text = (DUMPS / "mlp.after_optimizations.hlo").read_text()
-    model = context.parse_hlo_text(text, "mlp").model
+    model = parse.parse_hlo_text(text, "mlp").model
     configs = model.fusion_backend_configs
     assert set(configs) == {"ynn_fusion", "ynn_fusion.1", "ynn_fusion.2"}
     assert all('"kind":"__ynn_fusion"' in config for config in configs.values())
@@ -59,9 +59,9 @@ def test_backend_kinds_of_fusions_are_kept():
 def test_the_same_names_through_every_hlo_path():
     proto = (DUMPS / "mlp.after_optimizations.hlo.pb").read_bytes()
     text = (DUMPS / "mlp.after_optimizations.hlo").read_text()
-    child = context.parse_hlo_proto(proto, "mlp").model
-    in_process = context.parse_hlo_proto(proto, "mlp", trusted=True).model
-    from_text = context.parse_hlo_text(text, "mlp").model
+    child = parse.parse_hlo_proto(proto, "mlp").model
+    in_process = parse.parse_hlo_proto(proto, "mlp", trusted=True).model
+    from_text = parse.parse_hlo_text(text, "mlp").model
     names = [op.hlo_name for op in child.ops]
     assert names == [op.hlo_name for op in in_process.ops]
     assert sum(name is not None for name in names) > len(names) // 2
@@ -80,7 +80,7 @@ def test_metadata_is_removed_and_nothing_else():
     import jaxlib._hlo as hlo
 
     proto = (DUMPS / "mlp.after_optimizations.hlo.pb").read_bytes()
-    rewritten = context._without_metadata(proto)
+    rewritten = hlo_names.without_metadata(proto)
     assert rewritten is not None
     stripped, configs = rewritten
     original = hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
@@ -94,7 +94,7 @@ def test_metadata_is_removed_and_nothing_else():
 
     assert computations(re.sub(r",? metadata=\{[^}]*\}", "", original)) == computations(module)
     assert set(configs) == {"ynn_fusion", "ynn_fusion.1", "ynn_fusion.2"}
-    assert context._without_metadata(b"\xff\xff not a proto") is None
+    assert hlo_names.without_metadata(b"\xff\xff not a proto") is None
 
 
 def test_names_in_xlas_own_form(corpus):
@@ -145,7 +145,7 @@ def test_op_names_split_into_jits():
 
 def test_after_optimization_dump_fusions_carry_the_sample_lines():
     text = (DUMPS / "mlp.after_optimizations.hlo").read_text()
-    analysis = analyze_fusions(context.parse_hlo_text(text, "mlp").model)
+    analysis = analyze_fusions(parse.parse_hlo_text(text, "mlp").model)
     relu = source(NESTED, "return jax.nn.relu(x @ w + b)")
     tanh = source(NESTED, "return jnp.tanh(h).sum(axis=-1)")
     by_name = {f.name: f for f in analysis.fusions}

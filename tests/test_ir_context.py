@@ -6,7 +6,7 @@ import pytest
 
 from conftest import DUMPS, SAMPLES, line_of
 from hloscope.errors import HloscopeError
-from hloscope.ir import context
+from hloscope.ir import parse
 
 DENSE_LINE = f"samples/nested_jits.py:{line_of(SAMPLES / 'nested_jits.py', 'x @ w + b')}"
 
@@ -14,8 +14,8 @@ DENSE_LINE = f"samples/nested_jits.py:{line_of(SAMPLES / 'nested_jits.py', 'x @ 
 def parse_file(path):
     data = path.read_bytes()
     if path.suffix == ".hlo":
-        return context.parse_hlo_text(data.decode(), str(path))
-    return context.parse_mlir(data, str(path))
+        return parse.parse_hlo_text(data.decode(), str(path))
+    return parse.parse_mlir(data, str(path))
 
 
 def test_stablehlo_text_model():
@@ -70,13 +70,13 @@ def test_source_locations_survive_lowering():
 
 def test_bytecode_and_text_give_the_same_model():
     text = parse_file(DUMPS / "mlp.stablehlo.mlir").model
-    bytecode = context.parse_mlir((DUMPS / "mlp.mlirbc").read_bytes(), "mlp.mlirbc").model
+    bytecode = parse.parse_mlir((DUMPS / "mlp.mlirbc").read_bytes(), "mlp.mlirbc").model
     assert [op.name for op in text.ops] == [op.name for op in bytecode.ops]
     assert [op.operands for op in text.ops] == [op.operands for op in bytecode.ops]
 
 
 def test_portable_artifact_is_deserialized_to_stablehlo():
-    parsed = context.parse_mlir((DUMPS / "mlp.vhlo.mlirbc").read_bytes(), "mlp.vhlo.mlirbc")
+    parsed = parse.parse_mlir((DUMPS / "mlp.vhlo.mlirbc").read_bytes(), "mlp.vhlo.mlirbc")
     assert parsed.format == "vhlo"
     assert not any(op.dialect == "vhlo" for op in parsed.model.ops)
     assert "main" in parsed.model.functions
@@ -96,19 +96,19 @@ def test_optimized_hlo_keeps_fusions_and_source_lines():
 
 def test_malformed_mlir_names_line_and_column():
     with pytest.raises(HloscopeError) as info:
-        context.parse_mlir("module {\n  func.func @f() {\n    %0 = nope\n  }\n}\n", "bad.mlir")
+        parse.parse_mlir("module {\n  func.func @f() {\n    %0 = nope\n  }\n}\n", "bad.mlir")
     assert info.value.where == "bad.mlir:3:10"
 
 
 def test_truncated_bytecode_is_refused():
     data = (DUMPS / "mlp.mlirbc").read_bytes()[:300]
     with pytest.raises(HloscopeError, match="malformed MLIR bytecode"):
-        context.parse_mlir(data, "cut.mlirbc")
+        parse.parse_mlir(data, "cut.mlirbc")
 
 
 def test_malformed_hlo_names_line_and_column():
     with pytest.raises(HloscopeError) as info:
-        context.parse_hlo_text("HloModule m\n\nENTRY e {\n  p = f32[4] parameterr(0)\n}\n", "x.hlo")
+        parse.parse_hlo_text("HloModule m\n\nENTRY e {\n  p = f32[4] parameterr(0)\n}\n", "x.hlo")
     assert "malformed HLO" in info.value.message
     assert info.value.where and info.value.where.startswith("x.hlo:4:")
 
@@ -120,7 +120,7 @@ def test_large_constants_are_summarised():
         f"  %0 = stablehlo.constant dense<[{rows}]> : tensor<1000xi32>\n"
         "  return %0 : tensor<1000xi32>\n}\n"
     )
-    module = context.parse_mlir(text, "big.mlir").model
+    module = parse.parse_mlir(text, "big.mlir").model
     value = module.ops[1].attributes["value"]
     assert value.startswith("dense<...1000 elements,") and len(value) < 120
 
@@ -158,7 +158,7 @@ def test_complex_constants_the_bindings_cannot_represent():
         "  %0 = stablehlo.constant {mhlo.x = 1 : i32} dense<(1.0,2.0)> : tensor<complex<f32>>\n"
         "  return %0 : tensor<complex<f32>>\n}\n"
     )
-    op = context.parse_mlir(text, "c.mlir").model.ops[1]
+    op = parse.parse_mlir(text, "c.mlir").model.ops[1]
     assert op.attributes == {
         "mhlo.x": "1 : i32",
         "value": "dense<(1.000000e+00,2.000000e+00)> : tensor<complex<f32>>",

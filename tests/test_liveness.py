@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import pytest
 
 from hloscope.analyses.liveness import analyze_liveness
-from hloscope.ir import context
+from hloscope.ir import parse
 
 
 def model(text):
-    return context.parse_mlir(text, "test.mlir").model
+    return parse.parse_mlir(text, "test.mlir").model
 
 
 def live_parameters(text, function="main", intrinsic=False):
@@ -26,7 +26,7 @@ def live_parameters(text, function="main", intrinsic=False):
 
 def lowered_model(fun, *args):
     lowered = jax.jit(fun).lower(*args)
-    return context.parse_mlir(lowered.as_text(), "lowered.mlir").model
+    return parse.parse_mlir(lowered.as_text(), "lowered.mlir").model
 
 
 S = "tensor<f32>"

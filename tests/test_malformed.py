@@ -9,10 +9,14 @@ reports one line instead.
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import DUMPS, FIXTURES, ROOT
+from hloscope.errors import HloscopeError
+from hloscope.ir import parse, reader
 
 MALFORMED = FIXTURES / "malformed"
 
@@ -60,3 +64,36 @@ def test_the_reader_recovers_after_a_crash(cli):
     assert crashed.code == 2 and "crashed" in crashed.stderr
     fine = cli("inspect", "samples/dumps/mlp.mlirbc", "--json")
     assert fine.code == 0, fine.stderr
+
+
+def test_a_hanging_read_does_not_hold_up_printing(monkeypatch):
+    # The reader process has a lock of its own: while it hangs on untrusted bytes,
+    # native work here (the browser printing a module) goes on.
+    monkeypatch.setenv("HLOSCOPE_READ_TIMEOUT", "60")
+    parsed = parse.parse_mlir((DUMPS / "mlp.stablehlo.mlir").read_text(), "mlp.stablehlo.mlir")
+    hang = (MALFORMED / "bytecode_hang.mlirbc").read_bytes()
+    failures: list[HloscopeError] = []
+
+    def read() -> None:
+        try:
+            parse.parse_mlir(hang, "bytecode_hang.mlirbc")
+        except HloscopeError as exc:
+            failures.append(exc)
+
+    reading = threading.Thread(target=read)
+    reading.start()
+    deadline = time.monotonic() + 30
+    while not reader._reader._lock.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert reader._reader._lock.locked()
+        assert "func.func" in parsed.text()
+        assert reading.is_alive()
+    finally:
+        # The request may still be starting its child: end whichever child it has.
+        while reading.is_alive():
+            process = reader._reader._process
+            if process is not None:
+                process.kill()
+            reading.join(0.1)
+    assert failures and "did not finish" not in str(failures[0])

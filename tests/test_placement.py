@@ -8,7 +8,8 @@ import pytest
 from conftest import CORPUS, SAMPLES, line_of, require_corpus
 from hloscope import api
 from hloscope.analyses.placement import analyze_placement
-from hloscope.ir import context
+from hloscope.ir import layout as ir_layout
+from hloscope.ir import parse
 from hloscope.ir.model import type_bytes
 
 COMPUTE_ON = SAMPLES / "compute_on.py"
@@ -30,9 +31,9 @@ def corpus_placement(relative):
     path = require_corpus() / relative
     data = path.read_bytes()
     if path.suffix == ".hlo":
-        parsed = context.parse_hlo_text(data.decode(), str(path))
+        parsed = parse.parse_hlo_text(data.decode(), str(path))
     else:
-        parsed = context.parse_mlir(data, str(path))
+        parsed = parse.parse_mlir(data, str(path))
     return analyze_placement(parsed.model), parsed
 
 
@@ -255,7 +256,7 @@ def test_corpus_s5_entry_parameter_is_host_memory():
     assert (argument.value, argument.memory_kind, argument.host) == ("%arg0", "S(5)", True)
     entry = parsed.model.entry
     assert entry is not None
-    assert entry.arguments[0].attributes[context.ENTRY_SHAPE_ATTRIBUTE] == (
+    assert entry.arguments[0].attributes[ir_layout.ENTRY_SHAPE_ATTRIBUTE] == (
         '"bf16[2,16,16]{2,1,0:T(8,128)(2,1)S(5)}"'
     )
     # The MoveToDevice inside the while body.
@@ -412,13 +413,13 @@ def test_bf16_has_a_size():
     ],
 )
 def test_entry_computation_layout(header, params, results):
-    layout = context.entry_computation_layout(header + "\n\nENTRY main {}")
+    layout = ir_layout.entry_computation_layout(header + "\n\nENTRY main {}")
     assert layout is not None
-    assert context.entry_layout_shapes(layout) == (params, results)
+    assert ir_layout.entry_layout_shapes(layout) == (params, results)
 
 
 def test_no_entry_layout():
-    assert context.entry_computation_layout("HloModule m\n") is None
+    assert ir_layout.entry_computation_layout("HloModule m\n") is None
 
 
 SHARED_CALLEE = """
@@ -442,7 +443,7 @@ module @m {
 
 
 def test_shared_callee_stream_annotation_and_unknown_compute_types():
-    module = context.parse_mlir(SHARED_CALLEE, "shared.mlir").model
+    module = parse.parse_mlir(SHARED_CALLEE, "shared.mlir").model
     placement = analyze_placement(module)
     # helper is reached by a host call and by a device call: it runs in both.
     assert placement.compute_types == {

@@ -8,8 +8,9 @@ from conftest import CORPUS, DUMPS, ROOT, line_of, require_corpus
 from hloscope import api
 from hloscope.analyses.printed import PrintedModule, index_printed, search, source_query
 from hloscope.errors import HloscopeError
-from hloscope.ir import context
+from hloscope.ir import parse
 from hloscope.ir.model import Module
+from hloscope.ir.parsed import ParsedModule
 
 # Regions the printer prints in full (reducer, while, case) and one it folds into
 # its op's line (`applies stablehlo.maximum`), multi-result ops and custom names.
@@ -48,7 +49,7 @@ func.func @main(%arg0: tensor<8x4xf32>, %arg1: tensor<i32>) -> (tensor<8xf32>, t
 _TOKEN = re.compile(r' *(?:%[\w.$#:-]+(?:, %[\w.$#:-]+)* = )?"?([\w.$-]+)')
 
 
-def printed_of(parsed: context.ParsedModule, locations: bool = False) -> PrintedModule:
+def printed_of(parsed: ParsedModule, locations: bool = False) -> PrintedModule:
     return index_printed(
         parsed.model, parsed.text(debug_info=locations), hlo_native=parsed.format == "hlo-native"
     )
@@ -87,7 +88,7 @@ def assert_paired(module: Module, printed: PrintedModule, hlo_native: bool = Fal
 
 @pytest.mark.parametrize("locations", [False, True])
 def test_every_op_of_a_lowered_module_has_its_own_line(locations):
-    parsed = context.parse_mlir((DUMPS / "mlp.stablehlo.mlir").read_bytes(), "mlp")
+    parsed = parse.parse_mlir((DUMPS / "mlp.stablehlo.mlir").read_bytes(), "mlp")
     printed = printed_of(parsed, locations)
     assert_paired(parsed.model, printed)
     # The reduce's body is folded into its line (`applies stablehlo.add`).
@@ -103,7 +104,7 @@ def test_every_op_of_a_lowered_module_has_its_own_line(locations):
 
 
 def test_regions_printed_in_full_and_folded():
-    parsed = context.parse_mlir(REGIONS, "regions.mlir")
+    parsed = parse.parse_mlir(REGIONS, "regions.mlir")
     module = parsed.model
     printed = printed_of(parsed)
     assert_paired(module, printed)
@@ -126,7 +127,7 @@ def test_regions_printed_in_full_and_folded():
 
 
 def test_value_names_are_the_printed_ones():
-    parsed = context.parse_mlir(REGIONS, "regions.mlir")
+    parsed = parse.parse_mlir(REGIONS, "regions.mlir")
     module = parsed.model
     printed = printed_of(parsed)
     names = {printed.value_name(module, v) for op in module.ops for v in op.results}
@@ -144,7 +145,7 @@ def test_value_names_are_the_printed_ones():
 
 
 def test_fusion_regions_of_an_optimized_module():
-    parsed = context.parse_hlo_text(
+    parsed = parse.parse_hlo_text(
         (DUMPS / "host_call.after_optimizations.hlo").read_text(), "host_call"
     )
     printed = printed_of(parsed)
@@ -159,7 +160,7 @@ def test_fusion_regions_of_an_optimized_module():
 
 def test_xla_native_hlo_text_is_paired_by_instruction_name(corpus):
     path = corpus / "xla-cc-embedded-hlo/xla/hlo/parser/hlo_parser_test.159.hlo"
-    parsed = context.parse_hlo_text(path.read_text(), str(path))
+    parsed = parse.parse_hlo_text(path.read_text(), str(path))
     assert parsed.format == "hlo-native"
     printed = printed_of(parsed)
     module = parsed.model
@@ -174,7 +175,7 @@ def test_xla_native_hlo_text_is_paired_by_instruction_name(corpus):
 
 
 def test_search_matches_names_values_and_attribute_text():
-    parsed = context.parse_mlir(REGIONS, "regions.mlir")
+    parsed = parse.parse_mlir(REGIONS, "regions.mlir")
     module = parsed.model
     printed = printed_of(parsed)
     lines = printed.lines

@@ -114,7 +114,7 @@ def hook(event, args):
             events.append([event, path])
     elif event == "subprocess.Popen":
         argv = [str(a) for a in args[1]]
-        if argv[1:] != ["-m", "hloscope.ir.context"]:
+        if argv[1:] != ["-m", "hloscope.ir.reader_child"]:
             events.append([event, argv])
     elif event in ("os.system", "os.exec", "os.posix_spawn"):
         events.append([event, repr(args)[:300]])

@@ -2,14 +2,14 @@
 
 from conftest import DUMPS
 from hloscope.analyses.structure import analyze_structure
-from hloscope.ir import context
+from hloscope.ir import parse
 
 
 def structure_of(name):
     path = DUMPS / name
     if path.suffix == ".hlo":
-        return analyze_structure(context.parse_hlo_text(path.read_text(), name).model)
-    return analyze_structure(context.parse_mlir(path.read_bytes(), name).model)
+        return analyze_structure(parse.parse_hlo_text(path.read_text(), name).model)
+    return analyze_structure(parse.parse_mlir(path.read_bytes(), name).model)
 
 
 def test_nested_jits_are_private_functions_called_by_func_call():

@@ -29,7 +29,7 @@ from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.errors import HloscopeError
-from hloscope.ir.context import ParsedModule
+from hloscope.ir.parsed import ParsedModule
 from hloscope.render.display import Displayed
 from hloscope.sources.loader import (
     OPTIMIZED,

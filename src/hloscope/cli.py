@@ -15,7 +15,7 @@ from rich.console import Console
 
 from hloscope import __version__, api
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
-from hloscope.ir.context import gc_paused
+from hloscope.ir.build import gc_paused
 from hloscope.render import json as json_render
 from hloscope.render import text as text_render
 

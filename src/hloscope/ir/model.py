@@ -1,6 +1,6 @@
 """The parsed module as plain Python objects: what every analysis reads.
 
-`hloscope.ir.context` builds a `Module` in one walk of the MLIR module that
+`hloscope.ir.build` builds a `Module` in one walk of the MLIR module that
 jaxlib parsed. Analyses read only this model, so they need neither jaxlib nor an
 MLIR context and can be tested on any module.
 
@@ -8,7 +8,7 @@ Values are plain integers (indices into `Module.value_types`), ops are kept in
 one pre-order list (`Module.ops`), and an op's descendants are the contiguous
 slice `ops[op.id + 1 : op.end]`, so a function's ops are one slice, not a walk.
 Attribute values are the MLIR printed form of the attribute (large constants are
-summarised, see `hloscope.ir.context`).
+summarised, see `hloscope.ir.build`).
 """
 
 from __future__ import annotations
@@ -404,7 +404,7 @@ def type_bytes(mlir_type: str) -> int | None:
 
 # --------------------------------------------------------------------------- attributes
 
-# Not an MLIR attribute: recorded by `hloscope.ir.context` on the entry function's
+# Not an MLIR attribute: recorded by `hloscope.ir.layout` on the entry function's
 # arguments and results of a module converted from HLO, where the entry layout gives
 # them a memory space that XLA's conversion drops. Its value is the HLO shape with
 # layout, as a printed string attribute: `"f32[8]{0:S(5)}"`.
@@ -473,7 +473,7 @@ class Region:
 
 
 class Op:
-    """One operation. Treat as immutable; built only by `hloscope.ir.context`."""
+    """One operation. Treat as immutable; built only by `hloscope.ir.build`."""
 
     __slots__ = (
         "attributes",
@@ -634,7 +634,7 @@ class Function:
 
 
 class Module:
-    """A parsed module. Treat as immutable; built only by `hloscope.ir.context`."""
+    """A parsed module. Treat as immutable; built only by `hloscope.ir.build`."""
 
     __slots__ = (
         "_names",

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import HloscopeError, display_path
-from hloscope.ir import context
+from hloscope.ir import parse
 from hloscope.ir.model import Module
+from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
 from hloscope.sources.entrypoint import import_target
 from hloscope.sources.target import (
@@ -112,7 +113,7 @@ class Loaded:
     """A loaded target: the model and everything known about where it came from."""
 
     source: Source
-    parsed: context.ParsedModule
+    parsed: ParsedModule
     lowering: Lowering | None
     """For entrypoints and Exported artifacts: what JAX knows about the lowering."""
     compilation: Compilation | None
@@ -228,7 +229,7 @@ def optimized(loaded: Loaded) -> Loaded:
         compilation = lower.compile_lowering(loaded.lowering, loaded.label)
     else:
         compilation = _compile_dump(loaded.parsed, loaded.label)
-    parsed = context.parse_hlo_proto(compilation.hlo_proto, loaded.label, trusted=True)
+    parsed = parse.parse_hlo_proto(compilation.hlo_proto, loaded.label, trusted=True)
     source = dataclasses.replace(loaded.source, ir=parsed.format, stage=OPTIMIZED)
     return Loaded(
         source=source,
@@ -331,11 +332,11 @@ def _lower_entrypoint(
     notes = entrypoint.notes + lowering.notes
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = lower.compile_lowering(lowering, label)
-        parsed = context.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
+        parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED
     else:
         compilation = None
-        parsed = context.parse_mlir(lowering.mlir_bytecode, label, trusted=True)
+        parsed = parse.parse_mlir(lowering.mlir_bytecode, label, trusted=True)
         stage = LOWERED
     source = Source(
         target=text,
@@ -361,11 +362,11 @@ class LoadedRuns:
     aot_target: str | None
     """`--aot`, when given."""
     runs: AotRuns
-    call_modules: tuple[context.ParsedModule, ...]
+    call_modules: tuple[ParsedModule, ...]
     """Every module compiled during the call, in order."""
-    aot_module: context.ParsedModule | None
+    aot_module: ParsedModule | None
     """The module the AOT path lowered (None when `--aot` named a `Compiled`)."""
-    aot_run_modules: tuple[context.ParsedModule, ...]
+    aot_run_modules: tuple[ParsedModule, ...]
     """Modules compiled while the AOT-compiled executable ran (host callbacks)."""
     load_seconds: float
     notes: tuple[str, ...]
@@ -451,15 +452,15 @@ def _run_both_ways(
         arguments_hint=arguments_hint,
     )
 
-    def parse(module: CompiledModule) -> context.ParsedModule:
-        return context.parse_mlir(module.mlir_bytecode, f"{label} ({module.name})")
+    def parse_compiled(module: CompiledModule) -> ParsedModule:
+        return parse.parse_mlir(module.mlir_bytecode, f"{label} ({module.name})")
 
-    call_modules = tuple(parse(m) for m in runs.call.modules)
-    aot_run_modules = tuple(parse(m) for m in runs.aot.modules)
+    call_modules = tuple(parse_compiled(m) for m in runs.call.modules)
+    aot_run_modules = tuple(parse_compiled(m) for m in runs.aot.modules)
     aot_module = None
     lowering = runs.aot_lowering
     if lowering is not None and lowering.mlir_bytecode is not None:
-        aot_module = context.parse_mlir(lowering.mlir_bytecode, f"{label} (AOT)")
+        aot_module = parse.parse_mlir(lowering.mlir_bytecode, f"{label} (AOT)")
     notes = (
         entrypoint.notes
         + runs.call.notes
@@ -554,7 +555,7 @@ def _load_dump_data(
                 where=label,
             )
         compilation = _compile_dump(parsed, label)
-        parsed = context.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
+        parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED
     source = Source(
         target=text,
@@ -570,13 +571,13 @@ def _load_dump_data(
     return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options)
 
 
-def _parse_dump(data: bytes, label: str) -> tuple[str, context.ParsedModule, Lowering | None]:
+def _parse_dump(data: bytes, label: str) -> tuple[str, ParsedModule, Lowering | None]:
     fmt = dumps.sniff_bytes(data)
     if fmt == dumps.MLIR_BYTECODE:
-        return fmt, context.parse_mlir(data, label), None
+        return fmt, parse.parse_mlir(data, label), None
     if fmt == dumps.HLO_PROTO:
         try:
-            return fmt, context.parse_hlo_proto(data, label), None
+            return fmt, parse.parse_hlo_proto(data, label), None
         except HloscopeError:
             if not dumps.looks_like_flatbuffer(data):
                 raise
@@ -586,7 +587,7 @@ def _parse_dump(data: bytes, label: str) -> tuple[str, context.ParsedModule, Low
 
         lowering = lower.deserialize_exported(data, label)
         assert lowering.mlir_bytecode is not None
-        return fmt, context.parse_mlir(lowering.mlir_bytecode, label), lowering
+        return fmt, parse.parse_mlir(lowering.mlir_bytecode, label), lowering
     if fmt == dumps.UNKNOWN_BINARY:
         raise HloscopeError(
             "unknown format: a binary file that is not MLIR bytecode, an HLO module proto "
@@ -615,16 +616,16 @@ def _parse_dump(data: bytes, label: str) -> tuple[str, context.ParsedModule, Low
             raise first from None
 
 
-def _parse_text(fmt: str, text: str, label: str) -> context.ParsedModule:
+def _parse_text(fmt: str, text: str, label: str) -> ParsedModule:
     if fmt == dumps.HLO_TEXT:
-        return context.parse_hlo_text(text, label)
-    return context.parse_mlir(text, label)
+        return parse.parse_hlo_text(text, label)
+    return parse.parse_mlir(text, label)
 
 
 _SCHEDULED = re.compile(r"^\s*HloModule\b[^\n]*\bis_scheduled=true", re.MULTILINE)
 
 
-def _stage_of(parsed: context.ParsedModule, data: bytes, file_name: str) -> str:
+def _stage_of(parsed: ParsedModule, data: bytes, file_name: str) -> str:
     if "after_optimizations" in file_name:
         return OPTIMIZED
     if parsed.format in ("hlo", "hlo-native"):
@@ -635,7 +636,7 @@ def _stage_of(parsed: context.ParsedModule, data: bytes, file_name: str) -> str:
     return LOWERED
 
 
-def _compile_dump(parsed: context.ParsedModule, label: str) -> Compilation:
+def _compile_dump(parsed: ParsedModule, label: str) -> Compilation:
     bytecode = parsed.bytecode()
     if bytecode is None:
         raise HloscopeError(

@@ -1,0 +1,185 @@
+"""XLA's HLO: read with XLA's own parser and converted to MLIR with jaxlib's
+`hlo_to_stablehlo`, which keeps `mhlo.fusion` regions and source locations.
+
+The conversion drops what the model needs from the HLO module (instruction names,
+fusion backend configs, the memory spaces of the entry layout); those are recovered
+from the module itself (`hloscope.ir.hlo_names`, `hloscope.ir.layout`). A module
+whose conversion fails or does not verify is shown in XLA's own form
+(`hloscope.ir.hlo_native`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from hloscope.errors import HloscopeError, one_line
+from hloscope.ir import reader
+from hloscope.ir.build import build_model
+from hloscope.ir.context import mlir_context, native
+from hloscope.ir.hlo_names import HloNames, attach_hlo_names, hlo_instruction_names, wants_names
+from hloscope.ir.hlo_native import build_hlo_native_model
+from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
+from hloscope.ir.parsed import ParsedModule, mlir_printer, mlir_writer, notes_from_log
+from hloscope.ir.proto import proto_field
+
+
+def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: str) -> ParsedModule:
+    """Parse HLO text or a proto in the reader process, then read what it answered:
+    the module converted to MLIR, or XLA's own form where the conversion failed."""
+    reply = reader.request(kind, payload, reader.read_timeout(len(payload)))
+    stages = reply.stages
+    if reader.STAGE_ERROR in stages:
+        raise _hlo_error(str(stages[reader.STAGE_ERROR][0].get("message", "")), source_name)
+    logged = (
+        list(stages[reader.STAGE_DONE][0].get("log", [])) if reader.STAGE_DONE in stages else []
+    )
+    if reader.STAGE_PARSED not in stages:
+        raise HloscopeError(
+            f"XLA's HLO parser {reply.failure()} reading this file", where=source_name
+        )
+
+    def xla_module() -> Any:
+        # The child parsed it without crashing, so parsing here is safe too.
+        module = hlo_module_from_proto(stages[reader.STAGE_PARSED][1])
+        if module is None and kind == "text":
+            import jaxlib._hlo as hlo
+
+            with native():
+                module = hlo.hlo_module_from_text(payload.decode("utf-8"))
+        if module is None:
+            raise HloscopeError("not a valid HLO module", where=source_name)
+        return module
+
+    entry_layout = stages[reader.STAGE_PARSED][0].get("entry_layout")
+    if reader.STAGE_CONVERTED not in stages:
+        reason = (
+            f"XLA's converter {reply.failure()}"
+            if reader.STAGE_DONE not in stages
+            else "XLA's converter failed"
+        )
+        module = xla_module()
+        notes = (
+            f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
+            "op names are HLO opcodes",
+        )
+        return ParsedModule(
+            build_hlo_native_model(module),
+            "hlo-native",
+            notes + notes_from_log(logged),
+            lambda _debug, _limit: str(module.to_string()),
+        )
+    names = None
+    if reader.STAGE_NAMES in stages:
+        answer = json.loads(stages[reader.STAGE_NAMES][1])
+        names = HloNames(
+            [(op, name) for op, name in answer["ops"]], answer["fusion_backend_configs"]
+        )
+    return _from_converted(
+        xla_module, stages[reader.STAGE_CONVERTED][1], source_name, logged, names, entry_layout
+    )
+
+
+def hlo_module_from_proto(data: bytes) -> Any | None:
+    """XLA's `HloModule` from proto bytes, or None if they are not one."""
+    import jaxlib._hlo as hlo
+
+    candidates = [data]
+    inner = proto_field(data, 1)
+    if inner is not None:
+        # An HloProto (what --xla_dump_hlo_as_proto writes) has the module in field 1.
+        candidates.insert(0, inner)
+    with native():
+        for candidate in candidates:
+            try:
+                module = hlo.HloModule.from_serialized_hlo_module_proto(candidate)
+            except Exception:
+                continue
+            if module.computations():
+                return module
+    return None
+
+
+def _hlo_error(message: str, source_name: str) -> HloscopeError:
+    # XLA: "INVALID_ARGUMENT: Syntax error when trying to parse the text as a
+    # HloModule:\nwas parsing 4:14: error: expects opcode but sees: x\n  <line>\n ^"
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    found: list[tuple[str, str, str]] = []
+    for line in lines:
+        match = re.match(r"^(?:was parsing\s+)?(\d+):(\d+):\s*(?:error:)?\s*(.*)$", line)
+        if match and match.group(3) not in [m for _, _, m in found]:
+            found.append((match.group(1), match.group(2), match.group(3)))
+    if found:
+        line, column, _ = found[0]
+        text = "; ".join(m for _, _, m in found[:2])
+        return HloscopeError(
+            f"malformed HLO: {one_line(text, 300)}", where=f"{source_name}:{line}:{column}"
+        )
+    text = next((line for line in reversed(lines) if not line.endswith(":")), message)
+    text = re.sub(r"^[A-Z_]+:\s*", "", text)
+    return HloscopeError(f"malformed HLO: {one_line(text, 300)}", where=source_name)
+
+
+def from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> ParsedModule:
+    import jaxlib._jax as jax_ext
+
+    with native() as converted_log:
+        proto = hlo_module.as_serialized_hlo_module_proto()
+        bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
+        printed = str(hlo_module.to_string())
+        layout = entry_computation_layout(printed)
+    names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
+    return _from_converted(
+        lambda: hlo_module, bytecode, source_name, logged + converted_log, names, layout
+    )
+
+
+def _from_converted(
+    xla_module: Callable[[], Any],
+    bytecode: bytes,
+    source_name: str,
+    logged: list[str],
+    names: HloNames | None = None,
+    entry_layout: str | None = None,
+) -> ParsedModule:
+    """The model of an HLO module from its MLIR conversion, or XLA's own view when the
+    conversion does not verify (ops MHLO cannot express, say).
+
+    `entry_layout` is the module's `entry_computation_layout`, whose memory spaces the
+    conversion drops (see `record_entry_memory_spaces`)."""
+    from jaxlib.mlir import ir
+
+    with native() as parse_log:
+        try:
+            with mlir_context():
+                module = ir.Module.parse(bytecode)
+        except Exception as exc:
+            reason = one_line(str(exc).replace("Unable to parse module assembly:", ""), 200)
+            hlo_module = xla_module()
+            built = build_hlo_native_model(hlo_module)
+            notes: tuple[str, ...] = (
+                f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
+                "op names are HLO opcodes",
+            )
+            return ParsedModule(
+                built,
+                "hlo-native",
+                notes + notes_from_log(logged),
+                lambda _debug, _limit: str(hlo_module.to_string()),
+            )
+        built = build_model(module)
+    attach_hlo_names(built, names)
+    record_entry_memory_spaces(built, entry_layout)
+    notes = notes_from_log(logged + parse_log)
+    return ParsedModule(built, "hlo", notes, mlir_printer(module), mlir_writer(module))
+
+
+def hlo_to_mlir_bytecode(hlo_proto: bytes) -> bytes:
+    """Convert a serialized HloModuleProto to StableHLO bytecode (with mhlo.fusion)."""
+    import jaxlib._jax as jax_ext
+
+    with native():
+        out: bytes = jax_ext.mlir.hlo_to_stablehlo(hlo_proto)
+    return out

@@ -1,0 +1,146 @@
+"""HLO instruction names, recovered for the ops of an HLO module's MLIR conversion.
+
+The conversion uses an instruction's metadata (`op_name`, source frames) as the
+op's location, and its name only when there is no metadata, so the names users
+know an optimized module by (`broadcast_add_fusion`, `copy.3`) are usually lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable
+from types import MappingProxyType
+from typing import Any
+
+from hloscope.ir import model
+from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
+from hloscope.ir.context import mlir_context, native
+from hloscope.ir.proto import proto_fields, proto_key, proto_varint
+
+
+@dataclasses.dataclass(frozen=True)
+class HloNames:
+    """What the MLIR conversion of an HLO module drops, recovered from the module."""
+
+    ops: list[tuple[str, str | None]]
+    """For each op of the converted module, in pre-order: its MLIR name and the HLO
+    instruction it came from (None for ops the conversion made up)."""
+    fusion_backend_configs: dict[str, str]
+    """`backend_config` of the fusion instructions that have one, by name."""
+
+
+def wants_names(hlo_proto: bytes, printed: str) -> bool:
+    """Whether to recover HLO instruction names: for modules after XLA's
+    optimizations (scheduled, or holding a fusion instruction: opcode, field 2 of an
+    instruction, is the string `fusion`), whose ops users know by those names.
+    Recovering them costs a second conversion of the module."""
+    header = printed[: printed.find("\n")]
+    return "is_scheduled=true" in header or b"\x12\x06fusion" in hlo_proto
+
+
+def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
+    """The HLO instruction name of every op of `hlo_to_stablehlo(hlo_proto)`.
+
+    The conversion uses an instruction's metadata (`op_name`, source frames) as the
+    op's location and the instruction's name only when there is no metadata, so the
+    names of fusions (`broadcast_add_fusion`) and copies are usually lost. Converting
+    a copy of the module with the metadata removed gives ops in the same order whose
+    locations are the names; the two are paired by position. None when the proto
+    cannot be rewritten or converted.
+    """
+    import jaxlib._jax as jax_ext
+    from jaxlib.mlir import ir
+
+    rewritten = without_metadata(hlo_proto)
+    if rewritten is None:
+        return None
+    stripped, configs = rewritten
+    names: list[tuple[str, str | None]] = []
+    with native():
+        try:
+            bytecode = jax_ext.mlir.hlo_to_stablehlo(stripped)
+            with mlir_context():
+                module = ir.Module.parse(bytecode)
+        except Exception:
+            return None
+        locations: dict[Any, str | None] = {}
+
+        def visit(operation: Any) -> None:
+            loc = operation.location
+            name = locations.get(loc, "")
+            if name == "":
+                parsed = model.parse_location(str(loc))
+                name = parsed.names[0] if len(parsed.names) == 1 and not parsed.frames else None
+                locations[loc] = name
+            names.append((operation.name, name))
+            for region in operation.regions:
+                for block in region.blocks:
+                    for child in block.operations:
+                        visit(child.operation)
+
+        for child in module.body.operations:
+            visit(child.operation)
+    return HloNames(names, configs)
+
+
+def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
+    """Record the HLO names in the model when both conversions have the same ops."""
+    if names is None or len(names.ops) != len(built.ops):
+        return
+    if any(op.name != name for op, (name, _) in zip(built.ops, names.ops, strict=True)):
+        return
+    for op, (_, hlo_name) in zip(built.ops, names.ops, strict=True):
+        op.hlo_name = hlo_name
+    built.fusion_backend_configs = MappingProxyType(names.fusion_backend_configs)
+
+
+def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
+    """An `HloModuleProto` with the `metadata` of every instruction removed, and the
+    backend configs of its fusion instructions; None if it is not one.
+
+    Only the wire format is read: computations (field 3 of HloModuleProto) hold
+    instructions (field 2 of HloComputationProto), whose `name` is field 1, `opcode`
+    field 2, `metadata` field 7 and `backend_config` field 43 (xla/service/hlo.proto).
+    Everything else is copied as it is.
+    """
+    configs: dict[str, str] = {}
+
+    def instruction(data: bytes) -> bytes:
+        kept: list[bytes] = []
+        name = opcode = ""
+        config = b""
+        for number, wire, start, end, value in proto_fields(data):
+            if number == 7 and wire == 2:
+                continue
+            kept.append(data[start:end])
+            if wire == 2 and number in (1, 2, 43):
+                if number == 1:
+                    name = value.decode("utf-8", "replace")
+                elif number == 2:
+                    opcode = value.decode("utf-8", "replace")
+                else:
+                    config = value
+        if opcode == "fusion" and config:
+            text = config.decode("utf-8", "replace")
+            if len(text) > MAX_ATTRIBUTE_CHARS:
+                digest = hashlib.blake2b(config, digest_size=8).hexdigest()
+                text = f"{text[:200]}...({len(text)} chars, {digest})"
+            configs[name] = text
+        return b"".join(kept)
+
+    def rewrite(data: bytes, field: int, inner: Callable[[bytes], bytes]) -> bytes:
+        out: list[bytes] = []
+        for number, wire, start, end, value in proto_fields(data):
+            if number == field and wire == 2:
+                body = inner(value)
+                out.append(proto_key(number, 2) + proto_varint(len(body)) + body)
+            else:
+                out.append(data[start:end])
+        return b"".join(out)
+
+    try:
+        stripped = rewrite(hlo_proto, 3, lambda computation: rewrite(computation, 2, instruction))
+    except (ValueError, IndexError):
+        return None
+    return stripped, configs

@@ -1,0 +1,115 @@
+"""The reader process itself: what runs in the child that `hloscope.ir.reader`
+starts (`python -m hloscope.ir.reader_child`).
+
+It reads requests from stdin and answers on stdout, one frame per stage reached, so
+that when native code crashes or hangs on a request the parent still knows how far
+it got.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from hloscope.errors import native_stderr_captured
+from hloscope.ir import hlo_names, reader
+from hloscope.ir.build import build_model
+from hloscope.ir.context import make_context
+from hloscope.ir.hlo import hlo_module_from_proto
+from hloscope.ir.layout import entry_computation_layout
+
+
+def main() -> int:
+    """The reader process's loop. For each request:
+
+    - HLO (`text`, `proto`): parse it, send its module proto, then its MLIR
+      conversion, then the HLO names of the converted ops (`hlo_instruction_names`);
+    - MLIR bytecode or text (`mlir`), portable artifacts (`portable`): read it in a
+      fresh context and say whether it parsed (or send the first diagnostic), then
+      build its model and say whether that worked;
+
+    then `done` with what the native code logged.
+    """
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    requests = sys.stdin.buffer
+    replies = sys.stdout.buffer
+    while True:
+        request = reader.read_frame(requests)
+        if request is None:
+            return 0
+        header, payload = request
+        kind = header.get("kind")
+        with native_stderr_captured() as logged:
+            if kind in ("mlir", "portable"):
+                # A fresh context each time: what parses must not depend on dialects an
+                # earlier request loaded (StableHLO's deserializer loads `quant`).
+                context = make_context()
+                try:
+                    if kind == "portable":
+                        module = stablehlo.deserialize_portable_artifact(context, payload)
+                    else:
+                        with context:
+                            module = ir.Module.parse(payload)
+                except Exception as exc:
+                    error: dict[str, Any] = {"stage": reader.STAGE_ERROR, "message": str(exc)}
+                    if isinstance(exc, ir.MLIRError) and exc.error_diagnostics:
+                        first = exc.error_diagnostics[0]
+                        error["message"] = first.message
+                        error["location"] = str(first.location)
+                    reader.write_frame(replies, error)
+                else:
+                    reader.write_frame(replies, {"stage": reader.STAGE_PARSED})
+                    # What the main process does next: jaxlib's bindings abort on some
+                    # malformed names.
+                    try:
+                        build_model(module)
+                    except Exception as exc:
+                        reader.write_frame(
+                            replies, {"stage": reader.STAGE_UNREADABLE, "message": str(exc)}
+                        )
+                    else:
+                        reader.write_frame(replies, {"stage": reader.STAGE_BUILT})
+                    del module
+            else:
+                _read_hlo(kind, payload, replies)
+        reader.write_frame(replies, {"stage": reader.STAGE_DONE, "log": logged[:50]})
+
+
+def _read_hlo(kind: Any, payload: bytes, replies: Any) -> None:
+    import jaxlib._hlo as hlo
+    import jaxlib._jax as jax_ext
+
+    module: Any = None
+    try:
+        if kind == "text":
+            module = hlo.hlo_module_from_text(payload.decode("utf-8"))
+        else:
+            module = hlo_module_from_proto(payload)
+            if module is None:
+                raise ValueError("not a valid HLO module proto")
+    except Exception as exc:
+        reader.write_frame(replies, {"stage": reader.STAGE_ERROR, "message": str(exc)})
+        return
+    proto = module.as_serialized_hlo_module_proto()
+    printed = str(module.to_string())
+    layout = entry_computation_layout(printed)
+    reader.write_frame(replies, {"stage": reader.STAGE_PARSED, "entry_layout": layout}, proto)
+    try:
+        converted = jax_ext.mlir.hlo_to_stablehlo(proto)
+    except Exception as exc:
+        reader.write_frame(replies, {"stage": reader.STAGE_CONVERT_ERROR, "message": str(exc)})
+        return
+    reader.write_frame(replies, {"stage": reader.STAGE_CONVERTED}, converted)
+    names = (
+        hlo_names.hlo_instruction_names(proto) if hlo_names.wants_names(proto, printed) else None
+    )
+    if names is not None:
+        answer = {"ops": names.ops, "fusion_backend_configs": names.fusion_backend_configs}
+        reader.write_frame(replies, {"stage": reader.STAGE_NAMES}, json.dumps(answer).encode())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
