@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURES, SAMPLES
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses.aot import (
     Program,
     compare_paths,
@@ -18,19 +18,20 @@ from hloscope.analyses.aot import (
     tolerance,
 )
 from hloscope.ir import parse
+from hloscope.sources import loader
 from hloscope.sources.stages import AotEntry, AotRuns, PathRun, ResultLeaf
 
 
-def check(target: str, factory: str, aot: str | None = None) -> api.AotReport:
-    options = api.LoadOptions(args_factory=factory)
-    return api.aot_check_report(api.load_runs(target, options, aot))
+def check(target: str, factory: str, aot: str | None = None) -> reports.AotReport:
+    options = loader.LoadOptions(args_factory=factory)
+    return reports.aot_check_report(loader.load_runs(target, options, aot))
 
 
-def kinds(report: api.AotReport) -> list[str]:
+def kinds(report: reports.AotReport) -> list[str]:
     return [d.kind for d in report.comparison.differences]
 
 
-def outcome(report: api.AotReport) -> dict[str, bool | None]:
+def outcome(report: reports.AotReport) -> dict[str, bool | None]:
     return {c.kind: c.same for c in report.comparison.checks}
 
 
@@ -205,8 +206,10 @@ def test_a_function_compiled_when_its_module_was_imported_is_still_seen():
 
 
 def test_a_donated_input_is_made_afresh_for_each_path():
-    options = api.LoadOptions(args=("f32[4]",))
-    report = api.aot_check_report(api.load_runs(f"{FIXTURES / 'aot_targets.py'}:donates", options))
+    options = loader.LoadOptions(args=("f32[4]",))
+    report = reports.aot_check_report(
+        loader.load_runs(f"{FIXTURES / 'aot_targets.py'}:donates", options)
+    )
     assert report.verdict == "same"
 
 
@@ -216,9 +219,9 @@ def test_the_compile_hook_is_restored_when_the_call_raises():
     from hloscope.errors import HloscopeError
 
     original = compiler.compile_or_get_cached
-    options = api.LoadOptions(args=("f32[4]",))
+    options = loader.LoadOptions(args=("f32[4]",))
     with pytest.raises(HloscopeError, match="calling it raised RuntimeError"):
-        api.load_runs(f"{FIXTURES / 'aot_targets.py'}:raises_when_called", options)
+        loader.load_runs(f"{FIXTURES / 'aot_targets.py'}:raises_when_called", options)
     assert compiler.compile_or_get_cached is original
 
 
@@ -335,4 +338,4 @@ def test_constants_are_printed_in_full_for_the_comparison():
     values = ", ".join(f"{i}.0" for i in range(64))
     parsed = parse.parse_mlir(CONSTANT.format(values=values), "test.mlir")
     assert "63.0" not in parsed.text()  # elided by default
-    assert "6.300000e+01" in parsed.text(elements_limit=api.AOT_TEXT_ELEMENTS)
+    assert "6.300000e+01" in parsed.text(elements_limit=reports.AOT_TEXT_ELEMENTS)

@@ -5,7 +5,7 @@ when a file is refused, a JSON document when it is not, never a traceback or an
 internal error. `tests/test_corpus.py` sweeps `inspect` and checks against jaxlib's
 parsers which files must load.
 
-Each file is read once here (`api.load` is memoised for the sweep): the commands
+Each file is read once here (`loader.load` is memoised for the sweep): the commands
 differ in what they build from the loaded module and how they print it, which is
 what this sweep exercises; loading itself is swept by `test_corpus.py`, and
 `make fuzz` runs this sweep with every command loading the file itself.
@@ -117,12 +117,12 @@ def test_every_command_on_every_corpus_file(monkeypatch):
     files = corpus_files()
     if not files:
         pytest.skip(f"the shared corpus is not at {CORPUS}")
-    from hloscope import api
+    from hloscope.sources import loader
 
-    loaded: dict[str, api.Loaded] = {}
-    real_load = api.load
+    loaded: dict[str, loader.Loaded] = {}
+    real_load = loader.load
 
-    def load_once(target: str, options: api.LoadOptions | None = None) -> api.Loaded:
+    def load_once(target: str, options: loader.LoadOptions | None = None) -> loader.Loaded:
         # Files of the corpus are single dumps, so the options that matter are none:
         # an after-optimization dump loads the same with or without `optimized` (and
         # `fusions` only runs on those).
@@ -131,7 +131,7 @@ def test_every_command_on_every_corpus_file(monkeypatch):
         return loaded[target]
 
     if not UNCACHED:
-        monkeypatch.setattr(api, "load", load_once)
+        monkeypatch.setattr(loader, "load", load_once)
     tally = Tally()
     for path in files:
         sweep_file(path, tally)

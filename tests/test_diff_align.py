@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import DUMPS, ROOT
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses import diff as diff_module
 from hloscope.analyses.diff import (
     ADDED,
@@ -17,15 +17,18 @@ from hloscope.analyses.diff import (
     normalize_kind,
 )
 from hloscope.analyses.printed import PrintedModule
+from hloscope.sources import loader
 from hloscope.tui.session import print_module
 
 
-def load(target: str, factory: str | None = None) -> api.Loaded:
-    return api.load(target, api.LoadOptions(args_factory=factory))
+def load(target: str, factory: str | None = None) -> loader.Loaded:
+    return loader.load(target, loader.LoadOptions(args_factory=factory))
 
 
-def aligned(a: api.Loaded, b: api.Loaded) -> tuple[AlignedLines, PrintedModule, PrintedModule]:
-    report = api.diff_loaded(a, b)
+def aligned(
+    a: loader.Loaded, b: loader.Loaded
+) -> tuple[AlignedLines, PrintedModule, PrintedModule]:
+    report = reports.diff_loaded(a, b)
     printed_a, printed_b = print_module(a, False), print_module(b, False)
     return align_printed(report.diff, printed_a, printed_b), printed_a, printed_b
 

@@ -7,9 +7,10 @@ import re
 import pytest
 
 from conftest import DUMPS, SAMPLES, line_of, sample
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses.fusions import analyze_fusions, jit_path, split_op_name
 from hloscope.ir import hlo_names, parse
+from hloscope.sources import loader
 
 NESTED = SAMPLES / "nested_jits.py"
 GRANULARITY = SAMPLES / "jit_granularity.py"
@@ -23,7 +24,7 @@ def hlo_fusion_names(hlo_text: str) -> list[str]:
 
 def compiled(target: str, factory: str):
     """The optimized module of a sample entrypoint, compiled here."""
-    return api.load(target, api.LoadOptions(args_factory=factory, optimized=True))
+    return loader.load(target, loader.LoadOptions(args_factory=factory, optimized=True))
 
 
 def source(path, needle):
@@ -103,7 +104,7 @@ def test_names_in_xlas_own_form(corpus):
     path = (
         corpus / "xla-cc-embedded-hlo/xla/backends/gpu/tests/dynamic_slice_fusion_v2_test.013.hlo"
     )
-    loaded = api.load(str(path))
+    loaded = loader.load(str(path))
     assert loaded.source.ir == "hlo-native"
     analysis = analyze_fusions(loaded.module)
     assert [(f.name, f.kind, f.backend_kind) for f in analysis.fusions] == [
@@ -276,7 +277,7 @@ def test_nested_jit_samples(cli):
 @pytest.mark.slow
 def test_real_model_compiled_for_the_cpu_has_named_fusions(corpus):
     path = corpus / "xla/xla/backends/cpu/benchmarks/hlo/resnet50_keras_jax_f32.hlo"
-    loaded = api.load(str(path), api.LoadOptions(optimized=True))
+    loaded = loader.load(str(path), loader.LoadOptions(optimized=True))
     assert loaded.source.stage == "optimized" and loaded.source.ir == "hlo"
     analysis = analyze_fusions(loaded.module)
     assert len(analysis.fusions) > 100
@@ -298,7 +299,7 @@ def test_real_jax_module_compiled_for_the_cpu_maps_fusions_to_lines(corpus):
         corpus
         / "xla/xla/backends/cpu/benchmarks/hlo/jax.issue.33666.linx.frag_0428.module_0004.hlo"
     )
-    loaded = api.load(str(path), api.LoadOptions(optimized=True))
+    loaded = loader.load(str(path), loader.LoadOptions(optimized=True))
     analysis = analyze_fusions(loaded.module)
     assert analysis.fusions
     script = "/pscratch/sd/c/carag/LINX/scripts/frag_mwe_short.py"
@@ -312,7 +313,7 @@ def test_real_jax_module_compiled_for_the_cpu_maps_fusions_to_lines(corpus):
 
 def test_python_api_compiles_what_it_is_given():
     # The command line asks for --compile before compiling a dump; the API compiles.
-    report = api.fusions_report(api.load("samples/dumps/mlp.stablehlo.mlir"))
+    report = reports.fusions_report(loader.load("samples/dumps/mlp.stablehlo.mlir"))
     assert report.source.stage == "optimized"
     assert report.timings.compile_seconds is not None
     assert report.module == "jit_mlp"

@@ -18,7 +18,8 @@ from rich.console import Console
 
 import hloscope
 from conftest import DUMPS, ROOT, sample
-from hloscope import HloscopeError, api
+from hloscope import HloscopeError
+from hloscope.sources import loader
 from hloscope.sources.entrypoint import import_target
 from hloscope.sources.target import EntrypointTarget, parse_target
 
@@ -462,7 +463,7 @@ def test_errors_are_raised_to_the_caller():
     with pytest.raises(HloscopeError, match="neither side is one"):
         hloscope.diff(MLP_MLIR, MLP_MLIR, jnp.ones(3))
     with pytest.raises(HloscopeError, match="the module is empty"):
-        api.load_data("", "<string>")
+        loader.load_data("", "<string>")
 
 
 def test_a_failure_is_not_a_system_exit():

@@ -1,9 +1,11 @@
-"""The house rules of DESIGN.md, checked on the source.
+"""The house rules, checked on the source.
 
 - only `hloscope.sources.lower` imports `jax`;
 - only modules of `hloscope.ir` import `jaxlib`;
 - analyses and renderers import neither, and no front end but the TUI imports
   `textual`;
+- no import cycle among hloscope's modules, lazy imports and imports for type
+  checking included;
 - JAX's private APIs that `lower.py` reads still exist.
 """
 
@@ -59,3 +61,80 @@ def test_jax_private_apis_still_exist():
     from hloscope.sources import lower
 
     assert lower.private_api_ok() == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """hloscope's modules and the hloscope modules each imports: at the top, inside
+    functions (lazy imports) and for type checking alike."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        imported: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(known(a.name) for a in node.names if a.name.startswith("hloscope"))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                    base += f".{node.module}" if node.module else ""
+                if base.split(".")[0] == "hloscope":
+                    for alias in node.names:
+                        full = f"{base}.{alias.name}"
+                        imported.add(full if full in modules else known(base))
+        graph[name] = {m for m in imported if m is not None and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    assert "hloscope.reports" in graph["hloscope.render.display"]  # the graph sees lazy imports
+    assert cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -4,17 +4,17 @@ its HLO parameter, with status, donation, sharding and memory kind."""
 import pytest
 
 from conftest import DUMPS
-from hloscope import api
 from hloscope.analyses.params import (
     analyze_params,
     describe_hlo_sharding,
     describe_sdy_sharding,
 )
+from hloscope.sources import loader
 
 
 def usage_of(target, factory=None, compile=False):
-    options = api.LoadOptions(args_factory=factory, optimized=compile)
-    loaded = api.load(target, options)
+    options = loader.LoadOptions(args_factory=factory, optimized=compile)
+    loaded = loader.load(target, options)
     return analyze_params(loaded.module, loaded.lowering)
 
 

@@ -6,11 +6,11 @@ import re
 import pytest
 
 from conftest import CORPUS, SAMPLES, line_of, require_corpus
-from hloscope import api
 from hloscope.analyses.placement import analyze_placement
 from hloscope.ir import layout as ir_layout
 from hloscope.ir import parse
 from hloscope.ir.model import type_bytes
+from hloscope.sources import loader
 
 COMPUTE_ON = SAMPLES / "compute_on.py"
 MEMORY_KINDS = SAMPLES / "memory_kinds.py"
@@ -18,8 +18,8 @@ SHARDED_MLP = SAMPLES / "sharded_mlp.py"
 
 
 def placement_of(target, factory=None, compile=False):
-    options = api.LoadOptions(args_factory=factory, optimized=compile)
-    return analyze_placement(api.load(target, options).module)
+    options = loader.LoadOptions(args_factory=factory, optimized=compile)
+    return analyze_placement(loader.load(target, options).module)
 
 
 def sample_placement(name, attr, factory="example_args", compile=False):
@@ -181,9 +181,9 @@ def test_compute_on2_host_region_writing_to_host_memory():
     assert region.device_input_bytes == 1 << 20
     assert [w.kind for w in placement.warnings] == ["large_host_input"]
     quiet = analyze_placement(
-        api.load(
+        loader.load(
             "samples/memory_kinds.py:host_compute_to_host_memory",
-            api.LoadOptions(args_factory="samples/memory_kinds.py:example_args"),
+            loader.LoadOptions(args_factory="samples/memory_kinds.py:example_args"),
         ).module,
         large_host_input_bytes=(1 << 20) + 1,
     )

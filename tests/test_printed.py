@@ -5,12 +5,12 @@ import re
 import pytest
 
 from conftest import CORPUS, DUMPS, ROOT, line_of, require_corpus
-from hloscope import api
 from hloscope.analyses.printed import PrintedModule, index_printed, search, source_query
 from hloscope.errors import HloscopeError
 from hloscope.ir import parse
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
+from hloscope.sources import loader
 
 # Regions the printer prints in full (reducer, while, case) and one it folds into
 # its op's line (`applies stablehlo.maximum`), multi-result ops and custom names.
@@ -199,9 +199,9 @@ def test_search_matches_names_values_and_attribute_text():
 
 def test_search_by_source_line(corpus):
     del corpus  # the samples are enough; the entrypoint records real source lines
-    loaded = api.load(
+    loaded = loader.load(
         "samples/nested_jits.py:mlp",
-        api.LoadOptions(args_factory="samples/nested_jits.py:example_args"),
+        loader.LoadOptions(args_factory="samples/nested_jits.py:example_args"),
     )
     module = loaded.module
     printed = index_printed(module, loaded.parsed.text())
@@ -234,7 +234,7 @@ def test_a_hundred_thousand_ops_are_paired(tmp_path):
     body.append("}")
     path = tmp_path / "big.mlir"
     path.write_text("\n".join(body) + "\n")
-    loaded = api.load(str(path))
+    loaded = loader.load(str(path))
     module = loaded.module
     assert len(module.ops) == 100_002
     printed = index_printed(module, loaded.parsed.text())
@@ -261,7 +261,7 @@ def test_corpus_every_printed_op_line_is_paired():
     problems = []
     for path in files:
         try:
-            loaded = api.load(str(path))
+            loaded = loader.load(str(path))
         except HloscopeError:
             continue
         for locations in (False, True):

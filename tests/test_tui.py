@@ -6,7 +6,7 @@ import pytest
 from textual.widgets import OptionList, TabbedContent
 
 from conftest import DUMPS, ROOT, line_of
-from hloscope import api
+from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp, key_sections
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.keys import key_rows
@@ -88,7 +88,7 @@ async def test_opens_a_dump_on_the_ir_tab():
 async def test_an_entrypoint_loads_in_a_worker_with_progress():
     app = HloscopeApp(
         "samples/nested_jits.py:mlp",
-        api.LoadOptions(args_factory="samples/nested_jits.py:example_args"),
+        loader.LoadOptions(args_factory="samples/nested_jits.py:example_args"),
     )
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
@@ -663,7 +663,7 @@ async def test_c_on_an_optimized_dump_says_there_is_nothing_to_switch_to():
 async def test_a_compile_failure_is_shown_and_the_module_stays(corpus):
     # XLA's own form of a module (its MLIR does not verify) cannot be compiled here.
     path = corpus / "xla-cc-embedded-hlo/xla/hlo/parser/hlo_parser_test.159.hlo"
-    app = HloscopeApp(str(path), api.LoadOptions())
+    app = HloscopeApp(str(path), loader.LoadOptions())
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         before = app.session

@@ -10,8 +10,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from conftest import DUMPS, ROOT
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses.diff import ADDED, CHANGED
+from hloscope.sources import loader
 from hloscope.tui.diff_app import STYLES, DiffApp, DiffPane, diff_key_sections
 from hloscope.tui.keys import key_rows
 from hloscope.tui.screens.help import HelpScreen
@@ -19,7 +20,7 @@ from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.widgets.ir_view import IRView
 from tui_support import SIZE, loaded, plain, quiet, sync
 
-COMPUTE_ON = api.LoadOptions(args_factory="samples/compute_on.py:example_args")
+COMPUTE_ON = loader.LoadOptions(args_factory="samples/compute_on.py:example_args")
 INSIDE = "samples/compute_on.py:host_inside_jit"
 OUTSIDE = "samples/compute_on.py:host_outside_jit"
 MLP = str(DUMPS.relative_to(ROOT) / "mlp.stablehlo.mlir")
@@ -234,8 +235,8 @@ def test_diff_json_never_loads_the_browser():
 def test_summary_colours_the_counts():
     from hloscope.tui.diff_app import summary_text
 
-    a, b = api.load(MLP), api.load(str(DUMPS.relative_to(ROOT) / "host_call.stablehlo.mlir"))
-    text: Text = summary_text(api.diff_loaded(a, b))
+    a, b = loader.load(MLP), loader.load(str(DUMPS.relative_to(ROOT) / "host_call.stablehlo.mlir"))
+    text: Text = summary_text(reports.diff_loaded(a, b))
     added = text.plain.index(" added")
     assert any("green" in str(span.style) for span in text.spans if span.start <= added < span.end)
 

@@ -10,7 +10,8 @@ import pytest
 from textual.widgets import Input
 
 from conftest import DUMPS, ROOT
-from hloscope import api
+from hloscope import reports
+from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.diff_app import DiffApp
 from hloscope.tui.views.aot import check_aot
@@ -42,10 +43,10 @@ def keys_after_loading(*keys: str):
     return run_before
 
 
-def entrypoint(name: str, attr: str, factory: str = "example_args") -> api.Loaded:
+def entrypoint(name: str, attr: str, factory: str = "example_args") -> loader.Loaded:
     """An entrypoint, loaded with a fixed load time (the overview shows it)."""
-    loaded_target = api.load(
-        f"samples/{name}.py:{attr}", api.LoadOptions(args_factory=f"samples/{name}.py:{factory}")
+    loaded_target = loader.load(
+        f"samples/{name}.py:{attr}", loader.LoadOptions(args_factory=f"samples/{name}.py:{factory}")
     )
     loaded_target.load_seconds = 0.5
     return loaded_target
@@ -79,7 +80,7 @@ def test_aot_check_tab(snap_compare):
     report = check_aot(target)
     fixed = dataclasses.replace(
         report,
-        timings=api.AotTimings(
+        timings=reports.AotTimings(
             load_seconds=0.5,
             call_seconds=0.1,
             lower_seconds=0.01,
@@ -94,7 +95,7 @@ def test_aot_check_tab(snap_compare):
 
 def test_diff_screen(snap_compare):
     # The cursor on the second change: the tanh that moved to the host.
-    options = api.LoadOptions(args_factory="samples/compute_on.py:example_args")
+    options = loader.LoadOptions(args_factory="samples/compute_on.py:example_args")
     app = DiffApp(
         "samples/compute_on.py:host_inside_jit", "samples/compute_on.py:host_outside_jit", options
     )
@@ -106,7 +107,7 @@ def test_diff_screen(snap_compare):
 
 
 def test_diff_screen_changes_only(snap_compare):
-    options = api.LoadOptions(args_factory="samples/compute_on.py:example_args")
+    options = loader.LoadOptions(args_factory="samples/compute_on.py:example_args")
     app = DiffApp(
         "samples/compute_on.py:host_inside_jit", "samples/compute_on.py:host_outside_jit", options
     )
@@ -136,7 +137,7 @@ def test_locations_shown(snap_compare):
 
 
 def test_overview(snap_compare):
-    target = api.load(MLP)
+    target = loader.load(MLP)
     target.load_seconds = 0.25  # a fixed time, so the picture does not change
     app = HloscopeApp(MLP, loaded=target, start="overview")
     assert snap_compare(app, terminal_size=SIZE, run_before=wait_loaded)

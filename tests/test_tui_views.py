@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widgets import TabbedContent
 
 from conftest import CORPUS, DUMPS, ROOT
-from hloscope import api
+from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.screens.message import ErrorScreen
@@ -33,7 +33,7 @@ COLLECTIVES = "xla-cc-embedded-hlo/xla/hlo/transforms/simplifiers/all_reduce_fol
 
 def entrypoint(name: str, attr: str, factory: str = "example_args") -> HloscopeApp:
     return HloscopeApp(
-        f"samples/{name}.py:{attr}", api.LoadOptions(args_factory=f"samples/{name}.py:{factory}")
+        f"samples/{name}.py:{attr}", loader.LoadOptions(args_factory=f"samples/{name}.py:{factory}")
     )
 
 
@@ -329,7 +329,7 @@ async def test_the_aot_check_runs_when_asked_and_shows_the_differences():
 async def test_an_aot_check_failure_is_shown_and_the_browser_stays():
     # It lowers, but raises when it runs: the check fails, the module stays.
     target = "tests/fixtures/tui_targets.py:fails_when_run"
-    app = HloscopeApp(target, api.LoadOptions(args=("f32[4]",)))
+    app = HloscopeApp(target, loader.LoadOptions(args=("f32[4]",)))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         assert app.failure is None

@@ -10,8 +10,8 @@ prompt):
     hloscope.diff(f, g, x, y)          # a path, a dump folder
 
 Importing `hloscope` imports nothing heavy: `inspect` and `diff` load JAX and
-jaxlib when called, and `Inspection.browse` loads textual. The core the command line
-and the API share is `hloscope.api`.
+jaxlib when called, and `Inspection.browse` loads textual. The reports the command line
+and the API share are built in `hloscope.reports`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
-    from hloscope.inspection import Inspection, diff, inspect
+    from hloscope.api import Inspection, diff, inspect
 
 __version__ = "0.1.0"
 
@@ -33,9 +33,9 @@ _LAZY = {"Inspection", "diff", "inspect"}
 def __getattr__(name: str) -> Any:
     # The API's module is imported on first use, not with the package.
     if name in _LAZY:
-        from hloscope import inspection
+        from hloscope import api
 
-        return getattr(inspection, name)
+        return getattr(api, name)
     raise AttributeError(f"module 'hloscope' has no attribute {name!r}")
 
 

@@ -1,417 +1,361 @@
-"""The core that every front end calls: load a target, build the reports.
+"""The Python API for interactive debugging: `hloscope.inspect` and `hloscope.diff`.
 
-The command line, the browser and the Python API (`hloscope.inspect`) all go
-through these functions, so they never disagree. Reports are frozen dataclasses;
-renderers in `hloscope.render` turn them into text or JSON, and a report shows
-itself with them in Python (`render.display.Displayed`: `print(report)`, rich, a
-notebook's HTML, `report.to_json()`).
+In a REPL, a notebook or at a pdb breakpoint, the function and its arguments are in
+hand:
+
+    insp = hloscope.inspect(train_step, params, batch)   # lowered on those arguments
+    insp.params            # which arguments the compiler got
+    insp.fusions()         # what XLA fused (compiles)
+    insp.browse()          # the browser, in this terminal
+
+`inspect` loads what it is given through the same pipeline as the command line
+(`hloscope.sources.loader`: `load`, `load_object`, `load_data`), and the reports are
+the objects the commands print (`hloscope.reports`), shown with the commands'
+renderers (`render.display`): `insp.params.to_json()` is what `hloscope params --json`
+prints. Importing this module imports nothing heavy; the first `inspect` loads JAX
+and jaxlib, `browse` loads textual.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import linecache
+import functools
 import os
-import time
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from hloscope.analyses.aot import AotComparison, Program, compare_paths
-from hloscope.analyses.diff import ModuleDiff, diff_modules
-from hloscope.analyses.fusions import (
-    FusionAnalysis,
-    FusionSummary,
-    analyze_fusions,
-    inner_jits,
-    summarize_fusions,
-)
-from hloscope.analyses.params import ParameterUsage, analyze_params
-from hloscope.analyses.placement import Placement, analyze_placement
-from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.errors import HloscopeError
-from hloscope.ir.parsed import ParsedModule
-from hloscope.render.display import Displayed
-from hloscope.sources.loader import (
-    OPTIMIZED,
-    Call,
-    Loaded,
-    LoadedRuns,
-    LoadOptions,
-    Source,
-    load,
-    load_data,
-    load_object,
-    load_runs_object,
-    optimized,
-    takes_arguments,
-)
-from hloscope.sources.loader import load_runs as _load_runs
-from hloscope.sources.stages import InputLeaf
-from hloscope.sources.target import DumpTarget, EntrypointTarget, parse_target
+from hloscope.render.display import Displayed, renderers, shown
 
-__all__ = [
-    "AotReport",
-    "AotTimings",
-    "Call",
-    "DiffReport",
-    "FusionsReport",
-    "InspectReport",
-    "LoadOptions",
-    "Loaded",
-    "ParamsReport",
-    "PlacementReport",
-    "Timings",
-    "aot_check_report",
-    "diff_loaded",
-    "diff_options",
-    "diff_report",
-    "fusions_report",
-    "inspect_report",
-    "load",
-    "load_data",
-    "load_diff_sides",
-    "load_object",
-    "load_runs",
-    "load_runs_object",
-    "optimized",
-    "params_report",
-    "placement_report",
-    "takes_arguments",
-]
+if TYPE_CHECKING:
+    from rich.console import Console
 
-
-@dataclasses.dataclass(frozen=True)
-class Timings:
-    """Wall times of the pipeline's stages, in seconds (None: the stage did not run
-    here)."""
-
-    load_seconds: float
-    """Everything: import, lowering, compiling, parsing."""
-    lower_seconds: float | None
-    """`jax.jit(f).lower(...)`."""
-    compile_seconds: float | None
-    """`.compile()` (XLA's optimizations and code generation)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class InspectReport(Displayed):
-    """The overview of a module: where it came from, its structure, and what JAX and
-    XLA report about it."""
-
-    source: Source
-    structure: Structure
-    timings: Timings
-    cost: Mapping[str, float] | None
-    """XLA's cost analysis: `flops`, `transcendentals`, `bytes_accessed`; of the
-    optimized module when compiled here, else of the lowered one."""
-    memory: Mapping[str, int] | None
-    """XLA's memory analysis of the compiled executable (bytes of arguments, outputs,
-    temporaries, generated code)."""
-    notes: tuple[str, ...]
-    fusions: FusionSummary | None = None
-    """What XLA fused, when the module read is the optimized one."""
-    params: ParameterUsage | None = None
-    """Parameter usage of the entry (the `params` view), summarised by renderers."""
-    placement: Placement | None = None
-    """Compute placement, memory kinds, transfers, shardings and collectives."""
-
-
-def inspect_report(loaded: Loaded) -> InspectReport:
-    """Build the `inspect` report of a loaded target."""
-    lowering = loaded.lowering
-    compilation = loaded.compilation
-    cost = None
-    if compilation is not None and compilation.cost:
-        cost = compilation.cost
-    elif lowering is not None and lowering.cost:
-        cost = lowering.cost
-    return InspectReport(
-        source=loaded.source,
-        structure=analyze_structure(loaded.module),
-        timings=Timings(
-            load_seconds=loaded.load_seconds,
-            lower_seconds=lowering.lower_seconds if lowering is not None else None,
-            compile_seconds=compilation.compile_seconds if compilation is not None else None,
-        ),
-        cost=cost,
-        memory=compilation.memory if compilation is not None else None,
-        notes=loaded.notes,
-        fusions=(
-            summarize_fusions(analyze_fusions(loaded.module))
-            if loaded.source.stage == OPTIMIZED
-            else None
-        ),
-        params=analyze_params(loaded.module, lowering),
-        placement=analyze_placement(loaded.module),
+    from hloscope.analyses.structure import Structure
+    from hloscope.ir.model import Module
+    from hloscope.reports import (
+        AotReport,
+        DiffReport,
+        FusionsReport,
+        InspectReport,
+        ParamsReport,
+        PlacementReport,
     )
+    from hloscope.sources.loader import Call, Loaded, LoadOptions, Source
+
+__all__ = ["Inspection", "diff", "inspect"]
+
+# Labels of module text and bytes given in hand (as Python names source it has no
+# file for: `<string>`).
+TEXT_LABEL = "<string>"
+BYTES_LABEL = "<bytes>"
 
 
-@dataclasses.dataclass(frozen=True)
-class PlacementReport(Displayed):
-    """Where a module's ops run and where its data lives: compute types, host
-    regions, memory kinds, transfers, shardings and collectives."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Origin:
+    """What an `Inspection` was made from, to load it again another way (the
+    optimized module of a dump folder) or run it (`aot_check`)."""
 
-    source: Source
-    placement: Placement
-    notes: tuple[str, ...]
-
-
-def placement_report(loaded: Loaded) -> PlacementReport:
-    """Build the `placement` report of a loaded target."""
-    return PlacementReport(
-        source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
-    )
+    kind: str
+    """`target` (a path or an entrypoint string), `object` (a Python object) or
+    `data` (module text or bytes)."""
+    value: Any
+    call: Call | None
+    """Example arguments as Python values (objects and entrypoint strings)."""
+    options: LoadOptions
 
 
-@dataclasses.dataclass(frozen=True)
-class ParamsReport(Displayed):
-    """The `params` view: every argument mapped to its HLO parameter, with status,
-    donation, sharding and memory kind."""
+def inspect(obj: Any, /, *args: Any, **kwargs: Any) -> Inspection:
+    """Load `obj` and return an `Inspection` of its module.
 
-    source: Source
-    module: str | None
-    """The module's name (`jit_f`)."""
-    usage: ParameterUsage
-    notes: tuple[str, ...]
-    """The load's notes and the analysis's."""
+    `obj` may be a function (plain or jitted), lowered on `args` and `kwargs` as it
+    would be called (arrays or `jax.ShapeDtypeStruct`s, any pytree); a
+    `jax.stages.Lowered` or `Compiled`; a `jax.export.Exported`; a zero-argument
+    callable returning one of those; module text (a string holding a newline or a
+    brace) or bytes, in any format a dump may have; or a path (`str` or
+    `pathlib.Path`) to a module file or a dump folder (`module="NAME"` picks one of
+    a folder's modules); or a target string `pkg.module:function` or
+    `path/to/file.py:function` (lowered on `args` and `kwargs`).
 
-    def has_status(self, statuses: tuple[str, ...]) -> bool:
-        """Whether any argument has one of `statuses` (for `--fail-on`)."""
-        return bool(self.usage.with_status(*statuses))
+    Raises `HloscopeError` when it cannot be loaded.
+    """
+    if isinstance(obj, Inspection):
+        _refuse_arguments(args, kwargs, "it is an Inspection already")
+        return obj
+    from hloscope.sources import loader
 
-
-def params_report(loaded: Loaded) -> ParamsReport:
-    """Build the `params` report of a loaded target."""
-    usage = analyze_params(loaded.module, loaded.lowering)
-    return ParamsReport(
-        source=loaded.source,
-        module=loaded.module.name,
-        usage=usage,
-        notes=loaded.notes + usage.notes,
-    )
-
-
-# --------------------------------------------------------------------------- fusions
-
-
-@dataclasses.dataclass(frozen=True)
-class FusionsReport(Displayed):
-    """What XLA fused in the optimized module, mapped back to the source lines."""
-
-    source: Source
-    module: str | None
-    """The module's name (`jit_mlp`)."""
-    analysis: FusionAnalysis
-    line_texts: Mapping[str, str]
-    """The code of each source line the analysis names (`file.py:LINE` -> text),
-    for the files readable here."""
-    timings: Timings
-    notes: tuple[str, ...]
+    if isinstance(obj, os.PathLike):
+        path = os.fsdecode(os.fspath(obj))
+        if not Path(path).exists():
+            raise HloscopeError("no such file or directory", where=path)
+        return _from_dump_path(path, args, kwargs)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        _refuse_arguments(args, kwargs, "these are module bytes")
+        origin = _Origin("data", bytes(obj), None, loader.LoadOptions())
+        return Inspection(loader.load_data(origin.value, BYTES_LABEL, origin.options), origin)
+    if isinstance(obj, str):
+        if _is_module_text(obj):
+            _refuse_arguments(args, kwargs, "this is module text")
+            origin = _Origin("data", obj, None, loader.LoadOptions())
+            return Inspection(loader.load_data(obj, TEXT_LABEL, origin.options), origin)
+        return _from_target(obj, args, kwargs)
+    call = loader.Call(tuple(args), dict(kwargs))
+    origin = _Origin("object", obj, call, loader.LoadOptions())
+    return Inspection(loader.load_object(obj, object_label(obj), origin.options, call), origin)
 
 
-def fusions_report(loaded: Loaded) -> FusionsReport:
-    """Build the `fusions` report, compiling the target first when what was loaded is
-    not the optimized module."""
-    if loaded.source.stage != OPTIMIZED:
-        loaded = optimized(loaded)
-    analysis = analyze_fusions(loaded.module, source_root=os.getcwd())
-    notes = loaded.notes
-    lowering = loaded.lowering
-    jits = inner_jits(analysis)
-    if lowering is not None and lowering.kind == "function" and jits:
-        crossing = len(analysis.crossing_jits)
-        combine = "fusion here combines" if crossing == 1 else "fusions here combine"
-        notes += (
-            f"{lowering.name} is not jitted, so hloscope compiled it under one jax.jit; "
-            f"called as it is, its jits ({', '.join(jits)}) run as separate XLA programs "
-            f"and nothing fuses across them ({crossing} {combine} ops of different jits). "
-            "Point hloscope at each jit to see the programs that run.",
-        )
-    compilation = loaded.compilation
-    return FusionsReport(
-        source=loaded.source,
-        module=loaded.module.name,
-        analysis=analysis,
-        line_texts=_line_texts(line.source for line in analysis.lines),
-        timings=Timings(
-            load_seconds=loaded.load_seconds,
-            lower_seconds=lowering.lower_seconds if lowering is not None else None,
-            compile_seconds=compilation.compile_seconds if compilation is not None else None,
-        ),
-        notes=notes,
-    )
-
-
-def _line_texts(sources: Iterable[str]) -> Mapping[str, str]:
-    texts: dict[str, str] = {}
-    for source in sources:
-        file, _, line = source.rpartition(":")
-        if not line.isdigit() or not os.path.isfile(file):
-            continue
-        text = linecache.getline(file, int(line)).strip()
-        if text:
-            texts[source] = text
-    return MappingProxyType(texts)
-
-
-# --------------------------------------------------------------------------- diff
-
-
-@dataclasses.dataclass(frozen=True)
-class DiffReport(Displayed):
-    """`hloscope diff A B`: where each side came from and their structural diff."""
-
-    a: Source
-    """Where A came from."""
-    b: Source
-    """Where B came from."""
-    diff: ModuleDiff
-    """The structural diff."""
-    load_seconds: tuple[float, float]
-    """Loading A, loading B (lowering and compiling included)."""
-    diff_seconds: float
-    """Building the diff, loading excluded."""
-    notes: tuple[str, ...]
-    """The diff's notes, then what loading each side noted (prefixed `A:`/`B:`)."""
-
-    @property
-    def same(self) -> bool:
-        return self.diff.verdict == "same"
-
-
-def diff_options(target: str, options: LoadOptions) -> LoadOptions:
-    """The target options that apply to one side: example arguments to an entrypoint,
-    `--module` to a dump folder, `--compile` to both."""
-    parsed = parse_target(target)
-    if isinstance(parsed, EntrypointTarget):
-        return dataclasses.replace(options, module=None)
-    keep_module = options.module if parsed.path.is_dir() else None
-    return dataclasses.replace(options, args=(), args_factory=None, module=keep_module)
-
-
-def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None) -> DiffReport:
-    """Load both targets with the same options (each taking those that apply to it) and
-    diff them."""
-    return diff_loaded(*load_diff_sides(target_a, target_b, options))
-
-
-def load_diff_sides(
-    target_a: str, target_b: str, options: LoadOptions | None = None
-) -> tuple[Loaded, Loaded]:
-    """Load the two targets of a diff, each with the options that apply to it (the
-    browser's diff screen loads them itself, to print them too)."""
-    options = options or LoadOptions()
-    parsed = [parse_target(target_a), parse_target(target_b)]
-    if (options.args or options.args_factory) and not any(
-        isinstance(p, EntrypointTarget) for p in parsed
-    ):
+def diff(a: Any, b: Any, /, *args: Any, **kwargs: Any) -> DiffReport:
+    """The structural diff of two modules, as `hloscope diff A B` makes it: A and B
+    are anything `inspect` takes (or `Inspection`s). `args` and `kwargs` are the
+    example arguments of the sides that are functions (or entrypoint strings), as
+    the command line's `--arg`/`--args` apply to each entrypoint side; without them,
+    a function B is lowered on the arguments of A's inspection."""
+    takes = [_takes_arguments(side) for side in (a, b)]
+    if (args or kwargs) and not any(takes):
         raise HloscopeError(
-            "--arg and --args give example arguments to entrypoints; A and B are dumps"
+            "example arguments are for functions, and neither side is one (to pick a "
+            'module of a dump folder, pass hloscope.inspect(folder, module="NAME"))'
         )
-    if options.module is not None and not any(
-        isinstance(p, DumpTarget) and p.path.is_dir() for p in parsed
-    ):
-        raise HloscopeError("--module picks a module of a dump folder; neither A nor B is one")
-    loaded_a = load(target_a, diff_options(target_a, options))
-    loaded_b = load(target_b, diff_options(target_b, options))
-    return loaded_a, loaded_b
+    first = inspect(a, *args, **kwargs) if takes[0] else inspect(a)
+    return first.diff(b, *args, **kwargs) if takes[1] else first.diff(b)
 
 
-def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
-    """Diff two loaded targets."""
-    start = time.perf_counter()
-    result = diff_modules(a.module, b.module)
-    elapsed = time.perf_counter() - start
-    notes = (
-        result.notes
-        + tuple(f"A: {note}" for note in a.notes)
-        + tuple(f"B: {note}" for note in b.notes)
-    )
-    return DiffReport(a.source, b.source, result, (a.load_seconds, b.load_seconds), elapsed, notes)
+def object_label(obj: Any) -> str:
+    """How a Python object is named in reports and errors: `module:qualname` for a
+    function (as an entrypoint target names it), `<Lowered>` for an object without a
+    name."""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if isinstance(name, str) and name:
+        module = getattr(obj, "__module__", None)
+        return f"{module}:{name}" if isinstance(module, str) and module else name
+    return f"<{type(obj).__name__}>"
 
 
-# --------------------------------------------------------------------------- aot-check
+def _is_module_text(text: str) -> bool:
+    # Module text always has a brace (`module {`, `HloModule m, ... { ... }`) and
+    # almost always a newline; a path or an entrypoint target has neither.
+    return "\n" in text or "{" in text
 
-# Constants up to this many elements are printed (and so compared) in full.
-AOT_TEXT_ELEMENTS = 4096
+
+def _takes_arguments(obj: Any) -> bool:
+    if isinstance(obj, Inspection):
+        return False
+    if isinstance(obj, str) and not _is_module_text(obj):
+        from hloscope.sources.target import EntrypointTarget, parse_target
+
+        try:
+            return isinstance(parse_target(obj), EntrypointTarget)
+        except HloscopeError:
+            return False
+    if isinstance(obj, (str, bytes, bytearray, memoryview, os.PathLike)):
+        return False
+    from hloscope.sources import loader
+
+    return loader.takes_arguments(obj)
 
 
-@dataclasses.dataclass(frozen=True)
-class AotReport(Displayed):
-    """The direct call against the AOT path: what each compiled, what each returned,
-    and how they differ."""
+def _refuse_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], why: str) -> None:
+    if args or kwargs:
+        raise HloscopeError(f"example arguments are for functions, and {why}")
 
-    target: str
-    aot_target: str | None
-    """`--aot`, when given."""
-    comparison: AotComparison
-    inputs: tuple[InputLeaf, ...]
-    """The concrete arguments both paths ran on."""
-    seed: int
-    """The seed of the pseudo-random inputs."""
-    timings: AotTimings
-    notes: tuple[str, ...]
+
+def _from_target(text: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Inspection:
+    from hloscope.sources import loader
+    from hloscope.sources.target import EntrypointTarget, parse_target
+
+    if isinstance(parse_target(text), EntrypointTarget):
+        call = loader.Call(tuple(args), dict(kwargs))
+        origin = _Origin("target", text, call, loader.LoadOptions())
+        return Inspection(loader.load(text, origin.options, call), origin)
+    return _from_dump_path(text, args, kwargs)
+
+
+def _from_dump_path(path: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Inspection:
+    from hloscope.sources import loader
+
+    module = kwargs.pop("module", None)
+    _refuse_arguments(args, kwargs, f"{path} is a module file or a dump folder")
+    if module is not None and not Path(path).is_dir():
+        raise HloscopeError('module="NAME" picks a module of a dump folder; this is a file')
+    options = loader.LoadOptions(module=None if module is None else str(module))
+    origin = _Origin("target", path, None, options)
+    return Inspection(loader.load(path, options), origin)
+
+
+class Inspection(Displayed):
+    """One loaded module and its reports, made by `hloscope.inspect`.
+
+    The reports are computed when first asked for and kept: `overview` (what
+    `hloscope inspect` shows), `structure`, `params`, `placement`. `fusions()` and
+    `aot_check()` are methods, since they compile or run the user's code. Each
+    report's repr (and `str`) is the report as the command prints it, it shows
+    itself in rich and in a notebook, and `to_json()` is the command's `--json`
+    document. The inspection itself shows as its overview.
+    """
+
+    def __init__(self, loaded: Loaded, origin: _Origin) -> None:
+        self.loaded = loaded
+        """What was loaded: the parsed module, its source, what JAX and XLA reported."""
+        self._origin = origin
+        self._optimized: Inspection | None = None
+        self._fusions: FusionsReport | None = None
+
+    # -- what it is ------------------------------------------------------------------
 
     @property
-    def verdict(self) -> str:
-        return self.comparison.verdict
+    def label(self) -> str:
+        """How reports name it: the target as given, `module:qualname` for a Python
+        object, `<string>` or `<bytes>` for module text or bytes."""
+        return self.loaded.label
 
+    @property
+    def source(self) -> Source:
+        """Where the module came from: kind, format, stage (`lowered` or `optimized`)."""
+        return self.loaded.source
 
-@dataclasses.dataclass(frozen=True)
-class AotTimings:
-    """Wall times of `aot-check`, in seconds."""
+    @property
+    def module(self) -> Module:
+        """The parsed module (`hloscope.ir.model.Module`): ops, functions, values."""
+        return self.loaded.module
 
-    load_seconds: float
-    """Everything: import, both paths, parsing."""
-    call_seconds: float
-    """The call, compilations included."""
-    lower_seconds: float | None
-    """`.lower(...)` on the AOT path."""
-    compile_seconds: float | None
-    """`.compile()` on the AOT path."""
-    run_seconds: float
-    """Running the AOT-compiled executable."""
+    def text(self, locations: bool = False) -> str:
+        """The module's IR as MLIR's printer prints it (XLA's HLO text for a module
+        shown in XLA's own form); `locations` prints the source locations too."""
+        return self.loaded.parsed.text(debug_info=locations)
 
+    # -- reports -------------------------------------------------------------------
 
-def load_runs(
-    target: str, options: LoadOptions, aot_target: str | None = None, call: Call | None = None
-) -> LoadedRuns:
-    """Run an entrypoint as called and through the AOT path (see `sources.loader`);
-    `call` gives its example arguments as Python values."""
-    return _load_runs(target, options, aot_target, call)
+    @functools.cached_property
+    def overview(self) -> InspectReport:
+        """The overview `hloscope inspect` shows: functions, call graph, op counts,
+        timings, cost, and the parameter, placement and fusion summaries."""
+        from hloscope import reports
 
+        return shown(reports.inspect_report(self.loaded))
 
-def aot_check_report(loaded: LoadedRuns) -> AotReport:
-    """Build the `aot-check` report of a target run both ways."""
-    runs = loaded.runs
+    @property
+    def structure(self) -> Structure:
+        """Functions, the call graph (nested jits) and op counts: the overview's
+        analysis, as data."""
+        return self.overview.structure
 
-    def program(parsed: ParsedModule) -> Program:
-        module = parsed.model
-        return Program(
-            name=module.name or "(unnamed)",
-            module=module,
-            text=parsed.text(debug_info=False, elements_limit=AOT_TEXT_ELEMENTS),
+    @functools.cached_property
+    def params(self) -> ParamsReport:
+        """Every argument mapped to its HLO parameter: used, unused or pruned, with
+        donation, sharding and memory kind (`hloscope params`)."""
+        from hloscope import reports
+
+        return shown(reports.params_report(self.loaded))
+
+    @functools.cached_property
+    def placement(self) -> PlacementReport:
+        """Compute placement, memory kinds, transfers, shardings and collectives
+        (`hloscope placement`)."""
+        from hloscope import reports
+
+        return shown(reports.placement_report(self.loaded))
+
+    def optimized(self) -> Inspection:
+        """The optimized module, as `--compile` reads it: a function is compiled for
+        the local backend, a dump folder's after-optimization file is read, a
+        before-optimization module is compiled. Compiles once; this inspection when
+        it is the optimized module already."""
+        if self.source.stage == "optimized":
+            return self
+        if self._optimized is None:
+            from hloscope.sources import loader
+
+            origin = dataclasses.replace(
+                self._origin, options=dataclasses.replace(self._origin.options, optimized=True)
+            )
+            if self._origin.kind == "target" and self.source.folder_modules:
+                loaded = loader.load(self._origin.value, origin.options)
+            else:
+                loaded = loader.optimized(self.loaded)
+            self._optimized = Inspection(loaded, origin)
+        return self._optimized
+
+    def fusions(self) -> FusionsReport:
+        """What XLA fused, from which source lines, and what it left unfused
+        (`hloscope fusions`); compiles first, once, when this is the lowered module."""
+        optimized = self.optimized()
+        if optimized is not self:
+            return optimized.fusions()
+        if self._fusions is None:
+            from hloscope import reports
+
+            self._fusions = shown(reports.fusions_report(self.loaded))
+        return self._fusions
+
+    def aot_check(self, aot: Any = None) -> AotReport:
+        """The direct call against the AOT path (`hloscope aot-check`): calls the
+        function on its example arguments (values are made for shapes), then lowers,
+        compiles and runs its AOT path, and compares them. `aot` names the AOT object
+        (`--aot`): a function, a `Lowered` or `Compiled`, or a target string. Runs
+        both paths at every call, and clears JAX's in-memory caches first."""
+        from hloscope import reports
+        from hloscope.sources import loader
+
+        origin = self._origin
+        if origin.kind == "object":
+            aot_label = None if aot is None or isinstance(aot, str) else object_label(aot)
+            runs = loader.load_runs_object(origin.value, self.label, origin.call, aot, aot_label)
+        elif origin.kind == "target" and self.source.kind == "entrypoint":
+            if aot is not None and not isinstance(aot, str):
+                raise HloscopeError(
+                    "aot= names the AOT object of a target string with a target string "
+                    "(pkg.module:function or file.py:function)"
+                )
+            runs = loader.load_runs(origin.value, origin.options, aot, origin.call)
+        else:
+            raise HloscopeError(
+                "aot_check() calls a function, and this is a module "
+                f"({self.source.format}): inspect the function instead",
+                where=self.label,
+            )
+        return shown(reports.aot_check_report(runs))
+
+    def diff(self, other: Any, /, *args: Any, **kwargs: Any) -> DiffReport:
+        """The structural diff from this module (A) to `other` (B), as `hloscope diff`
+        makes it. `other` is anything `hloscope.inspect` takes, on `args` and
+        `kwargs`; a function given without arguments is lowered on this
+        inspection's."""
+        from hloscope import reports
+
+        if not isinstance(other, Inspection):
+            call = self._origin.call
+            if not (args or kwargs) and call is not None and _takes_arguments(other):
+                args, kwargs = tuple(call.args), dict(call.kwargs)
+            other = inspect(other, *args, **kwargs)
+        elif args or kwargs:
+            _refuse_arguments(args, kwargs, "the other side is an Inspection already")
+        return shown(reports.diff_loaded(self.loaded, other.loaded))
+
+    # -- the browser ---------------------------------------------------------------
+
+    def browse(self, start: str = "ir") -> None:
+        """Open the browser on this module in the current terminal, on its `start`
+        tab (`ir`, `overview`, ...), and return when the user quits (q). Works from a
+        REPL and at a pdb prompt; raises `HloscopeError` where there is no terminal
+        (a notebook, a pipe)."""
+        from hloscope.tui.app import browse
+
+        browse(self.loaded, start=start)
+
+    # -- showing itself --------------------------------------------------------------
+
+    def _json_document(self) -> dict[str, Any]:
+        return renderers(self.overview)[0](self.overview)
+
+    def _render_into(self, console: Console) -> None:
+        from rich.text import Text
+
+        renderers(self.overview)[1](self.overview, console)
+        origin = self._origin
+        runs = (origin.kind == "target" and self.source.kind == "entrypoint") or (
+            origin.kind == "object" and _takes_arguments(origin.value)
         )
-
-    comparison = compare_paths(
-        runs,
-        [program(p) for p in loaded.call_modules],
-        program(loaded.aot_module) if loaded.aot_module is not None else None,
-        [program(p) for p in loaded.aot_run_modules],
-    )
-    lowering = runs.aot_lowering
-    return AotReport(
-        target=loaded.target,
-        aot_target=loaded.aot_target,
-        comparison=comparison,
-        inputs=runs.inputs,
-        seed=runs.seed,
-        timings=AotTimings(
-            load_seconds=loaded.load_seconds,
-            call_seconds=runs.call.seconds,
-            lower_seconds=lowering.lower_seconds if lowering is not None else None,
-            compile_seconds=runs.compile_seconds,
-            run_seconds=runs.aot.seconds,
-        ),
-        notes=loaded.notes,
-    )
+        more = [".params", ".placement", ".fusions()"]
+        more += [".aot_check()"] if runs else []
+        more += [".diff(other)", ".text()", ".browse()", ".to_json()"]
+        console.print()
+        console.print(Text(f"more: {' '.join(more)}", style="dim"))

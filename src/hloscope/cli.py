@@ -13,11 +13,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from hloscope import __version__, api
+from hloscope import __version__, reports
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
 from hloscope.ir.build import gc_paused
 from hloscope.render import json as json_render
 from hloscope.render import text as text_render
+from hloscope.sources import loader
 
 R = TypeVar("R")
 
@@ -113,8 +114,8 @@ def _root(
 
 def _options(
     arg: list[str] | None, args: str | None, module: str | None, compile: bool
-) -> api.LoadOptions:
-    return api.LoadOptions(
+) -> loader.LoadOptions:
+    return loader.LoadOptions(
         args=tuple(arg or ()), args_factory=args, module=module, optimized=compile
     )
 
@@ -164,7 +165,7 @@ def inspect(
     emit(
         debug,
         json,
-        lambda: api.inspect_report(api.load(target, _options(arg, args, module, compile))),
+        lambda: reports.inspect_report(loader.load(target, _options(arg, args, module, compile))),
         json_render.inspect_json,
         text_render.render_inspect,
         timeout=timeout,
@@ -194,7 +195,7 @@ def fusions(
     timeout: TimeoutOption = None,
 ) -> None:
     """What XLA fused, from which source lines, and what it left unfused."""
-    options = api.LoadOptions(
+    options = loader.LoadOptions(
         args=tuple(arg or ()),
         args_factory=args,
         module=module,
@@ -204,7 +205,7 @@ def fusions(
     emit(
         debug,
         json,
-        lambda: api.fusions_report(api.load(target, options)),
+        lambda: reports.fusions_report(loader.load(target, options)),
         json_render.fusions_json,
         text_render.render_fusions,
         timeout=timeout,
@@ -253,10 +254,10 @@ def params(
     pruned, with donation, sharding and memory kind."""
     statuses: tuple[str, ...] = ()
 
-    def build() -> api.ParamsReport:
+    def build() -> reports.ParamsReport:
         nonlocal statuses
         statuses = _fail_on_statuses(fail_on)
-        return api.params_report(api.load(target, _options(arg, args, module, compile)))
+        return reports.params_report(loader.load(target, _options(arg, args, module, compile)))
 
     emit(
         debug,
@@ -286,7 +287,7 @@ def placement(
     emit(
         debug,
         json,
-        lambda: api.placement_report(api.load(target, _options(arg, args, module, compile))),
+        lambda: reports.placement_report(loader.load(target, _options(arg, args, module, compile))),
         json_render.placement_json,
         text_render.render_placement,
         timeout=timeout,
@@ -327,7 +328,7 @@ def diff(
     emit(
         debug,
         json,
-        lambda: api.diff_report(a, b, _options(arg, args, module, compile)),
+        lambda: reports.diff_report(a, b, _options(arg, args, module, compile)),
         json_render.diff_json,
         text_render.render_diff,
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
@@ -350,7 +351,7 @@ def tui(
     _browse(target, _options(arg, args, module, compile), "ir", debug)
 
 
-def _browse(target: str, options: api.LoadOptions, start: str, debug: bool) -> None:
+def _browse(target: str, options: loader.LoadOptions, start: str, debug: bool) -> None:
     """Run the browser; textual is imported here, so no other command loads it."""
     with command_edge(debug):
         from hloscope.tui.app import run_browser
@@ -386,11 +387,11 @@ def aot_check(
     """The direct call against the AOT path: call the target, lower-compile-run its AOT
     path on the same inputs, compare placement, parameters, ops, text and results.
     Exit 0 when they agree, 1 when they differ."""
-    options = api.LoadOptions(args=tuple(arg or ()), args_factory=args)
+    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
     emit(
         debug,
         json,
-        lambda: api.aot_check_report(api.load_runs(target, options, aot)),
+        lambda: reports.aot_check_report(loader.load_runs(target, options, aot)),
         json_render.aot_check_json,
         text_render.render_aot_check,
         lambda report: ExitCode.DIFFERENT if report.verdict == "different" else ExitCode.OK,
@@ -399,7 +400,7 @@ def aot_check(
     )
 
 
-def _browse_diff(a: str, b: str, options: api.LoadOptions, debug: bool) -> None:
+def _browse_diff(a: str, b: str, options: loader.LoadOptions, debug: bool) -> None:
     """Run the diff screen; textual is imported here, so no other command loads it."""
     with command_edge(debug):
         from hloscope.tui.diff_app import run_diff

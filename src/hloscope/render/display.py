@@ -3,21 +3,24 @@
 A report in a REPL, a notebook or at a pdb prompt reads as the command line prints
 it: its repr and `str` (what a pdb prompt, a plain REPL and IPython show) are the
 text report, rich (in a terminal) renders it in colour, a notebook shows it as
-HTML, and `report.to_json()` is the document `--json` prints. The `Displayed` mixin
-of the `hloscope.api` reports does it with the command line's own renderers
-(`render.text`, `render.json`), looked up by report type in `renderers`, so Python
-and the command line cannot disagree.
+HTML, and `report.to_json()` is the document `--json` prints. The reports of
+`hloscope.reports` are plain data; `shown(report)` gives the Python API the same
+report with the `Displayed` mixin, which shows it with the command line's own
+renderers (`render.text`, `render.json`), looked up by report type in `renderers`,
+so Python and the command line cannot disagree.
 
 Importing this module imports nothing heavy: rich is loaded when a report is shown.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import io
 import json
 import shutil
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -34,20 +37,22 @@ HTML_FORMAT = (
 
 Renderers = tuple[Callable[[Any], dict[str, Any]], Callable[[Any, "Console"], None]]
 
+R = TypeVar("R")
+
 
 def renderers(report: object) -> Renderers:
     """The JSON and text renderers of a report: those its command uses."""
-    from hloscope import api
+    from hloscope import reports
     from hloscope.render import json as json_render
     from hloscope.render import text as text_render
 
     table: dict[type, Renderers] = {
-        api.InspectReport: (json_render.inspect_json, text_render.render_inspect),
-        api.ParamsReport: (json_render.params_json, text_render.render_params),
-        api.PlacementReport: (json_render.placement_json, text_render.render_placement),
-        api.FusionsReport: (json_render.fusions_json, text_render.render_fusions),
-        api.DiffReport: (json_render.diff_json, text_render.render_diff),
-        api.AotReport: (json_render.aot_check_json, text_render.render_aot_check),
+        reports.InspectReport: (json_render.inspect_json, text_render.render_inspect),
+        reports.ParamsReport: (json_render.params_json, text_render.render_params),
+        reports.PlacementReport: (json_render.placement_json, text_render.render_placement),
+        reports.FusionsReport: (json_render.fusions_json, text_render.render_fusions),
+        reports.DiffReport: (json_render.diff_json, text_render.render_diff),
+        reports.AotReport: (json_render.aot_check_json, text_render.render_aot_check),
     }
     for cls in type(report).__mro__:
         if cls in table:
@@ -136,3 +141,20 @@ class Displayed:
 
     def _render_into(self, console: Console) -> None:
         renderers(self)[1](self, console)
+
+
+def shown(report: R) -> R:
+    """`report` as the Python API hands it out: the same frozen dataclass, of a
+    subclass that shows itself (`Displayed`)."""
+    if isinstance(report, Displayed):
+        return report
+    fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(report)}  # type: ignore[arg-type]
+    cls: type = type(report)
+    displayed: R = _displayed_class(cls)(**fields)
+    return displayed
+
+
+@functools.cache
+def _displayed_class(cls: type) -> type:
+    # Named as the report's class, so that it reads the same in tracebacks and pdb.
+    return type(cls.__name__, (Displayed, cls), {"__doc__": cls.__doc__})

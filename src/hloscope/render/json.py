@@ -14,11 +14,11 @@ from typing import Any
 
 from hloscope.analyses.aot import ProgramSummary
 from hloscope.analyses.diff import Side as DiffSide
-from hloscope.analyses.fusions import FusionSummary, summarize_fusions
+from hloscope.analyses.fusions import FusionSummary
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
-from hloscope.api import (
+from hloscope.reports import (
     AotReport,
     DiffReport,
     FusionsReport,
@@ -171,7 +171,7 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
             }
             for line in analysis.lines
         ],
-        "summary": fusion_summary_json(summarize_fusions(analysis)),
+        "summary": fusion_summary_json(report.summary),
         "jits": list(analysis.jits),
         "timings": plain(report.timings),
         "notes": list(report.notes),

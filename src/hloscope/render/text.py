@@ -23,11 +23,11 @@ from hloscope.analyses.aot import ProgramSummary, changed_kinds
 from hloscope.analyses.aot import ResultComparison as AotResult
 from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
 from hloscope.analyses.diff import Side as DiffSide
-from hloscope.analyses.fusions import Fusion, FusionSummary, summarize_fusions
+from hloscope.analyses.fusions import Fusion, FusionSummary
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
-from hloscope.api import (
+from hloscope.reports import (
     AotReport,
     DiffReport,
     FusionsReport,
@@ -383,7 +383,7 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         ("target", Text(source.target, style="bold")),
         ("source", describe_source(source)),
         ("module", report.module or "(unnamed)"),
-        ("fusions", fusion_summary_text(summarize_fusions(analysis))),
+        ("fusions", fusion_summary_text(report.summary)),
         ("timings", " · ".join(timing_parts)),
     ]
     crossing = analysis.crossing_jits

@@ -242,6 +242,41 @@ def optimized(loaded: Loaded) -> Loaded:
     )
 
 
+# --------------------------------------------------------------------------- diffs
+
+
+def diff_options(target: str, options: LoadOptions) -> LoadOptions:
+    """The target options that apply to one side: example arguments to an entrypoint,
+    `--module` to a dump folder, `--compile` to both."""
+    parsed = parse_target(target)
+    if isinstance(parsed, EntrypointTarget):
+        return dataclasses.replace(options, module=None)
+    keep_module = options.module if parsed.path.is_dir() else None
+    return dataclasses.replace(options, args=(), args_factory=None, module=keep_module)
+
+
+def load_diff_sides(
+    target_a: str, target_b: str, options: LoadOptions | None = None
+) -> tuple[Loaded, Loaded]:
+    """Load the two targets of a diff, each with the options that apply to it (the
+    browser's diff screen loads them itself, to print them too)."""
+    options = options or LoadOptions()
+    parsed = [parse_target(target_a), parse_target(target_b)]
+    if (options.args or options.args_factory) and not any(
+        isinstance(p, EntrypointTarget) for p in parsed
+    ):
+        raise HloscopeError(
+            "--arg and --args give example arguments to entrypoints; A and B are dumps"
+        )
+    if options.module is not None and not any(
+        isinstance(p, DumpTarget) and p.path.is_dir() for p in parsed
+    ):
+        raise HloscopeError("--module picks a module of a dump folder; neither A nor B is one")
+    loaded_a = load(target_a, diff_options(target_a, options))
+    loaded_b = load(target_b, diff_options(target_b, options))
+    return loaded_a, loaded_b
+
+
 # --------------------------------------------------------------------------- entrypoints
 
 

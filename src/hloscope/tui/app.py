@@ -25,8 +25,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from hloscope import api
 from hloscope.errors import ExitCode, HloscopeError, print_error
+from hloscope.sources import loader
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.focus import focus_now
 from hloscope.tui.screens.help import HelpScreen
@@ -206,9 +206,9 @@ class HloscopeApp(WorkingApp):
     def __init__(
         self,
         target: str,
-        options: api.LoadOptions | None = None,
+        options: loader.LoadOptions | None = None,
         *,
-        loaded: api.Loaded | None = None,
+        loaded: loader.Loaded | None = None,
         start: str = IR_TAB,
         driver_class: type[Driver] | None = None,
     ) -> None:
@@ -216,7 +216,7 @@ class HloscopeApp(WorkingApp):
         names the tab shown first (`ir`, `overview`)."""
         super().__init__(driver_class=driver_class)
         self.target = target
-        self.options = options or api.LoadOptions()
+        self.options = options or loader.LoadOptions()
         self.preloaded = loaded
         self.start = start
         self.session: Session | None = None
@@ -249,7 +249,7 @@ class HloscopeApp(WorkingApp):
 
     # -- workers ----------------------------------------------------------------------
 
-    def _prepare_and_build(self, loaded: api.Loaded) -> None:
+    def _prepare_and_build(self, loaded: loader.Loaded) -> None:
         """In a worker: post the printed module, then its reports."""
         session = prepare(loaded, VIEWS, self._report_step)
         self.post_message(self.Ready(session))
@@ -267,13 +267,13 @@ class HloscopeApp(WorkingApp):
         self.post_message(self.ReportsReady(session, reports))
 
     @work(thread=True, group="load")
-    def _load(self, target: str, options: api.LoadOptions, loaded: api.Loaded | None) -> None:
+    def _load(self, target: str, options: loader.LoadOptions, loaded: loader.Loaded | None) -> None:
         try:
             if loaded is None:
                 self.post_message(
                     self.Progress("loading (an entrypoint is imported and lowered first)")
                 )
-                loaded = api.load(target, options)
+                loaded = loader.load(target, options)
             self._prepare_and_build(loaded)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
@@ -282,16 +282,16 @@ class HloscopeApp(WorkingApp):
             )
 
     @work(thread=True, group="load")
-    def _compile(self, loaded: api.Loaded) -> None:
+    def _compile(self, loaded: loader.Loaded) -> None:
         try:
             self.post_message(self.Progress("compiling for the local backend"))
-            optimized = api.optimized(loaded)
+            optimized = loader.optimized(loaded)
             self._prepare_and_build(optimized)
         except BaseException as exc:
             self.post_message(self.Failed("Could not compile", describe_failure(exc), fatal=False))
 
     @work(thread=True, group="view")
-    def _build_view(self, view: ReportView, loaded: api.Loaded) -> None:
+    def _build_view(self, view: ReportView, loaded: loader.Loaded) -> None:
         try:
             self.post_message(self.Progress(view.on_demand or f"building {view.title}"))
             report = view.build(loaded)
@@ -556,7 +556,7 @@ def run_app(make: Any, debug: bool) -> int:
 # --------------------------------------------------------------------------- the Python API
 
 
-def browse(loaded: api.Loaded, *, start: str = IR_TAB) -> None:
+def browse(loaded: loader.Loaded, *, start: str = IR_TAB) -> None:
     """Browse an already loaded module in this process's terminal until the user
     quits: `Inspection.browse()`, from a REPL or at a pdb prompt (where the terminal
     is in line mode: the app takes it over and gives it back as it found it). Raises
@@ -611,7 +611,7 @@ def run_in_terminal(app: App[Any]) -> None:
 
 
 def run_browser(
-    target: str, options: api.LoadOptions, *, start: str = IR_TAB, debug: bool = False
+    target: str, options: loader.LoadOptions, *, start: str = IR_TAB, debug: bool = False
 ) -> int:
     """Run the browser on `target` until the user quits; the exit code (2 when the
     target could not be loaded, after printing why on stderr; with `debug`, the

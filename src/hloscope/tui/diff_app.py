@@ -31,7 +31,7 @@ from textual.driver import Driver
 from textual.message import Message
 from textual.widgets import Footer, Static
 
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses.diff import (
     ADDED,
     CHANGED,
@@ -44,6 +44,7 @@ from hloscope.analyses.diff import (
 from hloscope.analyses.printed import PrintedModule
 from hloscope.errors import ExitCode
 from hloscope.render.text import describe_source
+from hloscope.sources import loader
 from hloscope.tui.app import WorkingApp, run_app
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
@@ -67,9 +68,9 @@ MAX_CHANGES_SHOWN = 4
 class DiffSession:
     """Both modules, their diff, and the side-by-side layout."""
 
-    a: api.Loaded
-    b: api.Loaded
-    report: api.DiffReport
+    a: loader.Loaded
+    b: loader.Loaded
+    report: reports.DiffReport
     printed_a: PrintedModule
     printed_b: PrintedModule
     aligned: AlignedLines
@@ -81,7 +82,9 @@ class DiffSession:
     """id() of each change -> how many times the same change occurs."""
 
 
-def diff_session(a: api.Loaded, b: api.Loaded, progress: WorkingApp | None = None) -> DiffSession:
+def diff_session(
+    a: loader.Loaded, b: loader.Loaded, progress: WorkingApp | None = None
+) -> DiffSession:
     """Diff two loaded targets and lay them out side by side (in a worker)."""
 
     def step(text: str) -> None:
@@ -89,7 +92,7 @@ def diff_session(a: api.Loaded, b: api.Loaded, progress: WorkingApp | None = Non
             progress._report_step(text)
 
     step("diffing")
-    report = api.diff_loaded(a, b)
+    report = reports.diff_loaded(a, b)
     step(f"printing A ({len(a.module.ops):,} ops)")
     printed_a = print_module(a, locations=False)
     step(f"printing B ({len(b.module.ops):,} ops)")
@@ -118,7 +121,7 @@ def diff_session(a: api.Loaded, b: api.Loaded, progress: WorkingApp | None = Non
     )
 
 
-def summary_text(report: api.DiffReport) -> Text:
+def summary_text(report: reports.DiffReport) -> Text:
     """The header: each side, then the verdict and the op counts."""
     diff = report.diff
     text = Text()
@@ -396,14 +399,14 @@ class DiffApp(WorkingApp):
         self,
         target_a: str,
         target_b: str,
-        options: api.LoadOptions | None = None,
+        options: loader.LoadOptions | None = None,
         *,
         driver_class: type[Driver] | None = None,
     ) -> None:
         super().__init__(driver_class=driver_class)
         self.target_a = target_a
         self.target_b = target_b
-        self.options = options or api.LoadOptions()
+        self.options = options or loader.LoadOptions()
         self.session: DiffSession | None = None
 
     def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
@@ -425,7 +428,7 @@ class DiffApp(WorkingApp):
     def _load(self) -> None:
         try:
             self._report_step("loading A and B (an entrypoint is imported and lowered first)")
-            a, b = api.load_diff_sides(self.target_a, self.target_b, self.options)
+            a, b = loader.load_diff_sides(self.target_a, self.target_b, self.options)
             session = diff_session(a, b, self)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
@@ -456,7 +459,9 @@ def diff_key_sections() -> list[tuple[str, type[DOMNode]]]:
     ]
 
 
-def run_diff(target_a: str, target_b: str, options: api.LoadOptions, *, debug: bool = False) -> int:
+def run_diff(
+    target_a: str, target_b: str, options: loader.LoadOptions, *, debug: bool = False
+) -> int:
     """Run the diff screen until the user quits; the exit code: 0 when the modules are
     the same, 1 when they differ, 2 when one could not be loaded (after printing why
     on stderr; with `debug`, the traceback too)."""

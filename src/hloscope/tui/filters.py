@@ -16,8 +16,9 @@ from typing import Any
 
 from rich.style import Style
 
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses.placement import HOST
+from hloscope.sources import loader
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,13 +32,13 @@ class OpFilter:
     """What the ops are, for the help screen and the status line: `host ops`."""
     style: Style
     """Their colour in the tree, the IR view's gutter and op names."""
-    report: Callable[[api.Loaded], Any]
+    report: Callable[[loader.Loaded], Any]
     """The report the ops are read from (built once per module, in a worker)."""
     ops: Callable[[Any], frozenset[int]]
     """The ops, by id, from that report."""
 
 
-def host_ops(report: api.PlacementReport) -> frozenset[int]:
+def host_ops(report: reports.PlacementReport) -> frozenset[int]:
     """Ops the placement analysis puts on the host (also when other calls of the same
     function run it on the device: `device|host`)."""
     return frozenset(
@@ -52,7 +53,7 @@ HOST_OPS = OpFilter(
     key="H",
     label="host ops",
     style=Style(color="bright_magenta", bold=True),
-    report=api.placement_report,
+    report=reports.placement_report,
     ops=host_ops,
 )
 

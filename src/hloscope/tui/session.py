@@ -13,11 +13,12 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hloscope import api
+from hloscope import reports
 from hloscope.analyses.placement import PlacedOp
 from hloscope.analyses.printed import PrintedModule, index_printed
 from hloscope.analyses.structure import Structure
 from hloscope.errors import HloscopeError, one_line
+from hloscope.sources import loader
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.views.base import ReportView
 
@@ -28,7 +29,7 @@ Progress = Callable[[str], None]
 class Reports:
     """What the browser derived from a module besides its printed text."""
 
-    inspect: api.InspectReport | None
+    inspect: reports.InspectReport | None
     """The overview report (the tree and the detail pane read its structure); None
     when it could not be built."""
     marked: Mapping[str, frozenset[int]]
@@ -46,7 +47,7 @@ class Reports:
 class Session:
     """A loaded module and what the browser derived from it."""
 
-    loaded: api.Loaded
+    loaded: loader.Loaded
     printed: PrintedModule
     """The printed module without locations."""
     views: tuple[ReportView, ...]
@@ -78,7 +79,7 @@ class Session:
         return self.located if locations else self.printed
 
 
-def print_module(loaded: api.Loaded, locations: bool) -> PrintedModule:
+def print_module(loaded: loader.Loaded, locations: bool) -> PrintedModule:
     """The module's printed text (with locations or not), paired with its ops."""
     text = loaded.parsed.text(debug_info=locations)
     return index_printed(loaded.module, text, hlo_native=loaded.source.ir == "hlo-native")
@@ -98,7 +99,7 @@ def describe_failure(exc: BaseException) -> str:
     )
 
 
-def prepare(loaded: api.Loaded, views: tuple[ReportView, ...], progress: Progress) -> Session:
+def prepare(loaded: loader.Loaded, views: tuple[ReportView, ...], progress: Progress) -> Session:
     """What the IR tab needs: the printed module paired with its ops."""
     module = loaded.module
     progress(f"printing {len(module.ops):,} ops")
@@ -115,21 +116,21 @@ def prepare(loaded: api.Loaded, views: tuple[ReportView, ...], progress: Progres
     )
 
 
-def reports_from_inspect(inspect: api.InspectReport, loaded: api.Loaded) -> dict[Any, Any]:
+def reports_from_inspect(inspect: reports.InspectReport, loaded: loader.Loaded) -> dict[Any, Any]:
     """The `params` and `placement` reports, from the analyses the overview already
-    ran (as `api.params_report` and `api.placement_report` build them), so that a
+    ran (as `reports.params_report` and `reports.placement_report` build them), so that a
     large module is not analysed twice."""
     built: dict[Any, Any] = {}
     if inspect.params is not None:
         usage = inspect.params
-        built[api.params_report] = api.ParamsReport(
+        built[reports.params_report] = reports.ParamsReport(
             source=loaded.source,
             module=loaded.module.name,
             usage=usage,
             notes=loaded.notes + usage.notes,
         )
     if inspect.placement is not None:
-        built[api.placement_report] = api.PlacementReport(
+        built[reports.placement_report] = reports.PlacementReport(
             source=loaded.source, placement=inspect.placement, notes=loaded.notes
         )
     return built
@@ -143,18 +144,18 @@ def build_reports(
     loaded = session.loaded
     progress("building the overview")
     built: dict[Any, Any] = {}
-    inspect: api.InspectReport | None = None
+    inspect: reports.InspectReport | None = None
     try:
-        inspect = api.inspect_report(loaded)
+        inspect = reports.inspect_report(loaded)
     except Exception:
         pass  # the Overview tab says why, when it builds it again
     else:
-        built[api.inspect_report] = inspect
+        built[reports.inspect_report] = inspect
         built.update(reports_from_inspect(inspect, loaded))
-    reports: dict[str, Any] = {}
+    by_view: dict[str, Any] = {}
     failures: dict[str, str] = {}
 
-    def report(build: Callable[[api.Loaded], Any], title: str) -> Any:
+    def report(build: Callable[[loader.Loaded], Any], title: str) -> Any:
         if build not in built:
             progress(f"building {title}")
             built[build] = build(loaded)
@@ -164,7 +165,7 @@ def build_reports(
         if view.on_demand or (view.optimized and session.lowered):
             continue
         try:
-            reports[view.id] = report(view.build, view.title)
+            by_view[view.id] = report(view.build, view.title)
         except Exception as exc:
             failures[view.id] = describe_failure(exc)
     marked: dict[str, frozenset[int]] = {}
@@ -174,6 +175,6 @@ def build_reports(
             marked[op_filter.id] = op_filter.ops(report(op_filter.report, op_filter.label))
         except Exception:
             marked[op_filter.id] = frozenset()
-    placement = built.get(api.placement_report)
+    placement = built.get(reports.placement_report)
     placed = {p.op_id: p for p in placement.placement.placed_ops} if placement is not None else {}
-    return Reports(inspect=inspect, marked=marked, built=reports, failures=failures, placed=placed)
+    return Reports(inspect=inspect, marked=marked, built=by_view, failures=failures, placed=placed)

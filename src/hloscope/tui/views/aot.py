@@ -12,9 +12,11 @@ from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 
-from hloscope import api
-from hloscope.api import AotReport, Loaded
+from hloscope import reports
 from hloscope.render.text import render_aot_check
+from hloscope.reports import AotReport
+from hloscope.sources import loader
+from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView, RunView
 from hloscope.tui.views.overview import RenderedView
 
@@ -26,8 +28,8 @@ def is_entrypoint(loaded: Loaded) -> bool:
 def check_aot(loaded: Loaded) -> AotReport:
     """Run the target as called and through its AOT path (with the example arguments
     it was loaded with) and compare."""
-    options = api.LoadOptions(args=loaded.options.args, args_factory=loaded.options.args_factory)
-    return api.aot_check_report(api.load_runs(loaded.source.target, options))
+    options = loader.LoadOptions(args=loaded.options.args, args_factory=loaded.options.args_factory)
+    return reports.aot_check_report(loader.load_runs(loaded.source.target, options))
 
 
 class AotView(RenderedView):

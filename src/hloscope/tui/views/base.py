@@ -21,7 +21,7 @@ from typing import Any
 from textual.message import Message
 from textual.widget import Widget
 
-from hloscope.api import Loaded
+from hloscope.sources.loader import Loaded
 
 
 def always(_loaded: Loaded) -> bool:

@@ -14,9 +14,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from hloscope.analyses.fusions import FusionAnalysis, summarize_fusions
-from hloscope.api import FusionsReport, Loaded, fusions_report
+from hloscope.analyses.fusions import FusionAnalysis
 from hloscope.render.text import fusion_summary_text, human_bytes, short_source, sources_text
+from hloscope.reports import FusionsReport, fusions_report
+from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
 from hloscope.tui.widgets.report_list import (
     Column,
@@ -185,7 +186,7 @@ class FusionsView(Vertical):
         self.report = report
 
     def compose(self) -> ComposeResult:
-        summary = fusion_summary_text(summarize_fusions(self.report.analysis))
+        summary = fusion_summary_text(self.report.summary)
         yield Static(Text(f"fusions  {summary}", style="bold"), classes="report-header")
         yield ReportList(fusions_lines(self.report), id="fusions-list")
 

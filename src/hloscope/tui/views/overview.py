@@ -15,8 +15,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hloscope.api import InspectReport, Loaded, inspect_report
 from hloscope.render.text import render_inspect
+from hloscope.reports import InspectReport, inspect_report
+from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
 
 Renderer = Callable[[Any, Console], None]

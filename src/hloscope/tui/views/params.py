@@ -15,9 +15,10 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hloscope.analyses.params import PRUNED, UNUSED, ParameterUsage
-from hloscope.api import Loaded, ParamsReport, params_report
 from hloscope.ir.model import Module
 from hloscope.render.text import STATUS_STYLES, human_bytes, params_counts_text
+from hloscope.reports import ParamsReport, params_report
+from hloscope.sources.loader import Loaded
 from hloscope.tui.focus import focus_now
 from hloscope.tui.views.base import ReportView
 from hloscope.tui.widgets.report_list import (

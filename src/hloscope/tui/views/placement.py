@@ -16,7 +16,6 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hloscope.analyses.placement import ComputeRegion, collective_kind
-from hloscope.api import Loaded, PlacementReport, placement_report
 from hloscope.ir.model import Module, Op
 from hloscope.render.text import (
     compute_text,
@@ -27,6 +26,8 @@ from hloscope.render.text import (
     short_source,
     sources_text,
 )
+from hloscope.reports import PlacementReport, placement_report
+from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
 from hloscope.tui.views.params import argument_jump
 from hloscope.tui.widgets.report_list import (

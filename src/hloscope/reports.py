@@ -1,0 +1,358 @@
+"""The reports and the functions that build them from what was loaded.
+
+The command line, the browser and the Python API (`hloscope.inspect`) all build
+their reports here, so they never disagree. Reports are frozen dataclasses holding
+everything their renderers show (`hloscope.render`: text, JSON, and in Python
+`render.display`); building one runs the analyses, and nothing here renders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+import os
+import time
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from hloscope.analyses.aot import AotComparison, Program, compare_paths
+from hloscope.analyses.diff import ModuleDiff, diff_modules
+from hloscope.analyses.fusions import (
+    FusionAnalysis,
+    FusionSummary,
+    analyze_fusions,
+    inner_jits,
+    summarize_fusions,
+)
+from hloscope.analyses.params import ParameterUsage, analyze_params
+from hloscope.analyses.placement import Placement, analyze_placement
+from hloscope.analyses.structure import Structure, analyze_structure
+from hloscope.ir.parsed import ParsedModule
+from hloscope.sources.loader import (
+    OPTIMIZED,
+    Loaded,
+    LoadedRuns,
+    LoadOptions,
+    Source,
+    load_diff_sides,
+    optimized,
+)
+from hloscope.sources.stages import InputLeaf
+
+__all__ = [
+    "AotReport",
+    "AotTimings",
+    "DiffReport",
+    "FusionsReport",
+    "InspectReport",
+    "ParamsReport",
+    "PlacementReport",
+    "Timings",
+    "aot_check_report",
+    "diff_loaded",
+    "diff_report",
+    "fusions_report",
+    "inspect_report",
+    "params_report",
+    "placement_report",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Wall times of the pipeline's stages, in seconds (None: the stage did not run
+    here)."""
+
+    load_seconds: float
+    """Everything: import, lowering, compiling, parsing."""
+    lower_seconds: float | None
+    """`jax.jit(f).lower(...)`."""
+    compile_seconds: float | None
+    """`.compile()` (XLA's optimizations and code generation)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class InspectReport:
+    """The overview of a module: where it came from, its structure, and what JAX and
+    XLA report about it."""
+
+    source: Source
+    structure: Structure
+    timings: Timings
+    cost: Mapping[str, float] | None
+    """XLA's cost analysis: `flops`, `transcendentals`, `bytes_accessed`; of the
+    optimized module when compiled here, else of the lowered one."""
+    memory: Mapping[str, int] | None
+    """XLA's memory analysis of the compiled executable (bytes of arguments, outputs,
+    temporaries, generated code)."""
+    notes: tuple[str, ...]
+    fusions: FusionSummary | None = None
+    """What XLA fused, when the module read is the optimized one."""
+    params: ParameterUsage | None = None
+    """Parameter usage of the entry (the `params` view), summarised by renderers."""
+    placement: Placement | None = None
+    """Compute placement, memory kinds, transfers, shardings and collectives."""
+
+
+def inspect_report(loaded: Loaded) -> InspectReport:
+    """Build the `inspect` report of a loaded target."""
+    lowering = loaded.lowering
+    compilation = loaded.compilation
+    cost = None
+    if compilation is not None and compilation.cost:
+        cost = compilation.cost
+    elif lowering is not None and lowering.cost:
+        cost = lowering.cost
+    return InspectReport(
+        source=loaded.source,
+        structure=analyze_structure(loaded.module),
+        timings=Timings(
+            load_seconds=loaded.load_seconds,
+            lower_seconds=lowering.lower_seconds if lowering is not None else None,
+            compile_seconds=compilation.compile_seconds if compilation is not None else None,
+        ),
+        cost=cost,
+        memory=compilation.memory if compilation is not None else None,
+        notes=loaded.notes,
+        fusions=(
+            summarize_fusions(analyze_fusions(loaded.module))
+            if loaded.source.stage == OPTIMIZED
+            else None
+        ),
+        params=analyze_params(loaded.module, lowering),
+        placement=analyze_placement(loaded.module),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementReport:
+    """Where a module's ops run and where its data lives: compute types, host
+    regions, memory kinds, transfers, shardings and collectives."""
+
+    source: Source
+    placement: Placement
+    notes: tuple[str, ...]
+
+
+def placement_report(loaded: Loaded) -> PlacementReport:
+    """Build the `placement` report of a loaded target."""
+    return PlacementReport(
+        source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamsReport:
+    """The `params` view: every argument mapped to its HLO parameter, with status,
+    donation, sharding and memory kind."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_f`)."""
+    usage: ParameterUsage
+    notes: tuple[str, ...]
+    """The load's notes and the analysis's."""
+
+    def has_status(self, statuses: tuple[str, ...]) -> bool:
+        """Whether any argument has one of `statuses` (for `--fail-on`)."""
+        return bool(self.usage.with_status(*statuses))
+
+
+def params_report(loaded: Loaded) -> ParamsReport:
+    """Build the `params` report of a loaded target."""
+    usage = analyze_params(loaded.module, loaded.lowering)
+    return ParamsReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        usage=usage,
+        notes=loaded.notes + usage.notes,
+    )
+
+
+# --------------------------------------------------------------------------- fusions
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionsReport:
+    """What XLA fused in the optimized module, mapped back to the source lines."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_mlp`)."""
+    analysis: FusionAnalysis
+    summary: FusionSummary
+    """The analysis in numbers: fusions by kind, fused and unfused ops."""
+    line_texts: Mapping[str, str]
+    """The code of each source line the analysis names (`file.py:LINE` -> text),
+    for the files readable here."""
+    timings: Timings
+    notes: tuple[str, ...]
+
+
+def fusions_report(loaded: Loaded) -> FusionsReport:
+    """Build the `fusions` report, compiling the target first when what was loaded is
+    not the optimized module."""
+    if loaded.source.stage != OPTIMIZED:
+        loaded = optimized(loaded)
+    analysis = analyze_fusions(loaded.module, source_root=os.getcwd())
+    notes = loaded.notes
+    lowering = loaded.lowering
+    jits = inner_jits(analysis)
+    if lowering is not None and lowering.kind == "function" and jits:
+        crossing = len(analysis.crossing_jits)
+        combine = "fusion here combines" if crossing == 1 else "fusions here combine"
+        notes += (
+            f"{lowering.name} is not jitted, so hloscope compiled it under one jax.jit; "
+            f"called as it is, its jits ({', '.join(jits)}) run as separate XLA programs "
+            f"and nothing fuses across them ({crossing} {combine} ops of different jits). "
+            "Point hloscope at each jit to see the programs that run.",
+        )
+    compilation = loaded.compilation
+    return FusionsReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        analysis=analysis,
+        summary=summarize_fusions(analysis),
+        line_texts=_line_texts(line.source for line in analysis.lines),
+        timings=Timings(
+            load_seconds=loaded.load_seconds,
+            lower_seconds=lowering.lower_seconds if lowering is not None else None,
+            compile_seconds=compilation.compile_seconds if compilation is not None else None,
+        ),
+        notes=notes,
+    )
+
+
+def _line_texts(sources: Iterable[str]) -> Mapping[str, str]:
+    texts: dict[str, str] = {}
+    for source in sources:
+        file, _, line = source.rpartition(":")
+        if not line.isdigit() or not os.path.isfile(file):
+            continue
+        text = linecache.getline(file, int(line)).strip()
+        if text:
+            texts[source] = text
+    return MappingProxyType(texts)
+
+
+# --------------------------------------------------------------------------- diff
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffReport:
+    """`hloscope diff A B`: where each side came from and their structural diff."""
+
+    a: Source
+    """Where A came from."""
+    b: Source
+    """Where B came from."""
+    diff: ModuleDiff
+    """The structural diff."""
+    load_seconds: tuple[float, float]
+    """Loading A, loading B (lowering and compiling included)."""
+    diff_seconds: float
+    """Building the diff, loading excluded."""
+    notes: tuple[str, ...]
+    """The diff's notes, then what loading each side noted (prefixed `A:`/`B:`)."""
+
+    @property
+    def same(self) -> bool:
+        return self.diff.verdict == "same"
+
+
+def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None) -> DiffReport:
+    """Load both targets with the same options (each taking those that apply to it) and
+    diff them."""
+    return diff_loaded(*load_diff_sides(target_a, target_b, options))
+
+
+def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
+    """Diff two loaded targets."""
+    start = time.perf_counter()
+    result = diff_modules(a.module, b.module)
+    elapsed = time.perf_counter() - start
+    notes = (
+        result.notes
+        + tuple(f"A: {note}" for note in a.notes)
+        + tuple(f"B: {note}" for note in b.notes)
+    )
+    return DiffReport(a.source, b.source, result, (a.load_seconds, b.load_seconds), elapsed, notes)
+
+
+# --------------------------------------------------------------------------- aot-check
+
+# Constants up to this many elements are printed (and so compared) in full.
+AOT_TEXT_ELEMENTS = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class AotReport:
+    """The direct call against the AOT path: what each compiled, what each returned,
+    and how they differ."""
+
+    target: str
+    aot_target: str | None
+    """`--aot`, when given."""
+    comparison: AotComparison
+    inputs: tuple[InputLeaf, ...]
+    """The concrete arguments both paths ran on."""
+    seed: int
+    """The seed of the pseudo-random inputs."""
+    timings: AotTimings
+    notes: tuple[str, ...]
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class AotTimings:
+    """Wall times of `aot-check`, in seconds."""
+
+    load_seconds: float
+    """Everything: import, both paths, parsing."""
+    call_seconds: float
+    """The call, compilations included."""
+    lower_seconds: float | None
+    """`.lower(...)` on the AOT path."""
+    compile_seconds: float | None
+    """`.compile()` on the AOT path."""
+    run_seconds: float
+    """Running the AOT-compiled executable."""
+
+
+def aot_check_report(loaded: LoadedRuns) -> AotReport:
+    """Build the `aot-check` report of a target run both ways."""
+    runs = loaded.runs
+
+    def program(parsed: ParsedModule) -> Program:
+        module = parsed.model
+        return Program(
+            name=module.name or "(unnamed)",
+            module=module,
+            text=parsed.text(debug_info=False, elements_limit=AOT_TEXT_ELEMENTS),
+        )
+
+    comparison = compare_paths(
+        runs,
+        [program(p) for p in loaded.call_modules],
+        program(loaded.aot_module) if loaded.aot_module is not None else None,
+        [program(p) for p in loaded.aot_run_modules],
+    )
+    lowering = runs.aot_lowering
+    return AotReport(
+        target=loaded.target,
+        aot_target=loaded.aot_target,
+        comparison=comparison,
+        inputs=runs.inputs,
+        seed=runs.seed,
+        timings=AotTimings(
+            load_seconds=loaded.load_seconds,
+            call_seconds=runs.call.seconds,
+            lower_seconds=lowering.lower_seconds if lowering is not None else None,
+            compile_seconds=runs.compile_seconds,
+            run_seconds=runs.aot.seconds,
+        ),
+        notes=loaded.notes,
+    )
