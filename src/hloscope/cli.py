@@ -17,7 +17,13 @@ from hloscope import __version__, reports
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
 from hloscope.ir.build import gc_paused
 from hloscope.render import json as json_render
-from hloscope.render import text as text_render
+from hloscope.render.text.aot import render_aot_check
+from hloscope.render.text.common import make_console
+from hloscope.render.text.diff import render_diff
+from hloscope.render.text.fusions import render_fusions
+from hloscope.render.text.inspect import render_inspect
+from hloscope.render.text.params import render_params
+from hloscope.render.text.placement import render_placement
 from hloscope.sources import loader
 
 R = TypeVar("R")
@@ -139,7 +145,7 @@ def emit(
         if as_json:
             sys.stdout.write(json_render.dumps(to_json(report)) + "\n")
         else:
-            to_text(report, text_render.make_console())
+            to_text(report, make_console())
     code = exit_code(report) if exit_code is not None else ExitCode.OK
     if code != ExitCode.OK:
         raise typer.Exit(code)
@@ -167,7 +173,7 @@ def inspect(
         json,
         lambda: reports.inspect_report(loader.load(target, _options(arg, args, module, compile))),
         json_render.inspect_json,
-        text_render.render_inspect,
+        render_inspect,
         timeout=timeout,
         what=target,
     )
@@ -207,7 +213,7 @@ def fusions(
         json,
         lambda: reports.fusions_report(loader.load(target, options)),
         json_render.fusions_json,
-        text_render.render_fusions,
+        render_fusions,
         timeout=timeout,
         what=target,
     )
@@ -264,7 +270,7 @@ def params(
         json,
         build,
         json_render.params_json,
-        text_render.render_params,
+        render_params,
         lambda report: ExitCode.DIFFERENT if report.has_status(statuses) else ExitCode.OK,
         timeout=timeout,
         what=target,
@@ -289,7 +295,7 @@ def placement(
         json,
         lambda: reports.placement_report(loader.load(target, _options(arg, args, module, compile))),
         json_render.placement_json,
-        text_render.render_placement,
+        render_placement,
         timeout=timeout,
         what=target,
     )
@@ -330,7 +336,7 @@ def diff(
         json,
         lambda: reports.diff_report(a, b, _options(arg, args, module, compile)),
         json_render.diff_json,
-        text_render.render_diff,
+        render_diff,
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",
@@ -393,7 +399,7 @@ def aot_check(
         json,
         lambda: reports.aot_check_report(loader.load_runs(target, options, aot)),
         json_render.aot_check_json,
-        text_render.render_aot_check,
+        render_aot_check,
         lambda report: ExitCode.DIFFERENT if report.verdict == "different" else ExitCode.OK,
         timeout=timeout,
         what=target,

@@ -44,15 +44,20 @@ def renderers(report: object) -> Renderers:
     """The JSON and text renderers of a report: those its command uses."""
     from hloscope import reports
     from hloscope.render import json as json_render
-    from hloscope.render import text as text_render
+    from hloscope.render.text.aot import render_aot_check
+    from hloscope.render.text.diff import render_diff
+    from hloscope.render.text.fusions import render_fusions
+    from hloscope.render.text.inspect import render_inspect
+    from hloscope.render.text.params import render_params
+    from hloscope.render.text.placement import render_placement
 
     table: dict[type, Renderers] = {
-        reports.InspectReport: (json_render.inspect_json, text_render.render_inspect),
-        reports.ParamsReport: (json_render.params_json, text_render.render_params),
-        reports.PlacementReport: (json_render.placement_json, text_render.render_placement),
-        reports.FusionsReport: (json_render.fusions_json, text_render.render_fusions),
-        reports.DiffReport: (json_render.diff_json, text_render.render_diff),
-        reports.AotReport: (json_render.aot_check_json, text_render.render_aot_check),
+        reports.InspectReport: (json_render.inspect_json, render_inspect),
+        reports.ParamsReport: (json_render.params_json, render_params),
+        reports.PlacementReport: (json_render.placement_json, render_placement),
+        reports.FusionsReport: (json_render.fusions_json, render_fusions),
+        reports.DiffReport: (json_render.diff_json, render_diff),
+        reports.AotReport: (json_render.aot_check_json, render_aot_check),
     }
     for cls in type(report).__mro__:
         if cls in table:

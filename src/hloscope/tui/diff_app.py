@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import os
 import traceback
 from collections.abc import Mapping
 from typing import ClassVar
@@ -43,7 +42,8 @@ from hloscope.analyses.diff import (
 )
 from hloscope.analyses.printed import PrintedModule
 from hloscope.errors import ExitCode
-from hloscope.render.text import describe_source
+from hloscope.render.text.common import describe_source
+from hloscope.render.text.diff import change_where
 from hloscope.sources import loader
 from hloscope.tui.app import WorkingApp, run_app
 from hloscope.tui.screens.help import HelpScreen
@@ -146,17 +146,6 @@ def summary_text(report: reports.DiffReport) -> Text:
     if other:
         text.append(f" · {other} parameter, result or module changes")
     return text
-
-
-def change_where(change: Change) -> str:
-    """`main %6 (model.py:33) → host_fn %6 (model.py:51)`, paths relative to the
-    working directory."""
-    prefix = os.getcwd().rstrip(os.sep) + os.sep
-    a = (change.a_where or "").replace(prefix, "")
-    b = (change.b_where or "").replace(prefix, "")
-    if a and b:
-        return a if a == b else f"{a} → {b}"
-    return a or b
 
 
 class DiffSideView(IRView, inherit_bindings=False):

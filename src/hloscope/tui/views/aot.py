@@ -13,7 +13,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 
 from hloscope import reports
-from hloscope.render.text import render_aot_check
+from hloscope.render.text.aot import render_aot_check
 from hloscope.reports import AotReport
 from hloscope.sources import loader
 from hloscope.sources.loader import Loaded

@@ -7,7 +7,6 @@ and per source line what it went into. Enter on a row shows its ops in the IR ta
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,7 +14,17 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hloscope.analyses.fusions import FusionAnalysis
-from hloscope.render.text import fusion_summary_text, human_bytes, short_source, sources_text
+from hloscope.render.text.common import human_bytes, short_source, sources_text
+from hloscope.render.text.fusions import (
+    fusion_bytes_text,
+    fusion_kind_text,
+    fusion_name_text,
+    fusion_summary_text,
+    line_where_text,
+    short_ops,
+    unfused_name_text,
+    unfused_what_text,
+)
 from hloscope.reports import FusionsReport, fusions_report
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
@@ -33,15 +42,6 @@ from hloscope.tui.widgets.report_list import (
 )
 
 
-def short_ops(counts: Mapping[str, int]) -> str:
-    """`multiply ×6, add, tanh`: op kinds without their dialect, most first."""
-    parts = []
-    for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
-        short = name.partition(".")[2] or name
-        parts.append(f"{short} ×{count}" if count > 1 else short)
-    return ", ".join(parts)
-
-
 def _ops_by_name(analysis: FusionAnalysis) -> dict[str, list[int]]:
     by_name: dict[str, list[int]] = defaultdict(list)
     for fusion in analysis.fusions:
@@ -57,20 +57,15 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
     if analysis.fusions:
         rows = []
         for fusion in analysis.fusions:
-            name = Text(fusion.name, style="bold")
-            if fusion.crosses_jits:
-                name.append(" ⇄", style="yellow")
-            if fusion.function != "main":
-                name.append(f" in {fusion.function}", style="dim")
             found = Jump((fusion.op_id,), fusion.name)
             rows.append(
                 Row(
                     [
-                        name,
-                        fusion.backend_kind or fusion.kind,
+                        fusion_name_text(fusion),
+                        fusion_kind_text(fusion),
                         short_ops(fusion.op_counts),
                         ", ".join(fusion.results),
-                        f"{human_bytes(fusion.operand_bytes)} → {human_bytes(fusion.result_bytes)}",
+                        fusion_bytes_text(fusion),
                         sources_text(fusion.sources, limit=6) or "-",
                     ],
                     jump=fixed(found),
@@ -93,19 +88,13 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
             lines.append(blank())
         rows = []
         for op in analysis.unfused:
-            what = op.op.partition(".")[2] or op.op
-            if op.target:
-                what += f" {op.target}"
-            name = Text(op.name, style="bold")
-            if op.function != "main":
-                name.append(f" in {op.function}", style="dim")
             found = Jump((op.op_id,), op.name)
             rows.append(
                 Row(
                     [
-                        name,
+                        unfused_name_text(op),
                         op.category,
-                        what,
+                        unfused_what_text(op),
                         ", ".join(op.results),
                         human_bytes(op.result_bytes),
                         sources_text(op.sources, limit=6) or "-",
@@ -130,9 +119,6 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
         by_name = _ops_by_name(analysis)
         rows = []
         for line in analysis.lines:
-            where = ", ".join(line.fusions)
-            if line.unfused:
-                where = "; ".join(p for p in (where, "unfused: " + ", ".join(line.unfused)) if p)
             ops = tuple(
                 sorted(
                     {op_id for name in (*line.fusions, *line.unfused) for op_id in by_name[name]}
@@ -146,7 +132,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                         Text(report.line_texts.get(line.source, ""), style="cyan"),
                         str(line.fused_ops),
                         str(line.unfused_ops),
-                        where,
+                        line_where_text(line, ", ".join),
                     ],
                     jump=fixed(found),
                 )

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hloscope.render.text import render_inspect
+from hloscope.render.text.inspect import render_inspect
 from hloscope.reports import InspectReport, inspect_report
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView

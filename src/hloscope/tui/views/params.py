@@ -14,9 +14,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from hloscope.analyses.params import PRUNED, UNUSED, ParameterUsage
+from hloscope.analyses.params import PRUNED, UNUSED
 from hloscope.ir.model import Module
-from hloscope.render.text import STATUS_STYLES, human_bytes, params_counts_text
+from hloscope.render.text.common import human_bytes
+from hloscope.render.text.params import (
+    STATUS_STYLES,
+    donation_text,
+    parameter_shape_text,
+    params_bytes_text,
+    params_counts_text,
+)
 from hloscope.reports import ParamsReport, params_report
 from hloscope.sources.loader import Loaded
 from hloscope.tui.focus import focus_now
@@ -67,18 +74,6 @@ def function_jump(module: Module, name: str, indices: Sequence[int]) -> Callable
     return jump
 
 
-def bytes_text(usage: ParameterUsage) -> str:
-    totals = usage.totals
-    parts = [f"{human_bytes(totals.bytes_passed)} passed per call"]
-    if totals.bytes_unused:
-        parts.append(f"{human_bytes(totals.bytes_unused)} of it unused")
-    if totals.bytes_pruned:
-        parts.append(f"{human_bytes(totals.bytes_pruned)} pruned")
-    if totals.bytes_donated:
-        parts.append(f"{human_bytes(totals.bytes_donated)} donated")
-    return " · ".join(parts)
-
-
 def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> list[Line]:
     """The tab's lines; `only_unused`: the unused and pruned arguments alone."""
     usage = report.usage
@@ -105,23 +100,16 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
         table_rows = []
         for p in rows:
             style = STATUS_STYLES.get(p.status, "")
-            shape = p.shape
-            if p.hlo_shape is not None and p.hlo_shape != p.shape:
-                shape += f" ({p.hlo_shape} per device)"
             cells: list[str | Text] = [
                 str(p.position),
                 Text(p.path, style=style if p.status in NOT_USED else ""),
                 "-" if p.hlo_index is None else str(p.hlo_index),
                 Text(p.status, style=style),
-                shape,
+                parameter_shape_text(p),
                 human_bytes(p.bytes),
             ]
             if donated:
-                cells.append(
-                    f"→ out {p.aliases_output}"
-                    if p.aliases_output is not None
-                    else ("yes" if p.donated else "")
-                )
+                cells.append(donation_text(p.donated, p.aliases_output))
             if sharded:
                 cells.append(p.sharding or "")
             if memory:
@@ -222,7 +210,7 @@ class ParamsView(Vertical):
     def compose(self) -> ComposeResult:
         usage = self.report.usage
         header = Text(params_counts_text(usage), style="bold")
-        header.append(f"\n{bytes_text(usage)}", style="")
+        header.append(f"\n{params_bytes_text(usage)}", style="")
         yield Static(header, classes="report-header")
         yield ReportList(params_lines(self.report, self.module, False), id="params-list")
 

@@ -17,14 +17,16 @@ from textual.widgets import Static
 
 from hloscope.analyses.placement import ComputeRegion, collective_kind
 from hloscope.ir.model import Module, Op
-from hloscope.render.text import (
+from hloscope.render.text.placement import (
+    collective_cells,
     compute_text,
-    human_bytes,
+    manual_cells,
+    memory_cells,
     mesh_text,
-    sharding_text,
-    shardings_text,
-    short_source,
-    sources_text,
+    region_cells,
+    sharding_cells,
+    transfer_cells,
+    warning_text,
 )
 from hloscope.reports import PlacementReport, placement_report
 from hloscope.sources.loader import Loaded
@@ -115,15 +117,7 @@ def _regions(title: str, regions: tuple[ComputeRegion, ...]) -> list[Line]:
         ],
         [
             Row(
-                [
-                    Text(region.function, style="bold"),
-                    region.compute_type,
-                    region.called_from or "",
-                    str(region.ops),
-                    human_bytes(region.device_input_bytes),
-                    human_bytes(region.output_bytes),
-                    sources_text(region.sources),
-                ],
+                region_cells(region),
                 jump=ops_jump(
                     sorted(region.op_ids), f"{region.compute_type} region @{region.function}"
                 ),
@@ -151,13 +145,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 to_memory = result_jump(module, entry_name, memory.value)
             rows.append(
                 Row(
-                    [
-                        memory.value,
-                        memory.name or "",
-                        Text(memory.memory_kind, style="magenta" if memory.host else ""),
-                        memory.shape,
-                        human_bytes(memory.bytes),
-                    ],
+                    memory_cells(memory),
                     jump=to_memory,
                 )
             )
@@ -189,15 +177,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 ],
                 [
                     Row(
-                        [
-                            transfer.kind,
-                            transfer.source_memory,
-                            Text(transfer.target_memory, style="" if transfer.moves else "dim"),
-                            transfer.shape,
-                            human_bytes(transfer.bytes),
-                            transfer.function,
-                            sources_text(transfer.sources),
-                        ],
+                        transfer_cells(transfer),
                         jump=ops_jump((transfer.op_id,), transfer.kind),
                     )
                     for transfer in placement.transfers
@@ -221,20 +201,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 jump = result_jump(module, sharding.function, label)
             else:
                 jump = scan_jump(module, defines(module, value), label, sharding.function)
-            if sharding.function and sharding.kind in ("argument", "result"):
-                value = f"{sharding.function} {value}" if sharding.function != entry_name else value
-            rows.append(
-                Row(
-                    [
-                        sharding.kind,
-                        value,
-                        sharding.name or "",
-                        sharding_text(sharding.sharding),
-                        short_source(sharding.source),
-                    ],
-                    jump=jump,
-                )
-            )
+            rows.append(Row(sharding_cells(sharding, entry_name), jump=jump))
         sections.append(
             table(
                 f"Shardings ({len(placement.shardings)})",
@@ -266,14 +233,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 ],
                 [
                     Row(
-                        [
-                            manual.function,
-                            ", ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', manual.manual_axes)),
-                            shardings_text(manual.in_shardings),
-                            shardings_text(manual.out_shardings),
-                            str(manual.ops),
-                            short_source(manual.source),
-                        ],
+                        manual_cells(manual),
                         jump=scan_jump(
                             module,
                             lambda op: op.name == "sdy.manual_computation",
@@ -299,14 +259,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 ],
                 [
                     Row(
-                        [
-                            collective.op,
-                            str(collective.count),
-                            str(collective.async_count),
-                            human_bytes(collective.bytes),
-                            ", ".join(collective.functions),
-                            sources_text(collective.sources),
-                        ],
+                        collective_cells(collective, functions=None),
                         jump=scan_jump(
                             module,
                             is_collective(collective.op),
@@ -320,13 +273,10 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
     if placement.warnings:
         warning_lines = [heading(f"Warnings ({len(placement.warnings)})")]
         for warning in placement.warnings:
-            text = Text(f"• {warning.message}", style="yellow")
-            if warning.sources:
-                text.append(f" ({sources_text(warning.sources)})", style="dim")
             sources = frozenset(warning.sources)
             warning_lines.append(
                 Line(
-                    text,
+                    warning_text(warning, "• "),
                     selectable=True,
                     jump=scan_jump(
                         module,

@@ -1,0 +1,169 @@
+"""`hloscope diff` as text: the two sides, the verdict, and the changes grouped by
+what changed."""
+
+from __future__ import annotations
+
+import os
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
+from hloscope.analyses.diff import Side as DiffSide
+from hloscope.render.text.common import describe_source, header_table, notes_group, seconds
+from hloscope.reports import DiffReport
+from hloscope.sources.loader import Source
+
+MAX_CHANGE_GROUPS = 60
+
+
+DIFF_STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
+
+
+def _relative(text: str | None) -> str:
+    """A location string with the working directory's prefix dropped."""
+    if not text:
+        return ""
+    prefix = os.getcwd().rstrip(os.sep) + os.sep
+    return text.replace(prefix, "")
+
+
+def _diff_side_line(source: Source, side: DiffSide) -> Text:
+    line = Text(source.target, style="bold")
+    ops = sum(side.counted)
+    line.append(f"  {describe_source(source)} · {side.module or '(unnamed)'} · {ops} ops", style="")
+    if side.fusions:
+        line.append(f" · {side.fusions} fusions")
+    return line
+
+
+def change_where(change: Change) -> str:
+    """`main %6 (model.py:33) → host_fn %6 (model.py:51)`, paths relative to the
+    working directory."""
+    a, b = _relative(change.a_where), _relative(change.b_where)
+    if a and b:
+        return a if a == b else f"{a} → {b}"
+    return a or b
+
+
+def render_diff(report: DiffReport, console: Console) -> None:
+    result = report.diff
+    summary = result.summary
+    verdict = Text(result.verdict, style="bold green" if report.same else "bold yellow")
+    counts = (
+        f" · {summary.added} added · {summary.removed} removed · {summary.changed} changed"
+        f" · {summary.unchanged} unchanged"
+    )
+    verdict.append(counts)
+    if summary.normalized:
+        verdict.append(
+            f" · {summary.normalized} normalised (unit-dimension reshapes, repeated constants)",
+            style="dim",
+        )
+    other = sum(1 for c in result.changes if c.op in ("parameter", "result", "module"))
+    if other:
+        verdict.append(f" · {other} parameter, result or module changes")
+    rows: list[tuple[str, RenderableType]] = [
+        ("a", _diff_side_line(report.a, result.a)),
+        ("b", _diff_side_line(report.b, result.b)),
+        ("verdict", verdict),
+        (
+            "timings",
+            f"load {seconds(report.load_seconds[0])} + {seconds(report.load_seconds[1])}"
+            f" · diff {seconds(report.diff_seconds)}",
+        ),
+    ]
+    console.print(header_table(rows))
+    not_ops = ("parameter", "result", "module")
+    op_groups = [g for g in result.groups if g.op not in not_ops]
+    other_groups = [g for g in result.groups if g.op in not_ops]
+    if op_groups:
+        console.print()
+        console.print(_changes_table("Changes", op_groups))
+    if other_groups:
+        console.print()
+        console.print(_changes_table("Parameters, results and module", other_groups))
+    fusion_table = _fusions_table(result)
+    if fusion_table is not None:
+        console.print()
+        console.print(fusion_table)
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print()
+        console.print(notes)
+
+
+def _changes_table(title: str, groups: list[ChangeGroup]) -> Table:
+    total = sum(group.count for group in groups)
+    table = Table(
+        title=f"{title} ({len(groups)} distinct, {total} in all)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    table.add_column("kind", no_wrap=True)
+    table.add_column("×", justify="right", no_wrap=True)
+    table.add_column("function", overflow="fold", max_width=28)
+    table.add_column("op", overflow="fold", max_width=30)
+    table.add_column("detail", overflow="fold")
+    for group in groups[:MAX_CHANGE_GROUPS]:
+        detail = Text(group.detail)
+        where = change_where(group.changes[0])
+        if where:
+            detail.append(("\n" if group.detail else "") + "at " + where, style="dim")
+            if group.count > 1:
+                detail.append(f" and {group.count - 1} more", style="dim")
+        table.add_row(
+            Text(group.kind, style=DIFF_STYLES.get(group.kind, "")),
+            str(group.count),
+            group.function,
+            group.op,
+            detail,
+        )
+    if len(groups) > MAX_CHANGE_GROUPS:
+        rest = groups[MAX_CHANGE_GROUPS:]
+        table.add_row(
+            Text(f"… {len(rest)} more", style="dim"),
+            str(sum(group.count for group in rest)),
+            "",
+            "",
+            Text("every change is in --json", style="dim"),
+        )
+    return table
+
+
+def _fusions_table(result: ModuleDiff) -> Table | None:
+    if not result.fusions or not (result.a.fusions and result.b.fusions):
+        return None
+    changed = [f for f in result.fusions if f.status == "changed"]
+    added = sum(1 for f in result.fusions if f.status == "added")
+    removed = sum(1 for f in result.fusions if f.status == "removed")
+    table = Table(
+        title=(
+            f"Fusions ({result.a.fusions} → {result.b.fusions}: {len(changed)} changed, "
+            f"{added} added, {removed} removed)"
+        ),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    table.add_column("status", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("fused ops", overflow="fold")
+    table.add_column("what moved", overflow="fold")
+    for fusion in result.fusions[:MAX_CHANGE_GROUPS]:
+        kind = fusion.a_kind or fusion.b_kind or ""
+        if fusion.a_kind and fusion.b_kind and fusion.a_kind != fusion.b_kind:
+            kind = f"{fusion.a_kind} → {fusion.b_kind}"
+        fused = ", ".join(fusion.b_ops if fusion.status == "added" else fusion.a_ops)
+        if fusion.status == "changed":
+            fused = f"{', '.join(fusion.a_ops)} → {', '.join(fusion.b_ops)}"
+        table.add_row(
+            Text(fusion.status, style=DIFF_STYLES.get(fusion.status, "")),
+            kind,
+            fused,
+            fusion.detail,
+        )
+    return table

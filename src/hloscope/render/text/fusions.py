@@ -1,0 +1,253 @@
+"""`hloscope fusions` as text: each fusion XLA made, the ops it left unfused, and
+what became of each source line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from rich.console import Console, RenderableType
+from rich.text import Text
+
+from hloscope.analyses.fusions import Fusion, FusionSummary, SourceLine, UnfusedOp
+from hloscope.render.text.common import (
+    clip,
+    describe_source,
+    header_table,
+    human_bytes,
+    names_text,
+    notes_group,
+    simple_table,
+    timings_text,
+)
+from hloscope.reports import FusionsReport
+
+MAX_FUSION_ROWS = 60
+
+
+MAX_UNFUSED_ROWS = 40
+
+
+MAX_LINE_ROWS = 60
+
+
+MAX_CODE_CHARS = 40
+
+
+def fusion_summary_text(summary: FusionSummary) -> str:
+    """`8 fusions (5 kLoop, 3 __ynn_fusion) holding 24 ops · 2 unfused ops (...)`."""
+    kinds = ", ".join(f"{count} {kind}" for kind, count in summary.by_kind.items())
+    text = f"{summary.fusions} fusion{'' if summary.fusions == 1 else 's'}"
+    if kinds:
+        text += f" ({kinds})"
+    text += f" holding {summary.fused_ops} ops · {summary.unfused_ops} unfused ops"
+    if summary.unfused_by_category:
+        categories = summary.unfused_by_category.items()
+        text += " (" + ", ".join(f"{count} {category}" for category, count in categories) + ")"
+    if summary.crossing_jits:
+        text += f" · {summary.crossing_jits} across separate jits"
+    return text
+
+
+def short_ops(counts: Mapping[str, int]) -> str:
+    parts = []
+    for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        short = name.partition(".")[2] or name
+        parts.append(f"{short} ×{count}" if count > 1 else short)
+    return ", ".join(parts)
+
+
+def _grouped_sources(sources: tuple[str, ...], only_file: str | None = None) -> str:
+    """`a.py:3`, `a.py:7`, `b.py:1` -> `a.py:3,7 b.py:1`; just `3,7` when every
+    source is in `only_file`."""
+    by_file: dict[str, list[str]] = {}
+    for source in sources:
+        file, _, line = source.rpartition(":")
+        by_file.setdefault(file, []).append(line)
+    if only_file is not None and set(by_file) <= {only_file}:
+        return ",".join(by_file.get(only_file, []))
+    return " ".join(
+        f"{file.rpartition('/')[2]}:{','.join(lines)}" for file, lines in by_file.items()
+    )
+
+
+def _single_file(sources: Iterable[str]) -> str | None:
+    """The one file all `sources` are in, if they are all in one."""
+    files = {source.rpartition(":")[0] for source in sources}
+    return files.pop() if len(files) == 1 else None
+
+
+def fusion_kind_text(fusion: Fusion) -> str:
+    # A backend kind (`__triton_gemm`) says more than the kCustom it comes with.
+    return fusion.backend_kind or fusion.kind
+
+
+def fusion_name_text(fusion: Fusion) -> Text:
+    """The fusion's name, `⇄` when it combines ops of separate jits, and its function
+    when that is not `main`."""
+    name = Text(fusion.name, style="bold")
+    if fusion.crosses_jits:
+        name.append(" ⇄", style="yellow")
+    if fusion.function != "main":
+        name.append(f" in {fusion.function}", style="dim")
+    return name
+
+
+def fusion_bytes_text(fusion: Fusion) -> str:
+    """`72.0 KiB → 8.0 KiB`: what the fusion reads and writes."""
+    return f"{human_bytes(fusion.operand_bytes)} → {human_bytes(fusion.result_bytes)}"
+
+
+def unfused_name_text(op: UnfusedOp) -> Text:
+    """The op's HLO name, and its function when that is not `main`."""
+    name = Text(op.name, style="bold")
+    if op.function != "main":
+        name.append(f" in {op.function}", style="dim")
+    return name
+
+
+def unfused_what_text(op: UnfusedOp) -> str:
+    """`custom_call Sharding`: the op's kind without its dialect, and its target."""
+    what = op.op.partition(".")[2] or op.op
+    if op.target:
+        what += f" {op.target}"
+    return what
+
+
+def line_where_text(line: SourceLine, names: Callable[[tuple[str, ...]], str]) -> str:
+    """The fusions and unfused ops a source line went into, each list written by
+    `names`."""
+    where = names(line.fusions)
+    if line.unfused:
+        where = "; ".join(p for p in (where, "unfused: " + names(line.unfused)) if p)
+    return where
+
+
+def _crossing_text(crossing: tuple[Fusion, ...]) -> str:
+    names = names_text(tuple(f.name for f in crossing))
+    verb = "combines" if len(crossing) == 1 else "combine"
+    return (
+        f"{names} (⇄) {verb} ops of separate jits: one jit around them all lets XLA fuse "
+        "them; called as separate jits, it could not"
+    )
+
+
+def render_fusions(report: FusionsReport, console: Console) -> None:
+    analysis = report.analysis
+    source = report.source
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(source.target, style="bold")),
+        ("source", describe_source(source)),
+        ("module", report.module or "(unnamed)"),
+        ("fusions", fusion_summary_text(report.summary)),
+        ("timings", timings_text(report.timings)),
+    ]
+    crossing = analysis.crossing_jits
+    if crossing:
+        rows.append(("jits", _crossing_text(crossing)))
+    console.print(header_table(rows))
+
+    only_file = _single_file(line.source for line in analysis.lines)
+    lines_header = "lines" if only_file else "source lines"
+    fusions = simple_table(
+        f"Fusions ({len(analysis.fusions)})",
+        [
+            ("fusion", "left", True),
+            ("kind", "left", True),
+            ("ops", "left", False),
+            ("result", "left", False),
+            ("bytes in → out", "right", True),
+            (lines_header, "left", False),
+        ],
+    )
+    for fusion in analysis.fusions[:MAX_FUSION_ROWS]:
+        fusions.add_row(
+            fusion_name_text(fusion),
+            fusion_kind_text(fusion),
+            short_ops(fusion.op_counts),
+            ", ".join(fusion.results),
+            fusion_bytes_text(fusion),
+            _grouped_sources(fusion.sources, only_file) or Text("-", style="dim"),
+        )
+    if len(analysis.fusions) > MAX_FUSION_ROWS:
+        fusions.add_row(
+            Text(f"… {len(analysis.fusions) - MAX_FUSION_ROWS} more (--json lists all)", "dim")
+        )
+    if only_file:
+        fusions.caption = f"lines of {only_file}"
+        fusions.caption_justify = "left"
+    if analysis.fusions:
+        console.print()
+        console.print(fusions)
+
+    if analysis.unfused:
+        unfused = simple_table(
+            f"Unfused ops ({analysis.unfused_ops})",
+            [
+                ("op", "left", True),
+                ("kind", "left", True),
+                ("what", "left", False),
+                ("results", "left", False),
+                ("bytes", "right", True),
+                (lines_header, "left", False),
+            ],
+        )
+        for op in analysis.unfused[:MAX_UNFUSED_ROWS]:
+            unfused.add_row(
+                unfused_name_text(op),
+                op.category,
+                unfused_what_text(op),
+                ", ".join(op.results),
+                human_bytes(op.result_bytes),
+                _grouped_sources(op.sources, only_file) or Text("-", style="dim"),
+            )
+        if len(analysis.unfused) > MAX_UNFUSED_ROWS:
+            unfused.add_row(
+                Text(f"… {len(analysis.unfused) - MAX_UNFUSED_ROWS} more (--json lists all)", "dim")
+            )
+        if only_file:
+            unfused.caption = f"lines of {only_file}"
+            unfused.caption_justify = "left"
+        console.print()
+        console.print(unfused)
+
+    if analysis.lines:
+        lines = simple_table(
+            f"Source lines ({len(analysis.lines)}): what XLA made of each",
+            [
+                ("line", "left", True),
+                ("code", "left", True),
+                ("fused", "right", True),
+                ("unfused", "right", True),
+                ("in fusions / unfused ops", "left", False),
+            ],
+        )
+        for line in analysis.lines[:MAX_LINE_ROWS]:
+            lines.add_row(
+                line.source,
+                Text(clip(report.line_texts.get(line.source, ""), MAX_CODE_CHARS), style="cyan"),
+                str(line.fused_ops),
+                str(line.unfused_ops),
+                line_where_text(line, names_text),
+            )
+        if len(analysis.lines) > MAX_LINE_ROWS:
+            lines.add_row(
+                Text(f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)", "dim")
+            )
+        console.print()
+        console.print(lines)
+    elif analysis.fusions or analysis.unfused:
+        console.print()
+        console.print(
+            Text(
+                "No source lines: this module's ops carry no source locations "
+                "(no StackFrames or metadata source_file/source_line).",
+                style="dim",
+            )
+        )
+    if not analysis.fusions:
+        console.print()
+        console.print(Text("XLA made no fusions in this module.", style="dim"))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print()
+        console.print(notes)

@@ -1,0 +1,196 @@
+"""`hloscope inspect` as text: the overview of a module (functions, call graph, op
+counts, timings, cost and memory, and the summaries of the other views)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from hloscope.analyses.structure import Structure
+from hloscope.render.text.common import (
+    MAX_FUNCTIONS,
+    describe_source,
+    header_table,
+    human_bytes,
+    human_count,
+    notes_group,
+    timings_text,
+)
+from hloscope.render.text.fusions import fusion_summary_text
+from hloscope.render.text.params import params_summary_text
+from hloscope.render.text.placement import placement_line, placement_warnings
+from hloscope.reports import InspectReport
+
+MAX_OP_KINDS = 15
+
+
+def counts_table(title: str, counts: Mapping[str, int], limit: int = MAX_OP_KINDS) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("op")
+    table.add_column("count", justify="right")
+    items = list(counts.items())
+    for name, count in items[:limit]:
+        table.add_row(name, str(count))
+    if len(items) > limit:
+        rest = sum(count for _, count in items[limit:])
+        table.add_row(Text(f"… {len(items) - limit} more kinds", style="dim"), str(rest))
+    return table
+
+
+def functions_table(structure: Structure) -> Table:
+    table = Table(
+        title=f"Functions ({len(structure.functions)})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    for column, justify in (
+        ("function", "left"),
+        ("visibility", "left"),
+        ("ops", "right"),
+        ("inlined", "right"),
+        ("params", "right"),
+        ("results", "right"),
+        ("calls", "left"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    shown = sorted(
+        structure.functions,
+        key=lambda f: (f.name != structure.entry, not f.reachable, -f.inlined_ops),
+    )
+    for info in shown[:MAX_FUNCTIONS]:
+        name = Text(info.name, style="bold" if info.name == structure.entry else "")
+        if not info.reachable:
+            name.append(" (unreachable)", style="dim")
+        calls = ", ".join(f"{c.callee} ×{c.count}" if c.count > 1 else c.callee for c in info.calls)
+        table.add_row(
+            name,
+            info.visibility,
+            str(info.ops),
+            str(info.inlined_ops),
+            str(info.parameters),
+            str(info.results),
+            calls,
+        )
+    if len(shown) > MAX_FUNCTIONS:
+        table.add_row(Text(f"… {len(shown) - MAX_FUNCTIONS} more", style="dim"), "", "", "")
+    return table
+
+
+def call_tree(structure: Structure) -> Tree | None:
+    """The call graph from the entry, or None when nothing calls anything."""
+    if structure.call_depth == 0 or structure.entry is None:
+        return None
+    by_name = {f.name: f for f in structure.functions}
+    root = Tree(Text(structure.entry, style="bold"))
+    budget = [200]
+
+    def grow(node: Tree, name: str, path: tuple[str, ...]) -> None:
+        info = by_name.get(name)
+        if info is None:
+            return
+        for call in info.calls:
+            if budget[0] <= 0:
+                node.add(Text("…", style="dim"))
+                return
+            budget[0] -= 1
+            label = Text(call.callee)
+            if call.count > 1:
+                label.append(f" ×{call.count}", style="yellow")
+            callee = by_name.get(call.callee)
+            if callee is not None:
+                label.append(f"  {callee.ops} ops", style="dim")
+            child = node.add(label)
+            if call.callee not in path:
+                grow(child, call.callee, (*path, call.callee))
+
+    grow(root, structure.entry, (structure.entry,))
+    return root
+
+
+def cost_text(cost: Mapping[str, float] | None) -> str:
+    if not cost:
+        return "-"
+    parts = []
+    if "flops" in cost:
+        parts.append(f"flops {human_count(cost['flops'])}")
+    if "transcendentals" in cost:
+        parts.append(f"transcendentals {human_count(cost['transcendentals'])}")
+    if "bytes_accessed" in cost:
+        parts.append(f"bytes accessed {human_bytes(cost['bytes_accessed'])}")
+    return " · ".join(parts) or "-"
+
+
+def memory_text(memory: Mapping[str, int] | None) -> str:
+    if not memory:
+        return "-"
+    labels = (
+        ("argument_size_in_bytes", "arguments"),
+        ("output_size_in_bytes", "outputs"),
+        ("alias_size_in_bytes", "aliased"),
+        ("temp_size_in_bytes", "temporaries"),
+        ("generated_code_size_in_bytes", "code"),
+    )
+    return " · ".join(
+        f"{label} {human_bytes(memory[key])}" for key, label in labels if key in memory
+    )
+
+
+def render_inspect(report: InspectReport, console: Console) -> None:
+    structure = report.structure
+    source = report.source
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(source.target, style="bold")),
+        ("source", describe_source(source)),
+    ]
+    if source.folder_modules:
+        rows.append(
+            ("folder", f"{source.folder_module} (one of {len(source.folder_modules)} modules)")
+        )
+    rows.append(("module", f"{structure.module or '(unnamed)'} · entry {structure.entry or '-'}"))
+    ops_line = f"{structure.total_ops} ops in {sum(f.reachable for f in structure.functions)} "
+    ops_line += "reachable functions"
+    if structure.call_depth:
+        entry = structure.function(structure.entry or "")
+        if entry is not None:
+            ops_line += f" · {entry.inlined_ops} once calls are inlined"
+    rows.append(("ops", ops_line))
+    rows.append(("timings", timings_text(report.timings)))
+    if report.cost is not None:
+        rows.append(("cost", cost_text(report.cost)))
+    if report.memory is not None:
+        rows.append(("memory", memory_text(report.memory)))
+    if report.params is not None and (report.params.parameters or report.params.static):
+        rows.append(("params", params_summary_text(report.params)))
+    if report.placement is not None and not report.placement.is_plain:
+        rows.append(("placement", placement_line(report.placement)))
+    console.print(header_table(rows))
+    console.print()
+    console.print(functions_table(structure))
+    tree = call_tree(structure)
+    if tree is not None:
+        console.print(Text("Call graph", style="bold italic"))
+        console.print(tree)
+        console.print()
+    console.print(
+        counts_table(
+            f"Op counts ({len(structure.op_counts)} kinds, {structure.total_ops} ops)",
+            structure.op_counts,
+        )
+    )
+    if report.fusions is not None:
+        console.print()
+        console.print(Text("Fusions", style="bold italic"))
+        console.print(fusion_summary_text(report.fusions))
+    if report.placement is not None and report.placement.warnings:
+        console.print()
+        console.print(placement_warnings(report.placement))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print()
+        console.print(notes)

@@ -1,0 +1,196 @@
+"""`hloscope params` as text: every argument mapped to its HLO parameter, with
+status, donation, sharding and memory kind."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.analyses.params import Parameter, ParameterUsage
+from hloscope.render.text.common import (
+    MAX_FUNCTIONS,
+    describe_source,
+    header_table,
+    human_bytes,
+    notes_group,
+    plural,
+)
+from hloscope.reports import ParamsReport
+
+STATUS_STYLES = {"used": "green", "unused": "bold yellow", "pruned": "bold red"}
+
+
+MAX_PARAMETERS = 200
+
+
+MAX_LISTED = 6
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED])
+    return shown + (f", … {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+
+
+def params_counts_text(usage: ParameterUsage) -> str:
+    """`6 arguments → 4 HLO parameters: 4 used · 2 pruned`."""
+    totals = usage.totals
+    what = "arguments" if usage.from_python else "parameters"
+    parts = [f"{totals.used} used"]
+    if totals.unused:
+        parts.append(f"{totals.unused} unused")
+    if totals.pruned:
+        parts.append(f"{totals.pruned} pruned")
+    text = plural(totals.arguments, what[:-1])
+    if usage.from_python:
+        text += f" → {plural(totals.hlo_parameters, 'HLO parameter')}"
+    text += ": " + " · ".join(parts)
+    if totals.static:
+        text += f" · {totals.static} static"
+    return text
+
+
+def params_summary_text(usage: ParameterUsage) -> Text:
+    """One or two lines for `inspect`: counts, and which arguments are not used."""
+    text = Text(params_counts_text(usage))
+    unused = [p.path for p in usage.with_status("unused")]
+    pruned = [p.path for p in usage.with_status("pruned")]
+    if unused:
+        text.append(f"\nunused: {_listed(unused)}", style=STATUS_STYLES["unused"])
+    if pruned:
+        text.append(f"\npruned: {_listed(pruned)}", style=STATUS_STYLES["pruned"])
+    functions = [f for f in usage.functions if f.unused]
+    if functions:
+        names = [f"{f.name} ({', '.join(p.name for p in f.unused)})" for f in functions]
+        text.append(
+            f"\nprivate functions ignoring parameters: {_listed(names)}",
+            style=STATUS_STYLES["unused"],
+        )
+    return text
+
+
+def donation_text(donated: bool, aliases_output: int | None) -> str:
+    if aliases_output is not None:
+        return f"→ out {aliases_output}"
+    return "yes" if donated else ""
+
+
+def parameter_shape_text(parameter: Parameter) -> str:
+    """The argument's shape, and its HLO parameter's when that differs (a sharded
+    argument's shape per device)."""
+    shape = parameter.shape
+    if parameter.hlo_shape is not None and parameter.hlo_shape != parameter.shape:
+        shape += f" ({parameter.hlo_shape} per device)"
+    return shape
+
+
+def params_bytes_text(usage: ParameterUsage) -> str:
+    """`1.2 MiB passed per call · 4.0 KiB of it unused · ...`."""
+    totals = usage.totals
+    parts = [f"{human_bytes(totals.bytes_passed)} passed per call"]
+    if totals.bytes_unused:
+        parts.append(f"{human_bytes(totals.bytes_unused)} of it unused")
+    if totals.bytes_pruned:
+        parts.append(f"{human_bytes(totals.bytes_pruned)} pruned")
+    if totals.bytes_donated:
+        parts.append(f"{human_bytes(totals.bytes_donated)} donated")
+    return " · ".join(parts)
+
+
+def parameters_table(usage: ParameterUsage) -> Table:
+    rows = usage.parameters
+    show_donation = any(p.donated for p in rows)
+    show_sharding = any(p.sharding for p in rows)
+    show_memory = any(p.memory_kind for p in rows)
+    table = Table(
+        title="Arguments" if usage.from_python else "Parameters",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    table.add_column("#", justify="right")
+    table.add_column("argument" if usage.from_python else "parameter")
+    table.add_column("hlo", justify="right")
+    table.add_column("status")
+    table.add_column("shape")
+    table.add_column("bytes", justify="right")
+    if show_donation:
+        table.add_column("donated")
+    if show_sharding:
+        table.add_column("sharding")
+    if show_memory:
+        table.add_column("memory")
+    for p in rows[:MAX_PARAMETERS]:
+        cells: list[RenderableType] = [
+            str(p.position),
+            p.path,
+            "-" if p.hlo_index is None else str(p.hlo_index),
+            Text(p.status, style=STATUS_STYLES.get(p.status, "")),
+            parameter_shape_text(p),
+            human_bytes(p.bytes),
+        ]
+        if show_donation:
+            cells.append(donation_text(p.donated, p.aliases_output))
+        if show_sharding:
+            cells.append(p.sharding or "")
+        if show_memory:
+            cells.append(p.memory_kind or "")
+        table.add_row(*cells)
+    if len(rows) > MAX_PARAMETERS:
+        table.add_row("", Text(f"… {len(rows) - MAX_PARAMETERS} more (see --json)", style="dim"))
+    return table
+
+
+def render_params(report: ParamsReport, console: Console) -> None:
+    usage = report.usage
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(report.source.target, style="bold")),
+        ("source", describe_source(report.source)),
+        ("module", f"{report.module or '(unnamed)'} · entry {usage.entry or '-'}"),
+        ("params", params_counts_text(usage)),
+        ("bytes", params_bytes_text(usage)),
+    ]
+    console.print(header_table(rows))
+    console.print()
+    if usage.parameters:
+        console.print(parameters_table(usage))
+        console.print()
+    if usage.implicit:
+        console.print(Text("Implicit parameters (no Python argument)", style="bold italic"))
+        for q in usage.implicit:
+            shape = "" if q.shape == "token" else f"  {q.shape}"
+            line = Text(f"  hlo {q.hlo_index}  {q.kind}{shape}  ")
+            line.append(q.status, style=STATUS_STYLES.get(q.status, ""))
+            console.print(line)
+        console.print()
+    if usage.static:
+        console.print(
+            Text("Static arguments (part of the trace, not parameters)", style="bold italic")
+        )
+        for static in usage.static:
+            console.print(f"  {static.path} = {static.value}")
+        console.print()
+    ignoring = [f for f in usage.functions if f.unused]
+    if ignoring:
+        console.print(
+            Text(
+                f"Private functions ignoring parameters ({len(ignoring)} of the "
+                f"{len(usage.functions)} called)",
+                style="bold italic",
+            )
+        )
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+        table.add_column("function")
+        table.add_column("call sites", justify="right")
+        table.add_column("unused parameters")
+        for f in ignoring[:MAX_FUNCTIONS]:
+            unused = ", ".join(f"{p.index}: {p.name} {p.shape}" for p in f.unused)
+            table.add_row(f.name, str(f.call_sites), Text(unused, style=STATUS_STYLES["unused"]))
+        if len(ignoring) > MAX_FUNCTIONS:
+            table.add_row(Text(f"… {len(ignoring) - MAX_FUNCTIONS} more", style="dim"), "", "")
+        console.print(table)
+        console.print()
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print(notes)

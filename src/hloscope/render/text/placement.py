@@ -1,0 +1,351 @@
+"""`hloscope placement` as text: compute types, host regions, memory kinds,
+transfers, shardings and meshes, manual computations, collectives and warnings."""
+
+from __future__ import annotations
+
+import re
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.analyses.placement import (
+    Collective,
+    ComputeRegion,
+    ManualComputation,
+    MemoryPlacement,
+    Placement,
+    PlacementWarning,
+    ShardingAnnotation,
+    Transfer,
+)
+from hloscope.render.text.common import (
+    Cell,
+    describe_source,
+    header_table,
+    human_bytes,
+    notes_group,
+    short_source,
+    sources_text,
+)
+from hloscope.reports import PlacementReport
+
+MAX_PLACEMENT_ROWS = 40
+
+
+def sharding_text(sharding: str) -> str:
+    """A sharding for reading: `#sdy.sharding<@mesh, [{"x"}, {}]>` as
+    `@mesh [{"x"}, {}]`; GSPMD's `{devices=...}` as it is."""
+    if sharding.startswith("#sdy.sharding<") and sharding.endswith(">"):
+        body = sharding[len("#sdy.sharding<") : -1]
+        mesh, _, dims = body.partition(", ")
+        return f"{mesh} {dims}" if dims else body
+    return sharding
+
+
+def shardings_text(shardings: str) -> str:
+    """`#sdy.sharding_per_value<[<@mesh, [{"x"}]>, ...]>` as `@mesh [{"x"}]; ...`."""
+    found = re.findall(r"<(@[\w.$-]+), (\[[^\[\]]*\])", shardings)
+    return "; ".join(f"{mesh} {dims}" for mesh, dims in found) if found else shardings
+
+
+def compute_text(placement: Placement) -> str:
+    counts = " · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())
+    return f"{placement.total_ops} ops: {counts}" if counts else "no ops"
+
+
+def mesh_text(placement: Placement) -> str:
+    meshes = []
+    for mesh in placement.meshes:
+        axes = " × ".join(f"{axis}={size}" for axis, size in mesh.axes) or "no axes"
+        meshes.append(f"@{mesh.name} {axes} ({mesh.devices} device{'s' * (mesh.devices != 1)})")
+    return ", ".join(meshes)
+
+
+def placement_line(placement: Placement) -> str:
+    """One line for `inspect`: compute types, then what else there is."""
+    parts = [" · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())]
+    for label, regions in (
+        ("host region", placement.host_regions),
+        ("other compute region", placement.other_regions),
+    ):
+        if regions:
+            parts.append(f"{len(regions)} {label}{'s' * (len(regions) != 1)}")
+    host_memory = sum(1 for m in placement.memory if m.host)
+    if host_memory:
+        parts.append(f"{host_memory} in host memory")
+    moving = sum(1 for t in placement.transfers if t.moves)
+    if placement.transfers:
+        parts.append(f"{moving} transfer{'s' * (moving != 1)}")
+    if placement.meshes:
+        parts.append(mesh_text(placement))
+    if placement.shardings:
+        parts.append(f"{len(placement.shardings)} shardings")
+    if placement.collectives:
+        parts.append(", ".join(f"{c.op} ×{c.count}" for c in placement.collectives))
+    if placement.warnings:
+        count = len(placement.warnings)
+        parts.append(f"{count} warning{'s' * (count != 1)}")
+    return " · ".join(p for p in parts if p)
+
+
+def placement_warnings(placement: Placement) -> RenderableType:
+    lines = [Text(f"Warnings ({len(placement.warnings)})", style="bold")]
+    for warning in placement.warnings:
+        lines.append(warning_text(warning, " • "))
+    return Group(*lines)
+
+
+def region_cells(region: ComputeRegion) -> list[Cell]:
+    """A compute region's row: function, type, caller, ops, bytes read and written,
+    sources."""
+    return [
+        Text(region.function, style="bold"),
+        region.compute_type,
+        region.called_from or "",
+        str(region.ops),
+        human_bytes(region.device_input_bytes),
+        human_bytes(region.output_bytes),
+        sources_text(region.sources),
+    ]
+
+
+def memory_cells(memory: MemoryPlacement) -> list[Cell]:
+    """A value's row in the memory kinds: value, name, memory kind, shape, size."""
+    return [
+        memory.value,
+        memory.name or "",
+        Text(memory.memory_kind, style="magenta" if memory.host else ""),
+        memory.shape,
+        human_bytes(memory.bytes),
+    ]
+
+
+def transfer_cells(transfer: Transfer) -> list[Cell]:
+    """A transfer's row: kind, from, to, shape, size, function, sources."""
+    return [
+        transfer.kind,
+        transfer.source_memory,
+        Text(transfer.target_memory, style="" if transfer.moves else "dim"),
+        transfer.shape,
+        human_bytes(transfer.bytes),
+        transfer.function,
+        sources_text(transfer.sources),
+    ]
+
+
+def sharding_cells(sharding: ShardingAnnotation, entry: str) -> list[Cell]:
+    """A sharding's row: kind, value (with its function, outside the `entry`), name,
+    sharding, source."""
+    value = sharding.value
+    if sharding.function and sharding.kind in ("argument", "result"):
+        value = f"{sharding.function} {value}" if sharding.function != entry else value
+    return [
+        sharding.kind,
+        value,
+        sharding.name or "",
+        sharding_text(sharding.sharding),
+        short_source(sharding.source),
+    ]
+
+
+def manual_cells(manual: ManualComputation) -> list[Cell]:
+    """A manual computation's row: function, manual axes, in and out shardings, ops,
+    source."""
+    return [
+        manual.function,
+        ", ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', manual.manual_axes)),
+        shardings_text(manual.in_shardings),
+        shardings_text(manual.out_shardings),
+        str(manual.ops),
+        short_source(manual.source),
+    ]
+
+
+def collective_cells(collective: Collective, functions: int | None) -> list[Cell]:
+    """A collective's row: op, count, async count, bytes, functions (the first
+    `functions` of them, all when None), sources."""
+    names = ", ".join(collective.functions[:functions])
+    if functions is not None and len(collective.functions) > functions:
+        names += f" … {len(collective.functions) - functions} more"
+    return [
+        collective.op,
+        str(collective.count),
+        str(collective.async_count),
+        human_bytes(collective.bytes),
+        names,
+        sources_text(collective.sources),
+    ]
+
+
+def warning_text(warning: PlacementWarning, bullet: str) -> Text:
+    """`{bullet}message (sources)`."""
+    line = Text(f"{bullet}{warning.message}", style="yellow")
+    if warning.sources:
+        line.append(f" ({sources_text(warning.sources)})", style="dim")
+    return line
+
+
+def _placement_table(title: str, columns: list[tuple[str, str]]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for column, justify in columns:
+        # Source lines and sizes are read whole; long shardings and names wrap.
+        whole = column in (
+            "source",
+            "sources",
+            "size",
+            "bytes",
+            "kind",
+            "shape",
+            "from",
+            "to",
+            "memory",
+        )
+        table.add_column(
+            column,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=whole,
+            overflow="ellipsis" if whole else "fold",
+        )
+    return table
+
+
+def _more(table: Table, shown: int, total: int) -> None:
+    if total > shown:
+        table.add_row(Text(f"… {total - shown} more", style="dim"))
+
+
+def regions_table(title: str, regions: tuple[ComputeRegion, ...]) -> Table:
+    table = _placement_table(
+        f"{title} ({len(regions)})",
+        [
+            ("function", "left"),
+            ("type", "left"),
+            ("called from", "left"),
+            ("ops", "right"),
+            ("reads from device", "right"),
+            ("writes", "right"),
+            ("sources", "left"),
+        ],
+    )
+    for region in regions[:MAX_PLACEMENT_ROWS]:
+        table.add_row(*region_cells(region))
+    _more(table, MAX_PLACEMENT_ROWS, len(regions))
+    return table
+
+
+def render_placement(report: PlacementReport, console: Console) -> None:
+    placement = report.placement
+    source = report.source
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(source.target, style="bold")),
+        ("source", describe_source(source)),
+        ("compute", compute_text(placement)),
+    ]
+    if placement.meshes:
+        rows.append(("meshes", mesh_text(placement)))
+    if (placement.partitions or 1) > 1 or (placement.replicas or 1) > 1:
+        rows.append(
+            (
+                "devices",
+                f"{placement.partitions or 1} partitions × {placement.replicas or 1} replicas",
+            )
+        )
+    console.print(header_table(rows))
+
+    def section(renderable: RenderableType) -> None:
+        console.print()
+        console.print(renderable)
+
+    if placement.host_regions:
+        section(regions_table("Host regions", placement.host_regions))
+    if placement.other_regions:
+        section(regions_table("Other compute regions", placement.other_regions))
+    if placement.memory:
+        table = _placement_table(
+            f"Memory kinds ({len(placement.memory)})",
+            [
+                ("value", "left"),
+                ("name", "left"),
+                ("memory", "left"),
+                ("shape", "left"),
+                ("size", "right"),
+            ],
+        )
+        for memory in placement.memory[:MAX_PLACEMENT_ROWS]:
+            table.add_row(*memory_cells(memory))
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.memory))
+        section(table)
+    if placement.transfers:
+        table = _placement_table(
+            f"Transfers ({len(placement.transfers)})",
+            [
+                ("kind", "left"),
+                ("from", "left"),
+                ("to", "left"),
+                ("shape", "left"),
+                ("size", "right"),
+                ("function", "left"),
+                ("source", "left"),
+            ],
+        )
+        for transfer in placement.transfers[:MAX_PLACEMENT_ROWS]:
+            table.add_row(*transfer_cells(transfer))
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.transfers))
+        section(table)
+    if placement.shardings:
+        table = _placement_table(
+            f"Shardings ({len(placement.shardings)})",
+            [
+                ("kind", "left"),
+                ("value", "left"),
+                ("name", "left"),
+                ("sharding", "left"),
+                ("source", "left"),
+            ],
+        )
+        for sharding in placement.shardings[:MAX_PLACEMENT_ROWS]:
+            table.add_row(*sharding_cells(sharding, "main"))
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.shardings))
+        section(table)
+    if placement.op_shardings:
+        count = placement.op_shardings
+        other = "1 other op carries" if count == 1 else f"{count} other ops carry"
+        section(Text(f"{other} a sharding", style="dim"))
+    if placement.manual_computations:
+        table = _placement_table(
+            f"Manual computations ({len(placement.manual_computations)})",
+            [
+                ("function", "left"),
+                ("manual axes", "left"),
+                ("in", "left"),
+                ("out", "left"),
+                ("ops", "right"),
+                ("source", "left"),
+            ],
+        )
+        for manual in placement.manual_computations[:MAX_PLACEMENT_ROWS]:
+            table.add_row(*manual_cells(manual))
+        _more(table, MAX_PLACEMENT_ROWS, len(placement.manual_computations))
+        section(table)
+    if placement.collectives:
+        table = _placement_table(
+            f"Collectives ({sum(c.count for c in placement.collectives)})",
+            [
+                ("op", "left"),
+                ("count", "right"),
+                ("async", "right"),
+                ("bytes", "right"),
+                ("functions", "left"),
+                ("sources", "left"),
+            ],
+        )
+        for collective in placement.collectives:
+            table.add_row(*collective_cells(collective, functions=3))
+        section(table)
+    if placement.warnings:
+        section(placement_warnings(placement))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        section(notes)
