@@ -1,4 +1,4 @@
-"""Does `.lower()` compile what my call runs? (BRIEF.md, bugs 1 and 4)
+"""Does `.lower()` compile what my call runs? More cases for `hloscope aot-check`
 
 `hloscope aot-check` calls a function as user code would and runs its AOT path
 (`.lower(...).compile()`) on the same inputs, then compares the two. These

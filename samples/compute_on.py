@@ -1,4 +1,4 @@
-"""Where does this computation run? (BRIEF.md, bug 1)
+"""Where does this computation run? The decorator order of `compute_on` and `jax.jit`
 
 `jax.experimental.compute_on.compute_on("device_host")` marks a computation for
 the host CPU. The mark reaches the IR as

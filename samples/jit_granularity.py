@@ -1,4 +1,4 @@
-"""How big should a jit be? What XLA fuses with and without the outer jit (BRIEF.md, bug 3)
+"""How big should a jit be? What XLA fuses with and without the outer jit
 
 XLA fuses only within one program. Under an outer jit, the jits it calls are
 inlined into one XLA program, and XLA fuses across their boundaries: the end of

@@ -1,4 +1,4 @@
-"""How big should a jit be? (BRIEF.md, bug 3)
+"""How big should a jit be? Nested jits are private functions of one program
 
 XLA fuses and optimizes within one jitted computation. A jit called inside
 another jit is not a separate program: it lowers to a private function reached

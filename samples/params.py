@@ -1,4 +1,4 @@
-"""Which of my arguments did the compiler actually get? (BRIEF.md, bug 2)
+"""Which of my arguments did the compiler actually get? Pruned arguments
 
 `jax.jit` prunes arguments the computation does not use (`keep_unused=False`),
 so the HLO module has fewer parameters than the Python function has leaves:

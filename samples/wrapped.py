@@ -1,4 +1,4 @@
-"""Why does `.lower()` not compile what my call runs? (BRIEF.md, bug 4)
+"""Why does `.lower()` not compile what my call runs? A `functools.wraps` wrapper
 
 A decorator written with `functools.wraps` around a jitted function changes what
 a call computes, but the AOT path can bypass it: `functools.wraps` leaves the

@@ -58,6 +58,12 @@ def corpus() -> Path:
     return require_corpus()
 
 
+def corpus_if_present() -> Path | None:
+    """The shared corpus, or None where it is absent: for tests that run without it
+    and only do more with it (fuzzing seeds)."""
+    return CORPUS if CORPUS.is_dir() else None
+
+
 def sample(name: str, attr: str, factory: str = "example_args") -> list[str]:
     """CLI arguments for a sample entrypoint with its example-argument factory."""
     return [f"samples/{name}.py:{attr}", "--args", f"samples/{name}.py:{factory}"]

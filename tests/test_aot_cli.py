@@ -1,4 +1,4 @@
-"""`hloscope aot-check` through the command layer: DESIGN.md's JSON contract, exit
+"""`hloscope aot-check` through the command layer: the JSON contract, exit
 codes 0 (same), 1 (different) and 2 (errors, one line), and the text report."""
 
 import pytest

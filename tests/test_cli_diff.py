@@ -1,5 +1,5 @@
 """`hloscope diff A B` through the command layer: the JSON contract, exit codes, the
-samples of BRIEF.md's bugs, every dump form of one module, and errors."""
+samples of the bugs hloscope was made for, every dump form of one module, and errors."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_every_form_of_the_lowered_module_is_the_same(cli, other):
 
 
 def test_compute_on_moved_outside_jit_is_a_placement_change(cli):
-    """BRIEF.md bug 1: compute_on outside jax.jit puts the whole function, tanh
+    """The compute_on decorator order: compute_on outside jax.jit puts the whole function, tanh
     included, under a host call; inside the jit only the marked ops are on the host."""
     doc = diff_json(
         cli, f"{COMPUTE_ON}:host_inside_jit", f"{COMPUTE_ON}:host_outside_jit", *ARGS, code=1
@@ -103,7 +103,7 @@ def test_compute_on_against_device_only(cli):
 
 
 def test_the_two_jit_granularities_lower_to_one_program(cli):
-    """BRIEF.md bug 3: an outer jit over nested jits, and the same calls with no outer
+    """How big a jit should be: an outer jit over nested jits, and the same calls with no outer
     jit. hloscope lowers a plain function under jax.jit, and nested jits become
     private functions either way: the lowered modules are one program (the nested
     jits are inlined when XLA compiles, which is what the outer jit buys at run time,
@@ -148,7 +148,7 @@ def test_an_entrypoint_against_its_optimized_dump(cli):
 
 
 def test_pruned_parameters(cli):
-    """BRIEF.md bug 2: keep_unused=True keeps the two leaves the loss ignores."""
+    """Pruned arguments: keep_unused=True keeps the two leaves the loss ignores."""
     doc = diff_json(
         cli,
         "samples/params.py:loss",

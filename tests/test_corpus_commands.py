@@ -1,6 +1,6 @@
 """Every file of the shared corpus through `params`, `placement`, `diff` (each file
 against itself) and, for modules after XLA's optimizations, `fusions`, through the
-command layer (`run_cli`, in process): exit codes per DESIGN.md, one line on stderr
+command layer (`run_cli`, in process): exit codes per the contract, one line on stderr
 when a file is refused, a JSON document when it is not, never a traceback or an
 internal error. `tests/test_corpus.py` sweeps `inspect` and checks against jaxlib's
 parsers which files must load.

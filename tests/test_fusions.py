@@ -1,6 +1,6 @@
 """Fusions of optimized modules: HLO names recovered through the MLIR conversion, the
 fusion analysis on the samples (source lines, op names, kinds), and the jit
-granularity of BRIEF.md (the outer jit against the inner jits alone)."""
+granularity question (the outer jit against the inner jits alone)."""
 
 import re
 
@@ -98,6 +98,7 @@ def test_metadata_is_removed_and_nothing_else():
     assert hlo_names.without_metadata(b"\xff\xff not a proto") is None
 
 
+@pytest.mark.corpus
 def test_names_in_xlas_own_form(corpus):
     # Its MLIR conversion does not verify. The fusion is started asynchronously in a
     # while body, which XLA prints as `start = ... fusion-start(...)`.
@@ -201,7 +202,7 @@ def test_sample_mlp_fusions_carry_the_right_lines():
 
 
 def test_jit_granularity_outer_jit_fuses_across_inner_jits():
-    """BRIEF.md, bug 3: under the outer jit, XLA fuses the end of the last layer with
+    """How big a jit should be: under the outer jit, XLA fuses the end of the last layer with
     the head; called without it, `layer` and `head` are separate programs and no
     fusion spans both."""
     import jax

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import fuzz_support
-from conftest import CORPUS
+from conftest import corpus_if_present
 
 EXAMPLES = int(os.environ.get("HLOSCOPE_FUZZ_EXAMPLES", "60"))
 LONG = "HLOSCOPE_FUZZ_EXAMPLES" in os.environ
@@ -46,8 +46,9 @@ CORPUS_SEEDS = (
 
 def seeds() -> list[tuple[str, Path]]:
     found = [(name, path) for name, path in fuzz_support.SEEDS.items()]
-    if LONG and CORPUS.is_dir():
-        found += [(Path(s).name, CORPUS / s) for s in CORPUS_SEEDS if (CORPUS / s).is_file()]
+    shared = corpus_if_present()
+    if LONG and shared is not None:
+        found += [(Path(s).name, shared / s) for s in CORPUS_SEEDS if (shared / s).is_file()]
     return found
 
 

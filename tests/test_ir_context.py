@@ -125,6 +125,7 @@ def test_large_constants_are_summarised():
     assert value.startswith("dense<...1000 elements,") and len(value) < 120
 
 
+@pytest.mark.corpus
 def test_converter_failure_falls_back_to_xla_view(corpus):
     # XLA parses this module, but its MLIR form does not verify.
     path = corpus / "xla-cc-embedded-hlo/xla/hlo/parser/hlo_parser_test.159.hlo"
@@ -134,6 +135,7 @@ def test_converter_failure_falls_back_to_xla_view(corpus):
     assert "converting it to MLIR failed" in parsed.notes[0]
 
 
+@pytest.mark.corpus
 def test_converter_crash_is_contained(corpus):
     # hlo_to_stablehlo segfaults on this module (typed-FFI custom call whose
     # backend_config is not a dictionary); the child process takes the crash.

@@ -225,6 +225,7 @@ def jax_exports(corpus):
     return corpus / "jax" / "export_back_compat_test_data"
 
 
+@pytest.mark.corpus
 def test_an_exported_artifact_with_a_platform_index(jax_exports):
     path = jax_exports / "export_with_multiple_meshes" / "serialization_v12.jax_exported.fb"
     usage = usage_of(str(path))
@@ -236,6 +237,7 @@ def test_an_exported_artifact_with_a_platform_index(jax_exports):
     assert usage.parameters[4].sharding == "P('y2', None) over mesh(y2=2, y1=1)"
 
 
+@pytest.mark.corpus
 def test_an_unused_platform_index_and_a_host_argument(jax_exports):
     path = jax_exports / "export_with_memory_space" / "serialization_v12.jax_exported.fb"
     usage = usage_of(str(path))
@@ -245,6 +247,7 @@ def test_an_unused_platform_index_and_a_host_argument(jax_exports):
     assert (x.path, x.hlo_index, x.memory_kind) == ("x", 1, "pinned_host")
 
 
+@pytest.mark.corpus
 def test_a_shape_polymorphic_export_whose_wrapped_main_ignores_an_argument(jax_exports):
     # JAX's old shape-polymorphic wrapper: main reads `a` only for its dimension
     # sizes and passes it on to `_wrapped_jax_export_main`, which never reads it.
@@ -257,6 +260,7 @@ def test_a_shape_polymorphic_export_whose_wrapped_main_ignores_an_argument(jax_e
     assert [(p.index, p.name, p.shape) for p in wrapped.unused] == [(3, "a", "f32[?,?]")]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(
     ("name", "sharding"),
     [
@@ -273,12 +277,14 @@ def test_shardings_and_memory_kinds_of_jax_exports(jax_exports, name, sharding):
     ]
 
 
+@pytest.mark.corpus
 def test_input_output_alias_of_a_module_converted_from_hlo(corpus):
     usage = usage_of(str(corpus / "xla" / "xla" / "tools" / "data" / "must_alias.hlo"))
     [a] = usage.parameters
     assert (a.path, a.donated, a.aliases_output) == ("a", True, 0)
 
 
+@pytest.mark.corpus
 def test_donation_attributes_of_an_mpmd_module(corpus):
     path = (
         corpus / "shardy/shardy/dialect/mpmd/transforms/export/test/mark_aliasing_and_donation.mlir"
@@ -291,6 +297,7 @@ def test_donation_attributes_of_an_mpmd_module(corpus):
     ]
 
 
+@pytest.mark.corpus
 def test_a_real_model_train_step(corpus):
     # Llama 3.1 8B's train step (XLA's benchmark HLO): every parameter is a weight,
     # an optimizer state or a step counter, aliased to the output of the same index
@@ -313,6 +320,7 @@ def test_a_real_model_train_step(corpus):
     assert usage.parameters[2].bytes == 512 * 14336 * 4
 
 
+@pytest.mark.corpus
 def test_bf16_parameters_have_a_size(corpus):
     path = corpus / "xla/xla/tools/benchmarks/hlo/hlo_mixtral_8x7b_bf16_2x8.hlo"
     usage = usage_of(str(path))

@@ -248,6 +248,7 @@ def test_shard_map_is_a_manual_computation_with_an_explicit_all_reduce():
 # --------------------------------------------------------------------------- corpus
 
 
+@pytest.mark.corpus
 def test_corpus_s5_entry_parameter_is_host_memory():
     placement, parsed = corpus_placement(
         "xla-cc-embedded-hlo/xla/hlo/transforms/host_offloader_test.008.hlo"
@@ -264,6 +265,7 @@ def test_corpus_s5_entry_parameter_is_host_memory():
     assert (move.source_memory, move.target_memory) == ("host", "device")
 
 
+@pytest.mark.corpus
 def test_corpus_s5_in_a_tuple_result_and_in_xla_own_form():
     placement, _ = corpus_placement("xla/xla/backends/gpu/tests/offload_scan_output.hlo")
     assert [(m.value, m.memory_kind) for m in placement.memory] == [("result 0", "S(5)")]
@@ -276,6 +278,7 @@ def test_corpus_s5_in_a_tuple_result_and_in_xla_own_form():
     assert [(m.value, m.memory_kind) for m in native.memory] == [("%arg0", "S(5)")]
 
 
+@pytest.mark.corpus
 def test_corpus_async_copies_between_memory_spaces():
     placement, _ = corpus_placement(
         "xla-cc-embedded-hlo/xla/backends/gpu/transforms/stream_attribute_annotator_test.003.hlo"
@@ -286,6 +289,7 @@ def test_corpus_async_copies_between_memory_spaces():
     assert all(t.bytes == 1024 * 4 for t in placement.transfers)
 
 
+@pytest.mark.corpus
 def test_corpus_move_to_host_and_device():
     placement, _ = corpus_placement(
         "xla-cc-embedded-hlo/xla/hlo/transforms/host_offloader_test.046.hlo"
@@ -294,6 +298,7 @@ def test_corpus_move_to_host_and_device():
     assert all(t.shape == "f32[16,256]" for t in placement.transfers)
 
 
+@pytest.mark.corpus
 def test_corpus_host_call_places_callees_transitively():
     placement, _ = corpus_placement("xla/xla/backends/cpu/tests/thunk_coverage/host_offload.hlo")
     # Only the call is marked; every op of cpu_main and of what it calls is host.
@@ -307,6 +312,7 @@ def test_corpus_host_call_places_callees_transitively():
     assert collective.op == "all_reduce" and collective.functions == ("cpu_main",)
 
 
+@pytest.mark.corpus
 def test_corpus_execution_thread_host():
     placement, _ = corpus_placement("xla-cc-embedded-hlo/xla/service/gpu/gpu_compiler_test.046.hlo")
     host = [p for p in placement.placed_ops if p.compute_type == "host"]
@@ -314,6 +320,7 @@ def test_corpus_execution_thread_host():
     assert all(p.via == "thread" for p in host)
 
 
+@pytest.mark.corpus
 def test_corpus_jax_export_with_memory_kinds_and_placement_annotation():
     placement, _ = corpus_placement(
         "jax/export_back_compat_test_data/annotate_data_placement/data_2025_06_30_tpu_shardy.mlir"
@@ -332,6 +339,7 @@ def test_corpus_jax_export_with_memory_kinds_and_placement_annotation():
     assert warning.kind == "device_compute_on_host_memory" and "argument y" in warning.message
 
 
+@pytest.mark.corpus
 def test_corpus_gspmd_sharding_custom_calls():
     placement, _ = corpus_placement(
         "jax/export_back_compat_test_data/tpu_Sharding/data_2025_06_30_gspmd.mlir"
@@ -344,6 +352,7 @@ def test_corpus_gspmd_sharding_custom_calls():
     assert [(c.op, c.count) for c in placement.collectives] == [("collective_permute", 1)]
 
 
+@pytest.mark.corpus
 def test_corpus_shardy_manual_computation_and_meshes():
     placement, _ = corpus_placement(
         "jax/export_back_compat_test_data/tpu_Sharding/data_2025_06_30_shardy.mlir"
@@ -356,6 +365,7 @@ def test_corpus_shardy_manual_computation_and_meshes():
     assert [m.name for m in multiple.meshes] == ["mesh", "mesh_0"]
 
 
+@pytest.mark.corpus
 def test_corpus_async_collectives():
     placement, _ = corpus_placement(
         "xla-cc-embedded-hlo/xla/hlo/transforms/collectives/async_collective_replacer_test.003.hlo"
@@ -372,6 +382,7 @@ def test_corpus_async_collectives():
     ]
 
 
+@pytest.mark.corpus
 def test_corpus_large_model_collectives_match_the_hlo_text():
     relative = "xla/xla/tools/benchmarks/hlo/hlo_llama31_8b_bf16_1x8.hlo"
     placement, _ = corpus_placement(relative)

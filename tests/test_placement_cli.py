@@ -1,5 +1,7 @@
 """`hloscope placement` and the placement summary of `inspect`, through the command
-layer: the JSON contract of DESIGN.md and the text report."""
+layer: the JSON contract and the text report."""
+
+import pytest
 
 from conftest import SAMPLES, line_of, require_corpus, sample
 
@@ -46,6 +48,7 @@ def test_placement_json_of_the_sharded_mlp_compiled(cli):
     assert [s["value"] for s in doc["shardings"]] == ["%arg0", "%arg1", "%arg2", "result 0"]
 
 
+@pytest.mark.corpus
 def test_placement_json_of_a_dump_with_host_memory(cli, corpus):
     path = corpus / "xla-cc-embedded-hlo/xla/hlo/transforms/host_offloader_test.008.hlo"
     run = cli("placement", str(path), "--json")
@@ -107,6 +110,7 @@ def test_inspect_of_a_plain_module_has_no_placement_line(cli):
     assert "placement" not in run.stdout
 
 
+@pytest.mark.corpus
 def test_corpus_placement_json_never_fails(cli):
     corpus = require_corpus()
     for relative in (

@@ -158,6 +158,7 @@ def test_fusion_regions_of_an_optimized_module():
     assert printed.line_op[printed.op_line[fusion.end - 1] + 1] == fusion.id
 
 
+@pytest.mark.corpus
 def test_xla_native_hlo_text_is_paired_by_instruction_name(corpus):
     path = corpus / "xla-cc-embedded-hlo/xla/hlo/parser/hlo_parser_test.159.hlo"
     parsed = parse.parse_hlo_text(path.read_text(), str(path))
@@ -197,6 +198,7 @@ def test_search_matches_names_values_and_attribute_text():
     )
 
 
+@pytest.mark.corpus
 def test_search_by_source_line(corpus):
     del corpus  # the samples are enough; the entrypoint records real source lines
     loaded = loader.load(

@@ -659,6 +659,7 @@ async def test_c_on_an_optimized_dump_says_there_is_nothing_to_switch_to():
         assert app.session is not None and app.session.loaded.source.stage == "optimized"
 
 
+@pytest.mark.corpus
 @sync
 async def test_a_compile_failure_is_shown_and_the_module_stays(corpus):
     # XLA's own form of a module (its MLIR does not verify) cannot be compiled here.
@@ -677,6 +678,7 @@ async def test_a_compile_failure_is_shown_and_the_module_stays(corpus):
         assert app.session is before and app.failure is None
 
 
+@pytest.mark.corpus
 @sync
 async def test_a_computation_xla_does_not_print_is_still_browsable(corpus):
     # XLA's HLO text prints an async op's wrapped computation inside its caller.

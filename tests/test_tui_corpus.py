@@ -67,6 +67,7 @@ def chosen_files() -> list[str]:
 FILES = chosen_files()
 
 
+@pytest.mark.corpus
 def test_the_choice_covers_the_corpus():
     if not FILES:
         pytest.skip(f"the shared corpus is not at {CORPUS}")

@@ -3,10 +3,11 @@ and AOT check, each row leading to its ops in the IR, and the keys of each tab."
 
 from __future__ import annotations
 
+import pytest
 from rich.text import Text
 from textual.widgets import TabbedContent
 
-from conftest import CORPUS, DUMPS, ROOT
+from conftest import DUMPS, ROOT, require_corpus
 from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.browser import BrowserPane
@@ -210,9 +211,10 @@ async def test_placement_tab_and_host_ops_from_the_placement_analysis():
         assert "compute type: host (through a call)" in details(app)
 
 
+@pytest.mark.corpus
 @sync
 async def test_collectives_lead_to_each_collective():
-    app = HloscopeApp(str(CORPUS / COLLECTIVES))
+    app = HloscopeApp(str(require_corpus() / COLLECTIVES))
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await press(pilot, "4")

@@ -23,7 +23,7 @@ from types import FrameType
 
 
 class ExitCode(enum.IntEnum):
-    """Exit codes of every command (DESIGN.md)."""
+    """Exit codes of every command: part of the contract scripts rely on."""
 
     OK = 0
     """Done; for `aot-check` and `diff`: the two sides are the same."""

@@ -1,4 +1,4 @@
-"""The direct call against the ahead-of-time path (BRIEF.md, bugs 1 and 4).
+"""The direct call against the ahead-of-time path: do they compute the same thing?
 
 The same function can compute different things called directly and through
 `.lower(...).compile()`: a `compute_on` context entered outside `jax.jit` (the

@@ -1,4 +1,4 @@
-"""Reports as JSON documents: the contract of DESIGN.md.
+"""Reports as JSON documents: the contract users script against.
 
 Every document has `schema_version`, `command` and `target`. Keys may be added,
 never renamed: scripts depend on them.
@@ -186,7 +186,7 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
 
 
 def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
-    """DESIGN.md's `parameters` list, each object extended with `hlo_shape`, `bytes`,
+    """The contract's `parameters` list, each object extended with `hlo_shape`, `bytes`,
     `uses`, `aliases_output` and `sharding_attribute`."""
     return [
         {
@@ -459,7 +459,7 @@ def _program_json(program: ProgramSummary) -> dict[str, Any]:
 
 
 def aot_check_json(report: AotReport) -> dict[str, Any]:
-    """DESIGN.md's `verdict`, `aot_entry` and `differences` (each extended with
+    """The contract's `verdict`, `aot_entry` and `differences` (each extended with
     `cause`), then how the AOT entry was chosen, every check, each output leaf, the
     programs each path compiled, the inputs, timings and notes."""
     comparison = report.comparison
