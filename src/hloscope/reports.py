@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from hloscope.analyses.aot import AotComparison, Program, compare_paths
+from hloscope.analyses.aot import AotComparison, Program, Verdict, compare_paths
 from hloscope.analyses.diff import ModuleDiff, diff_modules
 from hloscope.analyses.fusions import (
     FusionAnalysis,
@@ -302,7 +302,7 @@ class AotReport:
     notes: tuple[str, ...]
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return self.comparison.verdict
 
 

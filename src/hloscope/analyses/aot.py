@@ -46,7 +46,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -56,16 +56,19 @@ from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.model import Module
 from hloscope.sources.stages import AotEntry, AotRuns, ResultLeaf
 
-SAME = "same"
-DIFFERENT = "different"
+Verdict = Literal["same", "different"]
+SAME: Final = "same"
+DIFFERENT: Final = "different"
 
-PLACEMENT = "placement"
-PARAMETERS = "parameters"
-OPS = "ops"
-RESULTS = "results"
-TEXT = "text"
+Kind = Literal["placement", "parameters", "ops", "results", "text"]
+"""What a check compares, and so what a difference is in."""
+PLACEMENT: Final = "placement"
+PARAMETERS: Final = "parameters"
+OPS: Final = "ops"
+RESULTS: Final = "results"
+TEXT: Final = "text"
 # Module-level kinds first: the cause of a results difference refers to them.
-KINDS = (PLACEMENT, PARAMETERS, OPS, TEXT, RESULTS)
+KINDS: tuple[Kind, ...] = (PLACEMENT, PARAMETERS, OPS, TEXT, RESULTS)
 
 # Ops that only say where other ops are; a jit nested in another module is called.
 _CALL_OPS = frozenset({"func.call"})
@@ -130,7 +133,7 @@ class Program:
 class Difference:
     """One way the call and the AOT path differ."""
 
-    kind: str
+    kind: Kind
     """`results`, `placement`, `parameters`, `ops` or `text`."""
     detail: str
     """What differs, with the numbers."""
@@ -179,7 +182,7 @@ class ProgramSummary:
 class Check:
     """One comparison and its outcome."""
 
-    kind: str
+    kind: Kind
     compared: bool
     same: bool | None
     """None when not compared."""
@@ -191,7 +194,7 @@ class Check:
 class AotComparison:
     """The direct call against the AOT path."""
 
-    verdict: str
+    verdict: Verdict
     """`same` or `different`."""
     entry: AotEntry
     """What the AOT path lowered, and why."""

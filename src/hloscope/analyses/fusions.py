@@ -34,6 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
+from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
@@ -90,6 +91,11 @@ COLLECTIVES = frozenset(
 TRANSFERS = frozenset(
     {"send", "recv", "send-done", "recv-done", "infeed", "outfeed", "host_compute"}
 )
+Category = Literal[
+    "custom-call", "collective", "copy", "transfer", "async", "control-flow", "compute"
+]
+"""What an op left outside any fusion is."""
+
 COPIES = frozenset({"copy", "copy_start", "copy_done", "copy-start", "copy-done"})
 ASYNC = frozenset(
     {"async_start", "async_update", "async_done", "async-start", "async-update", "async-done"}
@@ -158,7 +164,7 @@ class UnfusedOp:
     """The HLO instruction name (`copy.3`), or the MLIR value name."""
     op: str
     """The op's name in the model: `stablehlo.custom_call`, `mhlo.copy`."""
-    category: str
+    category: Category
     """`custom-call`, `collective`, `copy`, `transfer`, `async`, `control-flow`
     or `compute`."""
     function: str
@@ -352,7 +358,7 @@ def _source_key(source: str) -> tuple[str, int]:
 # --------------------------------------------------------------------------- analysis
 
 
-def _category(op: Op) -> str:
+def _category(op: Op) -> Category:
     short = op.short_name
     if short == "custom_call" or short == "custom-call":
         return "custom-call"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from typing import Final, Literal
 
 from hloscope.analyses.liveness import Liveness, LivenessIndex, analyze_liveness
 from hloscope.ir.model import (
@@ -46,10 +47,12 @@ from hloscope.ir.model import (
 )
 from hloscope.sources.stages import ArgumentLeaf, Lowering, StaticArgument
 
-USED = "used"
-UNUSED = "unused"
-PRUNED = "pruned"
-STATUSES = (USED, UNUSED, PRUNED)
+Status = Literal["used", "unused", "pruned"]
+"""Whether an argument reached the program and contributes to its results."""
+USED: Final = "used"
+UNUSED: Final = "unused"
+PRUNED: Final = "pruned"
+STATUSES: tuple[Status, ...] = (USED, UNUSED, PRUNED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Parameter:
     dump, the parameter's location name or `%argN`."""
     hlo_index: int | None
     """The HLO parameter of the entry function it became; None when pruned."""
-    status: str
+    status: Status
     """`used`, `unused` (an HLO parameter that contributes to no result) or `pruned`
     (no HLO parameter)."""
     shape: str
@@ -103,7 +106,7 @@ class ImplicitParameter:
     """`token`, `platform index`, `dimension variable`, `constant` or `implicit`."""
     name: str
     shape: str
-    status: str
+    status: Status
     """`used` or `unused`."""
 
 
@@ -115,7 +118,7 @@ class FunctionParameter:
     name: str
     """Its location name or `%argN`."""
     shape: str
-    status: str
+    status: Status
     """`used`, or `unused`: the function computes none of its results (nor side
     effects) from it, whatever its callers pass."""
 
@@ -366,7 +369,7 @@ def _leaf_sharding(leaf: str | None, ir: str | None) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class _IrFacts:
-    status: str
+    status: Status
     uses: int
     donated: bool
     aliases_output: int | None

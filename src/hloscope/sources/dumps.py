@@ -23,18 +23,24 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Final, Literal
 
 from hloscope.errors import HloscopeError, display_path
 
 BYTECODE_MAGIC = b"ML\xefR"
 
-MLIR_BYTECODE = "mlir-bytecode"
-MLIR_TEXT = "mlir-text"
-HLO_TEXT = "hlo-text"
-HLO_PROTO = "hlo-proto"
-JAX_EXPORTED = "jax-exported"
-UNKNOWN_TEXT = "unknown-text"
-UNKNOWN_BINARY = "unknown-binary"
+DumpFormat = Literal["mlir-bytecode", "mlir-text", "hlo-text", "hlo-proto", "jax-exported"]
+"""What a dump holds."""
+Sniffed = DumpFormat | Literal["unknown-text", "unknown-binary"]
+"""What a dump looks like it holds, from its first bytes and lines."""
+
+MLIR_BYTECODE: Final = "mlir-bytecode"
+MLIR_TEXT: Final = "mlir-text"
+HLO_TEXT: Final = "hlo-text"
+HLO_PROTO: Final = "hlo-proto"
+JAX_EXPORTED: Final = "jax-exported"
+UNKNOWN_TEXT: Final = "unknown-text"
+UNKNOWN_BINARY: Final = "unknown-binary"
 
 # Refuse files larger than this with a message instead of exhausting memory.
 MAX_FILE_BYTES = 2 * 1024**3
@@ -75,7 +81,7 @@ def decode_text(data: bytes) -> str | None:
         return None
 
 
-def sniff_text(text: str) -> str:
+def sniff_text(text: str) -> Sniffed:
     """MLIR_TEXT, HLO_TEXT or UNKNOWN_TEXT for a text file."""
     head = strip_leading_comments(text)
     if head.startswith("HloModule"):
@@ -92,7 +98,7 @@ def sniff_text(text: str) -> str:
     return UNKNOWN_TEXT
 
 
-def sniff_bytes(data: bytes) -> str:
+def sniff_bytes(data: bytes) -> Sniffed:
     """The format of a file's contents."""
     if data.startswith(BYTECODE_MAGIC):
         return MLIR_BYTECODE

@@ -20,13 +20,14 @@ import dataclasses
 import re
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
 from hloscope.ir.model import Module
-from hloscope.ir.parsed import ParsedModule
+from hloscope.ir.parsed import ParsedFormat, ParsedModule
 from hloscope.sources import dumps
+from hloscope.sources.dumps import DumpFormat
 from hloscope.sources.entrypoint import import_target
 from hloscope.sources.target import (
     DumpTarget,
@@ -38,10 +39,17 @@ from hloscope.sources.target import (
 if TYPE_CHECKING:
     from hloscope.sources.stages import AotRuns, Compilation, CompiledModule, Lowering
 
-LOWERED = "lowered"
-OPTIMIZED = "optimized"
+Stage = Literal["lowered", "optimized"]
+"""Before XLA's optimizations (what JAX hands XLA) or after them."""
+LOWERED: Final = "lowered"
+OPTIMIZED: Final = "optimized"
 
-PYTHON_OBJECT = "python-object"
+SourceKind = Literal["entrypoint", "dump"]
+"""A Python entrypoint (or object in hand) or a dumped module."""
+SourceFormat = DumpFormat | Literal["entrypoint", "python-object"]
+"""What was read to get the module."""
+
+PYTHON_OBJECT: Final = "python-object"
 """`Source.format` of a Python object given in hand (the Python API)."""
 
 # How to give example arguments, in the Python API's words (`sources.lower` has the
@@ -91,14 +99,14 @@ class Source:
 
     target: str
     """The target as the user gave it."""
-    kind: str
+    kind: SourceKind
     """`entrypoint` or `dump`."""
-    format: str
+    format: SourceFormat
     """What was read: `entrypoint`, `mlir-text`, `mlir-bytecode`, `hlo-text`,
     `hlo-proto`, `jax-exported`."""
-    ir: str
+    ir: ParsedFormat
     """What the model was built from: `stablehlo`, `mlir`, `vhlo`, `hlo`, `hlo-native`."""
-    stage: str
+    stage: Stage
     """`lowered` (before XLA's optimizations) or `optimized`."""
     path: str | None
     """The file read, for dumps."""
@@ -347,7 +355,7 @@ def _load_entrypoint(
 def _lower_entrypoint(
     text: str,
     label: str,
-    fmt: str,
+    fmt: SourceFormat,
     entrypoint: _Entrypoint,
     options: LoadOptions,
     call: Call | None,
@@ -365,6 +373,7 @@ def _lower_entrypoint(
         arguments_hint=_hint(call),
     )
     notes = entrypoint.notes + lowering.notes
+    stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = lower.compile_lowering(lowering, label)
         parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
@@ -522,7 +531,7 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
     notes: list[str] = []
     folder_module = None
     folder_modules: tuple[str, ...] = ()
-    stage_hint: str | None = None
+    stage_hint: Stage | None = None
     if path.is_dir():
         folder = dumps.list_folder(path)
         if folder.truncated:
@@ -572,7 +581,7 @@ def _load_dump_data(
     *,
     path: str | None,
     file_name: str,
-    stage_hint: str | None = None,
+    stage_hint: Stage | None = None,
     notes: tuple[str, ...] = (),
     folder_module: str | None = None,
     folder_modules: tuple[str, ...] = (),
@@ -606,7 +615,7 @@ def _load_dump_data(
     return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options)
 
 
-def _parse_dump(data: bytes, label: str) -> tuple[str, ParsedModule, Lowering | None]:
+def _parse_dump(data: bytes, label: str) -> tuple[DumpFormat, ParsedModule, Lowering | None]:
     fmt = dumps.sniff_bytes(data)
     if fmt == dumps.MLIR_BYTECODE:
         return fmt, parse.parse_mlir(data, label), None
@@ -644,14 +653,14 @@ def _parse_dump(data: bytes, label: str) -> tuple[str, ParsedModule, Lowering | 
     try:
         return fmt, _parse_text(fmt, text, label), None
     except HloscopeError as first:
-        other = dumps.HLO_TEXT if fmt == dumps.MLIR_TEXT else dumps.MLIR_TEXT
+        other: DumpFormat = dumps.HLO_TEXT if fmt == dumps.MLIR_TEXT else dumps.MLIR_TEXT
         try:
             return other, _parse_text(other, text, label), None
         except HloscopeError:
             raise first from None
 
 
-def _parse_text(fmt: str, text: str, label: str) -> ParsedModule:
+def _parse_text(fmt: DumpFormat, text: str, label: str) -> ParsedModule:
     if fmt == dumps.HLO_TEXT:
         return parse.parse_hlo_text(text, label)
     return parse.parse_mlir(text, label)
@@ -660,7 +669,7 @@ def _parse_text(fmt: str, text: str, label: str) -> ParsedModule:
 _SCHEDULED = re.compile(r"^\s*HloModule\b[^\n]*\bis_scheduled=true", re.MULTILINE)
 
 
-def _stage_of(parsed: ParsedModule, data: bytes, file_name: str) -> str:
+def _stage_of(parsed: ParsedModule, data: bytes, file_name: str) -> Stage:
     if "after_optimizations" in file_name:
         return OPTIMIZED
     if parsed.format in ("hlo", "hlo-native"):
