@@ -13,6 +13,7 @@ output, record them again and review the diff:
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+ROOT = Path(__file__).resolve().parents[2]
 # As the command line names corpus files: relative to the repository root, so the
 # outputs do not depend on where the clone is.
 CORPUS_PREFIX = "../shared/corpus/"
@@ -292,7 +294,9 @@ def _mask_seconds(value: object) -> object:
 
 
 def normalized(stdout: str, as_json: bool) -> str:
-    """The output with wall times masked and trailing spaces removed."""
+    """The output with wall times masked, the repository's own path (in source locations
+    XLA recorded) written `<root>`, and trailing spaces removed."""
+    stdout = stdout.replace(str(ROOT) + os.sep, "<root>/")
     if as_json and stdout.strip():
         try:
             document = json.loads(stdout)
@@ -356,9 +360,7 @@ def test_every_recorded_output_has_a_case() -> None:
 
 
 def _record(pattern: str) -> None:
-    import os
-
-    root = Path(__file__).resolve().parents[2]
+    root = ROOT
     os.chdir(root)
     sys.path.insert(0, str(root / "tests"))
     os.environ["COLUMNS"] = "120"
