@@ -1,7 +1,7 @@
 """What JAX and XLA produced for a target, as plain data (no JAX objects but an
 opaque handle), so that analyses and front ends can read it without importing JAX.
 
-`hloscope.sources.lower` builds these; named after JAX's own stages
+`hloscope.sources.jax` builds these; named after JAX's own stages
 (`jax.stages.Lowered` -> `Compiled`).
 """
 
