@@ -34,6 +34,7 @@ from hloscope.sources.stages import (
     AotRuns,
     InputLeaf,
     Lowering,
+    LoweringKind,
     PathRun,
     ResultLeaf,
 )
@@ -245,7 +246,7 @@ def _aot_compiled(
             ) from exc
         elapsed = time.perf_counter() - start
         static = static_positional(entry_obj, args) if is_jitted(entry_obj) else ()
-        kind = "function" if entry.expression.startswith("jax.jit(") else "jitted"
+        kind: LoweringKind = "function" if entry.expression.startswith("jax.jit(") else "jitted"
         lowering = from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught), static)
     start = time.perf_counter()
     try:

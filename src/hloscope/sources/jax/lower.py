@@ -42,7 +42,7 @@ from hloscope.sources.jax.private import (
     private_function_name,
     private_static_argnums,
 )
-from hloscope.sources.stages import ArgumentLeaf, Lowering, StaticArgument
+from hloscope.sources.stages import ArgumentLeaf, Lowering, LoweringKind, StaticArgument
 
 
 def is_stage(obj: Any) -> bool:
@@ -94,7 +94,7 @@ def lower(
         )
     if not args and not kwargs:
         require_no_arguments(obj, label, arguments_hint)
-    kind = "jitted" if is_jitted(obj) else "function"
+    kind: LoweringKind = "jitted" if is_jitted(obj) else "function"
     jitted = obj if kind == "jitted" else jax.jit(obj)
     start = time.perf_counter()
     try:
@@ -115,7 +115,7 @@ def is_jitted(obj: Any) -> bool:
 
 def from_lowered(
     lowered: Any,
-    kind: str,
+    kind: LoweringKind,
     label: str,
     elapsed: float | None,
     kwargs: Mapping[str, Any],
