@@ -1,12 +1,13 @@
 """The house rules, checked on the source.
 
-- only `hloscope.sources.lower` imports `jax`;
+- only modules of `hloscope.sources.jax` import `jax`, and only its `private`
+  module imports `jax._src`;
 - only modules of `hloscope.ir` import `jaxlib`;
 - analyses and renderers import neither, and no front end but the TUI imports
   `textual`;
 - no import cycle among hloscope's modules, lazy imports and imports for type
   checking included;
-- JAX's private APIs that `lower.py` reads still exist.
+- JAX's private APIs that `sources/jax/private.py` reads still exist.
 """
 
 import ast
@@ -36,8 +37,25 @@ def modules_importing(prefix: str) -> set[str]:
     return found
 
 
-def test_only_lower_imports_jax():
-    assert modules_importing("jax") <= {"sources/lower.py"}
+def test_only_the_jax_package_imports_jax():
+    assert all(path.startswith("sources/jax/") for path in modules_importing("jax"))
+
+
+def test_only_the_private_module_imports_jax_src():
+    def reads_jax_src(path: Path) -> bool:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            if any(name == "jax._src" or name.startswith("jax._src.") for name in names):
+                return True
+        return False
+
+    found = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if reads_jax_src(p)}
+    assert found <= {"sources/jax/private.py"}
 
 
 def test_only_the_ir_package_imports_jaxlib():
@@ -58,9 +76,9 @@ def test_analyses_are_pure():
 
 
 def test_jax_private_apis_still_exist():
-    from hloscope.sources import lower
+    from hloscope.sources.jax.private import private_api_ok
 
-    assert lower.private_api_ok() == []
+    assert private_api_ok() == []
 
 
 def import_graph() -> dict[str, set[str]]:

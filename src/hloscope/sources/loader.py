@@ -52,8 +52,8 @@ SourceFormat = DumpFormat | Literal["entrypoint", "python-object"]
 PYTHON_OBJECT: Final = "python-object"
 """`Source.format` of a Python object given in hand (the Python API)."""
 
-# How to give example arguments, in the Python API's words (`sources.lower` has the
-# command line's, `CLI_ARGUMENTS_HINT`).
+# How to give example arguments, in the Python API's words (`sources.jax.arguments` has
+# the command line's, `CLI_ARGUMENTS_HINT`).
 API_ARGUMENTS_HINT = (
     "pass them after it, as it is called: hloscope.inspect(f, *args, **kwargs), with "
     "arrays or jax.ShapeDtypeStructs (any pytree)"
@@ -170,9 +170,9 @@ def load_object(
     _refuse_target_options(options, "a Python object")
     call = call or Call()
     if call.given:
-        from hloscope.sources import lower
+        from hloscope.sources.jax.lower import is_stage
 
-        if lower.is_stage(obj):
+        if is_stage(obj):
             raise HloscopeError(
                 f"it is already traced ({type(obj).__name__}): example arguments are for functions",
                 where=label,
@@ -204,18 +204,18 @@ def takes_arguments(obj: Any) -> bool:
     `Lowered`, `Compiled` or `Exported` is already traced)."""
     if not callable(obj):
         return False
-    from hloscope.sources import lower
+    from hloscope.sources.jax.lower import is_stage
 
-    return not lower.is_stage(obj)
+    return not is_stage(obj)
 
 
 def _hint(call: Call | None) -> str:
     """How to give example arguments, in the words of the front end that asked."""
     if call is not None:
         return API_ARGUMENTS_HINT
-    from hloscope.sources import lower
+    from hloscope.sources.jax.arguments import CLI_ARGUMENTS_HINT
 
-    return lower.CLI_ARGUMENTS_HINT
+    return CLI_ARGUMENTS_HINT
 
 
 def _refuse_target_options(options: LoadOptions, what: str) -> None:
@@ -232,9 +232,9 @@ def optimized(loaded: Loaded) -> Loaded:
     start = time.perf_counter()
     options = dataclasses.replace(loaded.options, optimized=True)
     if loaded.lowering is not None and loaded.lowering.handle is not None:
-        from hloscope.sources import lower
+        from hloscope.sources.jax.compile import compile_lowering
 
-        compilation = lower.compile_lowering(loaded.lowering, loaded.label)
+        compilation = compile_lowering(loaded.lowering, loaded.label)
     else:
         compilation = _compile_dump(loaded.parsed, loaded.label)
     parsed = parse.parse_hlo_proto(compilation.hlo_proto, loaded.label, trusted=True)
@@ -330,16 +330,16 @@ def _import_entrypoint(
             )
         factory = import_target(factory_target, import_notes)
 
-    from hloscope.sources import lower
+    from hloscope.sources.jax.arguments import example_arguments, factory_arguments
 
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
     if call is not None:
         args, kwargs = tuple(call.args), dict(call.kwargs)
     elif factory is not None:
-        args, kwargs = lower.factory_arguments(factory, options.args_factory or "")
+        args, kwargs = factory_arguments(factory, options.args_factory or "")
     elif specs:
-        args = lower.example_arguments(specs)
+        args = example_arguments(specs)
     given = call.given if call is not None else bool(specs or factory is not None)
     entrypoint = _Entrypoint(obj, args, kwargs, given, tuple(import_notes))
     return entrypoint, extra_obj
@@ -362,9 +362,10 @@ def _lower_entrypoint(
 ) -> Loaded:
     """Lower (and, when asked or needed, compile) what an entrypoint or an object in
     hand names, and parse the module."""
-    from hloscope.sources import lower
+    from hloscope.sources.jax.compile import compile_lowering
+    from hloscope.sources.jax.lower import lower
 
-    lowering = lower.lower(
+    lowering = lower(
         entrypoint.obj,
         entrypoint.args,
         entrypoint.kwargs,
@@ -375,7 +376,7 @@ def _lower_entrypoint(
     notes = entrypoint.notes + lowering.notes
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
-        compilation = lower.compile_lowering(lowering, label)
+        compilation = compile_lowering(lowering, label)
         parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED
     else:
@@ -484,9 +485,9 @@ def _run_both_ways(
     start: float,
     arguments_hint: str,
 ) -> LoadedRuns:
-    from hloscope.sources import lower
+    from hloscope.sources.jax.aot import aot_runs
 
-    runs = lower.aot_runs(
+    runs = aot_runs(
         entrypoint.obj,
         entrypoint.args,
         entrypoint.kwargs,
@@ -627,9 +628,9 @@ def _parse_dump(data: bytes, label: str) -> tuple[DumpFormat, ParsedModule, Lowe
                 raise
             fmt = dumps.JAX_EXPORTED
     if fmt == dumps.JAX_EXPORTED:
-        from hloscope.sources import lower
+        from hloscope.sources.jax.lower import deserialize_exported
 
-        lowering = lower.deserialize_exported(data, label)
+        lowering = deserialize_exported(data, label)
         assert lowering.mlir_bytecode is not None
         return fmt, parse.parse_mlir(lowering.mlir_bytecode, label), lowering
     if fmt == dumps.UNKNOWN_BINARY:
@@ -688,12 +689,12 @@ def _compile_dump(parsed: ParsedModule, label: str) -> Compilation:
             "does not verify",
             where=label,
         )
-    from hloscope.sources import lower
+    from hloscope.sources.jax.compile import compile_module
 
     attributes = parsed.model.attributes
     partitions = _int_attribute(attributes.get("mhlo.num_partitions"))
     replicas = _int_attribute(attributes.get("mhlo.num_replicas"))
-    return lower.compile_module(bytecode, label, partitions, replicas)
+    return compile_module(bytecode, label, partitions, replicas)
 
 
 def _int_attribute(text: str | None) -> int:

@@ -1,7 +1,7 @@
 """What JAX and XLA produced for a target, as plain data (no JAX objects but an
 opaque handle), so that analyses and front ends can read it without importing JAX.
 
-`hloscope.sources.lower` builds these; named after JAX's own stages
+`hloscope.sources.jax` builds these; named after JAX's own stages
 (`jax.stages.Lowered` -> `Compiled`).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +44,15 @@ class StaticArgument:
     """Its index among the positional arguments; None for a keyword argument."""
 
 
+LoweringKind = Literal["function", "jitted", "lowered", "compiled", "exported"]
+"""What an entrypoint named (`Lowering.kind`)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Lowering:
     """What JAX produced for an entrypoint, before XLA optimizes it."""
 
-    kind: str
+    kind: LoweringKind
     """`function`, `jitted`, `lowered`, `compiled` or `exported`."""
     name: str
     """The function's name (`f`) as JAX knows it."""
@@ -96,6 +100,10 @@ class CompiledModule:
     mlir_bytecode: bytes
 
 
+InputOrigin = Literal["generated", "given", "python"]
+"""Where a concrete input came from (`InputLeaf.origin`)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class InputLeaf:
     """One leaf of the concrete arguments both paths were run on."""
@@ -104,7 +112,7 @@ class InputLeaf:
     """Pytree path of the leaf in the call: `args[0]`, `params['w']`, `lr`."""
     shape: str
     """HLO spelling (`f32[8,128]`), or the Python type of a non-array leaf."""
-    origin: str
+    origin: InputOrigin
     """`generated` (pseudo-random values for a `jax.ShapeDtypeStruct` or an `--arg`
     shape), `given` (an array the factory returned) or `python` (any other value,
     passed as it is)."""
@@ -144,6 +152,10 @@ class PathRun:
     """What the code printed or warned while it ran."""
 
 
+AotVia = Literal["own", "__wrapped__", "jax.jit", "--aot"]
+"""How the AOT entry was found (`AotEntry.via`)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class AotEntry:
     """What the ahead-of-time path lowers, and why that object."""
@@ -151,7 +163,7 @@ class AotEntry:
     name: str
     """Its qualified name: `wrapped.difference`, or `jax.jit(params.loss)` when
     hloscope jitted the target."""
-    via: str
+    via: AotVia
     """`own` (the target's own `.lower`), `__wrapped__` (found along the chain that
     `functools.wraps` leaves), `jax.jit` (hloscope jitted the target) or `--aot`
     (named by the user)."""

@@ -1,0 +1,22 @@
+"""The JAX adapter: the only package in hloscope that imports `jax`.
+
+Everything that needs JAX lives here, so that the rest of hloscope (the IR, the
+analyses, the renderers, the front ends) works on plain data
+(`hloscope.sources.stages`) and never imports JAX: reading a dump does not import
+it at all, and what a JAX release changes touches only these modules. JAX's
+private APIs are read in `private` alone.
+
+- `arguments`: example arguments (`--arg` shapes, an `--args` factory, what a
+  function requires), and the readable forms of argument avals and pytree paths;
+- `lower`: what an entrypoint names (a function, a stage, an `Exported`) turned
+  into a `Lowering`;
+- `compile`: XLA's optimized module and its cost and memory analyses
+  (`Compilation`);
+- `aot`: the runs of `aot-check`, the call and the ahead-of-time path on the same
+  inputs (`AotRuns`);
+- `private`: every use of `jax._src` and of underscored JAX attributes, and
+  `private_api_ok()`, which fails loudly when a JAX release changes them.
+
+Nothing is re-exported here: import the modules themselves
+(`from hloscope.sources.jax.lower import lower`).
+"""

@@ -1,0 +1,397 @@
+"""The runs of `aot-check`: a function called as user code calls it, and run
+through its ahead-of-time path (`.lower(...)`, `.compile()`, then the compiled
+executable) on the same concrete inputs, recording every module JAX compiles on
+the way and what each path returns (`AotRuns`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+from hloscope.errors import HloscopeError, describe_exception, one_line
+from hloscope.sources.entrypoint import user_code
+from hloscope.sources.jax.arguments import (
+    CLI_ARGUMENTS_HINT,
+    format_path,
+    kwarg_names,
+    require_no_arguments,
+)
+from hloscope.sources.jax.lower import from_lowered, is_jitted, is_stage, static_positional
+from hloscope.sources.jax.private import (
+    describe_sharding,
+    private_caller_frames_hidden,
+    private_compiled_modules,
+    private_static_argnums,
+)
+from hloscope.sources.stages import (
+    AotEntry,
+    AotRuns,
+    InputLeaf,
+    Lowering,
+    LoweringKind,
+    PathRun,
+    ResultLeaf,
+)
+from hloscope.sources.target import hlo_dtype
+
+# Seed of the pseudo-random inputs made for shapes (`--arg`, `jax.ShapeDtypeStruct`).
+INPUT_SEED = 0
+
+
+def aot_runs(
+    obj: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    label: str,
+    aot_obj: Any = None,
+    aot_label: str | None = None,
+    arguments_hint: str = CLI_ARGUMENTS_HINT,
+) -> AotRuns:
+    """Run `obj` both ways on the same concrete inputs: called as user code calls it
+    (`obj(*args, **kwargs)`), and through the AOT path (`.lower(...)`, `.compile()`,
+    then the compiled executable), recording every module JAX compiles on the way
+    and what each path returns. `aot_obj` (from `--aot`) names the AOT object;
+    otherwise it is the one a user reaching for AOT would take (see `_aot_entry`).
+
+    JAX's caches are cleared before each path, so that a function the target's
+    module already called when imported is compiled again, where it can be seen."""
+    if is_stage(obj) or not callable(obj):
+        raise HloscopeError(
+            f"aot-check calls the target, and it is {_article(type(obj).__name__)}: name the "
+            "function (jitted or not) instead",
+            where=label,
+        )
+    if not args and not kwargs:
+        require_no_arguments(obj, label, arguments_hint)
+    entry_obj, entry = _aot_entry(obj, label, aot_obj, aot_label)
+    plan = _InputPlan(obj, args, kwargs, label)
+    # Both sets before either path runs: the call may donate (delete) its inputs,
+    # and making them must not be counted as the call's compilations.
+    call_args, call_kwargs = plan.make()
+    aot_args, aot_kwargs = plan.make()
+
+    jax.clear_caches()
+    start = time.perf_counter()
+    try:
+        with (
+            private_compiled_modules() as call_modules,
+            user_code() as call_notes,
+            private_caller_frames_hidden(obj),
+        ):
+            call_out = obj(*call_args, **call_kwargs)
+            jax.block_until_ready(call_out)
+    except HloscopeError:
+        raise
+    except Exception as exc:
+        raise HloscopeError(f"calling it raised {describe_exception(exc)}", where=label) from exc
+    call_seconds = time.perf_counter() - start
+    call = PathRun(
+        modules=tuple(call_modules),
+        structure=str(jax.tree_util.tree_structure(call_out)),
+        results=_result_leaves(call_out),
+        seconds=call_seconds,
+        notes=tuple(call_notes),
+    )
+
+    jax.clear_caches()
+    lowering, compiled, compile_seconds = _aot_compiled(
+        entry_obj, entry, aot_args, aot_kwargs, label
+    )
+    run_args, run_kwargs = _dynamic_arguments(entry_obj, compiled, aot_args, aot_kwargs)
+    start = time.perf_counter()
+    try:
+        with private_compiled_modules() as run_modules, user_code() as run_notes:
+            aot_out = compiled(*run_args, **run_kwargs)
+            jax.block_until_ready(aot_out)
+    except HloscopeError:
+        raise
+    except Exception as exc:
+        raise HloscopeError(
+            f"running the AOT-compiled {entry.expression} raised {describe_exception(exc)}",
+            where=label,
+        ) from exc
+    aot = PathRun(
+        modules=tuple(run_modules),
+        structure=str(jax.tree_util.tree_structure(aot_out)),
+        results=_result_leaves(aot_out),
+        seconds=time.perf_counter() - start,
+        notes=tuple(run_notes),
+    )
+    return AotRuns(
+        entry=entry,
+        inputs=plan.leaves,
+        seed=INPUT_SEED,
+        call=call,
+        aot=aot,
+        aot_lowering=lowering,
+        compile_seconds=compile_seconds,
+    )
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def _has_lower(obj: Any) -> bool:
+    return not isinstance(obj, (str, bytes)) and callable(getattr(obj, "lower", None))
+
+
+def _qualified_name(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if not isinstance(name, str):
+        return type(obj).__name__
+    module = getattr(obj, "__module__", None)
+    return f"{module}.{name}" if isinstance(module, str) and module else name
+
+
+def _aot_entry(obj: Any, label: str, aot_obj: Any, aot_label: str | None) -> tuple[Any, AotEntry]:
+    """What a user reaching for AOT lowers: `--aot`'s object; else the target's own
+    `.lower`; else the nearest `.lower` along the `__wrapped__` chain that
+    `functools.wraps` leaves; else `jax.jit(target)`."""
+    attribute = label.rpartition(":")[2]
+    if aot_obj is not None:
+        shown = aot_label or "--aot"
+        if isinstance(aot_obj, (jax.stages.Lowered, jax.stages.Compiled)):
+            kind = "Lowered" if isinstance(aot_obj, jax.stages.Lowered) else "Compiled"
+            return aot_obj, AotEntry(
+                name=shown.rpartition(":")[2],
+                via="--aot",
+                expression=shown.rpartition(":")[2],
+                reason=f"named with --aot: a jax.stages.{kind}, compiled and run as it is",
+            )
+        if is_stage(aot_obj) or not callable(aot_obj):
+            raise HloscopeError(
+                f"--aot names {_article(type(aot_obj).__name__)}; expected a function "
+                "(jitted or not), a jax.stages.Lowered or a jax.stages.Compiled",
+                where=shown,
+            )
+        if _has_lower(aot_obj):
+            return aot_obj, AotEntry(
+                name=_qualified_name(aot_obj),
+                via="--aot",
+                expression=shown.rpartition(":")[2],
+                reason="named with --aot; it has its own .lower",
+            )
+        return jax.jit(aot_obj), AotEntry(
+            name=f"jax.jit({_qualified_name(aot_obj)})",
+            via="--aot",
+            expression=f"jax.jit({shown.rpartition(':')[2]})",
+            reason="named with --aot; it has no .lower, so hloscope jits it",
+        )
+    if _has_lower(obj):
+        return obj, AotEntry(
+            name=_qualified_name(obj),
+            via="own",
+            expression=attribute,
+            reason="the target has its own .lower (a jitted function): "
+            f"{attribute}.lower(...).compile() is the AOT path",
+        )
+    current, expression, seen = obj, attribute, {id(obj)}
+    while True:
+        current = getattr(current, "__wrapped__", None)
+        if current is None or id(current) in seen:
+            break
+        seen.add(id(current))
+        expression += ".__wrapped__"
+        if _has_lower(current):
+            return current, AotEntry(
+                name=_qualified_name(current),
+                via="__wrapped__",
+                expression=expression,
+                reason="the target has no .lower of its own; functools.wraps left the "
+                f"jitted function it wraps reachable as {expression}, and its .lower is "
+                "what a user reaching for AOT gets",
+            )
+    return jax.jit(obj), AotEntry(
+        name=f"jax.jit({_qualified_name(obj)})",
+        via="jax.jit",
+        expression=f"jax.jit({attribute})",
+        reason="neither the target nor anything along its __wrapped__ chain has a .lower, "
+        f"so the AOT path is jax.jit({attribute}).lower(...).compile()",
+    )
+
+
+def _aot_compiled(
+    entry_obj: Any,
+    entry: AotEntry,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    label: str,
+) -> tuple[Lowering | None, Any, float | None]:
+    """Lower and compile the AOT entry on the inputs (a given `Compiled` is used as
+    it is)."""
+    if isinstance(entry_obj, jax.stages.Compiled):
+        return None, entry_obj, None
+    if isinstance(entry_obj, jax.stages.Lowered):
+        lowered = entry_obj
+        lowering = from_lowered(lowered, "lowered", label, None, kwargs)
+    else:
+        start = time.perf_counter()
+        try:
+            with user_code() as caught, private_caller_frames_hidden(entry_obj):
+                lowered = entry_obj.lower(*args, **kwargs)
+        except HloscopeError:
+            raise
+        except Exception as exc:
+            raise HloscopeError(
+                f"the AOT path cannot be lowered: {entry.expression}.lower(...) raised "
+                f"{describe_exception(exc)}",
+                where=label,
+            ) from exc
+        elapsed = time.perf_counter() - start
+        static = static_positional(entry_obj, args) if is_jitted(entry_obj) else ()
+        kind: LoweringKind = "function" if entry.expression.startswith("jax.jit(") else "jitted"
+        lowering = from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught), static)
+    start = time.perf_counter()
+    try:
+        with user_code():
+            compiled = lowered.compile()
+    except Exception as exc:
+        raise HloscopeError(
+            f"XLA failed to compile the AOT path's module: {one_line(str(exc), 300)}",
+            where=label,
+        ) from exc
+    return lowering, compiled, time.perf_counter() - start
+
+
+def _dynamic_arguments(
+    entry_obj: Any, compiled: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """What a `Compiled` is called with: the arguments without the static ones, which
+    are part of its trace."""
+    static: set[int] = set()
+    if is_jitted(entry_obj):
+        with contextlib.suppress(Exception):
+            static = {i if i >= 0 else len(args) + i for i in private_static_argnums(entry_obj)}
+    dynamic_args = tuple(a for i, a in enumerate(args) if i not in static)
+    names = kwarg_names(compiled)
+    return dynamic_args, {k: v for k, v in kwargs.items() if k in names}
+
+
+class _InputPlan:
+    """The concrete inputs both paths run on, made afresh for each path: values for
+    shapes come from a NumPy generator with a fixed seed (so two runs agree), and
+    arrays are copied, since a path may donate (delete) what it is given."""
+
+    def __init__(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: str):
+        names: list[str] = []
+        with contextlib.suppress(TypeError, ValueError):
+            names = [
+                p.name
+                for p in inspect.signature(obj).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+        is_leaf = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
+        with_paths, self._tree = jax.tree_util.tree_flatten_with_path(
+            (tuple(args), dict(kwargs)), is_leaf=is_leaf
+        )
+        rng = np.random.default_rng(INPUT_SEED)
+        self._makers: list[Any] = []
+        leaves: list[InputLeaf] = []
+        for path, leaf in with_paths:
+            name = format_path(path, names)
+            maker, described = _input_leaf(leaf, name, rng, label)
+            self._makers.append(maker)
+            leaves.append(described)
+        self.leaves = tuple(leaves)
+
+    def make(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        try:
+            values = [maker() for maker in self._makers]
+        except Exception as exc:
+            raise HloscopeError(
+                f"cannot place the example arguments: {one_line(str(exc), 300)}"
+            ) from exc
+        args, kwargs = jax.tree_util.tree_unflatten(self._tree, values)
+        return tuple(args), dict(kwargs)
+
+
+def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputLeaf]:
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
+            raise HloscopeError(
+                f"cannot make a value for {path} ({leaf.dtype}): give concrete arrays "
+                "(for PRNG keys, jax.random.key(...)) from the --args factory",
+                where=label,
+            )
+        try:
+            sharding = leaf.sharding
+        except Exception as exc:
+            raise HloscopeError(
+                f"the sharding of {path}: {one_line(str(exc), 200)}", where=label
+            ) from exc
+        host = _random_values(rng, tuple(leaf.shape), np.dtype(leaf.dtype))
+        return _placed(host, sharding), InputLeaf(
+            path, _array_shape(host), "generated", _sharding_text(sharding)
+        )
+    if isinstance(leaf, jax.Array):
+        sharding = leaf.sharding
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
+            # Keys have no NumPy form; both paths get the array itself.
+            return (lambda: leaf), InputLeaf(path, str(leaf.dtype), "given", None)
+        host = np.asarray(leaf)
+        return _placed(host, sharding), InputLeaf(
+            path, _array_shape(host), "given", _sharding_text(sharding)
+        )
+    if isinstance(leaf, np.ndarray):
+        host = leaf.copy()
+        return (lambda: host.copy()), InputLeaf(path, _array_shape(host), "given", None)
+    return (lambda: leaf), InputLeaf(path, type(leaf).__name__, "python", None)
+
+
+def _placed(host: Any, sharding: Any) -> Any:
+    if sharding is None:
+        return lambda: jax.device_put(host)
+    return lambda: jax.device_put(host, sharding)
+
+
+def _sharding_text(sharding: Any) -> str | None:
+    if sharding is None or isinstance(sharding, jax.sharding.SingleDeviceSharding):
+        return None
+    text, memory_kind = describe_sharding(sharding)
+    if memory_kind and memory_kind != "device" and text and memory_kind not in text:
+        text = f"{text} in {memory_kind}"
+    return text
+
+
+def _random_values(rng: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """Deterministic example values of a dtype: normal floats, small integers."""
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return rng.integers(0, 8, size=shape).astype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-4, 5, size=shape).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        real = rng.standard_normal(size=shape)
+        imaginary = rng.standard_normal(size=shape)
+        return (real + 1j * imaginary).astype(dtype)
+    # float64, float32, float16 and JAX's ml_dtypes floats (bfloat16, float8_*).
+    return rng.standard_normal(size=shape).astype(dtype)
+
+
+def _array_shape(value: Any) -> str:
+    dims = ",".join(str(d) for d in value.shape)
+    return f"{hlo_dtype(np.dtype(value.dtype).name)}[{dims}]"
+
+
+def _result_leaves(out: Any) -> tuple[ResultLeaf, ...]:
+    """What a path returned, leaf by leaf, copied to the host."""
+    leaves = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(out)[0]:
+        name = "result" + str(jax.tree_util.keystr(tuple(path)))
+        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
+            data = np.asarray(jax.random.key_data(leaf))
+            leaves.append(ResultLeaf(name, str(leaf.dtype), str(leaf.dtype), data))
+        elif isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
+            value = np.asarray(leaf)
+            leaves.append(ResultLeaf(name, _array_shape(value), value.dtype.name, value))
+        else:
+            leaves.append(ResultLeaf(name, type(leaf).__name__, None, leaf))
+    return tuple(leaves)

@@ -1,0 +1,157 @@
+"""Compiling: the optimized module XLA makes of a lowering, of a given
+`jax.stages.Compiled` or of a StableHLO module, with XLA's cost and memory analyses
+where the backend has them (a `Compilation`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.extend
+import numpy as np
+
+from hloscope.errors import HloscopeError, native_stderr_captured, one_line
+from hloscope.sources.entrypoint import user_code
+from hloscope.sources.jax.private import (
+    private_compile_options,
+    private_device_assignment,
+    private_device_list,
+)
+from hloscope.sources.stages import Compilation, Lowering
+
+
+def compile_lowering(lowering: Lowering, label: str) -> Compilation:
+    """Compile (or, for a `Compiled`, read) the optimized module of a lowering."""
+    handle = lowering.handle
+    if isinstance(handle, jax.stages.Compiled):
+        return _compilation(handle, None, label)
+    if isinstance(handle, jax.stages.Lowered):
+        start = time.perf_counter()
+        try:
+            with user_code():
+                compiled = handle.compile()
+        except Exception as exc:
+            raise HloscopeError(
+                f"XLA failed to compile it: {one_line(str(exc), 300)}", where=label
+            ) from exc
+        return _compilation(compiled, time.perf_counter() - start, label)
+    if lowering.mlir_bytecode is not None:
+        return compile_module(lowering.mlir_bytecode, label)
+    raise HloscopeError("nothing to compile", where=label)
+
+
+def compile_module(
+    mlir: bytes | str, label: str, partitions: int = 1, replicas: int = 1
+) -> Compilation:
+    """Compile a StableHLO module (text or bytecode) for the local backend."""
+    with native_stderr_captured():
+        # Creating the backend logs the device count to stderr (pjrt_client.cc).
+        backend = jax.extend.backend.get_backend()
+    needed = partitions * replicas
+    devices = backend.local_devices()
+    if needed > len(devices):
+        raise HloscopeError(
+            f"the module needs {needed} devices ({replicas} replicas x {partitions} "
+            f"partitions) and this {backend.platform} backend has {len(devices)}; on the CPU, "
+            f"set XLA_FLAGS=--xla_force_host_platform_device_count={needed}",
+            where=label,
+        )
+    options = private_compile_options(
+        num_replicas=replicas, num_partitions=partitions, backend=backend
+    )
+    if needed > 1:
+        assignment = np.arange(needed).reshape(replicas, partitions)
+        options.device_assignment = private_device_assignment(assignment)
+    start = time.perf_counter()
+    try:
+        with native_stderr_captured():
+            executable = backend.compile_and_load(
+                mlir if isinstance(mlir, bytes) else mlir.encode(),
+                private_device_list(tuple(devices[:needed])),
+                options,
+            )
+    except Exception as exc:
+        raise HloscopeError(
+            f"XLA failed to compile it: {one_line(str(exc), 300)}", where=label
+        ) from exc
+    elapsed = time.perf_counter() - start
+    return _with_analyses(
+        executable.hlo_modules()[0],
+        elapsed,
+        backend.platform,
+        executable.cost_analysis,
+        executable.get_compiled_memory_stats,
+    )
+
+
+def _compilation(compiled: Any, elapsed: float | None, label: str) -> Compilation:
+    with native_stderr_captured():
+        executable = compiled.runtime_executable()
+        modules = executable.hlo_modules() if executable is not None else []
+        if not modules:
+            raise HloscopeError("the compiled executable has no HLO module", where=label)
+        return _with_analyses(
+            modules[0],
+            elapsed,
+            jax.extend.backend.get_backend().platform,
+            compiled.cost_analysis,
+            compiled.memory_analysis,
+        )
+
+
+def _with_analyses(
+    module: Any,
+    elapsed: float | None,
+    platform: str,
+    cost_analysis: Callable[[], Any],
+    memory_analysis: Callable[[], Any],
+) -> Compilation:
+    """The optimized module with XLA's cost and memory analyses, where the backend
+    has them (they raise on backends and executables that do not)."""
+    cost = None
+    with contextlib.suppress(Exception):
+        cost = normalise_cost(cost_analysis())
+    memory = None
+    with contextlib.suppress(Exception):
+        memory = _memory(memory_analysis())
+    return Compilation(
+        hlo_proto=module.as_serialized_hlo_module_proto(),
+        hlo_text=str(module.to_string()),
+        compile_seconds=elapsed,
+        cost=cost,
+        memory=memory,
+        platform=platform,
+    )
+
+
+def normalise_cost(raw: Any) -> Mapping[str, float] | None:
+    if isinstance(raw, (list, tuple)):
+        raw = raw[0] if raw else None
+    if not isinstance(raw, Mapping):
+        return None
+    out: dict[str, float] = {}
+    for key in ("flops", "transcendentals", "bytes accessed", "optimal_seconds"):
+        if key in raw:
+            out[key.replace(" ", "_")] = float(raw[key])
+    return out or None
+
+
+def _memory(stats: Any) -> Mapping[str, int] | None:
+    if stats is None:
+        return None
+    fields = (
+        "argument_size_in_bytes",
+        "output_size_in_bytes",
+        "alias_size_in_bytes",
+        "temp_size_in_bytes",
+        "generated_code_size_in_bytes",
+        "host_argument_size_in_bytes",
+        "host_output_size_in_bytes",
+        "host_temp_size_in_bytes",
+    )
+    out = {f: int(getattr(stats, f)) for f in fields if hasattr(stats, f)}
+    return out or None

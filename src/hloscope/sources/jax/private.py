@@ -1,0 +1,244 @@
+"""JAX's private APIs: every use in hloscope of `jax._src` and of underscored JAX
+attributes, each behind a small `private_*` function (and `describe_sharding`,
+which knows JAX's internal sharding placeholders by name).
+
+JAX may change these in any release. `private_api_ok()`, run by
+`tests/test_layering.py`, fails loudly when it does, naming what changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import compiler as _jax_compiler
+from jax._src.lib import xla_client as _xla_client
+
+from hloscope.errors import native_stderr_captured
+from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
+from hloscope.sources.stages import ArgumentLeaf, CompiledModule
+
+
+def _private_compile_args(lowered: Any) -> Mapping[str, Any]:
+    """`Lowered._lowering.compile_args`: JAX's record of kept arguments and shardings."""
+    return lowered._lowering.compile_args  # type: ignore[no-any-return]
+
+
+def private_static_argnums(jitted: Any) -> tuple[int, ...]:
+    """`jax.jit(f, static_argnums=...)`'s resolved static argument positions (static
+    keyword names are resolved to positions too). `Lowered` does not record them."""
+    return tuple(int(i) for i in jitted._jit_info.static_argnums)
+
+
+def private_compile_options(*, num_replicas: int, num_partitions: int, backend: Any) -> Any:
+    """`jax._src.compiler.get_compile_options`: XLA's compile options for a module run
+    on `num_replicas` x `num_partitions` devices of `backend`."""
+    return _jax_compiler.get_compile_options(
+        num_replicas=num_replicas, num_partitions=num_partitions, backend=backend
+    )
+
+
+def private_device_assignment(assignment: Any) -> Any:
+    """`jax._src.lib.xla_client.DeviceAssignment.create`: the devices of a
+    replicas x partitions array of device ids."""
+    return _xla_client.DeviceAssignment.create(assignment)
+
+
+def private_device_list(devices: tuple[Any, ...]) -> Any:
+    """`jax._src.lib.xla_client.DeviceList`: the devices an executable is loaded on."""
+    return _xla_client.DeviceList(devices)
+
+
+def private_function_name(lowered: Any) -> str | None:
+    try:
+        info = _private_compile_args(lowered)["all_args_info"].debug_info
+        src = str(info.func_src_info or "")
+        return src.split(" at ", 1)[0] or None
+    except Exception:
+        return None
+
+
+def private_argument_leaves(lowered: Any) -> tuple[ArgumentLeaf, ...]:
+    """Every flattened argument leaf, with its HLO parameter index when kept."""
+    compile_args = _private_compile_args(lowered)
+    all_args = compile_args["all_args_info"]
+    kept = sorted(compile_args["kept_var_idx"])
+    hlo_of = {flat: hlo for hlo, flat in enumerate(kept)}
+    names = list(all_args.debug_info.arg_names or ())
+    avals = list(all_args.in_avals)
+    flat_info = jax.tree_util.tree_leaves(lowered.args_info)
+    shardings = list(compile_args.get("in_shardings") or ())
+    leaves = []
+    for position, aval in enumerate(avals):
+        info = flat_info[position] if position < len(flat_info) else None
+        hlo_index = hlo_of.get(position)
+        sharding = (
+            shardings[hlo_index] if hlo_index is not None and hlo_index < len(shardings) else None
+        )
+        sharding_text, memory_kind = describe_sharding(sharding)
+        leaves.append(
+            ArgumentLeaf(
+                position=position,
+                path=names[position]
+                if position < len(names) and names[position]
+                else f"arg{position}",
+                shape=aval_shape(aval),
+                nbytes=aval_bytes(aval),
+                donated=bool(getattr(info, "donated", False)),
+                hlo_index=hlo_index,
+                sharding=sharding_text,
+                memory_kind=memory_kind or aval_memory_kind(aval),
+            )
+        )
+    return tuple(leaves)
+
+
+def describe_sharding(sharding: Any) -> tuple[str | None, str | None]:
+    if sharding is None or type(sharding).__name__ in ("UnspecifiedValue", "AUTO"):
+        return None, None
+    memory_kind = getattr(sharding, "memory_kind", None)
+    spec = getattr(sharding, "spec", None)
+    if spec is not None:
+        mesh = getattr(sharding, "mesh", None)
+        axes = getattr(mesh, "shape", None)
+        mesh_text = ", ".join(f"{k}={v}" for k, v in dict(axes).items()) if axes else ""
+        text = f"{spec}" + (f" over mesh({mesh_text})" if mesh_text else "")
+    else:
+        text = str(sharding)
+    return text, (str(memory_kind) if memory_kind else None)
+
+
+@contextlib.contextmanager
+def private_caller_frames_hidden(obj: Any) -> Iterator[None]:
+    """Keep the frames of whoever called hloscope (its command line, typer, a test
+    runner) out of the source locations JAX records while tracing `obj`, as JAX
+    keeps its own frames out: an op made by a `jax.jit` that hloscope wrapped
+    around a plain function, or a `shard_map` called from JAX's code only, then has
+    no source rather than the line that called `.lower()`. The file defining `obj`
+    stays in, even when it is on the stack."""
+    import sys
+
+    from jax._src import source_info_util
+
+    try:
+        keep = inspect.getsourcefile(inspect.unwrap(obj))
+    except (TypeError, ValueError):
+        keep = None
+    files: set[str] = set()
+    frame = sys._getframe(1)
+    while frame is not None:
+        files.add(frame.f_code.co_filename)
+        frame = frame.f_back  # type: ignore[assignment]
+    added = [f for f in sorted(files) if f != keep]
+    for name in added:
+        source_info_util.register_exclusion(name)
+    try:
+        yield
+    finally:
+        for name in added:
+            source_info_util._exclude_paths.remove(name)
+        source_info_util._exclude_path_regex.cache_clear()
+        source_info_util.is_user_filename.cache_clear()
+
+
+@contextlib.contextmanager
+def private_compiled_modules() -> Iterator[list[CompiledModule]]:
+    """Record every module JAX hands XLA while the block runs.
+
+    Every compilation of `jax.jit` (and of an op run eagerly, which JAX jits) goes
+    through `jax._src.compiler.compile_or_get_cached`, called as a module attribute
+    from `jax._src.interpreters.pxla`; wrapping it there sees persistent-cache hits
+    too. The original is restored when the block ends, whatever happens."""
+    original = _jax_compiler.compile_or_get_cached
+    captured: list[CompiledModule] = []
+
+    def recording(backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
+        captured.append(_compiled_module(computation))
+        return original(backend, computation, *args, **kwargs)
+
+    _jax_compiler.compile_or_get_cached = recording
+    try:
+        yield captured
+    finally:
+        _jax_compiler.compile_or_get_cached = original
+
+
+def _compiled_module(computation: Any) -> CompiledModule:
+    buffer = io.BytesIO()
+    with native_stderr_captured():
+        computation.operation.write_bytecode(file=buffer)
+    name = str(computation.operation.attributes["sym_name"]).strip('"')
+    return CompiledModule(name=name, mlir_bytecode=buffer.getvalue())
+
+
+def private_api_ok() -> list[str]:
+    """Names of the private JAX APIs hloscope reads that are missing (for a test)."""
+    missing = []
+    lowered = jax.jit(lambda a, b: a).lower(np.float32(1), np.float32(2))
+    try:
+        compile_args = _private_compile_args(lowered)
+    except AttributeError:
+        return ["Lowered._lowering.compile_args"]
+    for key in ("kept_var_idx", "all_args_info", "in_shardings"):
+        if key not in compile_args:
+            missing.append(f"compile_args[{key!r}]")
+    info = compile_args.get("all_args_info")
+    if info is not None:
+        for attr in ("in_avals", "debug_info"):
+            if not hasattr(info, attr):
+                missing.append(f"AllArgsInfo.{attr}")
+        if hasattr(info, "debug_info") and not hasattr(info.debug_info, "arg_names"):
+            missing.append("DebugInfo.arg_names")
+    try:
+        if private_static_argnums(jax.jit(lambda a, n: a, static_argnums=1)) != (1,):
+            missing.append("jit(f)._jit_info.static_argnums (changed meaning)")
+    except AttributeError:
+        missing.append("jit(f)._jit_info.static_argnums")
+    from jax._src import source_info_util
+
+    for name in ("register_exclusion", "_exclude_paths", "_exclude_path_regex"):
+        if not hasattr(source_info_util, name):
+            missing.append(f"jax._src.source_info_util.{name}")
+    if not hasattr(getattr(source_info_util, "is_user_filename", None), "cache_clear"):
+        missing.append("jax._src.source_info_util.is_user_filename.cache_clear")
+    missing.extend(_compile_capture_missing())
+    if not hasattr(_jax_compiler, "get_compile_options"):
+        missing.append("jax._src.compiler.get_compile_options")
+    for name in ("DeviceAssignment", "DeviceList"):
+        if not hasattr(_xla_client, name):
+            missing.append(f"jax._src.lib.xla_client.{name}")
+    return missing
+
+
+def _compile_capture_missing() -> list[str]:
+    """What `private_compiled_modules` needs: `compile_or_get_cached(backend,
+    computation, ...)` in `jax._src.compiler`, called through that module by
+    `pxla`, seeing what a jitted call compiles, and restored afterwards."""
+    from jax._src.interpreters import pxla
+
+    compiler: Any = _jax_compiler
+    function = getattr(compiler, "compile_or_get_cached", None)
+    if function is None:
+        return ["jax._src.compiler.compile_or_get_cached"]
+    parameters = list(inspect.signature(function).parameters)
+    if parameters[:2] != ["backend", "computation"]:
+        return [f"jax._src.compiler.compile_or_get_cached{tuple(parameters)} (changed)"]
+    if getattr(pxla, "compiler", None) is not compiler:
+        return ["jax._src.interpreters.pxla.compiler (pxla no longer compiles through it)"]
+    jax.clear_caches()
+    with private_compiled_modules() as modules:
+        jax.block_until_ready(jax.jit(lambda a: a * 2)(np.float32(1)))
+    missing = []
+    if [m.name for m in modules] != ["jit__lambda"]:
+        missing.append(
+            "jax._src.compiler.compile_or_get_cached (a jitted call compiled "
+            f"{[m.name for m in modules]} through it, expected ['jit__lambda'])"
+        )
+    if getattr(_jax_compiler, "compile_or_get_cached", None) is not function:
+        missing.append("jax._src.compiler.compile_or_get_cached (not restored)")
+    return missing
