@@ -53,6 +53,12 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from hloscope.analyses.diff.names import (
+    normalize_function_name,
+    normalize_kind,
+    normalize_value,
+    short,
+)
 from hloscope.analyses.diff.report import (
     ADDED,
     CHANGED,
@@ -125,38 +131,8 @@ SHARDING_KEYS = frozenset({"mhlo.sharding", "sdy.sharding", "sdy.sharding_rule",
 INLINE_LIMIT = 2_000_000
 # Bottom-up: users of one value considered as candidates for one op.
 CANDIDATES_PER_VALUE = 32
-# Longest attribute value quoted in a change's detail.
-MAX_VALUE_CHARS = 80
 
-_SUFFIX = re.compile(r"(?:\.\d+|\.clone|_\d+)+$")
-_SYMBOL = re.compile(r'@("(?:[^"\\]|\\.)*"|[\w.$-]+)')
 _GENERATED_NAME = re.compile(r"^(?:%?arg\d+|param(?:eter)?[._]?\d*(?:\.\d+)*|Arg_\d+(?:\.\d+)*)$")
-
-
-# --------------------------------------------------------------------------- names
-
-
-def normalize_kind(name: str) -> str:
-    """One namespace for MHLO, HLO and StableHLO ops; `dot` is a `dot_general`."""
-    if name.startswith("mhlo."):
-        name = "stablehlo." + name[5:]
-    elif name.startswith("hlo."):
-        name = "stablehlo." + name[4:].replace("-", "_")
-    if name == "stablehlo.dot":
-        return "stablehlo.dot_general"
-    return name
-
-
-def normalize_function_name(name: str) -> str:
-    """`dense.2` -> `dense`, `region_0.3.clone` -> `region`: XLA's unique suffixes."""
-    return _SUFFIX.sub("", name) or name
-
-
-def _normalize_symbols(text: str) -> str:
-    return _SYMBOL.sub(lambda m: "@" + normalize_function_name(m.group(1).strip('"')), text)
-
-
-_CHANNEL = re.compile(r"handle = \d+, ")
 
 
 # A comparison's type is implied by its operands' element type unless it is TOTALORDER;
@@ -167,22 +143,6 @@ _IMPLIED_COMPARE_TYPES = frozenset(
 
 
 _DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
-
-
-def _normalize_value(text: str) -> str:
-    if text.startswith("#stablehlo.channel_handle<"):
-        # Channel ids number the collectives in order; one inserted op renumbers all.
-        return _CHANNEL.sub("", text)
-    if "mhlo" in text:
-        text = text.replace("#mhlo<", "#stablehlo<").replace("#mhlo.", "#stablehlo.")
-    if "@" in text:
-        text = _normalize_symbols(text)
-    return text
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
 # --------------------------------------------------------------------------- graph
@@ -550,7 +510,7 @@ class _Graph:
                 refs = symbol_references(value)
                 out[name] = "@" + normalize_function_name(refs[0]) if refs else value
                 continue
-            out[name] = _normalize_value(value)
+            out[name] = normalize_value(value)
         return tuple(sorted(out.items()))
 
     # -- fingerprints ----------------------------------------------------------------
@@ -1181,11 +1141,11 @@ class _Comparer:
                 elif aspect == "memory_kind":
                     text = f"memory {value_a or 'device'} → {value_b or 'device'}"
                 elif value_a is None:
-                    text = f"{label} added: {_short(value_b or '')}"
+                    text = f"{label} added: {short(value_b or '')}"
                 elif value_b is None:
-                    text = f"{label} removed (was {_short(value_a)})"
+                    text = f"{label} removed (was {short(value_a)})"
                 else:
-                    text = f"{label} {_short(value_a)} → {_short(value_b)}"
+                    text = f"{label} {short(value_a)} → {short(value_b)}"
                 out.append((aspect, text))
         operands_a, operands_b = a.operands[node_a], b.operands[node_b]
         if a.is_container[node_a]:
@@ -1439,7 +1399,7 @@ def _node_summary(graph: _Graph, node: int) -> str:
         parts.append(f"compute type {attrs['frontend._xla_compute_type']}")
     for key in SHARDING_KEYS:
         if key in attrs:
-            parts.append(f"sharding {_short(attrs[key])}")
+            parts.append(f"sharding {short(attrs[key])}")
     return "; ".join(parts)
 
 
@@ -1600,7 +1560,7 @@ def _argument_differences(
                         )
                     )
             continue
-        out.append((aspect, f"{label} {_short(value_a or '-')} → {_short(value_b or '-')}"))
+        out.append((aspect, f"{label} {short(value_a or '-')} → {short(value_b or '-')}"))
     return out
 
 
@@ -1777,7 +1737,7 @@ def _module_changes(a: Module, b: Module) -> list[Change]:
                         CHANGED,
                         "",
                         op_a.name,
-                        f"{key}: " + _short(str(attrs_a)) + " → " + _short(str(attrs_b)),
+                        f"{key}: " + short(str(attrs_a)) + " → " + short(str(attrs_b)),
                         ("module",),
                         None,
                         None,
