@@ -53,6 +53,11 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+from hloscope.analyses.diff.aspects import (
+    SHARDING_KEYS,
+    aspect_of,
+    type_change,
+)
 from hloscope.analyses.diff.names import (
     normalize_function_name,
     normalize_kind,
@@ -118,13 +123,6 @@ FUSION_KIND = "stablehlo.fusion"
 # sometimes stale).
 IGNORED_ATTRIBUTES = frozenset({"xla_shape"})
 
-# What an attribute is about, for the change's aspects.
-COMPUTE_TYPE_KEYS = frozenset({"frontend._xla_compute_type"})
-STREAM_KEYS = frozenset({"frontend._xla_stream_annotation"})
-MEMORY_KEYS = frozenset(
-    {"frontend._xla_buffer_placement", "mhlo.memory_kind", "frontend._xla_memory_kind"}
-)
-SHARDING_KEYS = frozenset({"mhlo.sharding", "sdy.sharding", "sdy.sharding_rule", "sharding"})
 
 # A module whose calls inline to more ops than this is diffed with calls as opaque
 # nodes (its called functions compared on their own).
@@ -1045,44 +1043,6 @@ class _Matcher:
 # --------------------------------------------------------------------------- comparing
 
 
-def _aspect_of(key: str) -> str:
-    if key in COMPUTE_TYPE_KEYS:
-        return "compute_type"
-    if key in SHARDING_KEYS:
-        return "sharding"
-    if key in MEMORY_KEYS:
-        return "memory_kind"
-    if key in STREAM_KEYS:
-        return "stream"
-    if key == "callee":
-        return "callee"
-    if key == "fusion_kind":
-        return "fusion"
-    return "attributes"
-
-
-def _type_change(types_a: tuple[str, ...], types_b: tuple[str, ...]) -> tuple[str, str] | None:
-    """(`shape`, `dtype` or `layout`, text) when result types differ; for ops with
-    several results, only the results that differ are named."""
-    if types_a == types_b:
-        return None
-    parsed_a = [t for text in types_a for t in parse_type(text)]
-    parsed_b = [t for text in types_b for t in parse_type(text)]
-    if not parsed_a or not parsed_b:
-        return "shape", f"{', '.join(types_a) or '()'} → {', '.join(types_b) or '()'}"
-    if len(parsed_a) != len(parsed_b):
-        return "shape", (f"{', '.join(map(str, parsed_a))} → {', '.join(map(str, parsed_b))}")
-    differing = [
-        (i, x, y) for i, (x, y) in enumerate(zip(parsed_a, parsed_b, strict=True)) if x != y
-    ]
-    if not differing:
-        return "layout", f"{', '.join(types_a)} → {', '.join(types_b)}"
-    aspect = "dtype" if all(x.shape == y.shape for _, x, y in differing) else "shape"
-    if len(parsed_a) == 1:
-        return aspect, f"{parsed_a[0]} → {parsed_b[0]}"
-    return aspect, "; ".join(f"result {i}: {x} → {y}" for i, x, y in differing)
-
-
 class _Comparer:
     def __init__(self, matcher: _Matcher) -> None:
         self.m = matcher
@@ -1120,9 +1080,9 @@ class _Comparer:
         permutation = self.m.permutation(node_a, node_b)
         if permutation is not None and len(types_b) == len(permutation):
             types_b = tuple(types_b[j] for j in permutation)
-        type_change = _type_change(a.types[node_a], types_b)
-        if type_change is not None:
-            out.append(type_change)
+        changed_type = type_change(a.types[node_a], types_b)
+        if changed_type is not None:
+            out.append(changed_type)
         if a.attrs[node_a] != b.attrs[node_b]:
             attrs_a, attrs_b = dict(a.attrs[node_a]), dict(b.attrs[node_b])
             raw_a = a.module.ops[a.op[node_a]].attributes
@@ -1134,7 +1094,7 @@ class _Comparer:
                 # Compared in normal form, shown as printed.
                 value_a = raw_a.get(key, value_a) if value_a is not None else None
                 value_b = raw_b.get(key, value_b) if value_b is not None else None
-                aspect = _aspect_of(key)
+                aspect = aspect_of(key)
                 label = key.removeprefix("frontend.")
                 if aspect == "compute_type":
                     text = f"compute type {value_a or 'device'} → {value_b or 'device'}"
@@ -1535,7 +1495,7 @@ def _argument_differences(
     attrs_a: Mapping[str, str], attrs_b: Mapping[str, str], type_a: str, type_b: str
 ) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    change = _type_change((type_a,), (type_b,))
+    change = type_change((type_a,), (type_b,))
     if change is not None:
         out.append(change)
     for key in sorted(attrs_a.keys() | attrs_b.keys()):
@@ -1555,7 +1515,7 @@ def _argument_differences(
                 if entries_a.get(entry) != entries_b.get(entry):
                     out.append(
                         (
-                            _aspect_of("frontend." + entry),
+                            aspect_of("frontend." + entry),
                             f"{entry} {entries_a.get(entry, '-')} → {entries_b.get(entry, '-')}",
                         )
                     )
