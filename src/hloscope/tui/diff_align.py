@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 
 from hloscope.analyses.diff import (
     ADDED,
@@ -20,8 +21,13 @@ from hloscope.analyses.diff import (
     SAME,
     ModuleDiff,
     Row,
+    RowStatus,
 )
 from hloscope.analyses.printed import PrintedModule
+
+LineStatus = Literal[RowStatus, ""]
+"""A printed line's status: its op's status in the diff, or empty for a line that is
+no op of the diff."""
 
 # What a line's status means for the side-by-side view: a change, and how bad.
 CHANGE_STATUSES = frozenset({ADDED, REMOVED, CHANGED})
@@ -40,12 +46,12 @@ class AlignedLines:
     """A's line on each row (0-based), or -1 where the row shows only B."""
     b: tuple[int, ...]
     """B's line on each row, or -1 where the row shows only A."""
-    status_a: tuple[str, ...]
+    status_a: tuple[LineStatus, ...]
     """What A's line on each row is: its op's status in the diff (`same`, `changed`,
     `removed`, `normalized`; the worst, for an op the diff saw several times through
     calls), or empty for a line that is no op of the diff (a function's header, a
     closing brace, a blank row)."""
-    status_b: tuple[str, ...]
+    status_b: tuple[LineStatus, ...]
     """The same for B (`added` instead of `removed`)."""
     stops: tuple[int, ...]
     """The rows where a run of changed rows starts: what `]` and `[` go to."""
@@ -55,9 +61,11 @@ class AlignedLines:
         return self.status_a[row] in CHANGE_STATUSES or self.status_b[row] in CHANGE_STATUSES
 
 
-def _op_statuses(rows: Iterable[Row], nodes: Sequence[int], side: str) -> dict[int, str]:
+def _op_statuses(
+    rows: Iterable[Row], nodes: Sequence[int], side: Literal["a", "b"]
+) -> dict[int, RowStatus]:
     """Op id -> its worst status over the diff's nodes of it on one side."""
-    statuses: dict[int, str] = {}
+    statuses: dict[int, RowStatus] = {}
     for row in rows:
         node = row.a if side == "a" else row.b
         if node < 0:
@@ -69,9 +77,9 @@ def _op_statuses(rows: Iterable[Row], nodes: Sequence[int], side: str) -> dict[i
     return statuses
 
 
-def _line_statuses(printed: PrintedModule, ops: Mapping[int, str]) -> list[str]:
+def _line_statuses(printed: PrintedModule, ops: Mapping[int, RowStatus]) -> list[LineStatus]:
     """Each line's status: its op's, on the op's own line."""
-    out = [""] * len(printed.lines)
+    out: list[LineStatus] = [""] * len(printed.lines)
     for op, status in ops.items():
         if 0 <= op < len(printed.op_line) and printed.own_line[op]:
             line = printed.op_line[op]

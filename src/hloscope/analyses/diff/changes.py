@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import cast
 
 from hloscope.analyses.diff.aspects import SHARDING_KEYS
 from hloscope.analyses.diff.graph import FUSION_KIND, Graph
@@ -17,6 +18,7 @@ from hloscope.analyses.diff.report import (
     REMOVED,
     Change,
     ChangeGroup,
+    ChangeKind,
     FusionChange,
     Row,
 )
@@ -65,7 +67,7 @@ def op_change(row: Row, graph_a: Graph, graph_b: Graph, found: list[tuple[str, s
         )
     graph, node = (graph_b, row.b) if row.status == ADDED else (graph_a, row.a)
     return Change(
-        kind=row.status,
+        kind=cast("ChangeKind", row.status),  # only rows of added or removed ops come here
         function=graph.function[node],
         op=graph.module.ops[graph.op[node]].name,
         detail=_node_summary(graph, node),

@@ -28,6 +28,7 @@ from hloscope.analyses.diff.report import (
     FunctionPair,
     ModuleDiff,
     Row,
+    RowStatus,
     Side,
     Summary,
 )
@@ -61,7 +62,7 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
     matcher.run(_root_pairs(graph_a, graph_b, entry_a, entry_b))
     comparer = Comparer(matcher)
 
-    statuses_a = [SAME] * len(graph_a.op)
+    statuses_a: list[RowStatus] = [SAME] * len(graph_a.op)
     fusions = fusion_changes(matcher)
     fusion_details = {(f.a, f.b): f.detail for f in fusions if f.status == CHANGED and f.detail}
     found_by_pair: dict[int, list[tuple[str, str]]] = {}
@@ -78,7 +79,7 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
         if found:
             statuses_a[node_a] = CHANGED
             found_by_pair[node_a] = found
-    statuses_b = [
+    statuses_b: list[RowStatus] = [
         (NORMALIZED if node in duplicates_b else ADDED) if partner < 0 else SAME
         for node, partner in enumerate(matcher.mb)
     ]
@@ -189,8 +190,8 @@ def _align(
     graph_a: Graph,
     graph_b: Graph,
     matcher: Matcher,
-    statuses_a: list[str],
-    statuses_b: list[str],
+    statuses_a: list[RowStatus],
+    statuses_b: list[RowStatus],
 ) -> list[Row]:
     """A's nodes in order; B's unmatched nodes go before the first matched node that
     follows them in B."""

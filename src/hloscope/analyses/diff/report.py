@@ -5,12 +5,23 @@ and the whole `ModuleDiff`, as frozen dataclasses that renderers read."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Final, Literal
 
-ADDED = "added"
-REMOVED = "removed"
-CHANGED = "changed"
-SAME = "same"
-NORMALIZED = "normalized"
+ChangeKind = Literal["added", "removed", "changed"]
+"""What a change is: `added` (only in B), `removed` (only in A) or `changed`."""
+RowStatus = Literal["same", "normalized", "added", "removed", "changed"]
+"""What a node of the diff is: a change's kind, `same`, or `normalized` (on one side
+only but no change)."""
+ParameterStatus = Literal["same", "changed", "added", "removed"]
+"""What an entry parameter is: the same on both sides, changed, added or removed."""
+Verdict = Literal["same", "different"]
+"""Whether the modules differ."""
+
+ADDED: Final = "added"
+REMOVED: Final = "removed"
+CHANGED: Final = "changed"
+SAME: Final = "same"
+NORMALIZED: Final = "normalized"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -18,7 +29,7 @@ class Change:
     """One change: an op (or parameter, result, module attribute) added, removed or
     changed."""
 
-    kind: str
+    kind: ChangeKind
     """`added` (only in B), `removed` (only in A) or `changed`."""
     function: str
     """The function the op is in (B's for added ops, A's otherwise)."""
@@ -44,7 +55,7 @@ class Change:
 class ChangeGroup:
     """Changes with the same kind, function, op and detail, shown once."""
 
-    kind: str
+    kind: ChangeKind
     """`added`, `removed` or `changed`."""
     function: str
     """The function of the first change."""
@@ -87,7 +98,7 @@ class Row:
     """Node in A, or -1."""
     b: int
     """Node in B, or -1."""
-    status: str
+    status: RowStatus
     """`same`, `changed`, `added`, `removed`, or `normalized` (on one side only but no
     change: a unit-dimension reshape, a second copy of a subexpression)."""
 
@@ -122,7 +133,7 @@ class ParameterPair:
     """Its name in A (the pytree path JAX gives it, `params['w']`), if any."""
     b_name: str | None
     """Its name in B, if any."""
-    status: str
+    status: ParameterStatus
     """`same`, `changed`, `added` or `removed`."""
     detail: str
     """What changed (type, sharding, memory kind, donation), or its type when added
@@ -133,7 +144,7 @@ class ParameterPair:
 class FusionChange:
     """A fusion whose fused op set changed, or that exists on one side only."""
 
-    status: str
+    status: ChangeKind
     """`changed`, `added` or `removed`."""
     a: int | None
     """The fusion's node in A."""
@@ -176,7 +187,7 @@ class FunctionPair:
 class ModuleDiff:
     """The structural diff of modules A and B."""
 
-    verdict: str
+    verdict: Verdict
     """`same` or `different`."""
     summary: Summary
     """Op counts."""
