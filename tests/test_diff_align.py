@@ -6,18 +6,11 @@ import pytest
 
 from conftest import DUMPS, ROOT
 from hloscope import reports
-from hloscope.analyses import diff as diff_module
-from hloscope.analyses.diff import (
-    ADDED,
-    CHANGE_STATUSES,
-    CHANGED,
-    SAME,
-    AlignedLines,
-    align_printed,
-    normalize_kind,
-)
+from hloscope.analyses.diff import ADDED, CHANGED, SAME, normalize_kind
 from hloscope.analyses.printed import PrintedModule
 from hloscope.sources import loader
+from hloscope.tui import diff_align as diff_module
+from hloscope.tui.diff_align import CHANGE_STATUSES, AlignedLines, align_printed
 from hloscope.tui.session import print_module
 
 

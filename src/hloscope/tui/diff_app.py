@@ -1,7 +1,7 @@
 """The diff screen: `hloscope diff A B` on a terminal.
 
 A summary header (the verdict and the op counts), the two modules printed side by
-side on the rows `analyses.diff.align_printed` lays out (matched ops on one row, a
+side on the rows `tui.diff_align.align_printed` lays out (matched ops on one row, a
 blank row facing what one side has alone), one cursor row for both, added lines in
 green, removed in red, changed in yellow, and below them what changed in the op
 under the cursor. `]` and `[` go to the next and previous change, `C` shows only
@@ -36,9 +36,7 @@ from hloscope.analyses.diff import (
     CHANGED,
     NORMALIZED,
     REMOVED,
-    AlignedLines,
     Change,
-    align_printed,
 )
 from hloscope.analyses.printed import PrintedModule
 from hloscope.errors import ExitCode
@@ -46,6 +44,7 @@ from hloscope.render.text.common import describe_source
 from hloscope.render.text.diff import change_where
 from hloscope.sources import loader
 from hloscope.tui.app import WorkingApp, run_app
+from hloscope.tui.diff_align import AlignedLines, align_printed
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.session import describe_failure, print_module

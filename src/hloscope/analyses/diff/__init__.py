@@ -1,0 +1,96 @@
+"""A structural diff of two modules: which ops were added, removed or changed, and how.
+
+Text diffs of IR drown in noise: SSA values are renumbered, independent ops move,
+locations change, and another printer (XLA's HLO, converted to MLIR) spells the
+same program differently. This diff matches structure instead, in the way XLA's
+`hlo_diff` does:
+
+1. Both modules become dataflow graphs. Calls (`func.call`) are inlined, because
+   nested jits, `compute_on` wrappers and XLA's own inlining move call boundaries
+   without changing the computation; `mhlo.fusion` regions are transparent too, so
+   ops are matched across fusion boundaries. A call or a fusion stays a node of its
+   own, matched afterwards by where its contents went.
+2. Every op gets a fingerprint of what it is (op kind, result types, attributes
+   without locations) and a Merkle-style subgraph fingerprint (its fingerprint and
+   those of its operands and nested regions). The entry functions' parameters are
+   paired first (by name, else by position, else by aligning their types), so a
+   paired parameter hashes the same on both sides.
+3. Ops are matched in passes: identical subgraphs, tallest first, each match mapping
+   its whole subgraph (equal small leaves, the many `constant 0`, are left to their
+   users first); top-down from matched users to their operands, starting from the
+   paired results; bottom-up from matched operands to users of the same kind, by
+   similarity; ops of another kind reading the same operands (a kind change); what
+   is left by equal fingerprints within matched regions. Calls and fusions are
+   matched last, by where most of their contents went.
+4. Each matched pair is compared: op kind, result types (shape or dtype),
+   attributes (with compute type, sharding and memory kind named as such),
+   operands (wired to the counterpart of the operand or not), call targets, and for
+   fusions the set of ops fused. Unmatched ops are added or removed. Changes with
+   the same description are grouped (the same change in 40 layers is one line with
+   a count).
+
+What is normalised, so that StableHLO, its HLO round trip (XLA's printer, converted
+back to MLIR), VHLO and Exported artifacts compare equal: `mhlo.`, `hlo.` and
+`stablehlo.` op names are one namespace; `stablehlo.dot` is the `dot_general` it
+abbreviates; function names lose XLA's `.N` suffixes; reshapes and broadcasts that only
+add or drop unit dimensions are transparent (the round trip writes `broadcast_in_dim
+64 -> 1x64` as reshapes), and a broadcast's dimensions are read for the operand's
+non-unit dimensions; equal subexpressions that one printer merged (CSE) are one; a
+`while` loop's carried values may come in another order; commutative ops' operands
+may be swapped; the default precision, implied comparison types, channel ids and
+XLA's `xla_shape` attribute are ignored. Unmatched ops that these rules explain are
+counted as `normalized`, not as changes. Not normalised: other rewrites (algebraic
+simplification, constant folding, XLA's optimizations).
+
+Matching is linear in the number of ops but for bounded candidate lists (the
+bottom-up pass looks at a few users of each operand) and sorting.
+"""
+
+from hloscope.analyses.diff.module_diff import diff_modules
+from hloscope.analyses.diff.names import normalize_function_name, normalize_kind
+from hloscope.analyses.diff.parameters import pair_parameters
+from hloscope.analyses.diff.report import (
+    ADDED,
+    CHANGED,
+    NORMALIZED,
+    REMOVED,
+    SAME,
+    Change,
+    ChangeGroup,
+    ChangeKind,
+    FunctionPair,
+    FusionChange,
+    ModuleDiff,
+    ParameterPair,
+    ParameterStatus,
+    Row,
+    RowStatus,
+    Side,
+    Summary,
+    Verdict,
+)
+
+__all__ = [
+    "ADDED",
+    "CHANGED",
+    "NORMALIZED",
+    "REMOVED",
+    "SAME",
+    "Change",
+    "ChangeGroup",
+    "ChangeKind",
+    "FunctionPair",
+    "FusionChange",
+    "ModuleDiff",
+    "ParameterPair",
+    "ParameterStatus",
+    "Row",
+    "RowStatus",
+    "Side",
+    "Summary",
+    "Verdict",
+    "diff_modules",
+    "normalize_function_name",
+    "normalize_kind",
+    "pair_parameters",
+]

@@ -1,0 +1,254 @@
+"""What changed, in words: a `Change` for each op added, removed or changed (where it
+is, and a few words on an added or removed op), the fusions whose fused ops changed,
+the module's attributes and top-level symbols, and equal changes grouped into one."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import cast
+
+from hloscope.analyses.diff.aspects import SHARDING_KEYS
+from hloscope.analyses.diff.graph import FUSION_KIND, Graph
+from hloscope.analyses.diff.matcher import Matcher
+from hloscope.analyses.diff.names import normalize_function_name, short
+from hloscope.analyses.diff.report import (
+    ADDED,
+    CHANGED,
+    REMOVED,
+    Change,
+    ChangeGroup,
+    ChangeKind,
+    FusionChange,
+    Row,
+)
+from hloscope.ir.model import Module, Op, parse_type, string_attribute
+
+
+def _where(graph: Graph, node: int) -> str:
+    module = graph.module
+    op = module.ops[graph.op[node]]
+    text = graph.function[node] or "(module)"
+    if op.results:
+        text += " " + module.value_name(op.results[0])
+    source = op.location.source
+    if source:
+        text += f" ({source})"
+    return text
+
+
+def _fused_kind(graph: Graph, node: int) -> str:
+    text = dict(graph.attrs[node]).get("fusion_kind", "")
+    match = re.search(r"\bk[A-Z]\w*", text)
+    return match.group(0) if match else text
+
+
+def _brief(kind: str) -> str:
+    return kind.removeprefix("stablehlo.")
+
+
+def op_change(row: Row, graph_a: Graph, graph_b: Graph, found: list[tuple[str, str]]) -> Change:
+    if row.status == CHANGED:
+        aspects = tuple(dict.fromkeys(aspect for aspect, _ in found))
+        name_a, name_b = graph_a.kind[row.a], graph_b.kind[row.b]
+        op_a = graph_a.module.ops[graph_a.op[row.a]].name
+        return Change(
+            kind=CHANGED,
+            function=_function_label(graph_a.function[row.a], graph_b.function[row.b]),
+            op=op_a
+            if name_a == name_b
+            else f"{op_a} → {graph_b.module.ops[graph_b.op[row.b]].name}",
+            detail="; ".join(text for _, text in found),
+            aspects=aspects,
+            a=row.a,
+            b=row.b,
+            a_where=_where(graph_a, row.a),
+            b_where=_where(graph_b, row.b),
+        )
+    graph, node = (graph_b, row.b) if row.status == ADDED else (graph_a, row.a)
+    return Change(
+        kind=cast("ChangeKind", row.status),  # only rows of added or removed ops come here
+        function=graph.function[node],
+        op=graph.module.ops[graph.op[node]].name,
+        detail=_node_summary(graph, node),
+        aspects=(),
+        a=row.a if row.a >= 0 else None,
+        b=row.b if row.b >= 0 else None,
+        a_where=_where(graph_a, row.a) if row.a >= 0 else None,
+        b_where=_where(graph_b, row.b) if row.b >= 0 else None,
+    )
+
+
+def _function_label(name_a: str, name_b: str) -> str:
+    if name_a == name_b or normalize_function_name(name_a) == normalize_function_name(name_b):
+        return name_a
+    return f"{name_a} → {name_b}"
+
+
+def _node_summary(graph: Graph, node: int) -> str:
+    """An added or removed op in a few words: its result type and what matters."""
+    parts = []
+    types = [str(t) for text in graph.types[node] for t in parse_type(text)]
+    if types:
+        parts.append(", ".join(types))
+    attrs = dict(graph.attrs[node])
+    if "callee" in attrs:
+        parts.append(f"calls {attrs['callee']}")
+    if graph.kind[node] == FUSION_KIND:
+        fused = sorted(
+            {
+                _brief(graph.kind[n])
+                for n in range(len(graph.op))
+                if graph.container[n] == node and graph.counted[n]
+            }
+        )
+        parts.append(f"{_fused_kind(graph, node)} fusion of {', '.join(fused)}")
+    if "call_target_name" in attrs:
+        parts.append(string_attribute(attrs["call_target_name"]))
+    if "frontend._xla_compute_type" in attrs:
+        parts.append(f"compute type {attrs['frontend._xla_compute_type']}")
+    for key in SHARDING_KEYS:
+        if key in attrs:
+            parts.append(f"sharding {short(attrs[key])}")
+    return "; ".join(parts)
+
+
+def group(changes: list[Change]) -> tuple[ChangeGroup, ...]:
+    grouped: dict[tuple[str, str, str, str], list[Change]] = {}
+    for change in changes:
+        key = (change.kind, normalize_function_name(change.function), change.op, change.detail)
+        grouped.setdefault(key, []).append(change)
+    return tuple(
+        ChangeGroup(
+            kind=members[0].kind,
+            function=members[0].function,
+            op=members[0].op,
+            detail=members[0].detail,
+            aspects=members[0].aspects,
+            count=len(members),
+            changes=tuple(members),
+        )
+        for members in grouped.values()
+    )
+
+
+def fusion_changes(matcher: Matcher) -> list[FusionChange]:
+    a, b = matcher.a, matcher.b
+    members_a: dict[int, list[int]] = defaultdict(list)
+    members_b: dict[int, list[int]] = defaultdict(list)
+    for graph, members in ((a, members_a), (b, members_b)):
+        for node in range(len(graph.op)):
+            outer = graph.container[node]
+            if outer >= 0 and graph.kind[outer] == FUSION_KIND and graph.counted[node]:
+                members[outer].append(node)
+    out: list[FusionChange] = []
+    for node in range(len(a.op)):
+        if a.kind[node] != FUSION_KIND:
+            continue
+        partner = matcher.ma[node]
+        ops_a = tuple(_brief(a.kind[n]) for n in members_a[node])
+        if partner < 0:
+            out.append(
+                FusionChange(REMOVED, node, None, _fused_kind(a, node), None, ops_a, (), (), (), "")
+            )
+            continue
+        ops_b = tuple(_brief(b.kind[n]) for n in members_b[partner])
+        moved_out = tuple(
+            _brief(a.kind[n])
+            for n in members_a[node]
+            if matcher.ma[n] >= 0 and b.container[matcher.ma[n]] != partner
+        )
+        moved_in = tuple(
+            _brief(b.kind[n])
+            for n in members_b[partner]
+            if matcher.mb[n] >= 0 and a.container[matcher.mb[n]] != node
+        )
+        kind_a, kind_b = _fused_kind(a, node), _fused_kind(b, partner)
+        if not moved_in and not moved_out and sorted(ops_a) == sorted(ops_b) and kind_a == kind_b:
+            continue
+        parts = []
+        if moved_in:
+            parts.append("fused in: " + ", ".join(moved_in))
+        if moved_out:
+            parts.append("moved out: " + ", ".join(moved_out))
+        only_a = [k for k, n in zip(ops_a, members_a[node], strict=True) if matcher.ma[n] < 0]
+        only_b = [k for k, n in zip(ops_b, members_b[partner], strict=True) if matcher.mb[n] < 0]
+        if only_a:
+            parts.append("removed ops: " + ", ".join(only_a))
+        if only_b:
+            parts.append("added ops: " + ", ".join(only_b))
+        out.append(
+            FusionChange(
+                CHANGED,
+                node,
+                partner,
+                kind_a,
+                kind_b,
+                ops_a,
+                ops_b,
+                moved_in,
+                moved_out,
+                "; ".join(parts),
+            )
+        )
+    for node in range(len(b.op)):
+        if b.kind[node] == FUSION_KIND and matcher.mb[node] < 0:
+            ops_b = tuple(_brief(b.kind[n]) for n in members_b[node])
+            out.append(
+                FusionChange(ADDED, None, node, None, _fused_kind(b, node), (), ops_b, (), (), "")
+            )
+    return out
+
+
+_MODULE_KEYS = ("mhlo.num_partitions", "mhlo.num_replicas")
+
+
+def module_changes(a: Module, b: Module) -> list[Change]:
+    changes = []
+    for key in _MODULE_KEYS:
+        value_a, value_b = a.attributes.get(key), b.attributes.get(key)
+        if value_a is not None and value_b is not None and value_a != value_b:
+            changes.append(
+                Change(
+                    CHANGED,
+                    "",
+                    "module",
+                    f"{key} {value_a} → {value_b}",
+                    ("module",),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
+            )
+    # Meshes and other symbols at the top level, by name.
+    symbols_a = {_symbol(op): op for op in a.body if op.name != "func.func"}
+    symbols_b = {_symbol(op): op for op in b.body if op.name != "func.func"}
+    for key in sorted(symbols_a.keys() | symbols_b.keys()):
+        op_a, op_b = symbols_a.get(key), symbols_b.get(key)
+        if op_a is not None and op_b is not None:
+            attrs_a = {k: v for k, v in op_a.attributes.items() if k != "sym_name"}
+            attrs_b = {k: v for k, v in op_b.attributes.items() if k != "sym_name"}
+            if attrs_a != attrs_b:
+                changes.append(
+                    Change(
+                        CHANGED,
+                        "",
+                        op_a.name,
+                        f"{key}: " + short(str(attrs_a)) + " → " + short(str(attrs_b)),
+                        ("module",),
+                        None,
+                        None,
+                        None,
+                        None,
+                    )
+                )
+        elif op_a is not None:
+            changes.append(Change(REMOVED, "", op_a.name, key, ("module",), None, None, None, None))
+        elif op_b is not None:
+            changes.append(Change(ADDED, "", op_b.name, key, ("module",), None, None, None, None))
+    return changes
+
+
+def _symbol(op: Op) -> str:
+    return f"{op.name} {string_attribute(op.attributes.get('sym_name', ''))}".strip()

@@ -1,0 +1,92 @@
+"""How a matched pair of ops differs: op kind, result types (shape, dtype or layout),
+attributes (compute type, sharding and memory kind named as such) and operands (wired
+to the counterpart of the operand, or not)."""
+
+from __future__ import annotations
+
+from hloscope.analyses.diff.aspects import aspect_of, type_change
+from hloscope.analyses.diff.graph import Graph
+from hloscope.analyses.diff.matcher import Matcher
+from hloscope.analyses.diff.names import short
+
+
+class Comparer:
+    """How a matched pair of ops differs: kind, result types, attributes, operands."""
+
+    def __init__(self, matcher: Matcher) -> None:
+        self.m = matcher
+        self.a = matcher.a
+        self.b = matcher.b
+
+    def same_operand(self, value_a: int, value_b: int) -> bool:
+        """Whether B's operand is the counterpart of A's, or an identical subgraph."""
+        if self.m.counterpart_value(value_a) == value_b:
+            return True
+        return self.a.value_hash(value_a) == self.b.value_hash(value_b)
+
+    def describe_value(self, graph: Graph, value: int, matched: list[int]) -> str:
+        producer = graph.g_node[value]
+        if producer >= 0:
+            text = graph.kind[producer].removeprefix("stablehlo.")
+            if graph.results[producer] and len(graph.results[producer]) > 1:
+                text += f"#{graph.g_index[value]}"
+            if matched[producer] < 0:
+                text += " (added)" if graph is self.b else " (removed)"
+            return text
+        if value in graph.parameters:
+            return f"parameter {graph.parameters.index(value)}"
+        return "a region argument"
+
+    def differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
+        """(aspect, text) for each way the pair differs; empty when the same."""
+        a, b = self.a, self.b
+        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
+            return []  # identical subgraphs
+        out: list[tuple[str, str]] = []
+        if a.kind[node_a] != b.kind[node_b]:
+            out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
+        types_b = b.types[node_b]
+        permutation = self.m.permutation(node_a, node_b)
+        if permutation is not None and len(types_b) == len(permutation):
+            types_b = tuple(types_b[j] for j in permutation)
+        changed_type = type_change(a.types[node_a], types_b)
+        if changed_type is not None:
+            out.append(changed_type)
+        if a.attrs[node_a] != b.attrs[node_b]:
+            attrs_a, attrs_b = dict(a.attrs[node_a]), dict(b.attrs[node_b])
+            raw_a = a.module.ops[a.op[node_a]].attributes
+            raw_b = b.module.ops[b.op[node_b]].attributes
+            for key in sorted(attrs_a.keys() | attrs_b.keys()):
+                value_a, value_b = attrs_a.get(key), attrs_b.get(key)
+                if value_a == value_b:
+                    continue
+                # Compared in normal form, shown as printed.
+                value_a = raw_a.get(key, value_a) if value_a is not None else None
+                value_b = raw_b.get(key, value_b) if value_b is not None else None
+                aspect = aspect_of(key)
+                label = key.removeprefix("frontend.")
+                if aspect == "compute_type":
+                    text = f"compute type {value_a or 'device'} → {value_b or 'device'}"
+                elif aspect == "memory_kind":
+                    text = f"memory {value_a or 'device'} → {value_b or 'device'}"
+                elif value_a is None:
+                    text = f"{label} added: {short(value_b or '')}"
+                elif value_b is None:
+                    text = f"{label} removed (was {short(value_a)})"
+                else:
+                    text = f"{label} {short(value_a)} → {short(value_b)}"
+                out.append((aspect, text))
+        operands_a, operands_b = a.operands[node_a], b.operands[node_b]
+        if a.is_container[node_a]:
+            # Values flow through calls and fusions: the ops inside that read them
+            # report a rewiring.
+            return out
+        if len(operands_a) != len(operands_b):
+            out.append(("operands", f"{len(operands_a)} operands → {len(operands_b)}"))
+        else:
+            for position, (operand_a, operand_b) in enumerate(self.m.operand_pairs(node_a, node_b)):
+                if not self.same_operand(operand_a, operand_b):
+                    was = self.describe_value(a, operand_a, self.m.ma)
+                    now = self.describe_value(b, operand_b, self.m.mb)
+                    out.append(("operands", f"operand {position}: {was} → {now}"))
+        return out

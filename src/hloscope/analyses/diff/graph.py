@@ -1,0 +1,459 @@
+"""A module as the diff sees it: a dataflow graph of nodes (ops, with calls inlined
+and `mhlo.fusion` regions transparent) and values, each node with a fingerprint of what
+it is and a Merkle-style fingerprint of its subgraph, and its attributes in the normal
+form in which printers agree (implied comparison types, the default precision and
+`xla_shape` left out; unit-dimension reshapes transparent)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hloscope.analyses.diff.names import normalize_function_name, normalize_kind, normalize_value
+from hloscope.analyses.structure import CALL_ATTRIBUTES
+from hloscope.ir.model import (
+    Block,
+    Function,
+    Module,
+    Op,
+    parse_dict_attribute,
+    parse_type,
+    symbol_references,
+)
+
+# Ops whose region is not a scope of its own for the diff: the region's arguments
+# are the op's operands and its results are what the region returns.
+TRANSPARENT_OPS = frozenset({"mhlo.fusion"})
+CALL_OP = "func.call"
+FUSION_KIND = "stablehlo.fusion"
+
+# Attributes that repeat what the result types say (XLA's converter leaves them,
+# sometimes stale).
+IGNORED_ATTRIBUTES = frozenset({"xla_shape"})
+
+# A comparison's type is implied by its operands' element type unless it is TOTALORDER;
+# XLA's HLO drops the implied ones.
+_IMPLIED_COMPARE_TYPES = frozenset(
+    f"#stablehlo<comparison_type {t}>" for t in ("SIGNED", "UNSIGNED", "FLOAT", "NOTYPE")
+)
+
+
+_DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
+
+# Ops whose operands can be swapped without changing the result (printers do swap them).
+COMMUTATIVE_KINDS = frozenset(
+    "stablehlo." + name for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
+)
+# Attributes naming functions that are not inlined (they become roots of their own).
+REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
+UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
+_ARRAY = re.compile(r"array<i64(?::\s*([\d,\s]*))?>")
+
+
+def _unit_reshape(
+    kind: str, operand_type: str, result_type: str, attrs: tuple[tuple[str, str], ...]
+) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    """Whether an op only adds or drops unit dimensions (a reshape 64 -> 1x64, the
+    identity broadcast XLA writes), and a broadcast's attributes with its dimensions
+    said for the operand's non-unit dimensions only, so that broadcasting `x[64]` and
+    `x[1,64]` into the same shape read the same."""
+    source = parse_type(operand_type)
+    target = parse_type(result_type)
+    if len(source) != 1 or len(target) != 1:
+        return False, attrs
+    src, dst = source[0], target[0]
+    if src.shape is None or dst.shape is None or src.dtype != dst.dtype:
+        return False, attrs
+    squeezed_src = [d for d in src.shape if d != 1]
+    squeezed_dst = [d for d in dst.shape if d != 1]
+    if kind == "stablehlo.reshape":
+        return squeezed_src == squeezed_dst, attrs
+    values = dict(attrs)
+    match = _ARRAY.fullmatch(values.get("broadcast_dimensions", ""))
+    if match is None:
+        return False, attrs
+    dims = [int(d) for d in (match.group(1) or "").replace(" ", "").split(",") if d]
+    if len(dims) != len(src.shape):
+        return False, attrs
+    kept = [d for d, size in zip(dims, src.shape, strict=True) if size != 1]
+    values["broadcast_dimensions"] = "array<i64: " + ", ".join(map(str, kept)) + ">"
+    canonical = tuple(sorted(values.items()))
+    unit = squeezed_src == squeezed_dst and kept == sorted(kept)
+    return unit, canonical
+
+
+class Graph:
+    """One module as a dataflow graph of nodes (ops in a call context) and values.
+
+    Arrays indexed by node or value id, for speed. A value is a result of a node, or
+    a leaf: an entry parameter, a region argument, a parameter of a function that is
+    not inlined.
+    """
+
+    def __init__(self, module: Module, parameter_tokens: Sequence[int], inline: bool) -> None:
+        self.module = module
+        self.inline = inline
+        # nodes
+        self.op: list[int] = []
+        self.ctx: list[int] = []
+        self.kind: list[str] = []
+        self.local: list[int] = []
+        self.attrs: list[tuple[tuple[str, str], ...]] = []
+        self.types: list[tuple[str, ...]] = []
+        self.operands: list[tuple[int, ...]] = []
+        self.results: list[tuple[int, ...]] = []
+        self.container: list[int] = []
+        self.parent: list[int] = []
+        self.children: list[list[list[int]] | None] = []
+        self.block_args: list[list[list[int]] | None] = []
+        self.counted: list[bool] = []
+        self.is_container: list[bool] = []
+        self.unit_reshape: list[bool] = []
+        self.function: list[str] = []
+        self.post: list[int] = []
+        # values
+        self.g_node: list[int] = []
+        self.g_index: list[int] = []
+        self.g_token: list[int] = []
+        self.g_type: list[str] = []
+        # For a region argument: the op owning the region (else -1), and its
+        # (region, argument) index.
+        self.g_owner: list[int] = []
+        self.g_slot: list[tuple[int, int]] = []
+        # contexts: call ops (ids) a node was inlined through
+        self.contexts: list[tuple[int, ...]] = [()]
+        # roots: (function name, outputs)
+        self.roots: list[tuple[str, list[int]]] = []
+        self.parameters: list[int] = []
+        self._root_queue: list[Function] = []
+        self._rooted: set[str] = set()
+        self._value_types = module.value_types
+        self._functions = module.functions
+
+        entry = module.entry
+        if entry is not None and not entry.is_declaration:
+            args = []
+            for index, argument in enumerate(entry.arguments):
+                token = parameter_tokens[index] if index < len(parameter_tokens) else 0
+                value = self._leaf(argument.type, token or hash(("param?", index, argument.type)))
+                args.append(value)
+            self.parameters = args
+            self._root(entry, args)
+        for function in module.functions.values():
+            if function.visibility == "public" and function is not entry:
+                self._queue_root(function.name)
+        while self._root_queue:
+            function = self._root_queue.pop(0)
+            args = [
+                self._leaf(a.type, hash(("fparam", i, a.type)))
+                for i, a in enumerate(function.arguments)
+            ]
+            self._root(function, args)
+        self._hash()
+
+    # -- building ----------------------------------------------------------------
+
+    def _leaf(
+        self, mlir_type: str, token: int, owner: int = -1, slot: tuple[int, int] = (0, 0)
+    ) -> int:
+        self.g_node.append(-1)
+        self.g_index.append(0)
+        self.g_token.append(token)
+        self.g_type.append(mlir_type)
+        self.g_owner.append(owner)
+        self.g_slot.append(slot)
+        return len(self.g_node) - 1
+
+    def _result(self, node: int, index: int, mlir_type: str) -> int:
+        self.g_node.append(node)
+        self.g_index.append(index)
+        self.g_token.append(0)
+        self.g_type.append(mlir_type)
+        self.g_owner.append(-1)
+        self.g_slot.append((0, 0))
+        return len(self.g_node) - 1
+
+    def _queue_root(self, name: str) -> None:
+        function = self._functions.get(name)
+        if function is None or function.is_declaration or name in self._rooted:
+            return
+        self._rooted.add(name)
+        self._root_queue.append(function)
+
+    def _root(self, function: Function, args: list[int]) -> None:
+        self._rooted.add(function.name)
+        outputs = self._walk_function(function, args, 0, -1, -1, frozenset({function.name}), [])
+        self.roots.append((function.name, outputs))
+
+    def _walk_function(
+        self,
+        function: Function,
+        args: Sequence[int],
+        ctx: int,
+        container: int,
+        parent: int,
+        active: frozenset[str],
+        children: list[int],
+    ) -> list[int]:
+        env: dict[int, int] = {}
+        region = function.op.regions[0]
+        for block_argument, value in zip(region.blocks[0].arguments, args, strict=False):
+            env[block_argument] = value
+        for argument in function.arguments:
+            # HLO's own form: parameters are ops whose results are the arguments.
+            if argument.value >= 0 and argument.value not in env and argument.index < len(args):
+                env[argument.value] = args[argument.index]
+        outputs: list[int] = []
+        for block in region.blocks:
+            returned = self._walk_block(block, env, ctx, container, parent, active, children, True)
+            if returned is not None:
+                outputs = returned
+        return outputs
+
+    def _walk_block(
+        self,
+        block: Block,
+        env: dict[int, int],
+        ctx: int,
+        container: int,
+        parent: int,
+        active: frozenset[str],
+        children: list[int],
+        returns_out: bool,
+    ) -> list[int] | None:
+        """Walk a block's ops. `returns_out`: the block's terminator hands values out
+        of a function or a transparent region (no node); otherwise it is a node."""
+        returned: list[int] | None = None
+        value_types = self._value_types
+        for op in block.ops:
+            if op.is_terminator:
+                outs = [self._resolve(env, v) for v in op.operands]
+                if not returns_out:
+                    node = self._node(op, tuple(outs), ctx, container, parent, counted=False)
+                    children.append(node)
+                    self.post.append(node)
+                returned = outs
+                continue
+            if op.name == "hlo.parameter" and op.results and op.results[0] in env:
+                continue  # XLA's own form: the parameter op stands for the argument
+            get = env.get
+            operands = tuple(
+                [
+                    found if (found := get(v)) is not None else self._resolve(env, v)
+                    for v in op.operands
+                ]
+            )
+            name = op.name
+            if name == CALL_OP:
+                callee = self._callee(op)
+                if callee is not None and self.inline and callee.name not in active:
+                    node = self._node(op, operands, ctx, container, parent, is_container=True)
+                    children.append(node)
+                    inner_ctx = len(self.contexts)
+                    self.contexts.append((*self.contexts[ctx], op.id))
+                    outs = self._walk_function(
+                        callee, operands, inner_ctx, node, parent, active | {callee.name}, children
+                    )
+                    for value, out in zip(op.results, outs, strict=False):
+                        env[value] = out
+                    self.results[node] = tuple(outs)
+                    self.post.append(node)
+                    continue
+                if callee is not None:
+                    self._queue_root(callee.name)
+            elif name in TRANSPARENT_OPS and op.regions and op.regions[0].blocks:
+                node = self._node(op, operands, ctx, container, parent, is_container=True)
+                children.append(node)
+                inner = op.regions[0].blocks[0]
+                for argument, value in zip(inner.arguments, operands, strict=False):
+                    env[argument] = value
+                outs = self._walk_block(inner, env, ctx, node, parent, active, children, True) or []
+                for value, out in zip(op.results, outs, strict=False):
+                    env[value] = out
+                self.results[node] = tuple(outs)
+                self.post.append(node)
+                continue
+            node = self._node(op, operands, ctx, container, parent)
+            children.append(node)
+            if self.unit_reshape[node]:
+                # Only unit dimensions change: users see the operand itself.
+                results: tuple[int, ...] = operands
+            else:
+                results = tuple(
+                    self._result(node, i, value_types[v]) for i, v in enumerate(op.results)
+                )
+            for value, out in zip(op.results, results, strict=True):
+                env[value] = out
+            self.results[node] = results
+            if op.regions:
+                regions: list[list[int]] = []
+                region_args: list[list[int]] = []
+                local = self.local[node]
+                for r, region in enumerate(op.regions):
+                    inner_children: list[int] = []
+                    arguments: list[int] = []
+                    for block in region.blocks:
+                        for a, value in enumerate(block.arguments):
+                            leaf = self._leaf(
+                                value_types[value],
+                                hash(("blockarg", local, r, a, value_types[value])),
+                                node,
+                                (r, len(arguments)),
+                            )
+                            env[value] = leaf
+                            arguments.append(leaf)
+                        self._walk_block(
+                            block, env, ctx, container, node, active, inner_children, False
+                        )
+                    regions.append(inner_children)
+                    region_args.append(arguments)
+                self.children[node] = regions
+                self.block_args[node] = region_args
+            if op.attributes and not REFERENCE_ATTRIBUTES.isdisjoint(op.attributes):
+                for key in REFERENCE_ATTRIBUTES.intersection(op.attributes):
+                    for callee_name in symbol_references(op.attributes[key]):
+                        self._queue_root(callee_name)
+            self.post.append(node)
+        return returned
+
+    def _callee(self, op: Op) -> Function | None:
+        text = op.attributes.get("callee")
+        if not text:
+            return None
+        names = symbol_references(text)
+        function = self._functions.get(names[0]) if names else None
+        if function is None or function.is_declaration:
+            return None
+        return function
+
+    def _resolve(self, env: dict[int, int], value: int) -> int:
+        found = env.get(value)
+        if found is not None:
+            return found
+        mlir_type = self._value_types[value] if value >= 0 else "?"
+        leaf = self._leaf(mlir_type, hash(("unknown", mlir_type)))
+        if value >= 0:
+            env[value] = leaf
+        return leaf
+
+    def _node(
+        self,
+        op: Op,
+        operands: tuple[int, ...],
+        ctx: int,
+        container: int,
+        parent: int,
+        counted: bool = True,
+        is_container: bool = False,
+    ) -> int:
+        node = len(self.op)
+        kind = normalize_kind(op.name)
+        types = tuple(self._value_types[v] for v in op.results)
+        attrs = self._attributes(op)
+        unit_reshape = False
+        if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
+            operand_type = self._value_types[op.operands[0]] if op.operands[0] >= 0 else "?"
+            unit_reshape, attrs = _unit_reshape(kind, operand_type, types[0], attrs)
+        self.op.append(op.id)
+        self.ctx.append(ctx)
+        self.kind.append(kind)
+        self.attrs.append(attrs)
+        self.types.append(types)
+        self.local.append(hash((kind, types, attrs, len(op.regions))))
+        self.operands.append(operands)
+        self.results.append(())
+        self.container.append(container)
+        self.parent.append(parent)
+        self.children.append(None)
+        self.block_args.append(None)
+        self.counted.append(counted)
+        self.is_container.append(is_container)
+        self.unit_reshape.append(unit_reshape)
+        self.function.append(op.function or "")
+        return node
+
+    def _attributes(self, op: Op) -> tuple[tuple[str, str], ...]:
+        attributes = op.attributes
+        if op.name == "stablehlo.dot" and op.operands and op.operands[0] >= 0:
+            # A dot contracts the last dimension of the left with the first of the right.
+            lhs = parse_type(self._value_types[op.operands[0]])
+            rank = len(lhs[0].shape or ()) if lhs else 1
+            numbers = (
+                "#stablehlo.dot<lhs_contracting_dimensions = "
+                f"[{max(rank - 1, 0)}], rhs_contracting_dimensions = [0]>"
+            )
+            merged = dict(attributes)
+            merged["dot_dimension_numbers"] = numbers
+            attributes = merged
+        if not attributes:
+            return ()
+        out: dict[str, str] = {}
+        for name, value in attributes.items():
+            if name in IGNORED_ATTRIBUTES:
+                continue
+            if name == "mhlo.frontend_attributes":
+                for entry, entry_value in parse_dict_attribute(value).items():
+                    out["frontend." + entry] = entry_value
+                continue
+            if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
+                continue
+            if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
+                continue  # the default, which some printers leave out
+            if name == "callee":
+                refs = symbol_references(value)
+                out[name] = "@" + normalize_function_name(refs[0]) if refs else value
+                continue
+            out[name] = normalize_value(value)
+        return tuple(sorted(out.items()))
+
+    # -- fingerprints ----------------------------------------------------------------
+
+    def _hash(self) -> None:
+        count = len(self.op)
+        self.sub = [0] * count
+        self.height = [0] * count
+        sub = self.sub
+        height = self.height
+        g_node = self.g_node
+        g_index = self.g_index
+        g_token = self.g_token
+        for node in self.post:
+            operand_hashes = []
+            tallest = 0
+            for value in self.operands[node]:
+                producer = g_node[value]
+                if producer >= 0:
+                    operand_hashes.append(sub[producer] ^ g_index[value])
+                    if height[producer] > tallest:
+                        tallest = height[producer]
+                else:
+                    operand_hashes.append(g_token[value])
+            regions = self.children[node]
+            region_hashes: tuple[tuple[int, ...], ...] = ()
+            if regions is not None:
+                region_hashes = tuple(tuple(sorted(sub[c] for c in region)) for region in regions)
+                for region in regions:
+                    for child in region:
+                        if height[child] > tallest:
+                            tallest = height[child]
+            if self.kind[node] in COMMUTATIVE_KINDS:
+                operand_hashes.sort()
+            sub[node] = hash((self.local[node], tuple(operand_hashes), region_hashes))
+            height[node] = tallest + 1
+
+    def value_hash(self, value: int) -> int:
+        producer = self.g_node[value]
+        if producer >= 0:
+            return self.sub[producer] ^ self.g_index[value]
+        return self.g_token[value]
+
+    def users(self) -> list[list[int]]:
+        users: list[list[int]] = [[] for _ in self.g_node]
+        for node, operands in enumerate(self.operands):
+            if self.is_container[node]:
+                continue
+            for value in operands:
+                bucket = users[value]
+                if not bucket or bucket[-1] != node:
+                    bucket.append(node)
+        return users

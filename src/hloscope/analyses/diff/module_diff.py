@@ -1,0 +1,261 @@
+"""The diff of two modules from end to end: pair the entry parameters, build both
+graphs (inlining calls unless they are too many), match, compare each matched pair,
+lay out the rows (A's ops in order, B's unmatched ones among them), count, and gather
+the changes into a `ModuleDiff`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hloscope.analyses.diff.changes import fusion_changes, group, module_changes, op_change
+from hloscope.analyses.diff.compare import Comparer
+from hloscope.analyses.diff.graph import CALL_OP, FUSION_KIND, Graph
+from hloscope.analyses.diff.matcher import Matcher
+from hloscope.analyses.diff.names import normalize_function_name
+from hloscope.analyses.diff.parameters import (
+    pair_parameters,
+    pair_results,
+    parameter_changes,
+    result_changes,
+)
+from hloscope.analyses.diff.report import (
+    ADDED,
+    CHANGED,
+    NORMALIZED,
+    REMOVED,
+    SAME,
+    Change,
+    FunctionPair,
+    ModuleDiff,
+    Row,
+    RowStatus,
+    Side,
+    Summary,
+)
+from hloscope.ir.model import Function, Module, symbol_references
+
+# A module whose calls inline to more ops than this is diffed with calls as opaque
+# nodes (its called functions compared on their own).
+INLINE_LIMIT = 2_000_000
+
+
+def diff_modules(a: Module, b: Module) -> ModuleDiff:
+    """The structural diff of `a` (before) and `b` (after)."""
+    notes: list[str] = []
+    entry_a, entry_b = a.entry, b.entry
+    parameter_pairs = pair_parameters(entry_a, entry_b)
+    tokens_a = [0] * (len(entry_a.arguments) if entry_a else 0)
+    tokens_b = [0] * (len(entry_b.arguments) if entry_b else 0)
+    for number, (i, j) in enumerate(parameter_pairs):
+        token = hash(("param", number))
+        if i is not None:
+            tokens_a[i] = token if j is not None else hash(("param-a", i))
+        if j is not None:
+            tokens_b[j] = token if i is not None else hash(("param-b", j))
+    inline = _inlined_size(a) <= INLINE_LIMIT and _inlined_size(b) <= INLINE_LIMIT
+    if not inline:
+        notes.append("calls are too many to inline; called functions were compared on their own")
+    graph_a = Graph(a, tokens_a, inline)
+    graph_b = Graph(b, tokens_b, inline)
+    matched_pairs = [(i, j) for i, j in parameter_pairs if i is not None and j is not None]
+    matcher = Matcher(graph_a, graph_b, matched_pairs)
+    matcher.run(_root_pairs(graph_a, graph_b, entry_a, entry_b))
+    comparer = Comparer(matcher)
+
+    statuses_a: list[RowStatus] = [SAME] * len(graph_a.op)
+    fusions = fusion_changes(matcher)
+    fusion_details = {(f.a, f.b): f.detail for f in fusions if f.status == CHANGED and f.detail}
+    found_by_pair: dict[int, list[tuple[str, str]]] = {}
+    duplicates_a = _duplicates(graph_a, matcher.ma)
+    duplicates_b = _duplicates(graph_b, matcher.mb)
+    for node_a, node_b in enumerate(matcher.ma):
+        if node_b < 0:
+            statuses_a[node_a] = NORMALIZED if node_a in duplicates_a else REMOVED
+            continue
+        found = comparer.differences(node_a, node_b)
+        detail_extra = fusion_details.get((node_a, node_b))
+        if detail_extra:
+            found.append(("fusion", detail_extra))
+        if found:
+            statuses_a[node_a] = CHANGED
+            found_by_pair[node_a] = found
+    statuses_b: list[RowStatus] = [
+        (NORMALIZED if node in duplicates_b else ADDED) if partner < 0 else SAME
+        for node, partner in enumerate(matcher.mb)
+    ]
+
+    changes: list[Change] = []
+    counts = {ADDED: 0, REMOVED: 0, CHANGED: 0, SAME: 0, NORMALIZED: 0}
+    rows = _align(graph_a, graph_b, matcher, statuses_a, statuses_b)
+    for row in rows:
+        counted = graph_a.counted[row.a] if row.a >= 0 else graph_b.counted[row.b]
+        if not counted:
+            continue
+        counts[row.status] += 1
+        if row.status in (SAME, NORMALIZED):
+            continue
+        changes.append(op_change(row, graph_a, graph_b, found_by_pair.get(row.a, [])))
+    # Then what is not an op: the module's attributes and symbols, parameters, results.
+    changes.extend(module_changes(a, b))
+    parameter_report, changed_parameters = parameter_changes(entry_a, entry_b, parameter_pairs)
+    changes.extend(changed_parameters)
+    changes.extend(result_changes(entry_a, entry_b))
+
+    groups = group(changes)
+    summary = Summary(
+        added=counts[ADDED],
+        removed=counts[REMOVED],
+        changed=counts[CHANGED],
+        unchanged=counts[SAME],
+        normalized=counts[NORMALIZED],
+    )
+    if a.name != b.name and a.name and b.name:
+        notes.append(f"module names differ: {a.name} → {b.name} (not a change)")
+    return ModuleDiff(
+        verdict="different" if changes else "same",
+        summary=summary,
+        groups=groups,
+        changes=tuple(changes),
+        a=_side(a, graph_a),
+        b=_side(b, graph_b),
+        rows=tuple(rows),
+        parameters=parameter_report,
+        fusions=tuple(fusions),
+        functions=_function_pairs(matcher),
+        notes=tuple(notes),
+    )
+
+
+def _duplicates(graph: Graph, matched: list[int]) -> set[int]:
+    """Unmatched nodes that are no change: unit-dimension reshapes, and copies of a
+    subexpression that is matched elsewhere on the same side (one printer merged
+    equal constants and broadcasts, the other did not)."""
+    kept = {graph.sub[node] for node, partner in enumerate(matched) if partner >= 0}
+    return {
+        node
+        for node, partner in enumerate(matched)
+        if partner < 0
+        and not graph.is_container[node]
+        and (graph.unit_reshape[node] or graph.sub[node] in kept)
+    }
+
+
+def _inlined_size(module: Module) -> int:
+    """Ops once calls are inlined, capped: a cheap count over the call graph."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str, active: frozenset[str]) -> int:
+        if name in sizes:
+            return sizes[name]
+        function = module.functions.get(name)
+        if function is None or function.is_declaration:
+            return 0
+        total = 0
+        for op in module.function_ops(function):
+            total += 1
+            if op.name == CALL_OP and "callee" in op.attributes:
+                refs = symbol_references(op.attributes["callee"])
+                if refs and refs[0] not in active:
+                    total += size(refs[0], active | {refs[0]})
+            if total > INLINE_LIMIT:
+                break
+        sizes[name] = total
+        return total
+
+    entry = module.entry
+    return size(entry.name, frozenset({entry.name})) if entry is not None else 0
+
+
+def _root_pairs(
+    graph_a: Graph, graph_b: Graph, entry_a: Function | None, entry_b: Function | None
+) -> list[tuple[int, int]]:
+    """Pairs of output values to start the top-down pass from: the entry functions'
+    results, then other roots paired by (normalised) name."""
+    pairs: list[tuple[int, int]] = []
+    roots_b = {normalize_function_name(name): outputs for name, outputs in graph_b.roots[1:]}
+    for index, (name, outputs_a) in enumerate(graph_a.roots):
+        if index == 0 and graph_b.roots:
+            outputs_b = graph_b.roots[0][1]
+            for i, j in pair_results(entry_a, entry_b):
+                if i < len(outputs_a) and j < len(outputs_b):
+                    pairs.append((outputs_a[i], outputs_b[j]))
+            continue
+        found = roots_b.get(normalize_function_name(name))
+        if found is not None:
+            pairs.extend(zip(outputs_a, found, strict=False))
+    return pairs
+
+
+def _align(
+    graph_a: Graph,
+    graph_b: Graph,
+    matcher: Matcher,
+    statuses_a: list[RowStatus],
+    statuses_b: list[RowStatus],
+) -> list[Row]:
+    """A's nodes in order; B's unmatched nodes go before the first matched node that
+    follows them in B."""
+    rows: list[Row] = []
+    next_b = 0
+    mb = matcher.mb
+    count_b = len(graph_b.op)
+    for node_a, node_b in enumerate(matcher.ma):
+        if node_b < 0:
+            rows.append(Row(node_a, -1, statuses_a[node_a]))
+            continue
+        while next_b < node_b:
+            if mb[next_b] < 0:
+                rows.append(Row(-1, next_b, statuses_b[next_b]))
+            next_b += 1
+        if next_b == node_b:
+            next_b += 1
+        rows.append(Row(node_a, node_b, statuses_a[node_a]))
+    while next_b < count_b:
+        if mb[next_b] < 0:
+            rows.append(Row(-1, next_b, statuses_b[next_b]))
+        next_b += 1
+    return rows
+
+
+def _side(module: Module, graph: Graph) -> Side:
+    return Side(
+        module=module.name,
+        entry=module.entry.name if module.entry is not None else None,
+        ops=tuple(graph.op),
+        calls=tuple(graph.contexts[c] for c in graph.ctx),
+        counted=tuple(graph.counted),
+        fusions=sum(1 for kind in graph.kind if kind == FUSION_KIND),
+    )
+
+
+def _function_pairs(matcher: Matcher) -> tuple[FunctionPair, ...]:
+    """Each function of A with the function of B most of its ops matched into, and B's
+    functions that nothing matched."""
+    a, b = matcher.a, matcher.b
+    sizes_a: dict[str, int] = defaultdict(int)
+    sizes_b: dict[str, int] = defaultdict(int)
+    votes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for node in range(len(a.op)):
+        if not a.counted[node]:
+            continue
+        sizes_a[a.function[node]] += 1
+        partner = matcher.ma[node]
+        if partner >= 0:
+            votes[a.function[node]][b.function[partner]] += 1
+    for node in range(len(b.op)):
+        if b.counted[node]:
+            sizes_b[b.function[node]] += 1
+    pairs = []
+    seen_b: set[str] = set()
+    for name, size in sizes_a.items():
+        counted = votes.get(name)
+        if counted:
+            best = max(counted.items(), key=lambda kv: kv[1])
+            pairs.append(FunctionPair(name, best[0], size, sizes_b.get(best[0], 0), best[1]))
+            seen_b.add(best[0])
+        else:
+            pairs.append(FunctionPair(name, None, size, 0, 0))
+    for name, size in sizes_b.items():
+        if name not in seen_b:
+            pairs.append(FunctionPair(None, name, 0, size, 0))
+    return tuple(pairs)
