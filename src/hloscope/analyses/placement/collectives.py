@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 
 from hloscope.analyses.placement.attributes import custom_call_target
-from hloscope.analyses.placement.report import COLLECTIVES, Collective
+from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import Module, Op
@@ -17,7 +17,7 @@ from hloscope.ir.model import Module, Op
 _COLLECTIVE_NAME = re.compile(r"all[_-]|reduce[_-]scatter|collective|custom[_-]call")
 
 
-def collective_kind(op: Op) -> tuple[str, bool] | None:
+def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
     """(kind, async) when `op` is a collective; None otherwise. HLO's `-done` halves
     are not collectives of their own."""
     if _COLLECTIVE_NAME.search(op.name) is None:
@@ -43,7 +43,7 @@ def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
     for op in ops:
         if op.short_name in ("async_start", "async-start"):
             async_functions.update(op_callees(op, names, fused=True))
-    found: dict[str, list[tuple[Op, bool]]] = {}
+    found: dict[CollectiveOp, list[tuple[Op, bool]]] = {}
     for op in ops:
         kind = collective_kind(op)
         if kind is None:

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.placement.attributes import function_thread, own_compute_type
-from hloscope.analyses.placement.report import DEVICE, ComputeRegion, PlacedOp
+from hloscope.analyses.placement.report import DEVICE, ComputeRegion, PlacedOp, Via
 from hloscope.analyses.placement.values import sum_bytes, unique
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import Function, Module
@@ -35,7 +35,7 @@ class Context:
     """One way an op is placed: its compute type, how it got it, and what placed it."""
 
     compute_type: str
-    via: str
+    via: Via
     anchor: int | None
     """The op that placed it: a marked op, or the outermost marked call."""
 
@@ -67,7 +67,7 @@ def compute_contexts(
     # Contexts are immutable in use: one object per distinct context, not per op.
     interned: dict[tuple[str, str, int | None], Context] = {}
 
-    def shared(compute_type: str, via: str, anchor: int | None) -> Context:
+    def shared(compute_type: str, via: Via, anchor: int | None) -> Context:
         key = (compute_type, via, anchor)
         found = interned.get(key)
         if found is None:

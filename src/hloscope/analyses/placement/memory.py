@@ -17,7 +17,9 @@ from hloscope.analyses.placement.report import (
     DEVICE,
     HOST,
     MemoryPlacement,
+    MemoryPlacementKind,
     Transfer,
+    TransferKind,
 )
 from hloscope.analyses.placement.values import hlo_type, human_size, sum_bytes, unique
 from hloscope.analyses.structure import op_callees
@@ -86,6 +88,7 @@ def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]
     host_values: dict[int, str] = {}
     if entry is None:
         return out, host_values
+    kind: MemoryPlacementKind
     for kind, items in (("argument", entry.arguments), ("result", entry.results)):
         for item in items:
             attributes = item.attributes
@@ -151,7 +154,12 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
     names = module.functions
 
     def add(
-        op: Op, kind: str, source: str, target: str, values: Sequence[int], detail: str = ""
+        op: Op,
+        kind: TransferKind,
+        source: str,
+        target: str,
+        values: Sequence[int],
+        detail: str = "",
     ) -> None:
         shape = ", ".join(hlo_type(module, v) for v in values) or "-"
         nbytes = sum_bytes(module, values)
@@ -177,12 +185,24 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
         target = custom_call_target(op)
         if target == "annotate_device_placement":
             placement = frontend_attribute(op, "_xla_buffer_placement") or "?"
-            add(op, target, _value_memory(module, operand, host_values), placement, op.results)
+            add(
+                op,
+                "annotate_device_placement",
+                _value_memory(module, operand, host_values),
+                placement,
+                op.results,
+            )
             if _is_host_kind(placement):
                 host_values.update((v, placement) for v in op.results)
         elif target in ("MoveToHost", "MoveToDevice"):
             to_host = target == "MoveToHost"
-            add(op, target, DEVICE if to_host else HOST, HOST if to_host else DEVICE, op.results)
+            add(
+                op,
+                "MoveToHost" if to_host else "MoveToDevice",
+                DEVICE if to_host else HOST,
+                HOST if to_host else DEVICE,
+                op.results,
+            )
             if to_host:
                 host_values.update((v, HOST) for v in op.results)
         elif target is not None and _CALLBACK_TARGET.search(target):

@@ -22,6 +22,18 @@ CollectiveOp = Literal[
 ]
 COLLECTIVES: tuple[CollectiveOp, ...] = get_args(CollectiveOp)
 
+Via = Literal["default", "thread", "mark", "region", "call"]
+"""How an op got its compute type. `default` (the device, unmarked) is never the
+`via` of a `PlacedOp`."""
+MemoryPlacementKind = Literal["argument", "result"]
+TransferKind = Literal[
+    "annotate_device_placement", "MoveToHost", "MoveToDevice", "copy", "copy-start", "host_callback"
+]
+ShardingKind = Literal[
+    "argument", "result", "constraint", "reshard", "full_to_shard", "shard_to_full"
+]
+WarningKind = Literal["call_mark_not_in_body", "device_compute_on_host_memory", "large_host_input"]
+
 
 @dataclasses.dataclass(frozen=True)
 class PlacedOp:
@@ -34,7 +46,7 @@ class PlacedOp:
     """Op name: `stablehlo.sine`."""
     compute_type: str
     """`host`, `gpu_stream:1`, `device|host` (reached from differently placed calls)."""
-    via: str
+    via: Via
     """How it got the compute type: `mark` (its own attribute), `region` (an
     enclosing op's mark), `call` (a marked call reaches its function) or `thread`
     (its function's `execution_thread`)."""
@@ -75,7 +87,7 @@ class ComputeRegion:
 class MemoryPlacement:
     """The memory kind of an entry argument or result."""
 
-    kind: str
+    kind: MemoryPlacementKind
     """`argument` or `result`."""
     index: int
     value: str
@@ -97,7 +109,7 @@ class MemoryPlacement:
 class Transfer:
     """One op that moves data between memories, or between device and host."""
 
-    kind: str
+    kind: TransferKind
     """`annotate_device_placement`, `MoveToHost`, `MoveToDevice`, `copy`,
     `copy-start` (async), `host_callback`."""
     source_memory: str
@@ -134,7 +146,7 @@ class Mesh:
 class ShardingAnnotation:
     """A sharding written in the module."""
 
-    kind: str
+    kind: ShardingKind
     """`argument`, `result`, `constraint`, `reshard`, `full_to_shard`, `shard_to_full`."""
     value: str
     """`%arg0`, `result 0`, or the constrained value (`%3`)."""
@@ -163,7 +175,7 @@ class ManualComputation:
 class Collective:
     """The collectives of one kind."""
 
-    op: str
+    op: CollectiveOp
     """`all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`,
     `collective_permute`, `collective_broadcast`, `ragged_all_to_all`."""
     count: int
@@ -181,7 +193,7 @@ class Collective:
 class PlacementWarning:
     """Something that looks wrong."""
 
-    kind: str
+    kind: WarningKind
     """`call_mark_not_in_body`, `device_compute_on_host_memory`, `large_host_input`."""
     message: str
     function: str | None

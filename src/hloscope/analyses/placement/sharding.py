@@ -17,6 +17,7 @@ from hloscope.analyses.placement.report import (
     ManualComputation,
     Mesh,
     ShardingAnnotation,
+    ShardingKind,
 )
 from hloscope.ir.model import (
     Module,
@@ -133,7 +134,7 @@ def sharding_annotations(
             )
     other = 0
     for op in ops:
-        kind = None
+        kind: ShardingKind | None = None
         sharding = None
         target = custom_call_target(op)
         if op.name == "sdy.sharding_constraint":
