@@ -1,0 +1,78 @@
+"""Collectives: all-reduce, all-gather, reduce-scatter, all-to-all,
+collective-permute, collective-broadcast and ragged all-to-all, counted per kind
+with their async forms (inside async start/done pairs, or HLO's `-start` ops)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hloscope.analyses.placement.attributes import custom_call_target
+from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
+from hloscope.analyses.placement.values import sum_bytes, unique
+from hloscope.analyses.structure import op_callees
+from hloscope.ir.model import Module, Op
+
+# A quick filter on op names before `collective_kind` looks closer.
+_COLLECTIVE_NAME = re.compile(r"all[_-]|reduce[_-]scatter|collective|custom[_-]call")
+
+
+def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
+    """(kind, async) when `op` is a collective; None otherwise. HLO's `-done` halves
+    are not collectives of their own."""
+    if _COLLECTIVE_NAME.search(op.name) is None:
+        return None
+    short = op.short_name.replace("-", "_")
+    is_async = False
+    if op.dialect == "hlo":
+        if short.endswith("_done"):
+            return None
+        if short.endswith("_start"):
+            short, is_async = short[: -len("_start")], True
+    target = custom_call_target(op)
+    if target is not None:
+        short = target.replace("-", "_")
+    if short in COLLECTIVES:
+        return short, is_async
+    return None
+
+
+def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
+    names = module.functions
+    async_functions: set[str] = set()
+    for op in ops:
+        if op.short_name in ("async_start", "async-start"):
+            async_functions.update(op_callees(op, names, fused=True))
+    found: dict[CollectiveOp, list[tuple[Op, bool]]] = {}
+    for op in ops:
+        kind = collective_kind(op)
+        if kind is None:
+            continue
+        name, is_async = kind
+        if not is_async:
+            parent = op.parent
+            while parent is not None and parent.name != "func.func":
+                if parent.short_name in ("async_start", "async-start"):
+                    is_async = True
+                    break
+                parent = parent.parent
+            is_async = is_async or (op.function in async_functions)
+        found.setdefault(name, []).append((op, is_async))
+    out: list[Collective] = []
+    for name in sorted(found, key=lambda n: (-len(found[n]), COLLECTIVES.index(n))):
+        items = found[name]
+        total: int | None = 0
+        for op, _ in items:
+            size = sum_bytes(module, op.results)
+            total = None if total is None or size is None else total + size
+        out.append(
+            Collective(
+                op=name,
+                count=len(items),
+                async_count=sum(1 for _, a in items if a),
+                bytes=total,
+                functions=unique(op.function for op, _ in items),
+                sources=unique(op.location.source for op, _ in items),
+            )
+        )
+    return out

@@ -1,0 +1,253 @@
+"""Memory kinds and transfers: where the module's data lives and what moves it.
+
+The entry function's arguments and results carry `mhlo.memory_kind`, or a
+layout memory space (`S(5)` is host memory, recorded by `hloscope.ir.context`
+because XLA's conversion drops it). Transfers are `annotate_device_placement`
+custom calls (`_xla_buffer_placement`), `MoveToHost`/`MoveToDevice`, copies
+between memory spaces in optimized HLO (`xla_shape` layouts with `S(n)`, and
+async `copy-start`s), and Python host callbacks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from hloscope.analyses.placement.attributes import custom_call_target, frontend_attribute
+from hloscope.analyses.placement.report import (
+    DEVICE,
+    HOST,
+    MemoryPlacement,
+    MemoryPlacementKind,
+    Transfer,
+    TransferKind,
+)
+from hloscope.analyses.placement.values import hlo_type, human_size, sum_bytes, unique
+from hloscope.analyses.structure import op_callees
+from hloscope.ir.model import (
+    ENTRY_SHAPE_ATTRIBUTE,
+    Module,
+    Op,
+    is_computation,
+    string_attribute,
+    type_bytes,
+)
+
+# Memory kinds (JAX) that are host memory, and XLA's host memory space.
+HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
+HOST_MEMORY_SPACE = 5
+
+_CALLBACK_TARGET = re.compile(r"python_(cpu|gpu)_callback")
+_MEMORY_SPACE = re.compile(r"S\((\d+)\)")
+
+
+def memory_space(xla_shape: str | None) -> int | None:
+    """The memory space of an HLO shape's layout (`f32[4]{0:S(5)}` -> 5); 0 when the
+    layout names none; None without a layout or for tuples."""
+    if not xla_shape:
+        return None
+    shape = string_attribute(xla_shape)
+    if shape.startswith("(") or "{" not in shape:
+        return None
+    match = _MEMORY_SPACE.search(shape[shape.index("{") :])
+    return int(match.group(1)) if match else 0
+
+
+def _tuple_parts(xla_shape: str) -> list[str]:
+    shape = string_attribute(xla_shape).strip()
+    if not (shape.startswith("(") and shape.endswith(")")):
+        return [shape]
+    parts: list[str] = []
+    depth = 0
+    start = 1
+    for i in range(1, len(shape) - 1):
+        ch = shape[i]
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(shape[start:i].strip())
+            start = i + 1
+    parts.append(shape[start:-1].strip())
+    return parts
+
+
+def _space_name(space: int) -> str:
+    return f"S({space})"
+
+
+def _is_host_kind(kind: str) -> bool:
+    return kind in HOST_MEMORY_KINDS or kind == _space_name(HOST_MEMORY_SPACE)
+
+
+def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]:
+    """Memory kinds of the entry function's arguments and results, and the argument
+    values in host memory (value -> memory kind)."""
+    entry = module.entry
+    out: list[MemoryPlacement] = []
+    host_values: dict[int, str] = {}
+    if entry is None:
+        return out, host_values
+    kind: MemoryPlacementKind
+    for kind, items in (("argument", entry.arguments), ("result", entry.results)):
+        for item in items:
+            attributes = item.attributes
+            memory_kind = attributes.get("mhlo.memory_kind")
+            space = memory_space(attributes.get(ENTRY_SHAPE_ATTRIBUTE))
+            if memory_kind is None and not space:
+                continue
+            kind_text = (
+                string_attribute(memory_kind)
+                if memory_kind is not None
+                else _space_name(space or 0)
+            )
+            is_host = _is_host_kind(kind_text) or space == HOST_MEMORY_SPACE
+            if kind == "argument":
+                argument = entry.arguments[item.index]
+                value = f"%arg{item.index}"
+                name = argument.name if argument.name != value else None
+                if is_host and argument.value >= 0:
+                    host_values[argument.value] = kind_text
+            else:
+                value = f"result {item.index}"
+                info = attributes.get("jax.result_info")
+                name = string_attribute(info) if info else None
+            out.append(
+                MemoryPlacement(
+                    kind=kind,
+                    index=item.index,
+                    value=value,
+                    name=name or None,
+                    memory_kind=kind_text,
+                    memory_space=space,
+                    host=is_host,
+                    shape=item.shape,
+                    bytes=type_bytes(item.type),
+                )
+            )
+    return out, host_values
+
+
+def _normal_memory(kind: str) -> str:
+    return HOST if _is_host_kind(kind) else kind
+
+
+def _value_memory(module: Module, value: int, host_values: Mapping[int, str]) -> str:
+    """Where a value lives: its host memory kind, `S(n)` from its layout, or `device`."""
+    if value < 0:
+        return DEVICE
+    if value in host_values:
+        return host_values[value]
+    owner = module.defining_op(value)
+    if owner is not None and len(owner.results) == 1:
+        space = memory_space(owner.attributes.get("xla_shape"))
+        if space:
+            return _space_name(space)
+    return DEVICE
+
+
+def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) -> list[Transfer]:
+    """Transfers in `ops` (module order). `host_values` (value -> memory kind) grows
+    with the values left in host memory: transfer results, results whose layout is
+    in host memory, and values passed through sharding annotations."""
+    transfers: list[Transfer] = []
+    names = module.functions
+
+    def add(
+        op: Op,
+        kind: TransferKind,
+        source: str,
+        target: str,
+        values: Sequence[int],
+        detail: str = "",
+    ) -> None:
+        shape = ", ".join(hlo_type(module, v) for v in values) or "-"
+        nbytes = sum_bytes(module, values)
+        text = detail or f"{shape} {human_size(nbytes)} {source} -> {target}"
+        transfers.append(
+            Transfer(
+                kind=kind,
+                source_memory=source,
+                target_memory=target,
+                moves=_normal_memory(source) != _normal_memory(target),
+                shape=shape,
+                bytes=nbytes,
+                function=op.function or "",
+                op_id=op.id,
+                name=op.location.name,
+                sources=unique([op.location.source]),
+                detail=text,
+            )
+        )
+
+    for op in ops:
+        operand = op.operands[0] if op.operands else -1
+        target = custom_call_target(op)
+        if target == "annotate_device_placement":
+            placement = frontend_attribute(op, "_xla_buffer_placement") or "?"
+            add(
+                op,
+                "annotate_device_placement",
+                _value_memory(module, operand, host_values),
+                placement,
+                op.results,
+            )
+            if _is_host_kind(placement):
+                host_values.update((v, placement) for v in op.results)
+        elif target in ("MoveToHost", "MoveToDevice"):
+            to_host = target == "MoveToHost"
+            add(
+                op,
+                "MoveToHost" if to_host else "MoveToDevice",
+                DEVICE if to_host else HOST,
+                HOST if to_host else DEVICE,
+                op.results,
+            )
+            if to_host:
+                host_values.update((v, HOST) for v in op.results)
+        elif target is not None and _CALLBACK_TARGET.search(target):
+            sent = [v for v in op.operands if v >= 0]
+            detail = (
+                f"{target}: sends {human_size(sum_bytes(module, sent))} to Python on the "
+                f"host, receives {human_size(sum_bytes(module, op.results))}"
+            )
+            add(op, "host_callback", DEVICE, HOST, sent, detail)
+        elif op.name in ("mhlo.copy", "stablehlo.copy") and "xla_shape" in op.attributes:
+            space = memory_space(op.attributes["xla_shape"]) or 0
+            before = _value_memory(module, operand, host_values)
+            after = _space_name(space) if space else DEVICE
+            if _normal_memory(before) != _normal_memory(after):
+                add(op, "copy", before, after, op.results)
+        elif op.name == "mhlo.async_start" and "xla_shape" in op.attributes:
+            # copy-start: its shape is (destination, source, context).
+            called = [names[n] for n in op_callees(op, names, fused=True)]
+            body = [o.name for f in called for o in module.function_ops(f) if is_computation(o)]
+            parts = _tuple_parts(op.attributes["xla_shape"])
+            if body != ["mhlo.copy"] or len(parts) < 2:
+                continue
+            to_space, from_space = memory_space(parts[0]) or 0, memory_space(parts[1]) or 0
+            if from_space != to_space:
+                after_kind = _space_name(to_space) if to_space else DEVICE
+                add(
+                    op,
+                    "copy-start",
+                    _space_name(from_space) if from_space else DEVICE,
+                    after_kind,
+                    [v for v in op.operands if v >= 0],
+                )
+                if to_space == HOST_MEMORY_SPACE:
+                    for result in op.results:
+                        for user in module.users(result):
+                            done = module.ops[user]
+                            if done.name == "mhlo.async_done":
+                                host_values.update((v, after_kind) for v in done.results)
+            continue
+        if len(op.results) == 1:
+            result_space = memory_space(op.attributes.get("xla_shape"))
+            if result_space == HOST_MEMORY_SPACE:
+                host_values.setdefault(op.results[0], _space_name(result_space))
+        if (
+            op.name in ("sdy.sharding_constraint", "sdy.reshard") or target == "Sharding"
+        ) and operand in host_values:
+            host_values.update((v, host_values[operand]) for v in op.results)
+    return transfers

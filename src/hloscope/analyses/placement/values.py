@@ -1,0 +1,42 @@
+"""How the placement report measures and names values: their bytes together, a
+size for people, a value's HLO type, and the distinct names or source lines of
+a group in order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hloscope.ir.model import Module, parse_type, type_bytes
+
+
+def human_size(nbytes: int | None) -> str:
+    """`4.0 KiB`; `?` when unknown."""
+    if nbytes is None:
+        return "?"
+    size = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def sum_bytes(module: Module, values: Iterable[int]) -> int | None:
+    total = 0
+    for value in values:
+        size = type_bytes(module.value_types[value])
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def unique(items: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for item in items if item))
+
+
+def hlo_type(module: Module, value: int) -> str:
+    types = parse_type(module.value_types[value])
+    if len(types) == 1:
+        return types[0].hlo
+    return module.value_types[value]
