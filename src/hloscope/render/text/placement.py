@@ -10,7 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analyses.placement import (
+from hloscope.analyses.placement.report import (
     Collective,
     ComputeRegion,
     ManualComputation,
