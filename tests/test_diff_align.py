@@ -7,10 +7,10 @@ import pytest
 from conftest import DUMPS, ROOT
 from hloscope import reports
 from hloscope.analyses.diff import ADDED, CHANGED, SAME, normalize_kind
-from hloscope.analyses.printed import PrintedModule
 from hloscope.sources import loader
 from hloscope.tui import diff_align as diff_module
 from hloscope.tui.diff_align import CHANGE_STATUSES, AlignedLines, align_printed
+from hloscope.tui.printed import PrintedModule
 from hloscope.tui.session import print_module
 
 

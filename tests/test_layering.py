@@ -67,7 +67,7 @@ def test_textual_only_in_the_browser():
 
 
 def test_analyses_are_pure():
-    for path in (PACKAGE / "analyses").glob("*.py"):
+    for path in (PACKAGE / "analyses").rglob("*.py"):
         imported = imports_of(path)
         assert not any(
             name.split(".")[0] in {"jax", "jaxlib", "textual", "rich", "typer", "os", "subprocess"}
@@ -156,3 +156,12 @@ def test_no_import_cycles():
 
 def test_the_cycle_check_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_is_over_900_lines():
+    long = {
+        str(path.relative_to(PACKAGE)): count
+        for path in PACKAGE.rglob("*.py")
+        if (count := len(path.read_text().splitlines())) > 900
+    }
+    assert long == {}

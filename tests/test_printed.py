@@ -5,12 +5,12 @@ import re
 import pytest
 
 from conftest import CORPUS, DUMPS, ROOT, line_of, require_corpus
-from hloscope.analyses.printed import PrintedModule, index_printed, search, source_query
 from hloscope.errors import HloscopeError
 from hloscope.ir import parse
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import loader
+from hloscope.tui.printed import PrintedModule, index_printed, search, source_query
 
 # Regions the printer prints in full (reducer, while, case) and one it folds into
 # its op's line (`applies stablehlo.maximum`), multi-result ops and custom names.

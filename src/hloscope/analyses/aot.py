@@ -6,7 +6,7 @@ decorator order) is part of the call but not of what `.lower()` traces, and a
 `functools.wraps` wrapper around a jitted function (swapping its arguments, say)
 is bypassed when the AOT path takes the inner function's `.lower`. This analysis
 compares what the two paths compiled and what they returned, given the modules
-each compiled (parsed) and what `hloscope.sources.lower.aot_runs` recorded:
+each compiled (parsed) and what `hloscope.sources.jax.aot.aot_runs` recorded:
 
 - which program of the call to compare: every module JAX compiled during the call
   is recorded. Modules that the AOT path also compiled while its executable ran

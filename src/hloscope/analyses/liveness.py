@@ -36,7 +36,12 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
-from hloscope.ir.model import Module, Op, symbol_references
+from hloscope.ir.model import (
+    Module,
+    Op,
+    int_attribute,
+    symbol_references,
+)
 
 # Ops whose execution matters even when their results are unused.
 SIDE_EFFECT_OPS = frozenset(
@@ -330,7 +335,7 @@ def analyze_liveness(
             mark(op.operands[i])
         elif kind == GET_TUPLE_ELEMENT and len(op.operands) == 1:
             source = module.defining_op(op.operands[0])
-            element = _int_attribute(op.attributes.get("index"))
+            element = int_attribute(op.attributes.get("index"))
             if (
                 source is not None
                 and source.name in TUPLE_OPS
@@ -417,10 +422,3 @@ def _terminators_of_region(op: Op, region: int) -> Iterable[Op]:
         for block in op.regions[region].blocks:
             if block.ops and block.ops[-1].is_terminator:
                 yield block.ops[-1]
-
-
-def _int_attribute(text: str | None) -> int | None:
-    if not text:
-        return None
-    head = text.strip().split(":", 1)[0].strip()
-    return int(head) if head.isdigit() else None

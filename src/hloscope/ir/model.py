@@ -442,6 +442,13 @@ def string_attribute(text: str) -> str:
     return text
 
 
+def int_attribute(text: str | None) -> int | None:
+    """The value of a printed integer attribute (`4 : i64`, `4`); None when there is
+    none or it is not a non-negative integer."""
+    match = re.match(r"\s*(\d+)", text or "")
+    return int(match.group(1)) if match else None
+
+
 def symbol_references(text: str) -> list[str]:
     """Function names referenced by a printed attribute: `@f`, `[@a, @b]`, `@"x.y"`."""
     return [

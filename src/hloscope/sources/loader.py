@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
-from hloscope.ir.model import Module
+from hloscope.ir.model import Module, int_attribute
 from hloscope.ir.parsed import ParsedFormat, ParsedModule
 from hloscope.sources import dumps
 from hloscope.sources.dumps import DumpFormat
@@ -692,11 +692,12 @@ def _compile_dump(parsed: ParsedModule, label: str) -> Compilation:
     from hloscope.sources.jax.compile import compile_module
 
     attributes = parsed.model.attributes
-    partitions = _int_attribute(attributes.get("mhlo.num_partitions"))
-    replicas = _int_attribute(attributes.get("mhlo.num_replicas"))
-    return compile_module(bytecode, label, partitions, replicas)
-
-
-def _int_attribute(text: str | None) -> int:
-    match = re.match(r"\s*(\d+)", text or "")
-    return int(match.group(1)) if match else 1
+    partitions = int_attribute(attributes.get("mhlo.num_partitions"))
+    replicas = int_attribute(attributes.get("mhlo.num_replicas"))
+    # A module that does not say is one partition and one replica.
+    return compile_module(
+        bytecode,
+        label,
+        1 if partitions is None else partitions,
+        1 if replicas is None else replicas,
+    )

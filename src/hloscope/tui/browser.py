@@ -20,9 +20,9 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
 
-from hloscope.analyses.printed import PrintedModule, search
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.focus import focus_now
+from hloscope.tui.printed import PrintedModule, search
 from hloscope.tui.session import Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView

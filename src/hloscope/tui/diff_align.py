@@ -23,7 +23,7 @@ from hloscope.analyses.diff import (
     Row,
     RowStatus,
 )
-from hloscope.analyses.printed import PrintedModule
+from hloscope.tui.printed import PrintedModule
 
 LineStatus = Literal[RowStatus, ""]
 """A printed line's status: its op's status in the diff, or empty for a line that is

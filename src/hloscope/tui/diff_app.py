@@ -8,7 +8,7 @@ under the cursor. `]` and `[` go to the next and previous change, `C` shows only
 the rows that changed.
 
 Loading, diffing and printing run in a worker behind the progress screen, as in the
-browser; the diff is the same `api` call the command line makes.
+browser; the diff is the same `reports` call the command line makes.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ from hloscope.analyses.diff import (
     REMOVED,
     Change,
 )
-from hloscope.analyses.printed import PrintedModule
 from hloscope.errors import ExitCode
 from hloscope.render.text.common import describe_source
 from hloscope.render.text.diff import change_where
 from hloscope.sources import loader
 from hloscope.tui.app import WorkingApp, run_app
 from hloscope.tui.diff_align import AlignedLines, align_printed
+from hloscope.tui.printed import PrintedModule
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.session import describe_failure, print_module

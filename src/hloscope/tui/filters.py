@@ -1,7 +1,7 @@
 """Op filters: sets of ops that stand out by colour everywhere in the browser and
 that a key narrows the IR view to.
 
-A filter is a key, a colour, and the ops it marks: read from a report (an `api`
+A filter is a key, a colour, and the ops it marks: read from a report (a `reports`
 function the browser builds anyway, computed once per module in the loading
 worker). Host ops come from the placement analysis's per-op compute types, so
 ops placed on the host through a call or an enclosing op count as well as those

@@ -15,11 +15,11 @@ from typing import Any
 
 from hloscope import reports
 from hloscope.analyses.placement import PlacedOp
-from hloscope.analyses.printed import PrintedModule, index_printed
 from hloscope.analyses.structure import Structure
 from hloscope.errors import HloscopeError, one_line
 from hloscope.sources import loader
 from hloscope.tui.filters import FILTERS, OpFilter
+from hloscope.tui.printed import PrintedModule, index_printed
 from hloscope.tui.views.base import ReportView
 
 Progress = Callable[[str], None]

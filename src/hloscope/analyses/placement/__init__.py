@@ -18,7 +18,7 @@ Computes, from the model alone:
   with their source lines and the bytes they read from outside.
 - memory: `mhlo.memory_kind` on the entry function's arguments and results and the
   memory space of their layout (`S(5)` is host memory, recorded by
-  `hloscope.ir.context` because XLA's conversion drops it); transfers:
+  `hloscope.ir.layout` because XLA's conversion drops it); transfers:
   `annotate_device_placement` custom calls (`_xla_buffer_placement`),
   `MoveToHost`/`MoveToDevice`, copies between memory spaces in optimized HLO
   (`xla_shape` layouts with `S(n)`), and Python host callbacks.

@@ -4,7 +4,6 @@ into one `Placement`."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from types import MappingProxyType
 
@@ -19,12 +18,11 @@ from hloscope.analyses.placement.warnings import (
     host_memory_warnings,
     large_input_warnings,
 )
-from hloscope.ir.model import Module, is_computation
-
-
-def _int_attribute(text: str | None) -> int | None:
-    match = re.match(r"\s*(\d+)", text or "")
-    return int(match.group(1)) if match else None
+from hloscope.ir.model import (
+    Module,
+    int_attribute,
+    is_computation,
+)
 
 
 def analyze_placement(
@@ -81,7 +79,7 @@ def analyze_placement(
         op_shardings=op_shardings,
         manual_computations=tuple(manual),
         collectives=tuple(collectives_by_kind(module, ops)),
-        partitions=_int_attribute(module.attributes.get("mhlo.num_partitions")),
-        replicas=_int_attribute(module.attributes.get("mhlo.num_replicas")),
+        partitions=int_attribute(module.attributes.get("mhlo.num_partitions")),
+        replicas=int_attribute(module.attributes.get("mhlo.num_replicas")),
         warnings=tuple(warnings),
     )

@@ -1,7 +1,7 @@
 """Memory kinds and transfers: where the module's data lives and what moves it.
 
 The entry function's arguments and results carry `mhlo.memory_kind`, or a
-layout memory space (`S(5)` is host memory, recorded by `hloscope.ir.context`
+layout memory space (`S(5)` is host memory, recorded by `hloscope.ir.layout`
 because XLA's conversion drops it). Transfers are `annotate_device_placement`
 custom calls (`_xla_buffer_placement`), `MoveToHost`/`MoveToDevice`, copies
 between memory spaces in optimized HLO (`xla_shape` layouts with `S(n)`, and
@@ -21,7 +21,7 @@ from hloscope.analyses.placement.report import (
     Transfer,
     TransferKind,
 )
-from hloscope.analyses.placement.values import hlo_type, human_size, sum_bytes, unique
+from hloscope.analyses.placement.values import hlo_type, sum_bytes, unique
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import (
     ENTRY_SHAPE_ATTRIBUTE,
@@ -31,6 +31,7 @@ from hloscope.ir.model import (
     string_attribute,
     type_bytes,
 )
+from hloscope.units import human_bytes
 
 # Memory kinds (JAX) that are host memory, and XLA's host memory space.
 HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
@@ -163,7 +164,7 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
     ) -> None:
         shape = ", ".join(hlo_type(module, v) for v in values) or "-"
         nbytes = sum_bytes(module, values)
-        text = detail or f"{shape} {human_size(nbytes)} {source} -> {target}"
+        text = detail or f"{shape} {human_bytes(nbytes)} {source} -> {target}"
         transfers.append(
             Transfer(
                 kind=kind,
@@ -208,8 +209,8 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
         elif target is not None and _CALLBACK_TARGET.search(target):
             sent = [v for v in op.operands if v >= 0]
             detail = (
-                f"{target}: sends {human_size(sum_bytes(module, sent))} to Python on the "
-                f"host, receives {human_size(sum_bytes(module, op.results))}"
+                f"{target}: sends {human_bytes(sum_bytes(module, sent))} to Python on the "
+                f"host, receives {human_bytes(sum_bytes(module, op.results))}"
             )
             add(op, "host_callback", DEVICE, HOST, sent, detail)
         elif op.name in ("mhlo.copy", "stablehlo.copy") and "xla_shape" in op.attributes:

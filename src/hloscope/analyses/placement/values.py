@@ -1,24 +1,11 @@
 """How the placement report measures and names values: their bytes together, a
-size for people, a value's HLO type, and the distinct names or source lines of
-a group in order."""
+value's HLO type, and the distinct names or source lines of a group in order."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from hloscope.ir.model import Module, parse_type, type_bytes
-
-
-def human_size(nbytes: int | None) -> str:
-    """`4.0 KiB`; `?` when unknown."""
-    if nbytes is None:
-        return "?"
-    size = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 def sum_bytes(module: Module, values: Iterable[int]) -> int | None:

@@ -18,9 +18,10 @@ from hloscope.analyses.placement.report import (
     MemoryPlacement,
     PlacementWarning,
 )
-from hloscope.analyses.placement.values import hlo_type, human_size, unique
+from hloscope.analyses.placement.values import hlo_type, unique
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import Argument, Module, Op, is_computation
+from hloscope.units import human_bytes
 
 # Bytes of device values feeding a host region from which it is worth a warning.
 LARGE_HOST_INPUT_BYTES = 1 << 20
@@ -181,7 +182,7 @@ def large_input_warnings(
                 kind="large_host_input",
                 message=(
                     f"the host region {where} reads "
-                    f"{human_size(region.device_input_bytes)} of device values: a "
+                    f"{human_bytes(region.device_input_bytes)} of device values: a "
                     "device-to-host copy on every call"
                 ),
                 function=region.called_from or region.function,

@@ -13,13 +13,13 @@ from hloscope.render.text.common import (
     clip,
     describe_source,
     header_table,
-    human_bytes,
     names_text,
     notes_group,
     simple_table,
     timings_text,
 )
 from hloscope.reports import FusionsReport
+from hloscope.units import human_bytes
 
 MAX_FUSION_ROWS = 60
 

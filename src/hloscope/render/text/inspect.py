@@ -16,8 +16,6 @@ from hloscope.render.text.common import (
     MAX_FUNCTIONS,
     describe_source,
     header_table,
-    human_bytes,
-    human_count,
     notes_group,
     timings_text,
 )
@@ -25,6 +23,7 @@ from hloscope.render.text.fusions import fusion_summary_text
 from hloscope.render.text.params import params_summary_text
 from hloscope.render.text.placement import placement_line, placement_warnings
 from hloscope.reports import InspectReport
+from hloscope.units import human_bytes, human_count
 
 MAX_OP_KINDS = 15
 

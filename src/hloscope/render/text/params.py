@@ -13,11 +13,11 @@ from hloscope.render.text.common import (
     MAX_FUNCTIONS,
     describe_source,
     header_table,
-    human_bytes,
     notes_group,
     plural,
 )
 from hloscope.reports import ParamsReport
+from hloscope.units import human_bytes
 
 STATUS_STYLES = {"used": "green", "unused": "bold yellow", "pruned": "bold red"}
 

@@ -24,12 +24,12 @@ from hloscope.render.text.common import (
     Cell,
     describe_source,
     header_table,
-    human_bytes,
     notes_group,
     short_source,
     sources_text,
 )
 from hloscope.reports import PlacementReport
+from hloscope.units import human_bytes
 
 MAX_PLACEMENT_ROWS = 40
 

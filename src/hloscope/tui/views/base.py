@@ -1,7 +1,7 @@
 """What a report view is: a tab showing one analysis's report.
 
-A view names its tab, says how to build its report from the loaded target (an
-`api` function, run in a worker) and how to show it (a widget made from the
+A view names its tab, says how to build its report from the loaded target (a
+`reports` builder, run in a worker) and how to show it (a widget made from the
 report). Adding the browser's screen for a new analysis is one module in this
 package defining a `ReportView` and one line in `hloscope.tui.views.VIEWS`.
 
@@ -37,7 +37,7 @@ class ReportView:
     title: str
     """The tab's label (`Overview`)."""
     build: Callable[[Loaded], Any]
-    """Builds the report (an `api` function); runs in a worker."""
+    """Builds the report (a `reports` function); runs in a worker."""
     widget: Callable[[Any, Loaded], Widget]
     """Makes the widget that shows a report (of the loaded target)."""
     applies: Callable[[Loaded], bool] = always

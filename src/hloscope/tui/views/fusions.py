@@ -14,7 +14,10 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hloscope.analyses.fusions import FusionAnalysis
-from hloscope.render.text.common import human_bytes, short_source, sources_text
+from hloscope.render.text.common import (
+    short_source,
+    sources_text,
+)
 from hloscope.render.text.fusions import (
     fusion_bytes_text,
     fusion_kind_text,
@@ -40,6 +43,7 @@ from hloscope.tui.widgets.report_list import (
     table,
     text_line,
 )
+from hloscope.units import human_bytes
 
 
 def _ops_by_name(analysis: FusionAnalysis) -> dict[str, list[int]]:

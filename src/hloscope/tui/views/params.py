@@ -16,7 +16,6 @@ from textual.widgets import Static
 
 from hloscope.analyses.params import PRUNED, UNUSED
 from hloscope.ir.model import Module
-from hloscope.render.text.common import human_bytes
 from hloscope.render.text.params import (
     STATUS_STYLES,
     donation_text,
@@ -39,6 +38,7 @@ from hloscope.tui.widgets.report_list import (
     table,
     text_line,
 )
+from hloscope.units import human_bytes
 
 NOT_USED = frozenset({UNUSED, PRUNED})
 

@@ -18,10 +18,10 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from hloscope.analyses.placement import PlacedOp
-from hloscope.analyses.printed import PrintedModule
 from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure
 from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references
+from hloscope.tui.printed import PrintedModule
 
 MAX_USERS = 50
 MAX_ATTRIBUTE_CHARS = 400

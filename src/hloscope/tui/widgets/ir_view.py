@@ -26,9 +26,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hloscope.analyses.printed import PrintedModule
 from hloscope.ir.model import Module
 from hloscope.tui.highlight import highlight_line
+from hloscope.tui.printed import PrintedModule
 
 CURSOR = Style(bgcolor="grey27")
 GUTTER = Style(color="bright_black")

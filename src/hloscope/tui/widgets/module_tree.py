@@ -19,8 +19,8 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
-from hloscope.analyses.printed import PrintedModule
 from hloscope.ir.model import Module, Op, string_attribute
+from hloscope.tui.printed import PrintedModule
 
 PAGE = 200
 
