@@ -316,13 +316,13 @@ def test_comparing_result_leaves():
 
 
 def test_large_modules_are_compared_line_by_line():
-    from hloscope.analyses.aot import MAX_DIFFED_LINES, _line_changes
+    from hloscope.analyses.aot.text import MAX_DIFFED_LINES, line_changes
 
     mine = [f"%{i} = stablehlo.add %0, %0" for i in range(MAX_DIFFED_LINES + 10)]
     theirs = list(mine)
     theirs[7] = "%7 = stablehlo.multiply %0, %0"
-    assert _line_changes(mine, theirs) == (1, (8, mine[7], theirs[7]))
-    assert _line_changes(mine, theirs[:-2])[0] == 3
+    assert line_changes(mine, theirs) == (1, (8, mine[7], theirs[7]))
+    assert line_changes(mine, theirs[:-2])[0] == 3
 
 
 CONSTANT = """module @jit_f {{
