@@ -28,7 +28,7 @@ test: $(STAMP)
 FUZZ_EXAMPLES ?= 2000
 fuzz: $(STAMP)
 	HLOSCOPE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HLOSCOPE_SWEEP_UNCACHED=1 \
-		$(BIN)/python -m pytest tests/test_fuzz.py tests/test_corpus_commands.py -s
+		$(BIN)/python -m pytest tests/cli/test_fuzz.py tests/corpus/test_corpus_commands.py -s
 
 # Speed and memory against baselines measured in the same run (bench/run.py).
 bench: $(STAMP)

@@ -58,6 +58,17 @@ def corpus() -> Path:
     return require_corpus()
 
 
+# The corpus's own files, which are not modules.
+CORPUS_NOT_MODULES = frozenset({"LICENSE", "COMMIT", "README.md"})
+
+
+def corpus_files() -> list[Path]:
+    """Every module file of the shared corpus (none when it is absent)."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in CORPUS_NOT_MODULES)
+
+
 def corpus_if_present() -> Path | None:
     """The shared corpus, or None where it is absent: for tests that run without it
     and only do more with it (fuzzing seeds)."""

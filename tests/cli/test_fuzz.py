@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import fuzz_support
-from conftest import corpus_if_present
+from conftest import FIXTURES, corpus_if_present
 
 EXAMPLES = int(os.environ.get("HLOSCOPE_FUZZ_EXAMPLES", "60"))
 LONG = "HLOSCOPE_FUZZ_EXAMPLES" in os.environ
@@ -109,7 +109,7 @@ def test_mutated_modules_end_cleanly(worker, workdir, name, seed):
 def test_the_worker_survives_a_crash_of_the_reader(worker):
     # MLIR's bytecode reader crashes on this file in hloscope's reader process, which
     # hloscope survives: exit 2, one line.
-    crashing = Path(__file__).parent / "fixtures" / "malformed" / "bytecode_segfault.mlirbc"
+    crashing = FIXTURES / "malformed" / "bytecode_segfault.mlirbc"
     outcome = worker.run("inspect", str(crashing), "--json")
     assert outcome.problem() is None, outcome
     assert "crashed (SIGSEGV)" in outcome.stderr

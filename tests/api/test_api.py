@@ -220,7 +220,7 @@ def test_text_with_and_without_locations():
     located = insp.text(locations=True)
     assert plain.startswith("module @jit_scaled")
     assert "loc(" not in plain
-    assert "test_inspection.py" in located
+    assert "test_api.py" in located
 
 
 def test_aot_check_of_a_wrapper_that_swaps_arguments():

@@ -1,4 +1,4 @@
-"""Inputs the fuzzers of `tests/test_fuzz.py` found, kept as regression tests.
+"""Inputs the fuzzers of `tests/cli/test_fuzz.py` found, kept as regression tests.
 
 Each crashed or failed hloscope before its guard: read in hloscope's process, the
 file killed it (an abort from jaxlib's bindings) or ended in an internal error. Each

@@ -2,7 +2,7 @@
 against itself) and, for modules after XLA's optimizations, `fusions`, through the
 command layer (`run_cli`, in process): exit codes per the contract, one line on stderr
 when a file is refused, a JSON document when it is not, never a traceback or an
-internal error. `tests/test_corpus.py` sweeps `inspect` and checks against jaxlib's
+internal error. `tests/corpus/test_corpus.py` sweeps `inspect` and checks against jaxlib's
 parsers which files must load.
 
 Each file is read once here (`loader.load` is memoised for the sweep): the commands
@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, run_cli
-from test_corpus import corpus_files
+from conftest import CORPUS, corpus_files, run_cli
 
 # `make fuzz` sets this: every command loads the file itself.
 UNCACHED = os.environ.get("HLOSCOPE_SWEEP_UNCACHED") == "1"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import TabbedContent
 
-from conftest import CORPUS
+from conftest import CORPUS, corpus_files
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.views import VIEWS
@@ -36,17 +36,14 @@ QUOTAS = {
 MAX_BYTES = 1 << 20
 HLO_NATIVE = "xla-cc-embedded-hlo/xla/hlo/parser/hlo_parser_test.159.hlo"
 REFUSED = "stablehlo/stablehlo/tests/verify_bounds.mlir"
-SKIP_NAMES = {"LICENSE", "COMMIT", "README.md"}
 
 
 def chosen_files() -> list[str]:
     """The files, relative to the corpus: for each group, its quota of files spread
     evenly over the group's files sorted by path."""
-    if not CORPUS.is_dir():
-        return []
     groups: dict[tuple[str, str], list[Path]] = defaultdict(list)
-    for path in sorted(CORPUS.rglob("*")):
-        if not path.is_file() or path.name in SKIP_NAMES or path.stat().st_size > MAX_BYTES:
+    for path in corpus_files():
+        if path.stat().st_size > MAX_BYTES:
             continue
         relative = path.relative_to(CORPUS)
         groups[(relative.parts[0], path.suffix.lstrip("."))].append(relative)

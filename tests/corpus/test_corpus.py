@@ -11,15 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, run_cli
-
-SKIP_NAMES = {"LICENSE", "COMMIT", "README.md"}
-
-
-def corpus_files() -> list[Path]:
-    if not CORPUS.is_dir():
-        return []
-    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in SKIP_NAMES)
+from conftest import CORPUS, corpus_files, run_cli
 
 
 def jaxlib_accepts(path: Path) -> bool:
