@@ -37,7 +37,13 @@ from hloscope.sources.target import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.sources.stages import AotRuns, Compilation, CompiledModule, Lowering
+    from hloscope.sources.stages import (
+        AotRuns,
+        Compilation,
+        CompiledModule,
+        CompilerOptions,
+        Lowering,
+    )
 
 Stage = Literal["lowered", "optimized"]
 """Before XLA's optimizations (what JAX hands XLA) or after them."""
@@ -91,6 +97,9 @@ class LoadOptions:
     """With `optimized`: compile a before-optimization dump. False refuses one
     instead, naming `--compile` (commands that always read the optimized module
     compile dumps only when asked)."""
+    compiler_options: CompilerOptions = ()
+    """XLA debug options for the compilation done here (`xla_dump_to` and the
+    dump flags of the views that read XLA's dump files)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,9 +243,9 @@ def optimized(loaded: Loaded) -> Loaded:
     if loaded.lowering is not None and loaded.lowering.handle is not None:
         from hloscope.sources.jax.compile import compile_lowering
 
-        compilation = compile_lowering(loaded.lowering, loaded.label)
+        compilation = compile_lowering(loaded.lowering, loaded.label, options.compiler_options)
     else:
-        compilation = _compile_dump(loaded.parsed, loaded.label)
+        compilation = _compile_dump(loaded.parsed, loaded.label, options.compiler_options)
     parsed = parse.parse_hlo_proto(compilation.hlo_proto, loaded.label, trusted=True)
     source = dataclasses.replace(loaded.source, ir=parsed.format, stage=OPTIMIZED)
     return Loaded(
@@ -376,7 +385,7 @@ def _lower_entrypoint(
     notes = entrypoint.notes + lowering.notes
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
-        compilation = compile_lowering(lowering, label)
+        compilation = compile_lowering(lowering, label, options.compiler_options)
         parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED
     else:
@@ -599,7 +608,7 @@ def _load_dump_data(
                 "optimized one: add --compile to compile it for the local backend",
                 where=label,
             )
-        compilation = _compile_dump(parsed, label)
+        compilation = _compile_dump(parsed, label, options.compiler_options)
         parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
         stage = OPTIMIZED
     source = Source(
@@ -681,7 +690,9 @@ def _stage_of(parsed: ParsedModule, data: bytes, file_name: str) -> Stage:
     return LOWERED
 
 
-def _compile_dump(parsed: ParsedModule, label: str) -> Compilation:
+def _compile_dump(
+    parsed: ParsedModule, label: str, compiler_options: CompilerOptions = ()
+) -> Compilation:
     bytecode = parsed.bytecode()
     if bytecode is None:
         raise HloscopeError(
@@ -700,4 +711,5 @@ def _compile_dump(parsed: ParsedModule, label: str) -> Compilation:
         label,
         1 if partitions is None else partitions,
         1 if replicas is None else replicas,
+        compiler_options,
     )

@@ -44,6 +44,10 @@ class StaticArgument:
     """Its index among the positional arguments; None for a keyword argument."""
 
 
+CompilerOptions = tuple[tuple[str, str], ...]
+"""XLA debug options for one compilation, as `compiler_options` pairs
+(`("xla_dump_to", "/tmp/d")`): hashable, so load options stay frozen."""
+
 LoweringKind = Literal["function", "jitted", "lowered", "compiled", "exported"]
 """What an entrypoint named (`Lowering.kind`)."""
 

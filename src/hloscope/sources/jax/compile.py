@@ -21,33 +21,48 @@ from hloscope.sources.jax.private import (
     private_device_assignment,
     private_device_list,
 )
-from hloscope.sources.stages import Compilation, Lowering
+from hloscope.sources.stages import Compilation, CompilerOptions, Lowering
 
 
-def compile_lowering(lowering: Lowering, label: str) -> Compilation:
-    """Compile (or, for a `Compiled`, read) the optimized module of a lowering."""
+def compile_lowering(
+    lowering: Lowering, label: str, compiler_options: CompilerOptions = ()
+) -> Compilation:
+    """Compile (or, for a `Compiled`, read) the optimized module of a lowering.
+    `compiler_options`: XLA debug options for this compilation only (`xla_dump_to`)."""
     handle = lowering.handle
     if isinstance(handle, jax.stages.Compiled):
+        if compiler_options:
+            raise HloscopeError(
+                "this is a jax.stages.Compiled, already compiled, and this view needs XLA "
+                "to compile it again with its dump options: give the function or its "
+                "jax.stages.Lowered",
+                where=label,
+            )
         return _compilation(handle, None, label)
     if isinstance(handle, jax.stages.Lowered):
         start = time.perf_counter()
         try:
             with user_code():
-                compiled = handle.compile()
+                compiled = handle.compile(compiler_options=dict(compiler_options) or None)
         except Exception as exc:
             raise HloscopeError(
                 f"XLA failed to compile it: {one_line(str(exc), 300)}", where=label
             ) from exc
         return _compilation(compiled, time.perf_counter() - start, label)
     if lowering.mlir_bytecode is not None:
-        return compile_module(lowering.mlir_bytecode, label)
+        return compile_module(lowering.mlir_bytecode, label, compiler_options=compiler_options)
     raise HloscopeError("nothing to compile", where=label)
 
 
 def compile_module(
-    mlir: bytes | str, label: str, partitions: int = 1, replicas: int = 1
+    mlir: bytes | str,
+    label: str,
+    partitions: int = 1,
+    replicas: int = 1,
+    compiler_options: CompilerOptions = (),
 ) -> Compilation:
-    """Compile a StableHLO module (text or bytecode) for the local backend."""
+    """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
+    debug options for this compilation only."""
     with native_stderr_captured():
         # Creating the backend logs the device count to stderr (pjrt_client.cc).
         backend = jax.extend.backend.get_backend()
@@ -61,7 +76,10 @@ def compile_module(
             where=label,
         )
     options = private_compile_options(
-        num_replicas=replicas, num_partitions=partitions, backend=backend
+        num_replicas=replicas,
+        num_partitions=partitions,
+        backend=backend,
+        env_options_overrides=dict(compiler_options),
     )
     if needed > 1:
         assignment = np.arange(needed).reshape(replicas, partitions)

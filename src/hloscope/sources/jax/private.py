@@ -35,11 +35,21 @@ def private_static_argnums(jitted: Any) -> tuple[int, ...]:
     return tuple(int(i) for i in jitted._jit_info.static_argnums)
 
 
-def private_compile_options(*, num_replicas: int, num_partitions: int, backend: Any) -> Any:
+def private_compile_options(
+    *,
+    num_replicas: int,
+    num_partitions: int,
+    backend: Any,
+    env_options_overrides: Mapping[str, str] | None = None,
+) -> Any:
     """`jax._src.compiler.get_compile_options`: XLA's compile options for a module run
-    on `num_replicas` x `num_partitions` devices of `backend`."""
+    on `num_replicas` x `num_partitions` devices of `backend`, with XLA debug options
+    (`xla_dump_to`, ...) for this compilation."""
     return _jax_compiler.get_compile_options(
-        num_replicas=num_replicas, num_partitions=num_partitions, backend=backend
+        num_replicas=num_replicas,
+        num_partitions=num_partitions,
+        backend=backend,
+        env_options_overrides=dict(env_options_overrides) if env_options_overrides else None,
     )
 
 
@@ -209,6 +219,11 @@ def private_api_ok() -> list[str]:
     missing.extend(_compile_capture_missing())
     if not hasattr(_jax_compiler, "get_compile_options"):
         missing.append("jax._src.compiler.get_compile_options")
+    elif (
+        "env_options_overrides"
+        not in inspect.signature(_jax_compiler.get_compile_options).parameters
+    ):
+        missing.append("jax._src.compiler.get_compile_options(env_options_overrides=)")
     for name in ("DeviceAssignment", "DeviceList"):
         if not hasattr(_xla_client, name):
             missing.append(f"jax._src.lib.xla_client.{name}")
