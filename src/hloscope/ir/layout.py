@@ -47,21 +47,9 @@ def _shape_leaves(shape: str) -> list[str]:
     """Array shapes of an HLO shape, tuples flattened: `(f32[2]{0}, s32[])` -> both."""
     shape = re.sub(r"/\*[^*]*\*/", "", shape).strip()
     if shape.startswith("(") and shape.endswith(")"):
-        leaves: list[str] = []
-        depth = 0
-        start = 1
-        # Split at top-level commas; `<` is not a bracket here (`f32[<=4]`).
-        for i in range(1, len(shape) - 1):
-            ch = shape[i]
-            if ch in "({[":
-                depth += 1
-            elif ch in ")}]":
-                depth -= 1
-            elif ch == "," and depth == 0:
-                leaves.extend(_shape_leaves(shape[start:i]))
-                start = i + 1
-        leaves.extend(_shape_leaves(shape[start:-1]))
-        return leaves
+        # `<` is not a bracket here (`f32[<=4]`).
+        parts = model.split_top_level(shape[1:-1], brackets="([{")
+        return [leaf for part in parts for leaf in _shape_leaves(part)]
     return [shape] if shape else []
 
 

@@ -28,6 +28,7 @@ from hloscope.ir.model import (
     Module,
     Op,
     is_computation,
+    split_top_level,
     string_attribute,
     type_bytes,
 )
@@ -57,20 +58,8 @@ def _tuple_parts(xla_shape: str) -> list[str]:
     shape = string_attribute(xla_shape).strip()
     if not (shape.startswith("(") and shape.endswith(")")):
         return [shape]
-    parts: list[str] = []
-    depth = 0
-    start = 1
-    for i in range(1, len(shape) - 1):
-        ch = shape[i]
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(shape[start:i].strip())
-            start = i + 1
-    parts.append(shape[start:-1].strip())
-    return parts
+    # `<` is not a bracket in HLO shapes (`f32[<=4]`).
+    return split_top_level(shape[1:-1], brackets="([{")
 
 
 def _space_name(space: int) -> str:

@@ -8,9 +8,10 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analyses.params import Parameter, ParameterUsage
+from hloscope.analyses.params import USED, Parameter, ParameterUsage
 from hloscope.render.text.common import (
     MAX_FUNCTIONS,
+    Cell,
     describe_source,
     header_table,
     notes_group,
@@ -98,6 +99,30 @@ def params_bytes_text(usage: ParameterUsage) -> str:
     return " · ".join(parts)
 
 
+def parameter_cells(
+    p: Parameter, *, donation: bool, sharding: bool, memory: bool, mark_unused: bool = False
+) -> list[Cell]:
+    """An argument's row: position, path, HLO index, status, shape, bytes, and the
+    donation, sharding and memory columns that are shown. `mark_unused` colours the
+    path of an argument that is not used as its status is coloured."""
+    style = STATUS_STYLES.get(p.status, "")
+    cells: list[Cell] = [
+        str(p.position),
+        Text(p.path, style=style if p.status != USED else "") if mark_unused else p.path,
+        "-" if p.hlo_index is None else str(p.hlo_index),
+        Text(p.status, style=style),
+        parameter_shape_text(p),
+        human_bytes(p.bytes),
+    ]
+    if donation:
+        cells.append(donation_text(p.donated, p.aliases_output))
+    if sharding:
+        cells.append(p.sharding or "")
+    if memory:
+        cells.append(p.memory_kind or "")
+    return cells
+
+
 def parameters_table(usage: ParameterUsage) -> Table:
     rows = usage.parameters
     show_donation = any(p.donated for p in rows)
@@ -122,20 +147,9 @@ def parameters_table(usage: ParameterUsage) -> Table:
     if show_memory:
         table.add_column("memory")
     for p in rows[:MAX_PARAMETERS]:
-        cells: list[RenderableType] = [
-            str(p.position),
-            p.path,
-            "-" if p.hlo_index is None else str(p.hlo_index),
-            Text(p.status, style=STATUS_STYLES.get(p.status, "")),
-            parameter_shape_text(p),
-            human_bytes(p.bytes),
-        ]
-        if show_donation:
-            cells.append(donation_text(p.donated, p.aliases_output))
-        if show_sharding:
-            cells.append(p.sharding or "")
-        if show_memory:
-            cells.append(p.memory_kind or "")
+        cells = parameter_cells(
+            p, donation=show_donation, sharding=show_sharding, memory=show_memory
+        )
         table.add_row(*cells)
     if len(rows) > MAX_PARAMETERS:
         table.add_row("", Text(f"… {len(rows) - MAX_PARAMETERS} more (see --json)", style="dim"))

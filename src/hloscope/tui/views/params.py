@@ -18,8 +18,7 @@ from hloscope.analyses.params import PRUNED, UNUSED
 from hloscope.ir.model import Module
 from hloscope.render.text.params import (
     STATUS_STYLES,
-    donation_text,
-    parameter_shape_text,
+    parameter_cells,
     params_bytes_text,
     params_counts_text,
 )
@@ -38,7 +37,6 @@ from hloscope.tui.widgets.report_list import (
     table,
     text_line,
 )
-from hloscope.units import human_bytes
 
 NOT_USED = frozenset({UNUSED, PRUNED})
 
@@ -99,21 +97,9 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
             columns.append(Column("memory", width=14))
         table_rows = []
         for p in rows:
-            style = STATUS_STYLES.get(p.status, "")
-            cells: list[str | Text] = [
-                str(p.position),
-                Text(p.path, style=style if p.status in NOT_USED else ""),
-                "-" if p.hlo_index is None else str(p.hlo_index),
-                Text(p.status, style=style),
-                parameter_shape_text(p),
-                human_bytes(p.bytes),
-            ]
-            if donated:
-                cells.append(donation_text(p.donated, p.aliases_output))
-            if sharded:
-                cells.append(p.sharding or "")
-            if memory:
-                cells.append(p.memory_kind or "")
+            cells = parameter_cells(
+                p, donation=donated, sharding=sharded, memory=memory, mark_unused=True
+            )
             table_rows.append(
                 Row(
                     cells,
