@@ -4,6 +4,8 @@ to the counterpart of the operand, or not)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from hloscope.analyses.diff.aspects import aspect_of, type_change
 from hloscope.analyses.diff.graph import Graph
 from hloscope.analyses.diff.matcher import Matcher
@@ -13,10 +15,29 @@ from hloscope.analyses.diff.names import short
 class Comparer:
     """How a matched pair of ops differs: kind, result types, attributes, operands."""
 
-    def __init__(self, matcher: Matcher) -> None:
+    def __init__(self, matcher: Matcher, functions: Mapping[str, str]) -> None:
         self.m = matcher
         self.a = matcher.a
         self.b = matcher.b
+        self.functions = functions
+        """A's function -> its counterpart in B: a call of the counterpart is no
+        change, whatever its name."""
+
+    def reference_differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
+        """The functions an op names (callee, called computations) that are not the
+        counterparts of A's."""
+        refs_a = dict(self.a.references.get(node_a, ()))
+        refs_b = dict(self.b.references.get(node_b, ()))
+        out: list[tuple[str, str]] = []
+        for key in sorted(refs_a.keys() | refs_b.keys()):
+            names_a, names_b = refs_a.get(key, ()), refs_b.get(key, ())
+            mapped = tuple(self.functions.get(name, name) for name in names_a)
+            if mapped == names_b:
+                continue
+            was = ", ".join("@" + name for name in names_a) or "-"
+            now = ", ".join("@" + name for name in names_b) or "-"
+            out.append((aspect_of(key), f"{key} {short(was)} → {short(now)}"))
+        return out
 
     def same_operand(self, value_a: int, value_b: int) -> bool:
         """Whether B's operand is the counterpart of A's, or an identical subgraph."""
@@ -43,6 +64,8 @@ class Comparer:
         if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
             return []  # identical subgraphs
         out: list[tuple[str, str]] = []
+        if node_a in a.references or node_b in b.references:
+            out.extend(self.reference_differences(node_a, node_b))
         if a.kind[node_a] != b.kind[node_b]:
             out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
         types_b = b.types[node_b]
