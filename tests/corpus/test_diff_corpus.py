@@ -17,6 +17,7 @@ pytestmark = pytest.mark.corpus
 RESNET = "xla/xla/backends/cpu/benchmarks/hlo/resnet50_keras_jax_f32.hlo"
 CHESS = "gleasonk-stablehlo-exports/exports/searchless_chess_9m.mlir"
 BENCHMARKS = "xla/xla/tools/benchmarks/hlo"
+GEMMA = "xla/xla/backends/cpu/benchmarks/hlo/gemma2_2b_keras_jax.hlo"
 
 
 def changes_of(result: ModuleDiff) -> list[tuple[str, str, str]]:
@@ -31,6 +32,22 @@ def rename_hlo_instructions(text: str) -> str:
         lambda m: f"%renamed_{m.group(1)}" if m.group(1) in defined else m.group(0),
         text,
     )
+
+
+def rename_everything(text: str) -> tuple[str, dict[str, str]]:
+    """Every instruction and every computation renamed (`tril.450` -> `r_tril_450`),
+    definitions and uses alike; and the renaming."""
+    defined = set(re.findall(r"^\s*(?:ROOT\s+)?%?([\w.-]+)\s*=", text, flags=re.MULTILINE))
+    defined |= set(re.findall(r"^(?:ENTRY\s+)?%?([\w.-]+)\s*[({]", text, flags=re.MULTILINE))
+    defined.discard("HloModule")
+    renaming = {name: "r_" + re.sub(r"[.-]", "_", name) for name in defined}
+    # A name, not an opcode (`add(`) and not part of a longer name.
+    renamed = re.sub(
+        r"(?<![\w.%-])(%?)([\w.-]+)(?![\w.(-])",
+        lambda m: m.group(1) + renaming.get(m.group(2), m.group(2)),
+        text,
+    )
+    return renamed, renaming
 
 
 def hlo(path: Path | str, text: str | None = None):
@@ -68,6 +85,63 @@ def test_hlo_one_opcode_changed(resnet, resnet_text):
     assert result.changes[0].aspects == ("kind",)
     assert result.summary.changed == 1
     assert result.summary.added == result.summary.removed == 0
+
+
+def test_hlo_every_name_renamed_is_the_same(resnet, resnet_text, tmp_path):
+    """Instructions and computations renamed, nothing else: the functions are matched
+    by what they compute, the renames are notes, not changes."""
+    renamed, renaming = rename_everything(resnet_text)
+    path = tmp_path / "renamed.hlo"
+    path.write_text(renamed)
+    assert "%r_relu_2 (" in renamed and "to_apply=%r_region_0_4" in renamed
+    result = diff_modules(resnet, hlo(path))
+    assert result.verdict == "same", changes_of(result)[:5]
+    assert result.changes == () and result.groups == ()
+    assert result.summary.changed == result.summary.added == result.summary.removed == 0
+    called = {f for f in resnet.functions if f != resnet.entry.name}
+    assert len(called) == 15  # 51 call sites, and 4 reductions
+    assert {(r.a, r.b) for r in result.renames} == {(f, renaming[f]) for f in called}
+    (note,) = [n for n in result.notes if "renamed" in n]
+    assert note.startswith(f"{len(called)} functions renamed")
+    assert f"{result.renames[0].a} → {result.renames[0].b}" in note
+
+
+def test_hlo_every_name_renamed_one_opcode_changed(resnet, resnet_text, tmp_path):
+    line = "%mul.323 = f32[1,112,112,64]{3,2,1,0} multiply(%add.550, %mul.322)"
+    renamed, _ = rename_everything(resnet_text.replace(line, line.replace("multiply(", "add(")))
+    path = tmp_path / "renamed.hlo"
+    path.write_text(renamed)
+    result = diff_modules(resnet, hlo(path))
+    assert changes_of(result) == [
+        ("changed", "stablehlo.multiply → stablehlo.add", "stablehlo.multiply → stablehlo.add")
+    ]
+    assert result.summary.changed == 1
+    assert result.summary.added == result.summary.removed == 0
+    assert len(result.renames) == 15
+
+
+@pytest.mark.slow
+def test_gemma_every_name_renamed(tmp_path):
+    """Gemma 2 2B (Keras, XLA's CPU benchmarks; 111 called computations, XLA's clones
+    per call site among them): every function matched to its renamed self. Its six
+    elided constants (`constant({...})`) are no values: XLA's parser fills them with
+    whatever it likes, differently on each load, so they are all that may differ."""
+    from conftest import require_corpus
+
+    text = (require_corpus() / GEMMA).read_text()
+    renamed, renaming = rename_everything(text)
+    path = tmp_path / "renamed.hlo"
+    path.write_text(renamed)
+    original = hlo("", text)
+    result = diff_modules(original, hlo(path))
+    called = {f for f in original.functions if f != original.entry.name}
+    assert {(r.a, r.b) for r in result.renames} >= {
+        (f, renaming[f]) for f in called if f in {r.a for r in result.renames}
+    }
+    assert len(result.renames) > 100
+    assert all(r.b == renaming[r.a] for r in result.renames)
+    assert {c.op for c in result.changes} <= {"stablehlo.constant"}
+    assert len(result.changes) <= text.count("constant({...})")
 
 
 def test_hlo_one_op_inserted(resnet, resnet_text):

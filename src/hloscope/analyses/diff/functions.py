@@ -3,18 +3,18 @@
 A function's counterpart is the function of B that its matched ops went to and whose
 call sites are the counterparts of its call sites (one vote for each matched op and
 for each matched call site), paired one to one, most votes first; the entry functions
-are each other's. Functions that nothing voted for are paired by name (XLA's `.N`
-suffixes dropped), last. A pair whose names differ beyond XLA's suffixes is a rename:
-a note, never a change, as XLA's `hlo_diff` matches computations by structure first
-and by name last."""
+are each other's. Functions that nothing voted for are paired by their contents (equal
+ones in order), and by name (XLA's `.N` suffixes dropped) last. A pair whose names
+differ beyond XLA's suffixes is a rename: a note, never a change, as XLA's `hlo_diff`
+matches computations by structure first and by name last."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 from hloscope.analyses.diff.matcher import Matcher
-from hloscope.analyses.diff.names import normalize_function_name
+from hloscope.analyses.diff.names import normalize_function_name, normalize_kind
 from hloscope.analyses.diff.report import Rename
 from hloscope.ir.model import Module
 
@@ -46,23 +46,56 @@ def correspond(matcher: Matcher) -> dict[str, str]:
         if x not in pairs and y not in taken:
             pairs[x] = y
             taken.add(y)
-    # Names last: functions nothing voted for, when the name (without XLA's suffixes)
-    # is one function's on each side.
-    left_a = _by_family(a.module, set(pairs))
-    left_b = _by_family(b.module, taken)
-    for family, names in left_a.items():
-        found = left_b.get(family)
-        if len(names) == 1 and found is not None and len(found) == 1:
+    # Functions nothing voted for (no op of theirs is in the diff: XLA's reduction
+    # computations, which the MLIR conversion inlines and leaves behind): by their
+    # contents, equal ones in order; names last, when the name (without XLA's
+    # suffixes) is one function's on each side.
+    left_a = _by_key(a.module, set(pairs), _contents)
+    left_b = _by_key(b.module, taken, _contents)
+    for key, names in left_a.items():
+        found = left_b.get(key, [])
+        for x, y in zip(names, found, strict=False):
+            pairs[x] = y
+            taken.add(y)
+    by_name_a = _by_key(a.module, set(pairs), lambda _m, name: normalize_function_name(name))
+    by_name_b = _by_key(b.module, taken, lambda _m, name: normalize_function_name(name))
+    for family, names in by_name_a.items():
+        found = by_name_b.get(family, [])
+        if len(names) == 1 and len(found) == 1:
             pairs[names[0]] = found[0]
     return pairs
 
 
-def _by_family(module: Module, paired: set[str]) -> dict[str, list[str]]:
-    families: dict[str, list[str]] = defaultdict(list)
+def _by_key(
+    module: Module, paired: set[str], key: Callable[[Module, str], Hashable]
+) -> dict[Hashable, list[str]]:
+    found: dict[Hashable, list[str]] = defaultdict(list)
     for name, function in module.functions.items():
         if name not in paired and not function.is_declaration:
-            families[normalize_function_name(name)].append(name)
-    return families
+            found[key(module, name)].append(name)
+    return found
+
+
+def _contents(module: Module, name: str) -> Hashable:
+    """A function's signature and ops in order (kind, result types, which earlier
+    result or argument each operand is), names and locations left out."""
+    function = module.functions[name]
+    position: dict[int, int] = {}
+    for index, argument in enumerate(function.arguments):
+        position[argument.value] = -1 - index
+    ops = []
+    for index, op in enumerate(module.function_ops(function)):
+        operands = tuple(position.get(value, 0) for value in op.operands)
+        for result in op.results:
+            position[result] = index
+        ops.append(
+            (normalize_kind(op.name), tuple(module.value_types[v] for v in op.results), operands)
+        )
+    signature = (
+        tuple(argument.type for argument in function.arguments),
+        tuple(result.type for result in function.results),
+    )
+    return signature, tuple(ops)
 
 
 def renames(pairs: Mapping[str, str], a: Module) -> tuple[Rename, ...]:
