@@ -23,7 +23,9 @@ LAYERS = 4
 BATCH, WIDTH = 16, 32
 
 
-def weights_and_input(layers: int = LAYERS) -> tuple[list[jax.ShapeDtypeStruct], jax.ShapeDtypeStruct]:
+def weights_and_input(
+    layers: int = LAYERS,
+) -> tuple[list[jax.ShapeDtypeStruct], jax.ShapeDtypeStruct]:
     return (
         [jax.ShapeDtypeStruct((WIDTH, WIDTH), jnp.float32) for _ in range(layers)],
         jax.ShapeDtypeStruct((BATCH, WIDTH), jnp.float32),

@@ -53,16 +53,15 @@ def correspond(matcher: Matcher) -> dict[str, str]:
     left_a = _by_key(a.module, set(pairs), _contents)
     left_b = _by_key(b.module, taken, _contents)
     for key, names in left_a.items():
-        found = left_b.get(key, [])
-        for x, y in zip(names, found, strict=False):
+        for x, y in zip(names, left_b.get(key, []), strict=False):
             pairs[x] = y
             taken.add(y)
     by_name_a = _by_key(a.module, set(pairs), lambda _m, name: normalize_function_name(name))
     by_name_b = _by_key(b.module, taken, lambda _m, name: normalize_function_name(name))
     for family, names in by_name_a.items():
-        found = by_name_b.get(family, [])
-        if len(names) == 1 and len(found) == 1:
-            pairs[names[0]] = found[0]
+        same_name = by_name_b.get(family, [])
+        if len(names) == 1 and len(same_name) == 1:
+            pairs[names[0]] = same_name[0]
     return pairs
 
 
