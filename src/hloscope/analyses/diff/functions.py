@@ -52,8 +52,8 @@ def correspond(matcher: Matcher) -> dict[str, str]:
     # suffixes) is one function's on each side.
     left_a = _by_key(a.module, set(pairs), _contents)
     left_b = _by_key(b.module, taken, _contents)
-    for key, names in left_a.items():
-        for x, y in zip(names, left_b.get(key, []), strict=False):
+    for contents, names in left_a.items():
+        for x, y in zip(names, left_b.get(contents, []), strict=False):
             pairs[x] = y
             taken.add(y)
     by_name_a = _by_key(a.module, set(pairs), lambda _m, name: normalize_function_name(name))
