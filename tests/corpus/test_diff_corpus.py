@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import rename_hlo
 from hloscope.analyses.diff import ModuleDiff, diff_modules
 from hloscope.ir import parse
 
@@ -32,22 +33,6 @@ def rename_hlo_instructions(text: str) -> str:
         lambda m: f"%renamed_{m.group(1)}" if m.group(1) in defined else m.group(0),
         text,
     )
-
-
-def rename_everything(text: str) -> tuple[str, dict[str, str]]:
-    """Every instruction and every computation renamed (`tril.450` -> `r_tril_450`),
-    definitions and uses alike; and the renaming."""
-    defined = set(re.findall(r"^\s*(?:ROOT\s+)?%?([\w.-]+)\s*=", text, flags=re.MULTILINE))
-    defined |= set(re.findall(r"^(?:ENTRY\s+)?%?([\w.-]+)\s*[({]", text, flags=re.MULTILINE))
-    defined.discard("HloModule")
-    renaming = {name: "r_" + re.sub(r"[.-]", "_", name) for name in defined}
-    # A name, not an opcode (`add(`) and not part of a longer name.
-    renamed = re.sub(
-        r"(?<![\w.%-])(%?)([\w.-]+)(?![\w.(-])",
-        lambda m: m.group(1) + renaming.get(m.group(2), m.group(2)),
-        text,
-    )
-    return renamed, renaming
 
 
 def hlo(path: Path | str, text: str | None = None):
@@ -90,7 +75,7 @@ def test_hlo_one_opcode_changed(resnet, resnet_text):
 def test_hlo_every_name_renamed_is_the_same(resnet, resnet_text, tmp_path):
     """Instructions and computations renamed, nothing else: the functions are matched
     by what they compute, the renames are notes, not changes."""
-    renamed, renaming = rename_everything(resnet_text)
+    renamed, renaming = rename_hlo(resnet_text)
     path = tmp_path / "renamed.hlo"
     path.write_text(renamed)
     assert "%r_relu_2 (" in renamed and "to_apply=%r_region_0_4" in renamed
@@ -108,7 +93,7 @@ def test_hlo_every_name_renamed_is_the_same(resnet, resnet_text, tmp_path):
 
 def test_hlo_every_name_renamed_one_opcode_changed(resnet, resnet_text, tmp_path):
     line = "%mul.323 = f32[1,112,112,64]{3,2,1,0} multiply(%add.550, %mul.322)"
-    renamed, _ = rename_everything(resnet_text.replace(line, line.replace("multiply(", "add(")))
+    renamed, _ = rename_hlo(resnet_text.replace(line, line.replace("multiply(", "add(")))
     path = tmp_path / "renamed.hlo"
     path.write_text(renamed)
     result = diff_modules(resnet, hlo(path))
@@ -129,7 +114,7 @@ def test_gemma_every_name_renamed(tmp_path):
     from conftest import require_corpus
 
     text = (require_corpus() / GEMMA).read_text()
-    renamed, renaming = rename_everything(text)
+    renamed, renaming = rename_hlo(text)
     path = tmp_path / "renamed.hlo"
     path.write_text(renamed)
     original = hlo("", text)

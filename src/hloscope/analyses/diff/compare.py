@@ -91,11 +91,12 @@ class Comparer:
     def differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
         """(aspect, text) for each way the pair differs; empty when the same."""
         a, b = self.a, self.b
-        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
-            return []  # identical subgraphs
         out: list[tuple[str, str]] = []
         if node_a in a.references or node_b in b.references:
+            # Not in the fingerprints: a call's fingerprint is its operands'.
             out.extend(self.reference_differences(node_a, node_b))
+        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
+            return out  # identical subgraphs
         if a.kind[node_a] != b.kind[node_b]:
             out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
         types_b = b.types[node_b]
