@@ -5,7 +5,7 @@ side on the rows `tui.diff_align.align_printed` lays out (matched ops on one row
 blank row facing what one side has alone), one cursor row for both, added lines in
 green, removed in red, changed in yellow, and below them what changed in the op
 under the cursor. `]` and `[` go to the next and previous change, `C` shows only
-the rows that changed, `g` lists the changes grouped by what changed (and the
+the rows that changed, `L` lists the changes grouped by what changed (and the
 functions renamed) and goes to a group's first occurrence.
 
 Loading, diffing and printing run in a worker behind the progress screen, as in the
@@ -160,7 +160,7 @@ def summary_text(report: reports.DiffReport) -> Text:
         text.append("\nrenamed ", style="bold")
         text.append(f"{len(diff.renames)} functions (not changes): {shown}")
         if more > 0:
-            text.append(f" and {more} more (g lists them)", style="dim")
+            text.append(f" and {more} more (L lists them)", style="dim")
     return text
 
 
@@ -182,7 +182,7 @@ class DiffPane(Vertical):
         Binding("right_square_bracket", "next_change(1)", "Next change", show=True),
         Binding("left_square_bracket", "next_change(-1)", "Previous change", show=True),
         Binding(
-            "g",
+            "L",
             "grouped_changes",
             "Grouped changes",
             tooltip="The changes grouped by what changed, with counts and places, and the "

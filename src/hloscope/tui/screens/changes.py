@@ -1,4 +1,4 @@
-"""`g` on the diff screen: the changes grouped by what changed (one row per group,
+"""`L` on the diff screen: the changes grouped by what changed (one row per group,
 with its count and its places), and the functions renamed; enter goes to the group's
 first occurrence."""
 
@@ -62,7 +62,7 @@ class ChangesScreen(ModalScreen[int | None]):
     go to, or None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,g", "close", "Close the changes"),
+        Binding("escape,L", "close", "Close the changes"),
     ]
 
     def __init__(self, diff: ModuleDiff) -> None:
