@@ -87,9 +87,10 @@ def rename_hlo(text: str) -> tuple[str, dict[str, str]]:
         for name in defined - {"HloModule"}
         if not name[0].isdigit()
     }
-    # A name, not an opcode (`add(`) and not part of a longer name.
+    # A name, not an opcode (`add(`), an attribute's key (`pad=`) or part of a longer
+    # name.
     renamed = re.sub(
-        r"(?<![\w.%-])(%?)([\w.-]+)(?![\w.(-])",
+        r"(?<![\w.%-])(%?)([\w.-]+)(?![\w.(=-])",
         lambda m: m.group(1) + renaming.get(m.group(2), m.group(2)),
         text,
     )

@@ -134,7 +134,7 @@ def _group(members: list[Change]) -> ChangeGroup:
     first = members[0]
     return ChangeGroup(
         kind=first.kind,
-        function=first.function if len(families) == 1 else ", ".join(families),
+        function=first.function if len(families) == 1 else _functions_label(list(families)),
         op=first.op,
         detail=first.detail,
         aspects=first.aspects,
@@ -142,6 +142,16 @@ def _group(members: list[Change]) -> ChangeGroup:
         changes=tuple(members),
         places=tuple(Place(name, count) for name, count in places.items()),
     )
+
+
+# Functions named in a group's `function` (every one is in its places).
+MAX_GROUP_FUNCTIONS = 3
+
+
+def _functions_label(families: list[str]) -> str:
+    shown = ", ".join(families[:MAX_GROUP_FUNCTIONS])
+    more = len(families) - MAX_GROUP_FUNCTIONS
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def fusion_changes(matcher: Matcher) -> list[FusionChange]:

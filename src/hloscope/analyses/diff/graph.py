@@ -355,10 +355,14 @@ class Graph:
         kind = normalize_kind(op.name)
         types = tuple(self._value_types[v] for v in op.results)
         attrs = self._attributes(op)
-        references = tuple(
-            (key, tuple(symbol_references(op.attributes[key])))
-            for key in CALL_ATTRIBUTES
-            if key in op.attributes
+        references = (
+            tuple(
+                (key, tuple(symbol_references(op.attributes[key])))
+                for key in CALL_ATTRIBUTES
+                if key in op.attributes
+            )
+            if op.attributes and not _REFERENCE_KEYS.isdisjoint(op.attributes)
+            else ()
         )
         unit_reshape = False
         if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:

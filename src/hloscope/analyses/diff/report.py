@@ -70,7 +70,7 @@ class ChangeGroup:
     """`added`, `removed` or `changed`."""
     function: str
     """The function of the first change, or the functions (XLA's `.N` suffixes
-    dropped) when there are several: `tril, triu`."""
+    dropped) when there are several: `tril, triu`, `a, b, c and 4 more`."""
     op: str
     """The op's name, as in `Change.op`."""
     detail: str
