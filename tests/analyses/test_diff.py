@@ -342,7 +342,7 @@ def test_a_function_renamed_is_the_same_function():
     assert result.verdict == "same", [(c.kind, c.op, c.detail) for c in result.changes]
     assert [(r.a, r.b) for r in result.renames] == [("scale", "rescale_by_two")]
     assert result.notes == (
-        "1 function renamed, matched by what they compute (not a change): scale → rescale_by_two",
+        "1 function renamed, matched by what it computes (not a change): scale → rescale_by_two",
     )
 
 

@@ -140,9 +140,10 @@ NOTE_RENAMES = 6
 def _renames_note(renamed: tuple[Rename, ...]) -> str:
     shown = ", ".join(f"{r.a} → {r.b}" for r in renamed[:NOTE_RENAMES])
     more = f" and {len(renamed) - NOTE_RENAMES} more" if len(renamed) > NOTE_RENAMES else ""
-    functions = "function" if len(renamed) == 1 else "functions"
+    if len(renamed) == 1:
+        return f"1 function renamed, matched by what it computes (not a change): {shown}"
     return (
-        f"{len(renamed)} {functions} renamed, matched by what they compute (not a change): "
+        f"{len(renamed)} functions renamed, matched by what they compute (not a change): "
         f"{shown}{more}"
     )
 
