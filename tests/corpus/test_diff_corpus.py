@@ -4,6 +4,7 @@ exactly that change. The large real-model pairs are marked slow."""
 
 from __future__ import annotations
 
+import collections
 import re
 from pathlib import Path
 
@@ -127,6 +128,33 @@ def test_gemma_every_name_renamed(tmp_path):
     assert all(r.b == renaming[r.a] for r in result.renames)
     assert {c.op for c in result.changes} <= {"stablehlo.constant"}
     assert len(result.changes) <= text.count("constant({...})")
+
+
+def test_the_same_change_in_every_relu_is_one_group(resnet, resnet_text, tmp_path):
+    """ResNet's relu: 9 computations (one per shape) called from 49 places. The relu
+    made a `minimum` in each, every name renamed: one group of 49, its places the 9
+    functions with their call counts."""
+    lines, function = [], ""
+    for line in resnet_text.splitlines():
+        if line.startswith("%"):
+            function = line.split()[0].lstrip("%")
+        if function.startswith("relu"):
+            line = line.replace(" maximum(", " minimum(")
+        lines.append(line)
+    calls = collections.Counter(re.findall(r"to_apply=%(relu[\w.]*)", resnet_text))
+    assert len(calls) == 9 and sum(calls.values()) == 49
+    path = tmp_path / "renamed.hlo"
+    path.write_text(rename_hlo("\n".join(lines))[0])
+    result = diff_modules(resnet, hlo(path))
+    (group,) = result.groups
+    assert (group.kind, group.op, group.count) == (
+        "changed",
+        "stablehlo.maximum → stablehlo.minimum",
+        49,
+    )
+    assert {(p.function, p.count) for p in group.places} == set(calls.items())
+    assert group.function == "relu.2"  # one function, XLA's `_N.M` suffixes aside
+    assert result.summary.changed == 49
 
 
 def test_hlo_one_op_inserted(resnet, resnet_text):
