@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,27 @@ def corpus_if_present() -> Path | None:
     """The shared corpus, or None where it is absent: for tests that run without it
     and only do more with it (fuzzing seeds)."""
     return CORPUS if CORPUS.is_dir() else None
+
+
+def rename_hlo(text: str) -> tuple[str, dict[str, str]]:
+    """HLO text with every instruction and every computation renamed (`tril.450` ->
+    `r_tril_450`), definitions and uses alike, and nothing else; and the renaming."""
+    defined = set(re.findall(r"^\s*(?:ROOT\s+)?%?([\w.-]+)\s*=", text, flags=re.MULTILINE))
+    defined |= set(re.findall(r"^(?:ENTRY\s+)?%?([\w.-]+)\s*[({]", text, flags=re.MULTILINE))
+    # Not the numbered entries of the stack frame tables (`1 {file_location_id=1}`).
+    renaming = {
+        name: "r_" + re.sub(r"[.-]", "_", name)
+        for name in defined - {"HloModule"}
+        if not name[0].isdigit()
+    }
+    # A name, not an opcode (`add(`), an attribute's key (`pad=`) or part of a longer
+    # name.
+    renamed = re.sub(
+        r"(?<![\w.%-])(%?)([\w.-]+)(?![\w.(=-])",
+        lambda m: m.group(1) + renaming.get(m.group(2), m.group(2)),
+        text,
+    )
+    return renamed, renaming
 
 
 def sample(name: str, attr: str, factory: str = "example_args") -> list[str]:

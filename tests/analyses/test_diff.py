@@ -332,3 +332,88 @@ def test_rows_hold_every_node_once_in_order():
 )
 def test_function_names_lose_unique_suffixes(name, normal):
     assert normalize_function_name(name) == normal
+
+
+def test_a_function_renamed_is_the_same_function():
+    """Matched by what it computes: `scale` called `rescale_by_two` in B is no change
+    (its calls' callee names differ), and a note."""
+    renamed = BASE.replace("@scale", "@rescale_by_two")
+    result = diff_modules(mlir(BASE), mlir(renamed))
+    assert result.verdict == "same", [(c.kind, c.op, c.detail) for c in result.changes]
+    assert [(r.a, r.b) for r in result.renames] == [("scale", "rescale_by_two")]
+    assert result.notes == (
+        "1 function renamed, matched by what it computes (not a change): scale → rescale_by_two",
+    )
+
+
+def test_a_call_of_another_function_is_a_callee_change():
+    """Two functions in B where A has one: the second call now calls the other, and
+    the op inside differs."""
+    twin = BASE.replace("%6 = call @scale(%5)", "%6 = call @twin(%5)").replace(
+        "\n}\n",
+        "\n  func.func private @twin(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {\n"
+        "    %c = stablehlo.constant dense<2.000000e+00> : tensor<8x4xf32>\n"
+        "    %0 = stablehlo.multiply %arg0, %c : tensor<8x4xf32>\n"
+        "    %1 = stablehlo.sine %0 : tensor<8x4xf32>\n"
+        "    return %1 : tensor<8x4xf32>\n  }\n}\n",
+    )
+    result = diff_modules(mlir(BASE), mlir(twin))
+    details = sorted((c.op, c.detail) for c in result.changes)
+    assert details == [
+        ("func.call", "callee @scale → @twin"),
+        ("stablehlo.tanh → stablehlo.sine", "stablehlo.tanh → stablehlo.sine"),
+    ]
+    assert result.renames == ()
+
+
+def test_the_same_change_in_two_functions_is_one_group_with_its_places():
+    """Clones with unrelated names (XLA clones a computation per call site): the same
+    change in each is one group, its places the clones."""
+    clones = BASE.replace("%6 = call @scale(%5)", "%6 = call @other_clone(%5)").replace(
+        "\n}\n",
+        "\n  func.func private @other_clone(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {\n"
+        "    %c = stablehlo.constant dense<2.000000e+00> : tensor<8x4xf32>\n"
+        "    %0 = stablehlo.multiply %arg0, %c : tensor<8x4xf32>\n"
+        "    %1 = stablehlo.tanh %0 : tensor<8x4xf32>\n"
+        "    return %1 : tensor<8x4xf32>\n  }\n}\n",
+    )
+    changed = clones.replace("stablehlo.tanh %0", "stablehlo.sine %0")
+    result = diff_modules(mlir(clones), mlir(changed))
+    assert len(result.groups) == 1
+    group = result.groups[0]
+    assert (group.op, group.count, group.function) == (
+        "stablehlo.tanh → stablehlo.sine",
+        2,
+        "scale, other_clone",
+    )
+    assert [(p.function, p.count) for p in group.places] == [("scale", 1), ("other_clone", 1)]
+
+
+def test_hlo_with_every_name_renamed_is_the_same():
+    """XLA's HLO of the MLP, every instruction and computation renamed: the same, the
+    four functions renamed (the reduction's computation, which the conversion leaves
+    uncalled, matched by its contents)."""
+    from conftest import rename_hlo
+
+    text = (DUMPS / "mlp.before_optimizations.hlo").read_text()
+    renamed, renaming = rename_hlo(text)
+    result = diff_modules(hlo(text), hlo(renamed))
+    assert result.verdict == "same", [(c.kind, c.op, c.detail) for c in result.changes]
+    assert {(r.a, r.b) for r in result.renames} == {
+        (name, renaming[name]) for name in ("relu.1", "dense.2", "region_0.3", "head.4")
+    }
+
+
+def test_hlo_renamed_with_a_change_in_a_function_called_three_times():
+    from conftest import rename_hlo
+
+    text = (DUMPS / "mlp.before_optimizations.hlo").read_text()
+    line = "ROOT max.3 = f32[8,64]{1,0} maximum(Arg_0.2, max.2)"
+    assert line in text
+    renamed, _ = rename_hlo(text.replace(line, line.replace("maximum(", "minimum(")))
+    result = diff_modules(hlo(text), hlo(renamed))
+    assert [(g.kind, g.op, g.count, g.function) for g in result.groups] == [
+        ("changed", "stablehlo.maximum → stablehlo.minimum", 3, "relu.1")
+    ]
+    assert [(p.function, p.count) for p in result.groups[0].places] == [("relu.1", 3)]
+    assert len(result.renames) == 4

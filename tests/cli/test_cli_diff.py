@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import DUMPS, ROOT, sample
+from conftest import DUMPS, ROOT, rename_hlo, sample
 
 COMPUTE_ON = "samples/compute_on.py"
 ARGS = ["--args", f"{COMPUTE_ON}:example_args"]
@@ -256,3 +256,40 @@ def test_exit_code_of_the_installed_command():
         cwd=ROOT,
     )
     assert same.returncode == 0, same.stderr
+
+
+def renamed_mlp(tmp_path, minimum: bool = False) -> str:
+    text = (DUMPS / "mlp.before_optimizations.hlo").read_text()
+    if minimum:
+        text = text.replace("maximum(Arg_0.2, max.2)", "minimum(Arg_0.2, max.2)")
+    path = tmp_path / "renamed.hlo"
+    path.write_text(rename_hlo(text)[0])
+    return str(path)
+
+
+def test_renamed_everything_is_the_same_with_the_renames(cli, tmp_path):
+    run = cli("diff", str(DUMPS / "mlp.before_optimizations.hlo"), renamed_mlp(tmp_path), "--json")
+    assert run.code == 0
+    doc = run.json()
+    assert doc["verdict"] == "same" and doc["changes"] == []
+    assert {(r["a"], r["b"]) for r in doc["renames"]} == {
+        ("relu.1", "r_relu_1"),
+        ("dense.2", "r_dense_2"),
+        ("region_0.3", "r_region_0_3"),
+        ("head.4", "r_head_4"),
+    }
+    assert any(note.startswith("4 functions renamed") for note in doc["notes"])
+
+
+def test_one_change_in_a_function_called_three_times_is_one_entry(cli, tmp_path):
+    old = str(DUMPS / "mlp.before_optimizations.hlo")
+    run = cli("diff", old, renamed_mlp(tmp_path, minimum=True), "--json")
+    assert run.code == 1
+    (entry,) = run.json()["changes"]
+    assert {"kind", "function", "op", "detail"} <= entry.keys()
+    assert (entry["kind"], entry["function"], entry["count"]) == ("changed", "relu.1", 3)
+    assert entry["places"] == [{"function": "relu.1", "count": 3}]
+    assert len(entry["instances"]) == 3
+    text = cli("diff", old, renamed_mlp(tmp_path, minimum=True))
+    assert "Changes (1 distinct, 3 in all)" in text.stdout
+    assert "4 functions renamed" in text.stdout

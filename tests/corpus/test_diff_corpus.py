@@ -4,11 +4,13 @@ exactly that change. The large real-model pairs are marked slow."""
 
 from __future__ import annotations
 
+import collections
 import re
 from pathlib import Path
 
 import pytest
 
+from conftest import rename_hlo
 from hloscope.analyses.diff import ModuleDiff, diff_modules
 from hloscope.ir import parse
 
@@ -17,6 +19,7 @@ pytestmark = pytest.mark.corpus
 RESNET = "xla/xla/backends/cpu/benchmarks/hlo/resnet50_keras_jax_f32.hlo"
 CHESS = "gleasonk-stablehlo-exports/exports/searchless_chess_9m.mlir"
 BENCHMARKS = "xla/xla/tools/benchmarks/hlo"
+GEMMA = "xla/xla/backends/cpu/benchmarks/hlo/gemma2_2b_keras_jax.hlo"
 
 
 def changes_of(result: ModuleDiff) -> list[tuple[str, str, str]]:
@@ -68,6 +71,90 @@ def test_hlo_one_opcode_changed(resnet, resnet_text):
     assert result.changes[0].aspects == ("kind",)
     assert result.summary.changed == 1
     assert result.summary.added == result.summary.removed == 0
+
+
+def test_hlo_every_name_renamed_is_the_same(resnet, resnet_text, tmp_path):
+    """Instructions and computations renamed, nothing else: the functions are matched
+    by what they compute, the renames are notes, not changes."""
+    renamed, renaming = rename_hlo(resnet_text)
+    path = tmp_path / "renamed.hlo"
+    path.write_text(renamed)
+    assert "%r_relu_2 (" in renamed and "to_apply=%r_region_0_4" in renamed
+    result = diff_modules(resnet, hlo(path))
+    assert result.verdict == "same", changes_of(result)[:5]
+    assert result.changes == () and result.groups == ()
+    assert result.summary.changed == result.summary.added == result.summary.removed == 0
+    called = {f for f in resnet.functions if f != resnet.entry.name}
+    assert len(called) == 15  # 51 call sites, and 4 reductions
+    assert {(r.a, r.b) for r in result.renames} == {(f, renaming[f]) for f in called}
+    (note,) = [n for n in result.notes if "renamed" in n]
+    assert note.startswith(f"{len(called)} functions renamed")
+    assert f"{result.renames[0].a} → {result.renames[0].b}" in note
+
+
+def test_hlo_every_name_renamed_one_opcode_changed(resnet, resnet_text, tmp_path):
+    line = "%mul.323 = f32[1,112,112,64]{3,2,1,0} multiply(%add.550, %mul.322)"
+    renamed, _ = rename_hlo(resnet_text.replace(line, line.replace("multiply(", "add(")))
+    path = tmp_path / "renamed.hlo"
+    path.write_text(renamed)
+    result = diff_modules(resnet, hlo(path))
+    assert changes_of(result) == [
+        ("changed", "stablehlo.multiply → stablehlo.add", "stablehlo.multiply → stablehlo.add")
+    ]
+    assert result.summary.changed == 1
+    assert result.summary.added == result.summary.removed == 0
+    assert len(result.renames) == 15
+
+
+@pytest.mark.slow
+def test_gemma_every_name_renamed(tmp_path):
+    """Gemma 2 2B (Keras, XLA's CPU benchmarks; 111 called computations, XLA's clones
+    per call site among them): every function matched to its renamed self. Its six
+    elided constants (`constant({...})`) are no values: XLA's parser fills them with
+    whatever it likes, differently on each load, so they are all that may differ."""
+    from conftest import require_corpus
+
+    text = (require_corpus() / GEMMA).read_text()
+    renamed, renaming = rename_hlo(text)
+    path = tmp_path / "renamed.hlo"
+    path.write_text(renamed)
+    original = hlo("", text)
+    result = diff_modules(original, hlo(path))
+    called = {f for f in original.functions if f != original.entry.name}
+    assert {(r.a, r.b) for r in result.renames} >= {
+        (f, renaming[f]) for f in called if f in {r.a for r in result.renames}
+    }
+    assert len(result.renames) > 100
+    assert all(r.b == renaming[r.a] for r in result.renames)
+    assert {c.op for c in result.changes} <= {"stablehlo.constant"}
+    assert len(result.changes) <= text.count("constant({...})")
+
+
+def test_the_same_change_in_every_relu_is_one_group(resnet, resnet_text, tmp_path):
+    """ResNet's relu: 9 computations (one per shape) called from 49 places. The relu
+    made a `minimum` in each, every name renamed: one group of 49, its places the 9
+    functions with their call counts."""
+    lines, function = [], ""
+    for line in resnet_text.splitlines():
+        if line.startswith("%"):
+            function = line.split()[0].lstrip("%")
+        if function.startswith("relu"):
+            line = line.replace(" maximum(", " minimum(")
+        lines.append(line)
+    calls = collections.Counter(re.findall(r"to_apply=%(relu[\w.]*)", resnet_text))
+    assert len(calls) == 9 and sum(calls.values()) == 49
+    path = tmp_path / "renamed.hlo"
+    path.write_text(rename_hlo("\n".join(lines))[0])
+    result = diff_modules(resnet, hlo(path))
+    (group,) = result.groups
+    assert (group.kind, group.op, group.count) == (
+        "changed",
+        "stablehlo.maximum → stablehlo.minimum",
+        49,
+    )
+    assert {(p.function, p.count) for p in group.places} == set(calls.items())
+    assert group.function == "relu.2"  # one function, XLA's `_N.M` suffixes aside
+    assert result.summary.changed == 49
 
 
 def test_hlo_one_op_inserted(resnet, resnet_text):
@@ -152,7 +239,8 @@ def test_stablehlo_against_its_bytecode(chess_text):
 
 @pytest.mark.slow
 def test_large_real_model_against_a_mutated_copy():
-    """Mixtral 8x7B (about 49k ops): renamed throughout, one opcode changed."""
+    """Mixtral 8x7B (about 49k ops): every instruction and computation renamed (4,001
+    functions), one opcode changed."""
     from conftest import require_corpus
 
     text = (require_corpus() / BENCHMARKS / "hlo_mixtral_8x7b_bf16_2x8.hlo").read_text()
@@ -163,10 +251,13 @@ def test_large_real_model_against_a_mutated_copy():
         if " multiply(" in line and "ROOT" not in line and line.startswith("  %")
     )
     lines[target] = lines[target].replace(" multiply(", " add(", 1)
-    mutated = rename_hlo_instructions("\n".join(lines))
+    mutated, _ = rename_hlo("\n".join(lines))
     original = hlo("", text)
     result = diff_modules(original, hlo("", mutated))
     assert result.summary.unchanged > 30_000
+    assert len(result.renames) > 4000
+    # Each to its own renamed self (the MLIR conversion writes `-` in names as `_`).
+    assert all(r.b == "r_" + re.sub(r"[.-]", "_", r.a) for r in result.renames)
     assert [(c.kind, c.aspects) for c in result.changes] == [("changed", ("kind",))]
     assert result.changes[0].op == "stablehlo.multiply → stablehlo.add"
 

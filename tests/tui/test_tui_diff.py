@@ -7,14 +7,15 @@ import subprocess
 import sys
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
-from conftest import DUMPS, ROOT
+from conftest import DUMPS, ROOT, rename_hlo
 from hloscope import reports
 from hloscope.analyses.diff import ADDED, CHANGED
 from hloscope.sources import loader
 from hloscope.tui.diff_app import STYLES, DiffApp, DiffPane, diff_key_sections
 from hloscope.tui.keys import key_rows
+from hloscope.tui.screens.changes import ChangesScreen
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.widgets.ir_view import IRView
@@ -164,6 +165,62 @@ async def test_scrolling_one_side_scrolls_the_other(tmp_path):
         b.scroll_to(y=b.scroll_y + 7, animate=False, immediate=True)
         await quiet(pilot)
         assert a.scroll_y == b.scroll_y
+
+
+def renamed_mlp(tmp_path, minimum: bool = False) -> str:
+    """XLA's HLO of the MLP with every name renamed (and the relu made a minimum)."""
+    text = (DUMPS / "mlp.before_optimizations.hlo").read_text()
+    if minimum:
+        text = text.replace("maximum(Arg_0.2, max.2)", "minimum(Arg_0.2, max.2)")
+    path = tmp_path / "renamed.hlo"
+    path.write_text(rename_hlo(text)[0])
+    return str(path)
+
+
+@sync
+async def test_renamed_functions_are_in_the_summary_not_changes(tmp_path):
+    app = DiffApp(MLP_HLO, renamed_mlp(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        summary = text_of(app, "#diff-summary")
+        assert "verdict same · 0 added · 0 removed · 0 changed" in summary
+        assert "renamed 4 functions (not changes): relu.1 → r_relu_1" in summary
+        assert "and 1 more (L lists them)" in summary
+        await press(pilot, "L")
+        assert isinstance(app.screen, ChangesScreen)
+        renames = plain(app.screen.query_one("#changes-renames", Static).content)
+        for a_name, b_name in (("dense.2", "r_dense_2"), ("region_0.3", "r_region_0_3")):
+            assert f"{a_name} → {b_name}" in renames
+        await press(pilot, "escape")
+        assert not isinstance(app.screen, ChangesScreen)
+        await press(pilot, "q")
+    assert app.return_code == 0
+
+
+@sync
+async def test_g_lists_the_grouped_changes_and_goes_to_one(tmp_path):
+    """The relu's maximum made a minimum, in a function called three times: one row
+    with its count and place; enter goes to it."""
+    app = DiffApp(MLP_HLO, renamed_mlp(tmp_path, minimum=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "L")
+        screen = app.screen
+        assert isinstance(screen, ChangesScreen)
+        options = screen.query_one(OptionList)
+        assert options.option_count == 1
+        row = plain(options.get_option_at_index(0).prompt)
+        assert "changed" in row and "×3" in row
+        assert "stablehlo.maximum → stablehlo.minimum" in row
+        assert "in relu.1 ×3" in row
+        await press(pilot, "enter")
+        assert not isinstance(app.screen, ChangesScreen)
+        a, b = sides(app)
+        assert "maximum" in line(a) and "minimum" in line(b)
+        details = text_of(app, "#diff-details")
+        assert "(the same change ×3: relu.1 ×3)" in details
+        await press(pilot, "q")
+    assert app.return_code == 1
 
 
 @sync

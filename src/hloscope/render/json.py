@@ -392,10 +392,12 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
                 "detail": group.detail,
                 "aspects": list(group.aspects),
                 "count": group.count,
+                "places": [{"function": p.function, "count": p.count} for p in group.places],
                 "instances": [{"a": c.a_where, "b": c.b_where} for c in group.changes],
             }
             for group in result.groups
         ],
+        "renames": [{"a": r.a, "b": r.b} for r in result.renames],
         "a": _diff_side_json(report.a, result.a),
         "b": _diff_side_json(report.b, result.b),
         "parameters": [

@@ -213,3 +213,31 @@ def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> Align
         status_b=status_b,
         stops=tuple(stops),
     )
+
+
+def group_rows(
+    diff: ModuleDiff, a: PrintedModule, b: PrintedModule, aligned: AlignedLines
+) -> tuple[int, ...]:
+    """The row of each change group's first occurrence that has a line of its own (an
+    op's), or -1 (a parameter, a result, an op printed inside another's line)."""
+    row_a = {line: row for row, line in enumerate(aligned.a) if line >= 0}
+    row_b = {line: row for row, line in enumerate(aligned.b) if line >= 0}
+    out: list[int] = []
+    for group in diff.groups:
+        found = -1
+        for change in group.changes:
+            for node, nodes, printed, rows in (
+                (change.a, diff.a.ops, a, row_a),
+                (change.b, diff.b.ops, b, row_b),
+            ):
+                if node is None:
+                    continue
+                op = nodes[node]
+                if 0 <= op < len(printed.op_line) and printed.own_line[op]:
+                    found = rows.get(printed.op_line[op], -1)
+                if found >= 0:
+                    break
+            if found >= 0:
+                break
+        out.append(found)
+    return tuple(out)

@@ -5,7 +5,8 @@ side on the rows `tui.diff_align.align_printed` lays out (matched ops on one row
 blank row facing what one side has alone), one cursor row for both, added lines in
 green, removed in red, changed in yellow, and below them what changed in the op
 under the cursor. `]` and `[` go to the next and previous change, `C` shows only
-the rows that changed.
+the rows that changed, `L` lists the changes grouped by what changed (and the
+functions renamed) and goes to a group's first occurrence.
 
 Loading, diffing and printing run in a worker behind the progress screen, as in the
 browser; the diff is the same `reports` call the command line makes.
@@ -37,14 +38,16 @@ from hloscope.analyses.diff import (
     NORMALIZED,
     REMOVED,
     Change,
+    ChangeGroup,
 )
 from hloscope.errors import ExitCode
 from hloscope.render.text.common import describe_source
 from hloscope.render.text.diff import change_where
 from hloscope.sources import loader
 from hloscope.tui.app import WorkingApp, run_app
-from hloscope.tui.diff_align import AlignedLines, align_printed
+from hloscope.tui.diff_align import AlignedLines, align_printed, group_rows
 from hloscope.tui.printed import PrintedModule
+from hloscope.tui.screens.changes import ChangesScreen
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.session import describe_failure, print_module
@@ -61,6 +64,8 @@ STYLES: Mapping[str, Style] = {
 the row on the background."""
 KIND_STYLES = {ADDED: "bold green", REMOVED: "bold red", CHANGED: "bold yellow"}
 MAX_CHANGES_SHOWN = 4
+# Renames named in the header; `g` lists every one.
+MAX_RENAMES_IN_SUMMARY = 3
 
 
 @dataclasses.dataclass(eq=False)
@@ -77,8 +82,10 @@ class DiffSession:
     """A's op id -> the changes naming it."""
     changes_b: Mapping[int, tuple[Change, ...]]
     """B's op id -> the changes naming it."""
-    counts: Mapping[int, int]
-    """id() of each change -> how many times the same change occurs."""
+    groups: Mapping[int, ChangeGroup]
+    """id() of each change -> its group."""
+    group_rows: tuple[int, ...]
+    """The alignment row of each group's first occurrence, or -1."""
 
 
 def diff_session(
@@ -106,7 +113,7 @@ def diff_session(
             changes_a.setdefault(diff.a.ops[change.a], []).append(change)
         if change.b is not None:
             changes_b.setdefault(diff.b.ops[change.b], []).append(change)
-    counts = {id(change): group.count for group in diff.groups for change in group.changes}
+    groups = {id(change): group for group in diff.groups for change in group.changes}
     return DiffSession(
         a=a,
         b=b,
@@ -116,7 +123,8 @@ def diff_session(
         aligned=aligned,
         changes_a={op: tuple(found) for op, found in changes_a.items()},
         changes_b={op: tuple(found) for op, found in changes_b.items()},
-        counts=counts,
+        groups=groups,
+        group_rows=group_rows(diff, printed_a, printed_b, aligned),
     )
 
 
@@ -144,6 +152,15 @@ def summary_text(report: reports.DiffReport) -> Text:
     other = sum(1 for c in diff.changes if c.op in ("parameter", "result", "module"))
     if other:
         text.append(f" · {other} parameter, result or module changes")
+    if diff.groups:
+        text.append(f" · {len(diff.groups)} distinct", style="dim")
+    if diff.renames:
+        shown = ", ".join(f"{r.a} → {r.b}" for r in diff.renames[:MAX_RENAMES_IN_SUMMARY])
+        more = len(diff.renames) - MAX_RENAMES_IN_SUMMARY
+        text.append("\nrenamed ", style="bold")
+        text.append(f"{len(diff.renames)} functions (not changes): {shown}")
+        if more > 0:
+            text.append(f" and {more} more (L lists them)", style="dim")
     return text
 
 
@@ -164,6 +181,14 @@ class DiffPane(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("right_square_bracket", "next_change(1)", "Next change", show=True),
         Binding("left_square_bracket", "next_change(-1)", "Previous change", show=True),
+        Binding(
+            "L",
+            "grouped_changes",
+            "Grouped changes",
+            tooltip="The changes grouped by what changed, with counts and places, and the "
+            "functions renamed; enter goes to a group's first occurrence",
+            show=True,
+        ),
         Binding(
             "C",
             "toggle_changes",
@@ -279,6 +304,26 @@ class DiffPane(Vertical):
                 return
         self._go_to(stops[index])
 
+    def action_grouped_changes(self) -> None:
+        session = self.session
+        if session is None:
+            return
+
+        def go(index: int | None) -> None:
+            if index is None or index >= len(session.group_rows):
+                return
+            row = session.group_rows[index]
+            if row < 0:
+                self.notify("That change is no op's line (a parameter, a result).", timeout=3)
+                return
+            if self.only_changes and not session.aligned.is_change(row):
+                self.only_changes = False
+                self._show_rows(row)
+                return
+            self._go_to(row)
+
+        self.app.push_screen(ChangesScreen(session.report.diff), go)
+
     def action_toggle_changes(self) -> None:
         session = self.session
         if session is None:
@@ -352,9 +397,12 @@ class DiffPane(Vertical):
             text.append(change.kind, style=KIND_STYLES.get(change.kind, "bold"))
             text.append(f" {change.op}", style="bold")
             text.append(f" in {change.function}", style="dim")
-            count = session.counts.get(id(change), 1)
-            if count > 1:
-                text.append(f"  (the same change ×{count})", style="dim")
+            group = session.groups.get(id(change))
+            if group is not None and group.count > 1:
+                places = ", ".join(f"{p.function} ×{p.count}" for p in group.places[:3])
+                if len(group.places) > 3:
+                    places += f" and {len(group.places) - 3} more"
+                text.append(f"  (the same change ×{group.count}: {places})", style="dim")
             text.append("\n")
             if change.detail:
                 text.append(f"  {change.detail}\n")
@@ -441,6 +489,7 @@ def diff_key_sections() -> list[tuple[str, type[DOMNode]]]:
     return [
         ("Everywhere", DiffApp),
         ("Diff", DiffPane),
+        ("Grouped changes", ChangesScreen),
         ("Each side (A, B)", DiffSideView),
         ("Messages", ErrorScreen),
         ("Help", HelpScreen),

@@ -20,14 +20,21 @@ same program differently. This diff matches structure instead, in the way XLA's
    users first); top-down from matched users to their operands, starting from the
    paired results; bottom-up from matched operands to users of the same kind, by
    similarity; ops of another kind reading the same operands (a kind change); what
-   is left by equal fingerprints within matched regions. Calls and fusions are
-   matched last, by where most of their contents went.
-4. Each matched pair is compared: op kind, result types (shape or dtype),
+   is left by equal fingerprints within matched regions. A `convert` or an
+   `optimization_barrier` on one side only, between matched ops, is looked through.
+   Calls and fusions are matched last, by where most of their contents went.
+4. Functions are matched by what they compute, not by name (`functions`): by the
+   votes of their matched ops and call sites, then by their contents, names last. A
+   renamed function is the same function: a note and `ModuleDiff.renames`, never a
+   change; a function's name is no part of any fingerprint.
+5. Each matched pair is compared: op kind, result types (shape or dtype),
    attributes (with compute type, sharding and memory kind named as such),
-   operands (wired to the counterpart of the operand or not), call targets, and for
-   fusions the set of ops fused. Unmatched ops are added or removed. Changes with
-   the same description are grouped (the same change in 40 layers is one line with
-   a count).
+   operands (wired to the counterpart of the operand or not, or passed through an
+   added `convert`), the functions it calls (the counterpart or not), and for
+   fusions the set of ops fused. Unmatched ops are added or removed. Equal changes
+   are grouped by what changed (kind, op, detail), not by where: the same change in
+   40 layers, every call site or every clone of a function is one group with its
+   count and its places.
 
 What is normalised, so that StableHLO, its HLO round trip (XLA's printer, converted
 back to MLIR), VHLO and Exported artifacts compare equal: `mhlo.`, `hlo.` and
@@ -63,6 +70,8 @@ from hloscope.analyses.diff.report import (
     ModuleDiff,
     ParameterPair,
     ParameterStatus,
+    Place,
+    Rename,
     Row,
     RowStatus,
     Side,
@@ -84,6 +93,8 @@ __all__ = [
     "ModuleDiff",
     "ParameterPair",
     "ParameterStatus",
+    "Place",
+    "Rename",
     "Row",
     "RowStatus",
     "Side",

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import cast
 
 from hloscope.analyses.diff.aspects import SHARDING_KEYS
+from hloscope.analyses.diff.functions import function_label
 from hloscope.analyses.diff.graph import FUSION_KIND, Graph
 from hloscope.analyses.diff.matcher import Matcher
 from hloscope.analyses.diff.names import normalize_function_name, short
@@ -20,6 +22,7 @@ from hloscope.analyses.diff.report import (
     ChangeGroup,
     ChangeKind,
     FusionChange,
+    Place,
     Row,
 )
 from hloscope.ir.model import Module, Op, parse_type, string_attribute
@@ -47,14 +50,20 @@ def _brief(kind: str) -> str:
     return kind.removeprefix("stablehlo.")
 
 
-def op_change(row: Row, graph_a: Graph, graph_b: Graph, found: list[tuple[str, str]]) -> Change:
+def op_change(
+    row: Row,
+    graph_a: Graph,
+    graph_b: Graph,
+    found: list[tuple[str, str]],
+    functions: Mapping[str, str],
+) -> Change:
     if row.status == CHANGED:
         aspects = tuple(dict.fromkeys(aspect for aspect, _ in found))
         name_a, name_b = graph_a.kind[row.a], graph_b.kind[row.b]
         op_a = graph_a.module.ops[graph_a.op[row.a]].name
         return Change(
             kind=CHANGED,
-            function=_function_label(graph_a.function[row.a], graph_b.function[row.b]),
+            function=function_label(functions, graph_a.function[row.a], graph_b.function[row.b]),
             op=op_a
             if name_a == name_b
             else f"{op_a} → {graph_b.module.ops[graph_b.op[row.b]].name}",
@@ -79,12 +88,6 @@ def op_change(row: Row, graph_a: Graph, graph_b: Graph, found: list[tuple[str, s
     )
 
 
-def _function_label(name_a: str, name_b: str) -> str:
-    if name_a == name_b or normalize_function_name(name_a) == normalize_function_name(name_b):
-        return name_a
-    return f"{name_a} → {name_b}"
-
-
 def _node_summary(graph: Graph, node: int) -> str:
     """An added or removed op in a few words: its result type and what matters."""
     parts = []
@@ -92,8 +95,9 @@ def _node_summary(graph: Graph, node: int) -> str:
     if types:
         parts.append(", ".join(types))
     attrs = dict(graph.attrs[node])
-    if "callee" in attrs:
-        parts.append(f"calls {attrs['callee']}")
+    callee = dict(graph.references.get(node, ())).get("callee")
+    if callee:
+        parts.append(f"calls @{normalize_function_name(callee[0])}")
     if graph.kind[node] == FUSION_KIND:
         fused = sorted(
             {
@@ -114,22 +118,40 @@ def _node_summary(graph: Graph, node: int) -> str:
 
 
 def group(changes: list[Change]) -> tuple[ChangeGroup, ...]:
-    grouped: dict[tuple[str, str, str, str], list[Change]] = {}
+    """Equal changes as one, by what changed (kind, op, detail), not by where: the
+    same change in every clone of a function, every layer or every call site."""
+    grouped: dict[tuple[str, str, str], list[Change]] = {}
     for change in changes:
-        key = (change.kind, normalize_function_name(change.function), change.op, change.detail)
-        grouped.setdefault(key, []).append(change)
-    return tuple(
-        ChangeGroup(
-            kind=members[0].kind,
-            function=members[0].function,
-            op=members[0].op,
-            detail=members[0].detail,
-            aspects=members[0].aspects,
-            count=len(members),
-            changes=tuple(members),
-        )
-        for members in grouped.values()
+        grouped.setdefault((change.kind, change.op, change.detail), []).append(change)
+    return tuple(_group(members) for members in grouped.values())
+
+
+def _group(members: list[Change]) -> ChangeGroup:
+    places: dict[str, int] = {}
+    for change in members:
+        places[change.function] = places.get(change.function, 0) + 1
+    families = dict.fromkeys(normalize_function_name(name) for name in places)
+    first = members[0]
+    return ChangeGroup(
+        kind=first.kind,
+        function=first.function if len(families) == 1 else _functions_label(list(families)),
+        op=first.op,
+        detail=first.detail,
+        aspects=first.aspects,
+        count=len(members),
+        changes=tuple(members),
+        places=tuple(Place(name, count) for name, count in places.items()),
     )
+
+
+# Functions named in a group's `function` (every one is in its places).
+MAX_GROUP_FUNCTIONS = 3
+
+
+def _functions_label(families: list[str]) -> str:
+    shown = ", ".join(families[:MAX_GROUP_FUNCTIONS])
+    more = len(families) - MAX_GROUP_FUNCTIONS
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def fusion_changes(matcher: Matcher) -> list[FusionChange]:

@@ -4,25 +4,70 @@ to the counterpart of the operand, or not)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from hloscope.analyses.diff.aspects import aspect_of, type_change
 from hloscope.analyses.diff.graph import Graph
-from hloscope.analyses.diff.matcher import Matcher
+from hloscope.analyses.diff.matcher import CONVERT_KIND, Matcher
 from hloscope.analyses.diff.names import short
+from hloscope.ir.model import parse_type
 
 
 class Comparer:
     """How a matched pair of ops differs: kind, result types, attributes, operands."""
 
-    def __init__(self, matcher: Matcher) -> None:
+    def __init__(self, matcher: Matcher, functions: Mapping[str, str]) -> None:
         self.m = matcher
         self.a = matcher.a
         self.b = matcher.b
+        self.functions = functions
+        """A's function -> its counterpart in B: a call of the counterpart is no
+        change, whatever its name."""
+
+    def reference_differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
+        """The functions an op names (callee, called computations) that are not the
+        counterparts of A's."""
+        refs_a = dict(self.a.references.get(node_a, ()))
+        refs_b = dict(self.b.references.get(node_b, ()))
+        out: list[tuple[str, str]] = []
+        for key in sorted(refs_a.keys() | refs_b.keys()):
+            names_a, names_b = refs_a.get(key, ()), refs_b.get(key, ())
+            mapped = tuple(self.functions.get(name, name) for name in names_a)
+            if mapped == names_b:
+                continue
+            was = ", ".join("@" + name for name in names_a) or "-"
+            now = ", ".join("@" + name for name in names_b) or "-"
+            out.append((aspect_of(key), f"{key} {short(was)} → {short(now)}"))
+        return out
 
     def same_operand(self, value_a: int, value_b: int) -> bool:
         """Whether B's operand is the counterpart of A's, or an identical subgraph."""
         if self.m.counterpart_value(value_a) == value_b:
             return True
         return self.a.value_hash(value_a) == self.b.value_hash(value_b)
+
+    def _converted(self, value_a: int, value_b: int) -> str | None:
+        """How B's operand is A's behind an op that only passes it on, added or removed:
+        `converted to bf16` (a `convert`), `through an added optimization_barrier`
+        (`jax.checkpoint`'s); `no longer converted` and the like the other way round.
+        None when it is not."""
+        a, b = self.a, self.b
+        producer_b = b.g_node[value_b]
+        if producer_b >= 0 and self.m.mb[producer_b] < 0:
+            inner = _passed_on(b, value_b)
+            if inner is not None and self.same_operand(value_a, inner):
+                if b.kind[producer_b] == CONVERT_KIND:
+                    parsed = parse_type(b.g_type[value_b])
+                    return f"converted to {parsed[0].dtype}" if parsed else "converted"
+                return f"through an added {b.kind[producer_b].removeprefix('stablehlo.')}"
+        producer_a = a.g_node[value_a]
+        if producer_a >= 0 and self.m.ma[producer_a] < 0:
+            inner = _passed_on(a, value_a)
+            if inner is not None and self.same_operand(inner, value_b):
+                if a.kind[producer_a] == CONVERT_KIND:
+                    return "no longer converted"
+                return f"no longer through {a.kind[producer_a].removeprefix('stablehlo.')}"
+        return None
 
     def describe_value(self, graph: Graph, value: int, matched: list[int]) -> str:
         producer = graph.g_node[value]
@@ -34,15 +79,24 @@ class Comparer:
                 text += " (added)" if graph is self.b else " (removed)"
             return text
         if value in graph.parameters:
-            return f"parameter {graph.parameters.index(value)}"
+            text = f"parameter {graph.parameters.index(value)}"
+            paired = self.m.leaf_pairs if graph is self.a else self.m.paired_b
+            return (
+                text
+                if value in paired
+                else text + (" (added)" if graph is self.b else " (removed)")
+            )
         return "a region argument"
 
     def differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
         """(aspect, text) for each way the pair differs; empty when the same."""
         a, b = self.a, self.b
-        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
-            return []  # identical subgraphs
         out: list[tuple[str, str]] = []
+        if node_a in a.references or node_b in b.references:
+            # Not in the fingerprints: a call's fingerprint is its operands'.
+            out.extend(self.reference_differences(node_a, node_b))
+        if a.sub[node_a] == b.sub[node_b] and self.m.permutation(node_a, node_b) is None:
+            return out  # identical subgraphs
         if a.kind[node_a] != b.kind[node_b]:
             out.append(("kind", f"{a.kind[node_a]} → {b.kind[node_b]}"))
         types_b = b.types[node_b]
@@ -86,7 +140,28 @@ class Comparer:
         else:
             for position, (operand_a, operand_b) in enumerate(self.m.operand_pairs(node_a, node_b)):
                 if not self.same_operand(operand_a, operand_b):
+                    converted = self._converted(operand_a, operand_b)
+                    if converted is not None:
+                        out.append(("operands", f"operand {position} {converted}"))
+                        continue
                     was = self.describe_value(a, operand_a, self.m.ma)
                     now = self.describe_value(b, operand_b, self.m.mb)
                     out.append(("operands", f"operand {position}: {was} → {now}"))
         return out
+
+
+# Ops whose result is an operand passed on: the operand behind each result.
+PASS_THROUGH_KINDS = frozenset({CONVERT_KIND, "stablehlo.optimization_barrier"})
+
+
+def _passed_on(graph: Graph, value: int) -> int | None:
+    """The operand a pass-through op (`convert`, `optimization_barrier`) hands on as
+    `value`, or None."""
+    producer = graph.g_node[value]
+    if producer < 0 or graph.kind[producer] not in PASS_THROUGH_KINDS:
+        return None
+    operands = graph.operands[producer]
+    if graph.kind[producer] == CONVERT_KIND:
+        return operands[0] if len(operands) == 1 else None
+    index = graph.g_index[value]
+    return operands[index] if index < len(operands) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hloscope.analyses.diff.names import normalize_function_name, normalize_kind, normalize_value
+from hloscope.analyses.diff.names import normalize_kind, normalize_value
 from hloscope.analyses.structure import CALL_ATTRIBUTES
 from hloscope.ir.model import (
     Block,
@@ -46,6 +46,7 @@ COMMUTATIVE_KINDS = frozenset(
 )
 # Attributes naming functions that are not inlined (they become roots of their own).
 REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
+_REFERENCE_KEYS = frozenset(CALL_ATTRIBUTES)
 UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
 _ARRAY = re.compile(r"array<i64(?::\s*([\d,\s]*))?>")
 
@@ -110,6 +111,10 @@ class Graph:
         self.is_container: list[bool] = []
         self.unit_reshape: list[bool] = []
         self.function: list[str] = []
+        # The functions a node names (a call's callee, a custom call's called
+        # computations), by attribute: kept out of `attrs` so that a renamed function
+        # is no change; compared through the functions' correspondence instead.
+        self.references: dict[int, tuple[tuple[str, tuple[str, ...]], ...]] = {}
         self.post: list[int] = []
         # values
         self.g_node: list[int] = []
@@ -350,6 +355,15 @@ class Graph:
         kind = normalize_kind(op.name)
         types = tuple(self._value_types[v] for v in op.results)
         attrs = self._attributes(op)
+        references = (
+            tuple(
+                (key, tuple(symbol_references(op.attributes[key])))
+                for key in CALL_ATTRIBUTES
+                if key in op.attributes
+            )
+            if op.attributes and not _REFERENCE_KEYS.isdisjoint(op.attributes)
+            else ()
+        )
         unit_reshape = False
         if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
             operand_type = self._value_types[op.operands[0]] if op.operands[0] >= 0 else "?"
@@ -370,6 +384,8 @@ class Graph:
         self.is_container.append(is_container)
         self.unit_reshape.append(unit_reshape)
         self.function.append(op.function or "")
+        if references:
+            self.references[node] = references
         return node
 
     def _attributes(self, op: Op) -> tuple[tuple[str, str], ...]:
@@ -399,10 +415,8 @@ class Graph:
                 continue
             if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
                 continue  # the default, which some printers leave out
-            if name == "callee":
-                refs = symbol_references(value)
-                out[name] = "@" + normalize_function_name(refs[0]) if refs else value
-                continue
+            if name in _REFERENCE_KEYS:
+                continue  # in `references`: names are compared by what they name
             out[name] = normalize_value(value)
         return tuple(sorted(out.items()))
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from hloscope.analyses.diff.graph import COMMUTATIVE_KINDS, Graph
 
+CONVERT_KIND = "stablehlo.convert"
 # Bottom-up: users of one value considered as candidates for one op.
 CANDIDATES_PER_VALUE = 32
 
@@ -31,6 +32,8 @@ class Matcher:
         for i, j in parameter_pairs:
             if i < len(a.parameters) and j < len(b.parameters):
                 self.leaf_pairs[a.parameters[i]] = b.parameters[j]
+        self.paired_b = frozenset(self.leaf_pairs.values())
+        """B's entry parameters that have a counterpart."""
         self.work: list[tuple[int, int]] = []
         self._permutations: dict[tuple[int, int], list[int] | None] = {}
         self._permutation_tries: dict[tuple[int, int], int] = defaultdict(int)
@@ -222,12 +225,11 @@ class Matcher:
 
     def _seed_values(self, value_a: int, value_b: int) -> None:
         producer_a, producer_b = self.a.g_node[value_a], self.b.g_node[value_b]
-        if (
-            producer_a >= 0
-            and producer_b >= 0
-            and self.a.kind[producer_a] == self.b.kind[producer_b]
-        ):
-            self._map(producer_a, producer_b)
+        if producer_a >= 0 and producer_b >= 0:
+            if self.a.kind[producer_a] == self.b.kind[producer_b]:
+                self._map(producer_a, producer_b)
+            elif self.ma[producer_a] < 0 and self.mb[producer_b] < 0:
+                self._through_convert(producer_a, producer_b)
 
     # top-down: from matched users to their operands, regions and enclosing ops
     def _drain(self) -> None:
@@ -249,9 +251,11 @@ class Matcher:
                     and producer_b >= 0
                     and self.ma[producer_a] < 0
                     and self.mb[producer_b] < 0
-                    and a.kind[producer_a] == b.kind[producer_b]
                 ):
-                    self._map(producer_a, producer_b)
+                    if a.kind[producer_a] == b.kind[producer_b]:
+                        self._map(producer_a, producer_b)
+                    else:
+                        self._through_convert(producer_a, producer_b)
             regions_a, regions_b = a.children[node_a], b.children[node_b]
             if regions_a is not None and regions_b is not None:
                 for region_a, region_b in zip(regions_a, regions_b, strict=False):
@@ -267,6 +271,20 @@ class Matcher:
                         and a.kind[last_a] == b.kind[last_b]
                     ):
                         self._map(last_a, last_b)
+
+    def _through_convert(self, producer_a: int, producer_b: int) -> None:
+        """A `convert` on one side only between a matched user and its operand (a
+        matmul made bf16 converts its operands and its result): the op behind it is
+        the counterpart of the other side's op."""
+        a, b = self.a, self.b
+        if b.kind[producer_b] == CONVERT_KIND and len(b.operands[producer_b]) == 1:
+            inner = b.g_node[b.operands[producer_b][0]]
+            if inner >= 0 and self.mb[inner] < 0 and b.kind[inner] == a.kind[producer_a]:
+                self._map(producer_a, inner)
+        elif a.kind[producer_a] == CONVERT_KIND and len(a.operands[producer_a]) == 1:
+            inner = a.g_node[a.operands[producer_a][0]]
+            if inner >= 0 and self.ma[inner] < 0 and a.kind[inner] == b.kind[producer_b]:
+                self._map(inner, producer_b)
 
     def counterpart_value(self, value_a: int) -> int:
         """B's value corresponding to A's `value_a`, or -1."""

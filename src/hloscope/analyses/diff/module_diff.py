@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from hloscope.analyses.diff.changes import fusion_changes, group, module_changes, op_change
 from hloscope.analyses.diff.compare import Comparer
+from hloscope.analyses.diff.functions import correspond, renames
 from hloscope.analyses.diff.graph import CALL_OP, FUSION_KIND, Graph
 from hloscope.analyses.diff.matcher import Matcher
 from hloscope.analyses.diff.names import normalize_function_name
@@ -27,6 +28,7 @@ from hloscope.analyses.diff.report import (
     Change,
     FunctionPair,
     ModuleDiff,
+    Rename,
     Row,
     RowStatus,
     Side,
@@ -60,7 +62,8 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
     matched_pairs = [(i, j) for i, j in parameter_pairs if i is not None and j is not None]
     matcher = Matcher(graph_a, graph_b, matched_pairs)
     matcher.run(_root_pairs(graph_a, graph_b, entry_a, entry_b))
-    comparer = Comparer(matcher)
+    functions = correspond(matcher)
+    comparer = Comparer(matcher, functions)
 
     statuses_a: list[RowStatus] = [SAME] * len(graph_a.op)
     fusions = fusion_changes(matcher)
@@ -94,7 +97,7 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
         counts[row.status] += 1
         if row.status in (SAME, NORMALIZED):
             continue
-        changes.append(op_change(row, graph_a, graph_b, found_by_pair.get(row.a, [])))
+        changes.append(op_change(row, graph_a, graph_b, found_by_pair.get(row.a, []), functions))
     # Then what is not an op: the module's attributes and symbols, parameters, results.
     changes.extend(module_changes(a, b))
     parameter_report, changed_parameters = parameter_changes(entry_a, entry_b, parameter_pairs)
@@ -111,6 +114,9 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
     )
     if a.name != b.name and a.name and b.name:
         notes.append(f"module names differ: {a.name} → {b.name} (not a change)")
+    renamed = renames(functions, a)
+    if renamed:
+        notes.append(_renames_note(renamed))
     return ModuleDiff(
         verdict="different" if changes else "same",
         summary=summary,
@@ -122,7 +128,23 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
         parameters=parameter_report,
         fusions=tuple(fusions),
         functions=_function_pairs(matcher),
+        renames=renamed,
         notes=tuple(notes),
+    )
+
+
+# Renames named in the note; every one is in `ModuleDiff.renames`.
+NOTE_RENAMES = 6
+
+
+def _renames_note(renamed: tuple[Rename, ...]) -> str:
+    shown = ", ".join(f"{r.a} → {r.b}" for r in renamed[:NOTE_RENAMES])
+    more = f" and {len(renamed) - NOTE_RENAMES} more" if len(renamed) > NOTE_RENAMES else ""
+    if len(renamed) == 1:
+        return f"1 function renamed, matched by what it computes (not a change): {shown}"
+    return (
+        f"{len(renamed)} functions renamed, matched by what they compute (not a change): "
+        f"{shown}{more}"
     )
 
 
@@ -170,9 +192,16 @@ def _root_pairs(
     graph_a: Graph, graph_b: Graph, entry_a: Function | None, entry_b: Function | None
 ) -> list[tuple[int, int]]:
     """Pairs of output values to start the top-down pass from: the entry functions'
-    results, then other roots paired by (normalised) name."""
+    results, then other roots (functions that are not inlined) paired by what they
+    compute (the fingerprints of their outputs), else by (normalised) name."""
     pairs: list[tuple[int, int]] = []
-    roots_b = {normalize_function_name(name): outputs for name, outputs in graph_b.roots[1:]}
+    others_b = graph_b.roots[1:]
+    by_outputs: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for index, (name, outputs) in enumerate(others_b):
+        by_outputs[tuple(graph_b.value_hash(v) for v in outputs)].append(index)
+        by_name[normalize_function_name(name)].append(index)
+    used: set[int] = set()
     for index, (name, outputs_a) in enumerate(graph_a.roots):
         if index == 0 and graph_b.roots:
             outputs_b = graph_b.roots[0][1]
@@ -180,9 +209,12 @@ def _root_pairs(
                 if i < len(outputs_a) and j < len(outputs_b):
                     pairs.append((outputs_a[i], outputs_b[j]))
             continue
-        found = roots_b.get(normalize_function_name(name))
-        if found is not None:
-            pairs.extend(zip(outputs_a, found, strict=False))
+        fingerprint = tuple(graph_a.value_hash(v) for v in outputs_a)
+        named = by_name.get(normalize_function_name(name), [])
+        candidates = [c for c in by_outputs.get(fingerprint, []) + named if c not in used]
+        if candidates:
+            used.add(candidates[0])
+            pairs.extend(zip(outputs_a, others_b[candidates[0]][1], strict=False))
     return pairs
 
 

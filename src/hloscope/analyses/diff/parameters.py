@@ -68,14 +68,40 @@ def _align_types(
 ) -> list[tuple[int | None, int | None]]:
     types_a = [a.arguments[i].type for i in indices_a]
     types_b = [b.arguments[j].type for j in indices_b]
-    matcher = difflib.SequenceMatcher(a=types_a, b=types_b, autojunk=False)
     pairs: list[tuple[int | None, int | None]] = []
+    for i, j in _align(types_a, types_b):
+        pairs.append(
+            (indices_a[i] if i is not None else None, indices_b[j] if j is not None else None)
+        )
+    return pairs
+
+
+def _align(types_a: list[str], types_b: list[str]) -> list[tuple[int | None, int | None]]:
+    """Positions of two type lists paired: the common prefix and suffix in place (a
+    weight appended for a layer added pairs the others with themselves, where
+    several equal types leave the choice open), the middle by difflib; a replaced
+    run of equal length pairs too."""
+    prefix = 0
+    while prefix < min(len(types_a), len(types_b)) and types_a[prefix] == types_b[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(types_a), len(types_b)) - prefix
+        and types_a[-1 - suffix] == types_b[-1 - suffix]
+    ):
+        suffix += 1
+    pairs: list[tuple[int | None, int | None]] = [(k, k) for k in range(prefix)]
+    middle_a = types_a[prefix : len(types_a) - suffix]
+    middle_b = types_b[prefix : len(types_b) - suffix]
+    matcher = difflib.SequenceMatcher(a=middle_a, b=middle_b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
-            pairs.extend((indices_a[i1 + k], indices_b[j1 + k]) for k in range(i2 - i1))
+            pairs.extend((prefix + i1 + k, prefix + j1 + k) for k in range(i2 - i1))
         else:
-            pairs.extend((indices_a[i], None) for i in range(i1, i2))
-            pairs.extend((None, indices_b[j]) for j in range(j1, j2))
+            pairs.extend((prefix + i, None) for i in range(i1, i2))
+            pairs.extend((None, prefix + j) for j in range(j1, j2))
+    tail_a, tail_b = len(types_a) - suffix, len(types_b) - suffix
+    pairs.extend((tail_a + k, tail_b + k) for k in range(suffix))
     return pairs
 
 
@@ -91,13 +117,8 @@ def pair_results(a: Function | None, b: Function | None) -> list[tuple[int, int]
         return []
     if len(a.results) == len(b.results):
         return [(i, i) for i in range(len(a.results))]
-    matcher = difflib.SequenceMatcher(
-        a=[r.type for r in a.results], b=[r.type for r in b.results], autojunk=False
-    )
-    pairs: list[tuple[int, int]] = []
-    for block in matcher.get_matching_blocks():
-        pairs.extend((block.a + k, block.b + k) for k in range(block.size))
-    return pairs
+    aligned = _align([r.type for r in a.results], [r.type for r in b.results])
+    return [(i, j) for i, j in aligned if i is not None and j is not None]
 
 
 _PARAMETER_KEYS = {

@@ -52,13 +52,25 @@ class Change:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Place:
+    """A function a grouped change occurs in, and how many times."""
+
+    function: str
+    """The function, as in `Change.function`."""
+    count: int
+    """How many of the group's changes are there."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class ChangeGroup:
-    """Changes with the same kind, function, op and detail, shown once."""
+    """Changes with the same kind, op and detail, wherever they are (in every clone
+    of a function, every layer, every call site), shown once."""
 
     kind: ChangeKind
     """`added`, `removed` or `changed`."""
     function: str
-    """The function of the first change."""
+    """The function of the first change, or the functions (XLA's `.N` suffixes
+    dropped) when there are several: `tril, triu`, `a, b, c and 4 more`."""
     op: str
     """The op's name, as in `Change.op`."""
     detail: str
@@ -69,6 +81,18 @@ class ChangeGroup:
     """How many times this change occurs (40 for the same change in 40 layers)."""
     changes: tuple[Change, ...]
     """Each occurrence, in order."""
+    places: tuple[Place, ...]
+    """The functions the occurrences are in, each with its count, in order."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rename:
+    """A function of A and its counterpart in B, whose names differ: no change."""
+
+    a: str
+    """Its name in A (`tril.450`)."""
+    b: str
+    """Its name in B (`r_tril_450`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -208,6 +232,9 @@ class ModuleDiff:
     """Fusions added, removed, or whose fused op set changed."""
     functions: tuple[FunctionPair, ...]
     """Which function of B each function of A mostly went to."""
+    renames: tuple[Rename, ...]
+    """Functions matched by what they compute whose names differ (beyond XLA's `.N`
+    suffixes): reported here and in the notes, never as changes."""
     notes: tuple[str, ...]
     """What is worth knowing but no change (the module's name differs, calls were too
     many to inline)."""

@@ -17,6 +17,8 @@ from hloscope.reports import DiffReport
 from hloscope.sources.loader import Source
 
 MAX_CHANGE_GROUPS = 60
+# Functions named in a group's row (every one is in --json `places`).
+MAX_PLACES = 4
 
 
 DIFF_STYLES = {"added": "green", "removed": "red", "changed": "yellow"}
@@ -110,6 +112,11 @@ def _changes_table(title: str, groups: list[ChangeGroup]) -> Table:
     table.add_column("detail", overflow="fold")
     for group in groups[:MAX_CHANGE_GROUPS]:
         detail = Text(group.detail)
+        if len(group.places) > 1:
+            places = ", ".join(f"{p.function} ×{p.count}" for p in group.places[:MAX_PLACES])
+            if len(group.places) > MAX_PLACES:
+                places += f" and {len(group.places) - MAX_PLACES} more functions"
+            detail.append(("\n" if group.detail else "") + "in " + places, style="dim")
         where = change_where(group.changes[0])
         if where:
             detail.append(("\n" if group.detail else "") + "at " + where, style="dim")
