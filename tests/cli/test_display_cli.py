@@ -2,9 +2,17 @@
 paths keep their distinguishing end, XLA's per-call-site clones are grouped, optimized
 shardings read like lowered ones, collectives inside loops say per call."""
 
+import io
+import re
+
 import pytest
+from rich.console import Console
 
 from conftest import DUMPS
+from hloscope import reports
+from hloscope.render.text.common import elide_path, path_steps
+from hloscope.render.text.params import render_params
+from hloscope.sources import loader
 
 
 def without_timings(text):
@@ -29,3 +37,80 @@ def test_aot_check_accepts_print(cli):
     run = cli("aot-check", "samples/no_such_module.py:f", "--print")
     assert run.code == 2
     assert "No such option" not in run.stderr
+
+
+LONG_PATH = "args[1][0][0]['params']['layer_3']['attn']['_query_norm']['scale']"
+
+
+@pytest.mark.parametrize(
+    ("limit", "shown"),
+    [
+        (80, LONG_PATH),
+        (56, "args[1]…['layer_3']['attn']['_query_norm']['scale']"),
+        (40, "args[1]…['attn']['_query_norm']['scale']"),
+        (16, "…['scale']"),
+        (8, "…scale']"),
+    ],
+)
+def test_a_long_path_keeps_its_end(limit, shown):
+    assert elide_path(LONG_PATH, limit) == shown
+    assert len(shown) <= limit
+
+
+def test_path_steps_join_back_to_the_path():
+    path = "model.blocks[0]['a]b'].kernel"
+    assert path_steps(path) == ["model", ".blocks", "[0]", "['a]b']", ".kernel"]
+
+
+NESTED = [
+    "tests/fixtures/display_targets.py:nested_state",
+    "--args",
+    "tests/fixtures/display_targets.py:example_args",
+]
+
+
+def test_params_text_keeps_the_ends_of_long_paths_in_a_narrow_table():
+    loaded = loader.load(NESTED[0], loader.LoadOptions(args_factory=NESTED[2]))
+    console = Console(width=80, record=True, file=io.StringIO())
+    render_params(reports.params_report(loaded), console)
+    text = console.export_text()
+    rows = [line for line in text.splitlines() if re.match(r"\s+\d+\s+state", line)]
+    # One line per argument (no path folded over two lines), each naming its leaf.
+    assert len(rows) == 12, text
+    assert all(re.search(r"\['(scale|kernel)'\]\s", row) for row in rows), text
+    assert LONG_PATH.replace("args[1]", "state") not in text  # it did not fit: elided
+
+
+def test_params_json_keeps_whole_paths(cli):
+    doc = cli("params", *NESTED, "--json").json()
+    assert LONG_PATH.replace("args[1]", "state") in [p["path"] for p in doc["parameters"]]
+
+
+CLONES = "tests/fixtures/display/clones.hlo"
+
+
+def test_inspect_lists_xla_clones_as_one_function_with_their_count(cli):
+    text = cli("inspect", CLONES, "--print").stdout
+    assert "Functions (5: 3 once XLA's clones are grouped)" in text
+    assert re.search(r"^ remainder_1 ×3 +private", text, re.M), text
+    assert "remainder_1.11" not in text and "remainder_1.12" not in text
+    # The call list and the call graph merge the calls to the clones.
+    assert re.search(r"main .* remainder_1 ×3, remainder_1\.14", text), text
+    assert "├── remainder_1 ×3  3 ops" in text
+
+
+def test_inspect_json_keeps_every_clone_and_names_the_groups(cli):
+    doc = cli("inspect", CLONES, "--json").json()
+    assert [f["name"] for f in doc["functions"]][:4] == [
+        "remainder_1.11",
+        "remainder_1.12",
+        "remainder_1.13",
+        "remainder_1.14",
+    ]
+    assert doc["function_groups"] == [
+        {
+            "name": "remainder_1",
+            "functions": ["remainder_1.11", "remainder_1.12", "remainder_1.13"],
+            "count": 3,
+        }
+    ]

@@ -88,6 +88,12 @@ def structure_json(structure: Structure) -> dict[str, Any]:
         "total_ops": structure.total_ops,
         "dialects": dict(structure.dialects),
         "call_depth": structure.call_depth,
+        # XLA's per-call-site clones: one entry per group, its members still listed
+        # one by one in "functions".
+        "function_groups": [
+            {"name": g.name, "functions": list(g.functions), "count": len(g.functions)}
+            for g in structure.groups
+        ],
     }
 
 

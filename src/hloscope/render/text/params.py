@@ -11,6 +11,7 @@ from rich.text import Text
 from hloscope.analyses.params import Parameter, ParameterUsage
 from hloscope.render.text.common import (
     MAX_FUNCTIONS,
+    ElidedPath,
     describe_source,
     header_table,
     notes_group,
@@ -124,7 +125,7 @@ def parameters_table(usage: ParameterUsage) -> Table:
     for p in rows[:MAX_PARAMETERS]:
         cells: list[RenderableType] = [
             str(p.position),
-            p.path,
+            ElidedPath(p.path),
             "-" if p.hlo_index is None else str(p.hlo_index),
             Text(p.status, style=STATUS_STYLES.get(p.status, "")),
             parameter_shape_text(p),
