@@ -114,3 +114,22 @@ def test_inspect_json_keeps_every_clone_and_names_the_groups(cli):
             "count": 3,
         }
     ]
+
+
+def test_optimized_shardings_read_like_lowered_ones(cli):
+    target = ["samples/sharded_mlp.py:mlp", "--args", "samples/sharded_mlp.py:example_args"]
+    run = cli("placement", *target, "--compile")
+    assert run.code == 0, run.stderr
+    assert "{devices=" not in run.stdout
+    assert re.search(r"argument +%arg0 +x +tiled \[4,1\], replicated ×2", run.stdout)
+    assert re.search(r"argument +%arg1 +w1 +tiled \[1,2\], replicated ×4", run.stdout)
+    # JSON keeps the sharding as XLA wrote it.
+    doc = cli("placement", *target, "--compile", "--json").json()
+    assert {s["sharding"] for s in doc["shardings"]} >= {
+        "{devices=[4,1,2]<=[8] last_tile_dim_replicate}"
+    }
+
+
+def test_xla_shardings_of_a_module_with_a_mesh_are_named_by_its_axes(cli):
+    text = cli("placement", "tests/fixtures/display/sharded_mlp.hlo").stdout
+    assert re.search(r'argument +%arg1 +w1\.1 +@mesh \[\{\}, \{"model"\}\]', text), text

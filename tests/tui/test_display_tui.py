@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from hloscope import reports
 from hloscope.sources import loader
+from hloscope.tui.views.overview import rendered
 from hloscope.tui.views.params import params_lines
+from hloscope.tui.views.placement import placement_lines
 
 NESTED = "tests/fixtures/display_targets.py:nested_state"
 NESTED_ARGS = "tests/fixtures/display_targets.py:example_args"
@@ -19,3 +21,20 @@ def test_parameters_tab_keeps_the_distinguishing_end_of_long_paths():
     # Every leaf of the tree reads differently.
     paths = [row.split("  ")[1] for row in rows if "state" in row]
     assert len(paths) == len(set(paths)) == 12
+
+
+def test_placement_tab_reads_optimized_shardings():
+    target = "samples/sharded_mlp.py:mlp"
+    options = loader.LoadOptions(args_factory="samples/sharded_mlp.py:example_args", optimized=True)
+    loaded = loader.load(target, options)
+    lines = placement_lines(reports.placement_report(loaded), loaded.module)
+    text = "\n".join(line.text.plain for line in lines)
+    assert "{devices=" not in text
+    assert "tiled [1,2], replicated ×4" in text
+
+
+def test_overview_groups_xla_clones():
+    loaded = loader.load("tests/fixtures/display/clones.hlo", loader.LoadOptions())
+    text = rendered(reports.inspect_report(loaded), 120).plain
+    assert "remainder_1 ×3" in text
+    assert "remainder_1.12" not in text

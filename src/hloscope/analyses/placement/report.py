@@ -156,6 +156,9 @@ class ShardingAnnotation:
     sharding: str
     """As written: `#sdy.sharding<@mesh, [{"data"}, {}]>`, `{devices=[4,1,2]<=[8]}`."""
     source: str | None
+    on_mesh: str | None = None
+    """An XLA sharding read on the module's mesh, in Shardy's words
+    (`@mesh [{"data"}, {}]`), where its device order is the mesh's; None otherwise."""
 
 
 @dataclasses.dataclass(frozen=True)

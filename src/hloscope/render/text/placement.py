@@ -10,6 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.analyses.params import describe_hlo_sharding
 from hloscope.analyses.placement.report import (
     Collective,
     ComputeRegion,
@@ -36,11 +37,14 @@ MAX_PLACEMENT_ROWS = 40
 
 def sharding_text(sharding: str) -> str:
     """A sharding for reading: `#sdy.sharding<@mesh, [{"x"}, {}]>` as
-    `@mesh [{"x"}, {}]`; GSPMD's `{devices=...}` as it is."""
+    `@mesh [{"x"}, {}]`; XLA's `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` as
+    `tiled [4,1], replicated ×2`, as the parameter map reads it."""
     if sharding.startswith("#sdy.sharding<") and sharding.endswith(">"):
         body = sharding[len("#sdy.sharding<") : -1]
         mesh, _, dims = body.partition(", ")
         return f"{mesh} {dims}" if dims else body
+    if sharding.startswith("{") and sharding.endswith("}"):
+        return describe_hlo_sharding(sharding)
     return sharding
 
 
@@ -145,7 +149,7 @@ def sharding_cells(sharding: ShardingAnnotation, entry: str) -> list[Cell]:
         sharding.kind,
         value,
         sharding.name or "",
-        sharding_text(sharding.sharding),
+        sharding.on_mesh or sharding_text(sharding.sharding),
         short_source(sharding.source),
     ]
 
