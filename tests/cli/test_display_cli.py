@@ -133,3 +133,34 @@ def test_optimized_shardings_read_like_lowered_ones(cli):
 def test_xla_shardings_of_a_module_with_a_mesh_are_named_by_its_axes(cli):
     text = cli("placement", "tests/fixtures/display/sharded_mlp.hlo").stdout
     assert re.search(r'argument +%arg1 +w1\.1 +@mesh \[\{\}, \{"model"\}\]', text), text
+
+
+DEEP = ["samples/sharded_mlp.py:deep_mlp_shard_map", "--args", "samples/sharded_mlp.py:deep_args"]
+
+
+@pytest.mark.parametrize("compiled", [[], ["--compile"]], ids=["lowered", "optimized"])
+def test_collectives_in_a_scan_say_per_call(cli, compiled):
+    text = cli("placement", *DEEP, *compiled).stdout
+    assert re.search(r"op +count +per call +async +bytes +bytes/call", text), text
+    assert re.search(r"all_reduce +1 +4 +0 +2\.0 KiB +8\.0 KiB", text), text
+    doc = cli("placement", *DEEP, *compiled, "--json").json()
+    (collective,) = doc["collectives"]
+    assert {k: collective[k] for k in ("op", "count", "in_loops", "per_call")} == {
+        "op": "all_reduce",
+        "count": 1,
+        "in_loops": 1,
+        "per_call": 4,
+    }
+    assert collective["bytes_per_call"] == 4 * collective["bytes"]
+
+
+def test_inspect_says_how_often_a_collective_in_a_loop_runs(cli):
+    text = cli("inspect", *DEEP, "--print").stdout
+    assert "all_reduce ×1 (4 per call)" in text
+
+
+def test_collectives_outside_loops_keep_their_table(cli):
+    target = ["samples/sharded_mlp.py:mlp", "--args", "samples/sharded_mlp.py:example_args"]
+    text = cli("placement", *target, "--compile").stdout
+    assert re.search(r"op +count +async +bytes +functions", text), text
+    assert "per call" not in text

@@ -3,6 +3,8 @@ XLA's per-call-site clones are grouped, optimized shardings are readable."""
 
 from __future__ import annotations
 
+import re
+
 from hloscope import reports
 from hloscope.sources import loader
 from hloscope.tui.views.overview import rendered
@@ -38,3 +40,13 @@ def test_overview_groups_xla_clones():
     text = rendered(reports.inspect_report(loaded), 120).plain
     assert "remainder_1 ×3" in text
     assert "remainder_1.12" not in text
+
+
+def test_placement_tab_says_collectives_per_call_inside_a_scan():
+    options = loader.LoadOptions(args_factory="samples/sharded_mlp.py:deep_args")
+    loaded = loader.load("samples/sharded_mlp.py:deep_mlp_shard_map", options)
+    lines = placement_lines(reports.placement_report(loaded), loaded.module)
+    plain = [line.text.plain for line in lines]
+    header = next(text for text in plain if text.lstrip().startswith("op") and "per call" in text)
+    assert "bytes/call" in header
+    assert any(re.match(r"all_reduce +1 +4 +0 +2\.0 KiB +8\.0 KiB", text) for text in plain)

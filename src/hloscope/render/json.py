@@ -318,6 +318,11 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "bytes": c.bytes,
                 "functions": list(c.functions),
                 "sources": list(c.sources),
+                # Inside loops a collective runs once per iteration: per call counts
+                # the loops' trip counts (null where one is unknown).
+                "in_loops": c.in_loops,
+                "per_call": c.per_call,
+                "bytes_per_call": c.bytes_per_call,
             }
             for c in placement.collectives
         ],

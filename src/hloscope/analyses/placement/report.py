@@ -190,6 +190,15 @@ class Collective:
     size is unknown."""
     functions: tuple[str, ...]
     sources: tuple[str, ...]
+    in_loops: int = 0
+    """How many of them sit inside a loop (directly or through calls): they run once
+    per iteration, more often than `count` says."""
+    per_call: int | None = None
+    """How many run per call of the module, loops' trip counts counted; None where a
+    trip count is unknown."""
+    bytes_per_call: int | None = None
+    """Bytes of their results per call of the module, loops' trip counts counted;
+    None where a trip count or a size is unknown."""
 
 
 @dataclasses.dataclass(frozen=True)
