@@ -12,8 +12,6 @@ matmul's partial sums are all-reduced over `model`).
 - `mlp_shard_map`: the same MLP written per device with `jax.shard_map`: a manual
   computation (`sdy.manual_computation`) whose `psum` is an explicit all-reduce
   already in the lowered module.
-- `deep_mlp_shard_map`: that MLP block repeated for `LAYERS` layers by `jax.lax.scan`:
-  one all-reduce in the module, run once per layer, `LAYERS` times per call.
 
 Importing this module asks JAX for 8 CPU devices (`jax_num_cpu_devices`) unless a
 backend already exists; hloscope imports a target before JAX starts a backend.
@@ -72,37 +70,6 @@ mlp_shard_map = jax.jit(
         out_specs=P("data", None),
     )
 )
-
-
-LAYERS = 4
-
-
-def _deep_mlp_per_device(x, w1s, w2s):
-    def block(h, weights):
-        w1, w2 = weights
-        return h + _mlp_per_device(h, w1, w2), None
-
-    h, _ = jax.lax.scan(block, x, (w1s, w2s))
-    return h
-
-
-deep_mlp_shard_map = jax.jit(
-    jax.shard_map(
-        _deep_mlp_per_device,
-        mesh=mesh,
-        in_specs=(P("data", None), P(None, None, "model"), P(None, "model", None)),
-        out_specs=P("data", None),
-    )
-)
-
-
-def deep_args():
-    """x f32[32,64], w1s f32[LAYERS,64,256], w2s f32[LAYERS,256,64]."""
-    return (
-        jax.ShapeDtypeStruct((BATCH, FEATURES), jnp.float32),
-        jax.ShapeDtypeStruct((LAYERS, FEATURES, HIDDEN), jnp.float32),
-        jax.ShapeDtypeStruct((LAYERS, HIDDEN, FEATURES), jnp.float32),
-    )
 
 
 def example_args():

@@ -9,9 +9,9 @@ from hloscope.analyses.placement.loops import known_trip_count
 from hloscope.ir import parse
 from hloscope.sources import loader
 
-DEEP = "samples/sharded_mlp.py:deep_mlp_shard_map"
-DEEP_ARGS = "samples/sharded_mlp.py:deep_args"
-LAYERS = 4  # samples/sharded_mlp.py
+DEEP = "samples/scanned_layers.py:deep_mlp"
+DEEP_ARGS = "samples/scanned_layers.py:example_args"
+LAYERS = 4  # samples/scanned_layers.py
 
 
 def deep_placement(optimized):
@@ -27,8 +27,8 @@ def test_a_collective_in_a_scan_runs_once_per_layer(optimized):
     assert collective.per_call == LAYERS
     assert collective.bytes is not None
     assert collective.bytes_per_call == LAYERS * collective.bytes
-    line = line_of(SAMPLES / "sharded_mlp.py", 'psum(h @ w2, "model")')
-    assert any(s.endswith(f"sharded_mlp.py:{line}") for s in collective.sources)
+    line = line_of(SAMPLES / "scanned_layers.py", 'psum(partial, "model")')
+    assert any(s.endswith(f"scanned_layers.py:{line}") for s in collective.sources)
     (loop,) = [op for op in module.ops if op.short_name == "while"]
     assert known_trip_count(module, loop) == LAYERS
 

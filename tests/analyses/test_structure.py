@@ -82,3 +82,12 @@ def test_a_real_model_calls_its_clones_from_many_places(corpus):
     for group in structure.groups:
         counts = {tuple(structure.function(n).op_counts.items()) for n in group.functions}
         assert len(counts) == 1
+
+
+def test_a_group_is_named_after_its_first_member_where_the_base_names_another():
+    structure = structure_of("mlp.after_optimizations.hlo")
+    names = {g.name: g.functions for g in structure.groups}
+    # `fused_computation` is in its own group, so the other group takes its first member's name.
+    assert names["fused_computation"][0] == "fused_computation"
+    (other,) = [name for name in names if name != "fused_computation"]
+    assert other == names[other][0] and other.startswith("fused_computation.")

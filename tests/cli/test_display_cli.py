@@ -135,7 +135,7 @@ def test_xla_shardings_of_a_module_with_a_mesh_are_named_by_its_axes(cli):
     assert re.search(r'argument +%arg1 +w1\.1 +@mesh \[\{\}, \{"model"\}\]', text), text
 
 
-DEEP = ["samples/sharded_mlp.py:deep_mlp_shard_map", "--args", "samples/sharded_mlp.py:deep_args"]
+DEEP = ["samples/scanned_layers.py:deep_mlp", "--args", "samples/scanned_layers.py:example_args"]
 
 
 @pytest.mark.parametrize("compiled", [[], ["--compile"]], ids=["lowered", "optimized"])

@@ -43,8 +43,8 @@ def test_overview_groups_xla_clones():
 
 
 def test_placement_tab_says_collectives_per_call_inside_a_scan():
-    options = loader.LoadOptions(args_factory="samples/sharded_mlp.py:deep_args")
-    loaded = loader.load("samples/sharded_mlp.py:deep_mlp_shard_map", options)
+    options = loader.LoadOptions(args_factory="samples/scanned_layers.py:example_args")
+    loaded = loader.load("samples/scanned_layers.py:deep_mlp", options)
     lines = placement_lines(reports.placement_report(loaded), loaded.module)
     plain = [line.text.plain for line in lines]
     header = next(text for text in plain if text.lstrip().startswith("op") and "per call" in text)

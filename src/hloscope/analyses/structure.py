@@ -75,7 +75,8 @@ class FunctionGroup:
     same signature and body."""
 
     name: str
-    """The name without XLA's suffixes (`remainder_1`)."""
+    """The name without XLA's suffixes (`remainder_1`); its first member's
+    (`fused_computation.2`) where that names another function or group."""
     functions: tuple[str, ...]
     """Its members, in module order (two or more)."""
 
@@ -189,9 +190,14 @@ def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
         by_body: dict[tuple[object, ...], list[str]] = {}
         for function in members:
             by_body.setdefault(_body_key(module, function), []).append(function.name)
-        groups.extend(
-            FunctionGroup(base, tuple(names)) for names in by_body.values() if len(names) > 1
-        )
+        named = False
+        for names in by_body.values():
+            if len(names) < 2:
+                continue
+            # The base name where it names no other function and no other group.
+            taken = named or (base in module.functions and base not in names)
+            groups.append(FunctionGroup(names[0] if taken else base, tuple(names)))
+            named = named or not taken
     order = {name: index for index, name in enumerate(module.functions)}
     return tuple(sorted(groups, key=lambda g: min(order[n] for n in g.functions)))
 
