@@ -1,6 +1,6 @@
 """What the text renderers share: the console, numbers, sizes and times for
-people, where a module came from, source lines, and the header, table and notes
-layouts every report uses.
+people, where a module came from, source lines, pytree paths shortened by their
+middle, and the header, table and notes layouts every report uses.
 """
 
 from __future__ import annotations
