@@ -89,6 +89,10 @@ JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
 ]
 PrintOption = Annotated[bool, typer.Option("--print", help="Print the report even on a terminal.")]
+# Commands that always print take --print too, so one command line works across commands.
+PrintedAnywayOption = Annotated[
+    bool, typer.Option("--print", help="Print the report (what this command always does).")
+]
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
 TimeoutOption = Annotated[
     float | None,
@@ -197,6 +201,7 @@ def fusions(
     module: ModuleOption = None,
     compile: FusionsCompileOption = False,
     json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
@@ -252,6 +257,7 @@ def params(
     module: ModuleOption = None,
     compile: CompileOption = False,
     json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
     fail_on: FailOnOption = None,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
@@ -285,6 +291,7 @@ def placement(
     module: ModuleOption = None,
     compile: CompileOption = False,
     json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
@@ -387,6 +394,7 @@ def aot_check(
     args: ArgsOption = None,
     aot: AotOption = None,
     json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:

@@ -52,7 +52,7 @@ def test_hlo_names_of_fusions_are_recovered_from_hlo_text():
 def test_backend_kinds_of_fusions_are_kept():
     text = (DUMPS / "mlp.after_optimizations.hlo").read_text()
     model = parse.parse_hlo_text(text, "mlp").model
-    configs = model.fusion_backend_configs
+    configs = model.backend_configs
     assert set(configs) == {"ynn_fusion", "ynn_fusion.1", "ynn_fusion.2"}
     assert all('"kind":"__ynn_fusion"' in config for config in configs.values())
 

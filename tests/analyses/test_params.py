@@ -342,7 +342,7 @@ def test_bf16_parameters_have_a_size(corpus):
         ("{devices=[4,1,2]<=[8] last_tile_dim_replicate}", "tiled [4,1], replicated ×2"),
         ("{devices=[2,1,4]<=[8] last_tile_dims={manual}}", "tiled [2,1], manual ×4"),
         ('{devices=[2,2]0,1,2,3 metadata={op_name="x"}}', "tiled [2,2]"),
-        ("{{replicated}, {maximal device=0}}", "{{replicated}, {maximal device=0}}"),
+        ("{{replicated}, {maximal device=0}}", "(replicated; device 0)"),
     ],
 )
 def test_hlo_shardings_read_as_tiles(text, readable):

@@ -1,7 +1,9 @@
 """Functions, call graph and op counts."""
 
-from conftest import DUMPS
-from hloscope.analyses.structure import analyze_structure
+import pytest
+
+from conftest import DUMPS, FIXTURES
+from hloscope.analyses.structure import analyze_structure, clone_base
 from hloscope.ir import parse
 
 
@@ -46,3 +48,46 @@ def test_fused_computation_copies_are_not_counted_twice():
     assert main is not None
     assert structure.total_ops == main.ops
     assert structure.op_counts["mhlo.fusion"] >= 3
+
+
+CLONES = FIXTURES / "display" / "clones.hlo"
+
+
+def test_xla_clones_of_one_computation_form_a_group():
+    structure = analyze_structure(parse.parse_hlo_text(CLONES.read_text(), CLONES.name).model)
+    assert [(g.name, g.functions) for g in structure.groups] == [
+        ("remainder_1", ("remainder_1.11", "remainder_1.12", "remainder_1.13"))
+    ]
+    # Same base name, different body (another constant): not a clone.
+    assert structure.group_of("remainder_1.14") is None
+    # Every function is still listed on its own.
+    assert len(structure.functions) == 5
+
+
+def test_clone_base_strips_only_numeric_suffixes():
+    assert clone_base("remainder_1.9915") == "remainder_1"
+    assert clone_base("fused_computation.1.2") == "fused_computation"
+    assert clone_base("_where_0") == "_where_0"
+    assert clone_base("main") == "main"
+
+
+@pytest.mark.corpus
+def test_a_real_model_calls_its_clones_from_many_places(corpus):
+    path = corpus / "xla/xla/backends/cpu/benchmarks/hlo/gemma2_2b_keras_jax.hlo"
+    structure = analyze_structure(parse.parse_hlo_text(path.read_text(), path.name).model)
+    groups = {g.name: len(g.functions) for g in structure.groups}
+    assert groups["_where_5"] == 26
+    assert groups["triu"] == 13
+    # Grouped clones have the same body, so the same op counts.
+    for group in structure.groups:
+        counts = {tuple(structure.function(n).op_counts.items()) for n in group.functions}
+        assert len(counts) == 1
+
+
+def test_a_group_is_named_after_its_first_member_where_the_base_names_another():
+    structure = structure_of("mlp.after_optimizations.hlo")
+    names = {g.name: g.functions for g in structure.groups}
+    # `fused_computation` is in its own group, so the other group takes its first member's name.
+    assert names["fused_computation"][0] == "fused_computation"
+    (other,) = [name for name in names if name != "fused_computation"]
+    assert other == names[other][0] and other.startswith("fused_computation.")

@@ -94,6 +94,7 @@ SAMPLE_ENTRYPOINTS: list[tuple[str, list[str]]] = [
     ("memory_kinds.with_callback", sample("memory_kinds", "with_callback")),
     ("sharded_mlp.mlp", sample("sharded_mlp", "mlp")),
     ("sharded_mlp.mlp_shard_map", sample("sharded_mlp", "mlp_shard_map")),
+    ("scanned_layers.deep_mlp", sample("scanned_layers", "deep_mlp")),
     ("aot.step", sample("aot", "step")),
     ("aot.normalize", sample("aot", "normalize", "normalize_args")),
     ("aot.two_jits", sample("aot", "two_jits", "two_jits_args")),

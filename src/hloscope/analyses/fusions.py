@@ -10,7 +10,7 @@ In the model (jaxlib's HLO-to-MLIR conversion), a fusion is an `mhlo.fusion` op
 with a `fusion_kind` attribute (`kLoop`, `kInput`, `kOutput`, `kCustom`) and a
 region holding the fused ops; the HLO name (`broadcast_add_fusion`) is
 `Op.hlo_name` and the backend's own kind (`__triton_gemm`) is in
-`Module.fusion_backend_configs`. In XLA's own form (modules whose conversion
+`Module.backend_configs`. In XLA's own form (modules whose conversion
 fails) it is an `hlo.fusion` op whose `calls` attribute names the fused
 computation. Source lines come from each op's location: the innermost frame is
 the line of user code that made the op, and the name is JAX's op name
@@ -296,7 +296,7 @@ def backend_kind(module: Module, op: Op) -> str | None:
         name = next((o.hlo_name for o in wrapped), None)
     if name is None:
         return None
-    config = module.fusion_backend_configs.get(name)
+    config = module.backend_configs.get(name)
     if not config:
         return None
     match = _BACKEND_KIND.search(config)

@@ -680,10 +680,15 @@ _TILED = re.compile(r"^devices=\[(?P<tiles>[\d,]+)\]\S*(?P<rest>.*)$")
 def describe_hlo_sharding(text: str) -> str:
     """XLA's `HloSharding` text, readable: `{replicated}` -> `replicated`,
     `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` -> `tiled [4,1], replicated ×2`,
-    `{maximal device=0}` -> `device 0`. Anything else is returned as written."""
+    `{maximal device=0}` -> `device 0`, a tuple's `{{...}, {...}}` -> `(...; ...)`.
+    Anything else is returned as written."""
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
         body = body[1:-1].strip()
+    if body.startswith("{"):
+        # A tuple's sharding: one per element.
+        parts = split_top_level(body, brackets="{")
+        return "(" + "; ".join(describe_hlo_sharding(part) for part in parts) + ")"
     body = re.sub(r"\s*metadata=\{[^{}]*\}", "", body).strip()
     if body == "replicated":
         return "replicated"

@@ -7,6 +7,10 @@ like. The call graph is read from those references. Ops are counted per function
 reachable from the module's roots (its public functions), so that the
 `fused_computation` copies that XLA's HLO-to-MLIR conversion leaves beside the
 `mhlo.fusion` regions are not counted twice.
+
+XLA clones a computation per call site (`remainder_1.9915`, `remainder_1.9533`, ...):
+functions whose names differ only by those numeric suffixes and whose bodies are the
+same form a `FunctionGroup`, so a listing can show one row with its count.
 """
 
 from __future__ import annotations
@@ -66,6 +70,18 @@ class FunctionInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class FunctionGroup:
+    """Functions XLA cloned from one: the same name but for numeric suffixes, and the
+    same signature and body."""
+
+    name: str
+    """The name without XLA's suffixes (`remainder_1`); its first member's
+    (`fused_computation.2`) where that names another function or group."""
+    functions: tuple[str, ...]
+    """Its members, in module order (two or more)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Structure:
     """Functions, call graph and op counts of a module."""
 
@@ -85,9 +101,15 @@ class Structure:
     """Ops per dialect over the reachable functions."""
     call_depth: int
     """Longest chain of calls from a public function (0: no calls)."""
+    groups: tuple[FunctionGroup, ...] = ()
+    """Functions XLA cloned per call site, in module order of their first member."""
 
     def function(self, name: str) -> FunctionInfo | None:
         return next((f for f in self.functions if f.name == name), None)
+
+    def group_of(self, name: str) -> FunctionGroup | None:
+        """The clone group `name` belongs to, or None when it stands alone."""
+        return next((g for g in self.groups if name in g.functions), None)
 
 
 def _sorted_counts(counter: Counter[str]) -> Mapping[str, int]:
@@ -126,6 +148,58 @@ def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
         for callee in op_callees(op, names):
             counts[callee] = counts.get(callee, 0) + 1
     return list(counts.items())
+
+
+# XLA's suffixes: a unique id (`.9915`), repeated when a clone is cloned again.
+CLONE_SUFFIX = re.compile(r"(?:\.\d+)+$")
+
+
+def clone_base(name: str) -> str:
+    """`remainder_1.9915` → `remainder_1`: the name without XLA's numeric suffixes."""
+    return CLONE_SUFFIX.sub("", name) or name
+
+
+def _body_key(module: Module, function: Function) -> tuple[object, ...]:
+    """What two clones share: argument and result types, and every op with its
+    attributes, the functions it names read without their suffixes."""
+    ops = []
+    for op in module.function_ops(function):
+        attributes = tuple(
+            sorted(
+                (key, re.sub(r"\.\d+\b", "", text) if key in _CALL_KEYS else text)
+                for key, text in op.attributes.items()
+            )
+        )
+        ops.append((op.name, len(op.operands), len(op.results), attributes))
+    return (
+        tuple(a.type for a in function.arguments),
+        tuple(r.type for r in function.results),
+        tuple(ops),
+    )
+
+
+def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
+    """The functions XLA cloned per call site: same base name, same body."""
+    candidates: dict[str, list[Function]] = {}
+    for name, function in module.functions.items():
+        candidates.setdefault(clone_base(name), []).append(function)
+    groups: list[FunctionGroup] = []
+    for base, members in candidates.items():
+        if len(members) < 2:
+            continue
+        by_body: dict[tuple[object, ...], list[str]] = {}
+        for function in members:
+            by_body.setdefault(_body_key(module, function), []).append(function.name)
+        named = False
+        for names in by_body.values():
+            if len(names) < 2:
+                continue
+            # The base name where it names no other function and no other group.
+            taken = named or (base in module.functions and base not in names)
+            groups.append(FunctionGroup(names[0] if taken else base, tuple(names)))
+            named = named or not taken
+    order = {name: index for index, name in enumerate(module.functions)}
+    return tuple(sorted(groups, key=lambda g: min(order[n] for n in g.functions)))
 
 
 def analyze_structure(module: Module) -> Structure:
@@ -209,4 +283,5 @@ def analyze_structure(module: Module) -> Structure:
         all_ops=len(module.ops),
         dialects=_sorted_counts(dialects),
         call_depth=max((depth[name] for name in roots if name in depth), default=0),
+        groups=function_groups(module),
     )

@@ -74,9 +74,7 @@ def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: st
     names = None
     if reader.STAGE_NAMES in stages:
         answer = json.loads(stages[reader.STAGE_NAMES][1])
-        names = HloNames(
-            [(op, name) for op, name in answer["ops"]], answer["fusion_backend_configs"]
-        )
+        names = HloNames([(op, name) for op, name in answer["ops"]], answer["backend_configs"])
     return _from_converted(
         xla_module, stages[reader.STAGE_CONVERTED][1], source_name, logged, names, entry_layout
     )

@@ -26,8 +26,8 @@ class HloNames:
     ops: list[tuple[str, str | None]]
     """For each op of the converted module, in pre-order: its MLIR name and the HLO
     instruction it came from (None for ops the conversion made up)."""
-    fusion_backend_configs: dict[str, str]
-    """`backend_config` of the fusion instructions that have one, by name."""
+    backend_configs: dict[str, str]
+    """`backend_config` of the fusion and while instructions that have one, by name."""
 
 
 def wants_names(hlo_proto: bytes, printed: str) -> bool:
@@ -92,12 +92,17 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
         return
     for op, (_, hlo_name) in zip(built.ops, names.ops, strict=True):
         op.hlo_name = hlo_name
-    built.fusion_backend_configs = MappingProxyType(names.fusion_backend_configs)
+    built.backend_configs = MappingProxyType(names.backend_configs)
+
+
+# Instructions whose backend_config the analyses read.
+CONFIGS_KEPT = frozenset({"fusion", "while"})
 
 
 def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
     """An `HloModuleProto` with the `metadata` of every instruction removed, and the
-    backend configs of its fusion instructions; None if it is not one.
+    backend configs of its fusion and while instructions (what fusions are made of,
+    loops' trip counts); None if it is not one.
 
     Only the wire format is read: computations (field 3 of HloModuleProto) hold
     instructions (field 2 of HloComputationProto), whose `name` is field 1, `opcode`
@@ -121,7 +126,7 @@ def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
                     opcode = value.decode("utf-8", "replace")
                 else:
                     config = value
-        if opcode == "fusion" and config:
+        if opcode in CONFIGS_KEPT and config:
             text = config.decode("utf-8", "replace")
             if len(text) > MAX_ATTRIBUTE_CHARS:
                 digest = hashlib.blake2b(config, digest_size=8).hexdigest()

@@ -13,6 +13,7 @@ from typing import Any
 
 from hloscope.ir import model
 from hloscope.ir.context import native
+from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
 
 _HLO_INSTRUCTION = re.compile(
@@ -34,7 +35,7 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     value_owner: list[int] = []
     functions: dict[str, model.Function] = {}
     body: list[model.Op] = []
-    fusion_configs: dict[str, str] = {}
+    backend_configs: dict[str, str] = {}
     with native():
         computations = list(hlo_module.computations())
         printed = str(hlo_module.to_string())
@@ -85,10 +86,10 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
                     func_name,
                     hlo_name=str(instruction.name),
                 )
-                if opcode == "fusion":
+                if opcode in CONFIGS_KEPT:
                     config = _hlo_backend_config(text)
                     if config:
-                        fusion_configs[str(instruction.name)] = config
+                        backend_configs[str(instruction.name)] = config
                 value_owner.append(op.id)
                 ids[instruction.name] = value
                 ops.append(op)
@@ -124,7 +125,7 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
         functions=functions,
         value_types=value_types,
         value_owner=value_owner,
-        fusion_backend_configs=MappingProxyType(fusion_configs),
+        backend_configs=MappingProxyType(backend_configs),
     )
     record_entry_memory_spaces(built, entry_computation_layout(printed))
     return built

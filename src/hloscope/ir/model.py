@@ -647,9 +647,9 @@ class Module:
         "_names",
         "_users",
         "attributes",
+        "backend_configs",
         "body",
         "functions",
-        "fusion_backend_configs",
         "name",
         "ops",
         "value_owner",
@@ -670,11 +670,11 @@ class Module:
     value_owner: Sequence[int]
     """Id of the op that defines each value: its result, or a block argument of one of
     its regions (the `func.func` for function arguments)."""
-    fusion_backend_configs: Mapping[str, str]
-    """For modules read from HLO: the `backend_config` of each fusion instruction that
-    has one, by HLO instruction name (`Op.hlo_name`), as XLA prints it
-    (`{"fusion_backend_config":{"kind":"__triton_gemm",...}}`). The MLIR conversion
-    drops it from `mhlo.fusion`."""
+    backend_configs: Mapping[str, str]
+    """For modules read from HLO: the `backend_config` of each fusion and while
+    instruction that has one, by HLO instruction name (`Op.hlo_name`), as XLA prints
+    it (`{"fusion_backend_config":{"kind":"__triton_gemm",...}}`,
+    `{"known_trip_count":{"n":"6"},...}`). The MLIR conversion drops it."""
 
     def __init__(
         self,
@@ -685,7 +685,7 @@ class Module:
         functions: Mapping[str, Function],
         value_types: Sequence[str],
         value_owner: Sequence[int],
-        fusion_backend_configs: Mapping[str, str] = EMPTY_ATTRIBUTES,
+        backend_configs: Mapping[str, str] = EMPTY_ATTRIBUTES,
     ) -> None:
         self.name = name
         self.attributes = attributes
@@ -694,7 +694,7 @@ class Module:
         self.functions = functions
         self.value_types = value_types
         self.value_owner = value_owner
-        self.fusion_backend_configs = fusion_backend_configs
+        self.backend_configs = backend_configs
         self._users: list[tuple[int, ...]] | None = None
         self._names: dict[int, str] | None = None
 

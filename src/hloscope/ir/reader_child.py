@@ -107,7 +107,7 @@ def _read_hlo(kind: Any, payload: bytes, replies: Any) -> None:
         hlo_names.hlo_instruction_names(proto) if hlo_names.wants_names(proto, printed) else None
     )
     if names is not None:
-        answer = {"ops": names.ops, "fusion_backend_configs": names.fusion_backend_configs}
+        answer = {"ops": names.ops, "backend_configs": names.backend_configs}
         reader.write_frame(replies, {"stage": reader.STAGE_NAMES}, json.dumps(answer).encode())
 
 

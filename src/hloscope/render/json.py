@@ -88,6 +88,12 @@ def structure_json(structure: Structure) -> dict[str, Any]:
         "total_ops": structure.total_ops,
         "dialects": dict(structure.dialects),
         "call_depth": structure.call_depth,
+        # XLA's per-call-site clones: one entry per group, its members still listed
+        # one by one in "functions".
+        "function_groups": [
+            {"name": g.name, "functions": list(g.functions), "count": len(g.functions)}
+            for g in structure.groups
+        ],
     }
 
 
@@ -312,6 +318,11 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "bytes": c.bytes,
                 "functions": list(c.functions),
                 "sources": list(c.sources),
+                # Inside loops a collective runs once per iteration: per call counts
+                # the loops' trip counts (null where one is unknown).
+                "in_loops": c.in_loops,
+                "per_call": c.per_call,
+                "bytes_per_call": c.bytes_per_call,
             }
             for c in placement.collectives
         ],

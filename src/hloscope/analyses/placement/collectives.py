@@ -1,6 +1,7 @@
 """Collectives: all-reduce, all-gather, reduce-scatter, all-to-all,
 collective-permute, collective-broadcast and ragged all-to-all, counted per kind
-with their async forms (inside async start/done pairs, or HLO's `-start` ops)."""
+with their async forms (inside async start/done pairs, or HLO's `-start` ops), and
+how many run per call of the module when some sit inside loops (`loops.py`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from hloscope.analyses.placement.attributes import custom_call_target
+from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
 from hloscope.analyses.structure import op_callees
@@ -59,12 +61,24 @@ def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
             is_async = is_async or (op.function in async_functions)
         found.setdefault(name, []).append((op, is_async))
     out: list[Collective] = []
+    runs = RunsPerCall(module)
     for name in sorted(found, key=lambda n: (-len(found[n]), COLLECTIVES.index(n))):
         items = found[name]
         total: int | None = 0
+        per_call: int | None = 0
+        bytes_per_call: int | None = 0
+        in_loops = 0
         for op, _ in items:
             size = sum_bytes(module, op.results)
             total = None if total is None or size is None else total + size
+            times = runs.of(op)
+            in_loops += runs.in_loop(op)
+            per_call = None if per_call is None or times is None else per_call + times
+            bytes_per_call = (
+                None
+                if bytes_per_call is None or times is None or size is None
+                else bytes_per_call + times * size
+            )
         out.append(
             Collective(
                 op=name,
@@ -73,6 +87,9 @@ def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
                 bytes=total,
                 functions=unique(op.function for op, _ in items),
                 sources=unique(op.location.source for op, _ in items),
+                in_loops=in_loops,
+                per_call=per_call,
+                bytes_per_call=bytes_per_call,
             )
         )
     return out

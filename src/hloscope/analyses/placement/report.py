@@ -156,6 +156,9 @@ class ShardingAnnotation:
     sharding: str
     """As written: `#sdy.sharding<@mesh, [{"data"}, {}]>`, `{devices=[4,1,2]<=[8]}`."""
     source: str | None
+    on_mesh: str | None = None
+    """An XLA sharding read on the module's mesh, in Shardy's words
+    (`@mesh [{"data"}, {}]`), where its device order is the mesh's; None otherwise."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +190,15 @@ class Collective:
     size is unknown."""
     functions: tuple[str, ...]
     sources: tuple[str, ...]
+    in_loops: int = 0
+    """How many of them sit inside a loop (directly or through calls): they run once
+    per iteration, more often than `count` says."""
+    per_call: int | None = None
+    """How many run per call of the module, loops' trip counts counted; None where a
+    trip count is unknown."""
+    bytes_per_call: int | None = None
+    """Bytes of their results per call of the module, loops' trip counts counted;
+    None where a trip count or a size is unknown."""
 
 
 @dataclasses.dataclass(frozen=True)

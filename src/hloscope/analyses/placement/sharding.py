@@ -5,7 +5,11 @@ Shardings are read from arguments and results (`sdy.sharding`, `mhlo.sharding`,
 or the `mhlo.spmd_*` shardings of a partitioned module), sharding constraints
 (`sdy.sharding_constraint`, `sdy.reshard`, `custom_call @Sharding`) and the
 edges of manual computations (`@SPMDFullToShardShape`, `@SPMDShardToFullShape`);
-`sdy.manual_computation`s are listed on their own."""
+`sdy.manual_computation`s are listed on their own.
+
+An XLA (GSPMD) sharding, `{devices=[1,2,4]<=[4,2]T(1,0) last_tile_dim_replicate}`,
+is read on the module's mesh where its devices are the mesh's in iota order
+(`@mesh [{}, {"model"}]`, as a Shardy sharding reads)."""
 
 from __future__ import annotations
 
@@ -88,12 +92,69 @@ def _spmd_shardings(module: Module) -> tuple[list[str], list[str]]:
     return params, outputs
 
 
+_IOTA_TILED = re.compile(
+    r"^\{devices=\[(?P<tiles>[\d,]+)\]<=\[(?P<reshape>[\d,]+)\]"
+    r"(?:T\((?P<perm>[\d,]+)\))?(?P<rest>[^{}]*)\}$"
+)
+
+
+def _axis_groups(sizes: Sequence[int], axes: Sequence[tuple[str, int]]) -> list[list[str]] | None:
+    """`axes` (in order) split into consecutive groups whose sizes multiply to each of
+    `sizes`; None when they do not line up (an axis of size 1 joins no group)."""
+    groups: list[list[str]] = []
+    queue = [axis for axis in axes if axis[1] > 1]
+    for size in sizes:
+        group: list[str] = []
+        product = 1
+        while product < size and queue:
+            name, axis_size = queue.pop(0)
+            group.append(name)
+            product *= axis_size
+        if product != size:
+            return None
+        groups.append(group)
+    return groups if not queue else None
+
+
+def hlo_sharding_on_mesh(text: str, meshes: Sequence[Mesh]) -> str | None:
+    """An XLA tiled sharding in the words of the module's one mesh: which mesh axes
+    split each dimension (`@mesh [{"data"}, {}]`), the replicated axes left out as
+    Shardy leaves them. None where the module has no single mesh, the devices are
+    listed rather than an iota, or their order is not the mesh's."""
+    if len(meshes) != 1:
+        return None
+    mesh = meshes[0]
+    body = re.sub(r"\s*metadata=\{[^{}]*\}", "", text.strip())
+    match = _IOTA_TILED.match(body)
+    if match is None:
+        return None
+    rest = match.group("rest").strip()
+    if rest not in ("", "last_tile_dim_replicate"):
+        return None  # manual or unreduced subgroups: no Shardy spelling here
+    tiles = [int(t) for t in match.group("tiles").split(",")]
+    reshape = [int(d) for d in match.group("reshape").split(",")]
+    perm = [int(p) for p in match.group("perm").split(",")] if match.group("perm") else None
+    reshaped = _axis_groups(reshape, mesh.axes)
+    if reshaped is None or (perm is not None and sorted(perm) != list(range(len(reshape)))):
+        return None
+    order = [name for index in (perm or range(len(reshape))) for name in reshaped[index]]
+    sizes = dict(mesh.axes)
+    tiled = _axis_groups(tiles, [(name, sizes[name]) for name in order])
+    if tiled is None:
+        return None
+    if rest == "last_tile_dim_replicate":
+        tiled = tiled[:-1]
+    dims = ", ".join("{" + ", ".join(f'"{name}"' for name in group) + "}" for group in tiled)
+    return f"@{mesh.name} [{dims}]"
+
+
 def sharding_annotations(
     module: Module, functions: Sequence[str], ops: Sequence[Op]
 ) -> tuple[list[ShardingAnnotation], int, list[ManualComputation]]:
     shardings: list[ShardingAnnotation] = []
     manual: list[ManualComputation] = []
     spmd_params, spmd_outputs = _spmd_shardings(module)
+    meshes = module_meshes(module)
     entry = module.entry
     for name in functions:
         function = module.functions[name]
@@ -113,6 +174,7 @@ def sharding_annotations(
                     function=name,
                     sharding=sharding,
                     source=None,
+                    on_mesh=hlo_sharding_on_mesh(sharding, meshes),
                 )
             )
         for result in function.results:
@@ -130,6 +192,7 @@ def sharding_annotations(
                     function=name,
                     sharding=sharding,
                     source=None,
+                    on_mesh=hlo_sharding_on_mesh(sharding, meshes),
                 )
             )
     other = 0
@@ -172,6 +235,7 @@ def sharding_annotations(
                 function=op.function or "",
                 sharding=string_attribute(sharding or "?"),
                 source=op.location.source,
+                on_mesh=hlo_sharding_on_mesh(string_attribute(sharding or "?"), meshes),
             )
         )
     return shardings, other, manual

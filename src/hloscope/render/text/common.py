@@ -1,17 +1,19 @@
 """What the text renderers share: the console, numbers, sizes and times for
-people, where a module came from, source lines, and the header, table and notes
-layouts every report uses.
+people, where a module came from, source lines, pytree paths shortened by their
+middle, and the header, table and notes layouts every report uses.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from typing import IO
 
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -88,6 +90,68 @@ def plural(count: int, noun: str) -> str:
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# A pytree path's steps: a leading name, `[0]`, `['key']` (quotes may hold `]`), `.attr`.
+PATH_STEP = re.compile(r"""\[(?:'[^']*'|"[^"]*"|[^\]]*)\]|\.[^.\[]+|[^.\[]+""")
+
+ELLIPSIS = "…"
+
+
+def path_steps(path: str) -> list[str]:
+    """`args[1]['params']` → `['args', '[1]', "['params']"]`; the steps join back to `path`."""
+    steps = PATH_STEP.findall(path)
+    return steps if "".join(steps) == path else [path]
+
+
+def elide_path(path: str, limit: int) -> str:
+    """`path` in at most `limit` characters, keeping its end, which tells leaves apart
+    (`args[1]…['attn']['_query_norm']['scale']`): the root (with its index, when it is
+    one) and as many whole trailing steps as fit, the middle elided; failing that, the
+    trailing steps alone; failing even that, the last characters."""
+    if len(path) <= limit:
+        return path
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    steps = path_steps(path)
+    root = steps[:1]
+    if len(steps) > 2 and re.fullmatch(r"\[\d+\]", steps[1]):
+        root = steps[:2]
+    with_root = _trailing_steps(steps[len(root) :], limit - len("".join(root)) - len(ELLIPSIS))
+    alone = _trailing_steps(steps[1:], limit - len(ELLIPSIS))
+    if with_root:
+        return "".join(root) + ELLIPSIS + "".join(with_root)
+    if alone:
+        return ELLIPSIS + "".join(alone)
+    return ELLIPSIS + path[len(path) - limit + 1 :]
+
+
+def _trailing_steps(steps: list[str], room: int) -> list[str]:
+    """The most trailing `steps` whose text fits in `room` characters."""
+    tail: list[str] = []
+    for step in reversed(steps):
+        room -= len(step)
+        if room < 0:
+            break
+        tail.insert(0, step)
+    return tail
+
+
+class ElidedPath:
+    """A table cell holding a pytree path that, when the table is narrower than the
+    path, gives up its middle (`elide_path`) rather than its end or wrapping."""
+
+    MIN_WIDTH = 24
+
+    def __init__(self, path: str, style: str = "") -> None:
+        self.path = path
+        self.style = style
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(min(len(self.path), self.MIN_WIDTH), len(self.path))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(elide_path(self.path, options.max_width), style=self.style, no_wrap=True)
 
 
 def names_text(names: tuple[str, ...]) -> str:

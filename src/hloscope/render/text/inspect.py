@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from hloscope.analyses.structure import Structure
+from hloscope.analyses.structure import Call, FunctionInfo, Structure
 from hloscope.render.text.common import (
     MAX_FUNCTIONS,
     describe_source,
@@ -41,13 +41,39 @@ def counts_table(title: str, counts: Mapping[str, int], limit: int = MAX_OP_KIND
     return table
 
 
+def grouped_calls(structure: Structure, calls: tuple[Call, ...]) -> list[tuple[str, str, int]]:
+    """(label, first callee, call sites) per callee, XLA's clones of one function
+    merged into one entry named after it: `remainder_1` for `remainder_1.9915`, ...."""
+    merged: dict[str, list[str | int]] = {}
+    for call in calls:
+        group = structure.group_of(call.callee)
+        label = group.name if group is not None else call.callee
+        entry = merged.setdefault(label, [call.callee, 0])
+        entry[1] = int(entry[1]) + call.count
+    return [(label, str(callee), int(count)) for label, (callee, count) in merged.items()]
+
+
 def functions_table(structure: Structure) -> Table:
-    table = Table(
-        title=f"Functions ({len(structure.functions)})",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
+    shown = sorted(
+        structure.functions,
+        key=lambda f: (f.name != structure.entry, not f.reachable, -f.inlined_ops),
     )
+    # A group of XLA's clones is one row, where its first member would be.
+    listed: list[tuple[FunctionInfo, int]] = []
+    seen_groups: set[tuple[str, ...]] = set()
+    for info in shown:
+        group = structure.group_of(info.name)
+        if group is None:
+            listed.append((info, 1))
+        elif group.functions not in seen_groups:
+            seen_groups.add(group.functions)
+            listed.append((info, len(group.functions)))
+    title = f"Functions ({len(structure.functions)})"
+    if structure.groups:
+        title = (
+            f"Functions ({len(structure.functions)}: {len(listed)} once XLA's clones are grouped)"
+        )
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for column, justify in (
         ("function", "left"),
         ("visibility", "left"),
@@ -58,15 +84,18 @@ def functions_table(structure: Structure) -> Table:
         ("calls", "left"),
     ):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    shown = sorted(
-        structure.functions,
-        key=lambda f: (f.name != structure.entry, not f.reachable, -f.inlined_ops),
-    )
-    for info in shown[:MAX_FUNCTIONS]:
+    for info, clones in listed[:MAX_FUNCTIONS]:
         name = Text(info.name, style="bold" if info.name == structure.entry else "")
+        if clones > 1:
+            group = structure.group_of(info.name)
+            name = Text(group.name if group is not None else info.name)
+            name.append(f" ×{clones}", style="yellow")
         if not info.reachable:
             name.append(" (unreachable)", style="dim")
-        calls = ", ".join(f"{c.callee} ×{c.count}" if c.count > 1 else c.callee for c in info.calls)
+        calls = ", ".join(
+            f"{label} ×{count}" if count > 1 else label
+            for label, _callee, count in grouped_calls(structure, info.calls)
+        )
         table.add_row(
             name,
             info.visibility,
@@ -76,13 +105,15 @@ def functions_table(structure: Structure) -> Table:
             str(info.results),
             calls,
         )
-    if len(shown) > MAX_FUNCTIONS:
-        table.add_row(Text(f"… {len(shown) - MAX_FUNCTIONS} more", style="dim"), "", "", "")
+    if len(listed) > MAX_FUNCTIONS:
+        table.add_row(Text(f"… {len(listed) - MAX_FUNCTIONS} more", style="dim"), "", "", "")
     return table
 
 
 def call_tree(structure: Structure) -> Tree | None:
-    """The call graph from the entry, or None when nothing calls anything."""
+    """The call graph from the entry, or None when nothing calls anything. XLA's
+    clones of one function called from several places are one node with the count
+    of call sites."""
     if structure.call_depth == 0 or structure.entry is None:
         return None
     by_name = {f.name: f for f in structure.functions}
@@ -93,20 +124,20 @@ def call_tree(structure: Structure) -> Tree | None:
         info = by_name.get(name)
         if info is None:
             return
-        for call in info.calls:
+        for label_text, first, count in grouped_calls(structure, info.calls):
             if budget[0] <= 0:
                 node.add(Text("…", style="dim"))
                 return
             budget[0] -= 1
-            label = Text(call.callee)
-            if call.count > 1:
-                label.append(f" ×{call.count}", style="yellow")
-            callee = by_name.get(call.callee)
+            label = Text(label_text)
+            if count > 1:
+                label.append(f" ×{count}", style="yellow")
+            callee = by_name.get(first)
             if callee is not None:
                 label.append(f"  {callee.ops} ops", style="dim")
             child = node.add(label)
-            if call.callee not in path:
-                grow(child, call.callee, (*path, call.callee))
+            if first not in path:
+                grow(child, first, (*path, first))
 
     grow(root, structure.entry, (structure.entry,))
     return root

@@ -12,6 +12,7 @@ from hloscope.analyses.params import USED, Parameter, ParameterUsage
 from hloscope.render.text.common import (
     MAX_FUNCTIONS,
     Cell,
+    ElidedPath,
     describe_source,
     header_table,
     notes_group,
@@ -147,9 +148,12 @@ def parameters_table(usage: ParameterUsage) -> Table:
     if show_memory:
         table.add_column("memory")
     for p in rows[:MAX_PARAMETERS]:
-        cells = parameter_cells(
-            p, donation=show_donation, sharding=show_sharding, memory=show_memory
+        cells: list[RenderableType] = list(
+            parameter_cells(p, donation=show_donation, sharding=show_sharding, memory=show_memory)
         )
+        # A long path gives up its middle, not the end that tells arguments apart (the
+        # browser's table does the same itself).
+        cells[1] = ElidedPath(p.path)
         table.add_row(*cells)
     if len(rows) > MAX_PARAMETERS:
         table.add_row("", Text(f"… {len(rows) - MAX_PARAMETERS} more (see --json)", style="dim"))

@@ -10,6 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.analyses.params import describe_hlo_sharding
 from hloscope.analyses.placement.report import (
     Collective,
     ComputeRegion,
@@ -36,11 +37,14 @@ MAX_PLACEMENT_ROWS = 40
 
 def sharding_text(sharding: str) -> str:
     """A sharding for reading: `#sdy.sharding<@mesh, [{"x"}, {}]>` as
-    `@mesh [{"x"}, {}]`; GSPMD's `{devices=...}` as it is."""
+    `@mesh [{"x"}, {}]`; XLA's `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` as
+    `tiled [4,1], replicated ×2`, as the parameter map reads it."""
     if sharding.startswith("#sdy.sharding<") and sharding.endswith(">"):
         body = sharding[len("#sdy.sharding<") : -1]
         mesh, _, dims = body.partition(", ")
         return f"{mesh} {dims}" if dims else body
+    if sharding.startswith("{") and sharding.endswith("}"):
+        return describe_hlo_sharding(sharding)
     return sharding
 
 
@@ -83,7 +87,7 @@ def placement_line(placement: Placement) -> str:
     if placement.shardings:
         parts.append(f"{len(placement.shardings)} shardings")
     if placement.collectives:
-        parts.append(", ".join(f"{c.op} ×{c.count}" for c in placement.collectives))
+        parts.append(", ".join(collective_count_text(c) for c in placement.collectives))
     if placement.warnings:
         count = len(placement.warnings)
         parts.append(f"{count} warning{'s' * (count != 1)}")
@@ -145,7 +149,7 @@ def sharding_cells(sharding: ShardingAnnotation, entry: str) -> list[Cell]:
         sharding.kind,
         value,
         sharding.name or "",
-        sharding_text(sharding.sharding),
+        sharding.on_mesh or sharding_text(sharding.sharding),
         short_source(sharding.source),
     ]
 
@@ -163,17 +167,46 @@ def manual_cells(manual: ManualComputation) -> list[Cell]:
     ]
 
 
-def collective_cells(collective: Collective, functions: int | None) -> list[Cell]:
-    """A collective's row: op, count, async count, bytes, functions (the first
-    `functions` of them, all when None), sources."""
+def collective_count_text(collective: Collective) -> str:
+    """`all_reduce ×1`, and how many run per call when loops repeat them
+    (`all_reduce ×1 (4 per call)`, `(in a loop of unknown trip count)`)."""
+    text = f"{collective.op} ×{collective.count}"
+    if collective.in_loops:
+        if collective.per_call is None:
+            text += " (in a loop of unknown trip count)"
+        elif collective.per_call != collective.count:
+            text += f" ({collective.per_call} per call)"
+    return text
+
+
+def collectives_in_loops(collectives: tuple[Collective, ...]) -> bool:
+    """Whether any collective sits in a loop: their tables then say per call too."""
+    return any(c.in_loops for c in collectives)
+
+
+def collective_cells(
+    collective: Collective, functions: int | None, per_call: bool = False
+) -> list[Cell]:
+    """A collective's row: op, count (in the module; with `per_call`, then the runs
+    per call of the module, `?` where a loop's trip count is unknown), async count,
+    bytes (then per call), functions (the first `functions` of them, all when None),
+    sources."""
     names = ", ".join(collective.functions[:functions])
     if functions is not None and len(collective.functions) > functions:
         names += f" … {len(collective.functions) - functions} more"
+    counts: list[Cell] = [str(collective.count)]
+    sizes: list[Cell] = [human_bytes(collective.bytes)]
+    if per_call:
+        unknown = Text("?", style="yellow")
+        counts.append(unknown if collective.per_call is None else str(collective.per_call))
+        sizes.append(
+            unknown if collective.per_call is None else human_bytes(collective.bytes_per_call)
+        )
     return [
         collective.op,
-        str(collective.count),
+        *counts,
         str(collective.async_count),
-        human_bytes(collective.bytes),
+        *sizes,
         names,
         sources_text(collective.sources),
     ]
@@ -196,6 +229,8 @@ def _placement_table(title: str, columns: list[tuple[str, str]]) -> Table:
             "sources",
             "size",
             "bytes",
+            "bytes/call",
+            "per call",
             "kind",
             "shape",
             "from",
@@ -330,20 +365,31 @@ def render_placement(report: PlacementReport, console: Console) -> None:
         _more(table, MAX_PLACEMENT_ROWS, len(placement.manual_computations))
         section(table)
     if placement.collectives:
+        looped = collectives_in_loops(placement.collectives)
+        per_call = [("per call", "right")] if looped else []
         table = _placement_table(
             f"Collectives ({sum(c.count for c in placement.collectives)})",
             [
                 ("op", "left"),
                 ("count", "right"),
+                *per_call,
                 ("async", "right"),
                 ("bytes", "right"),
+                *[("bytes/call", "right")] * looped,
                 ("functions", "left"),
                 ("sources", "left"),
             ],
         )
         for collective in placement.collectives:
-            table.add_row(*collective_cells(collective, functions=3))
+            table.add_row(*collective_cells(collective, functions=3, per_call=looped))
         section(table)
+        if looped:
+            console.print(
+                Text(
+                    "per call: inside loops, times their trip counts (? where one is unknown)",
+                    style="dim",
+                )
+            )
     if placement.warnings:
         section(placement_warnings(placement))
     notes = notes_group(report.notes)

@@ -83,7 +83,7 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
         memory = any(p.memory_kind for p in rows)
         columns = [
             Column("#", right=True),
-            Column("argument" if usage.from_python else "parameter", width=32),
+            Column("argument" if usage.from_python else "parameter", width=56, path=True),
             Column("hlo", right=True),
             Column("status"),
             Column("shape", width=36),

@@ -19,6 +19,7 @@ from hloscope.analyses.placement import ComputeRegion, collective_kind
 from hloscope.ir.model import Module, Op
 from hloscope.render.text.placement import (
     collective_cells,
+    collectives_in_loops,
     compute_text,
     manual_cells,
     memory_cells,
@@ -246,20 +247,23 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
             )
         )
     if placement.collectives:
+        looped = collectives_in_loops(placement.collectives)
         sections.append(
             table(
                 f"Collectives ({sum(c.count for c in placement.collectives)})",
                 [
                     Column("op", width=24),
                     Column("count", right=True),
+                    *[Column("per call", right=True)] * looped,
                     Column("async", right=True),
                     Column("bytes", right=True),
+                    *[Column("bytes/call", right=True)] * looped,
                     Column("functions", width=30),
                     Column("sources", width=50),
                 ],
                 [
                     Row(
-                        collective_cells(collective, functions=None),
+                        collective_cells(collective, functions=None, per_call=looped),
                         jump=scan_jump(
                             module,
                             is_collective(collective.op),

@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from hloscope.render.text.common import elide_path
 from hloscope.tui.views.base import ShowOps
 
 GAP = "  "
@@ -56,6 +57,8 @@ class Column:
     """Right-aligned (numbers)."""
     width: int = 40
     """At most this many cells; longer values are cut with an ellipsis."""
+    path: bool = False
+    """Its values are pytree paths: a long one loses its middle, not its end."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +102,11 @@ def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Li
         for i, (part, column) in enumerate(zip(parts, columns, strict=False)):
             if i:
                 line.append(GAP)
-            cell = part.copy()
-            cell.truncate(widths[i], overflow="ellipsis")
+            if column.path and part.cell_len > widths[i]:
+                cell = Text(elide_path(part.plain, widths[i]), style=part.style)
+            else:
+                cell = part.copy()
+                cell.truncate(widths[i], overflow="ellipsis")
             pad = " " * (widths[i] - cell.cell_len)
             if column.right:
                 line.append(pad)
