@@ -127,9 +127,7 @@ class CompileRecorder:
     def _on_trace(self, name: str, seconds: float) -> None:
         # Explanations of functions traced inside this one (nested jits) come first
         # and compile nothing of their own: the last one naming this function is its.
-        explanation = next(
-            (e for e in reversed(self._explanations) if e.function == name), None
-        )
+        explanation = next((e for e in reversed(self._explanations) if e.function == name), None)
         self._explanations.clear()
         self._pending = _Pending(
             function=name,
@@ -191,11 +189,12 @@ class CompileRecorder:
 
     def _bound_modules(self) -> None:
         """Keep the latest modules only, within `KEEP_MODULES` and `KEEP_MODULE_BYTES`."""
-        kept = [i for i, c in enumerate(self.compiles) if c.module is not None]
-        total = sum(len(self.compiles[i].module.mlir_bytecode) for i in kept)  # type: ignore[union-attr]
+        sizes = {i: len(c.module.mlir_bytecode) for i, c in enumerate(self.compiles) if c.module}
+        kept = list(sizes)
+        total = sum(sizes.values())
         while kept and (len(kept) > KEEP_MODULES or total > KEEP_MODULE_BYTES):
             index = kept.pop(0)
-            total -= len(self.compiles[index].module.mlir_bytecode)  # type: ignore[union-attr]
+            total -= sizes[index]
             self.compiles[index] = dataclasses.replace(self.compiles[index], module=None)
             self.modules_dropped += 1
 
@@ -211,10 +210,9 @@ class _ExplanationTap(logging.Filter):
         self.pass_through = pass_through
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
+        # An explanation hloscope cannot read is no reason to fail the program.
+        with contextlib.suppress(Exception):
             self.recorder.on_explanation(record.getMessage())
-        except Exception:  # an explanation hloscope cannot read is no reason to fail
-            pass
         return self.pass_through
 
 
@@ -297,6 +295,87 @@ def record_script(script: str, argv: Sequence[str], *, stdout_to_stderr: bool) -
     )
 
 
+def record_target(
+    target: str,
+    argv: Sequence[str] = (),
+    *,
+    arg_factories: Sequence[str] = (),
+    calls_factory: str | None = None,
+    stdout_to_stderr: bool = False,
+) -> RecordedRun:
+    """Record a script (`SCRIPT.py` run with `argv`) or a function called once per
+    argument set (`file.py:function` with `--args` factories, or a `--calls` factory
+    returning a list of argument sets)."""
+    from hloscope.sources.entrypoint import import_target
+    from hloscope.sources.jax.arguments import factory_arguments
+    from hloscope.sources.target import EntrypointTarget, parse_target
+
+    parsed = parse_target(target)
+    if not isinstance(parsed, EntrypointTarget):
+        if arg_factories or calls_factory:
+            raise HloscopeError(
+                "--args and --calls are for a function (file.py:function); a script "
+                "takes its own arguments after its name",
+                where=target,
+            )
+        if not str(target).endswith(".py") or not Path(target).is_file():
+            raise HloscopeError(
+                "expected a Python script (SCRIPT.py) or file.py:function", where=target
+            )
+        return record_script(target, argv, stdout_to_stderr=stdout_to_stderr)
+    if argv:
+        raise HloscopeError(
+            f"unexpected arguments {' '.join(argv)}: a function's arguments come from "
+            "--args or --calls factories",
+            where=target,
+        )
+    if arg_factories and calls_factory:
+        raise HloscopeError("give argument sets with --args or with --calls, not both")
+    function = import_target(parsed)
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    for factory_text in arg_factories:
+        factory_target = parse_target(factory_text)
+        if not isinstance(factory_target, EntrypointTarget):
+            raise HloscopeError(
+                f"--args {factory_text}: expected module:callable or file.py:callable"
+            )
+        calls.append(factory_arguments(import_target(factory_target), factory_text))
+    if calls_factory:
+        factory_target = parse_target(calls_factory)
+        if not isinstance(factory_target, EntrypointTarget):
+            raise HloscopeError(
+                f"--calls {calls_factory}: expected module:callable or file.py:callable"
+            )
+        calls.extend(_argument_sets(import_target(factory_target), calls_factory))
+    if not calls:
+        calls.append(((), {}))
+    return record_calls(function, calls, target)
+
+
+def _argument_sets(factory: Any, label: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """A `--calls` factory's list: each item a tuple of positional arguments or a pair
+    `(args, kwargs)`."""
+    from hloscope.sources.entrypoint import user_code
+    from hloscope.sources.jax.arguments import factory_arguments
+
+    try:
+        with user_code():
+            value = factory() if callable(factory) else factory
+    except HloscopeError:
+        raise
+    except Exception as exc:
+        raise HloscopeError(
+            f"the --calls factory raised {describe_exception(exc)}", where=label
+        ) from exc
+    if not isinstance(value, list):
+        raise HloscopeError(
+            f"the --calls factory returned a {type(value).__name__}; expected a list of "
+            "argument sets (each a tuple, or a pair (args_tuple, kwargs_dict))",
+            where=label,
+        )
+    return [factory_arguments(item, label) for item in value]
+
+
 def _exit_code(exc: SystemExit) -> int:
     code = exc.code
     if code is None:
@@ -342,9 +421,7 @@ def _concrete(tree: Any) -> Any:
             return jax.device_put(zeros, sharding) if sharding is not None else zeros
         return x
 
-    return jax.tree_util.tree_map(
-        leaf, tree, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct)
-    )
+    return jax.tree_util.tree_map(leaf, tree, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct))
 
 
 # --------------------------------------------------------------------------- JAX's words

@@ -159,7 +159,9 @@ def private_compiled_modules() -> Iterator[list[CompiledModule]]:
     from `jax._src.interpreters.pxla`; wrapping it there sees persistent-cache hits
     too. The original is restored when the block ends, whatever happens."""
     captured: list[CompiledModule] = []
-    with private_compile_observer(lambda computation: captured.append(_compiled_module(computation))):
+    with private_compile_observer(
+        lambda computation: captured.append(_compiled_module(computation))
+    ):
         yield captured
 
 
@@ -350,10 +352,14 @@ def _compile_events_missing() -> list[str]:
         _RUN_PYTHON_PJIT_CODE.co_varnames
     ):
         missing.append("jax._src.pjit._run_python_pjit(p, args_flat, fun, args, kwargs)")
+    fields = getattr(getattr(_jax_pjit, "PjitParams", None), "_fields", ())
     for field in ("in_avals", "in_tree", "arg_names"):
-        if field not in getattr(_jax_pjit, "PjitParams", ())._fields:  # type: ignore[attr-defined]
+        if field not in fields:
             missing.append(f"jax._src.pjit.PjitParams.{field}")
-    if "jit_info" not in _jax_pjit._cpp_pjit.__code__.co_cellvars + _jax_pjit._cpp_pjit.__code__.co_varnames:
+    if (
+        "jit_info"
+        not in _jax_pjit._cpp_pjit.__code__.co_cellvars + _jax_pjit._cpp_pjit.__code__.co_varnames
+    ):
         missing.append("jax._src.pjit._cpp_pjit(fun, jit_info)")
     if not callable(getattr(_jax_partial_eval, "explain", None)):
         missing.append("jax._src.interpreters.partial_eval.explain")
