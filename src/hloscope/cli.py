@@ -536,7 +536,7 @@ def _browse_compiles(
         from hloscope.render.text.compiles import render_compiles
 
         render_compiles(report, make_console())
-        code = ExitCode.OK
+        code: int = ExitCode.OK
     code = _compiles_exit(report, fail_on) or code
     if code != ExitCode.OK:
         raise typer.Exit(code)
