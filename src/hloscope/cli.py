@@ -533,10 +533,9 @@ def _browse_compiles(
     """Record the run, then open the browser on its Compiles view."""
     with command_edge(debug), gc_paused():
         report = build()
-        from hloscope.render.text.compiles import render_compiles
+        from hloscope.tui.compiles_app import run_compiles_browser
 
-        render_compiles(report, make_console())
-        code: int = ExitCode.OK
+        code = run_compiles_browser(report, debug=debug)
     code = _compiles_exit(report, fail_on) or code
     if code != ExitCode.OK:
         raise typer.Exit(code)
