@@ -217,6 +217,21 @@ class _ExplanationTap(logging.Filter):
 
 
 @contextlib.contextmanager
+def _collector_on() -> Iterator[None]:
+    """Python's cyclic garbage collector on, as in a plain run of the program (the
+    command line pauses it while it builds its own models), and back as it was."""
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not was_enabled:
+            gc.disable()
+
+
+@contextlib.contextmanager
 def recording() -> Iterator[CompileRecorder]:
     """Record every compilation while the block runs."""
     recorder = CompileRecorder()
@@ -269,7 +284,7 @@ def record_script(script: str, argv: Sequence[str], *, stdout_to_stderr: bool) -
     )
     start = time.perf_counter()
     try:
-        with recording() as recorder, redirect:
+        with recording() as recorder, redirect, _collector_on():
             try:
                 runpy.run_path(str(path), run_name="__main__")
             except SystemExit as exc:
@@ -394,7 +409,7 @@ def record_calls(
         raise HloscopeError(f"{type(function).__name__} is not callable", where=label)
     error = None
     start = time.perf_counter()
-    with recording() as recorder:
+    with recording() as recorder, _collector_on():
         for args, kwargs in calls:
             try:
                 jax.block_until_ready(function(*_concrete(args), **_concrete(kwargs)))
