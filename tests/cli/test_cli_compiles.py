@@ -91,7 +91,8 @@ def test_shape_dtype_weak_type_static_and_pytree_counts_equal_jax(tmp_path: Path
 
     assert changes_of(doc, "by_shape") == [
         {"path": "x", "before": "f32[4,3]", "after": "f32[8,3]", "kind": "type"},
-        # JAX compares with the closest earlier key: the first, of those as close.
+        # JAX compares with the closest earlier key; of those as close, the one whose
+        # explanation comes first in text order ('f32[4,3]' < 'f32[8,3]').
         {"path": "x", "before": "f32[4,3]", "after": "f32[12,3]", "kind": "type"},
     ]
     assert (
@@ -350,3 +351,26 @@ def test_missing_script_is_one_line(tmp_path: Path) -> None:
     result = run_cli("compiles", str(tmp_path / "nope.py"))
     assert result.code == 2
     assert result.stderr.count("\n") == 1 and "hloscope: error:" in result.stderr
+
+
+def test_explanations_naming_a_source_with_spaces() -> None:
+    # JAX names a function defined in a doctest `<doctest README.md[1]>:1`; a source
+    # read up to its first space lost the function's name (and its explanation).
+    from hloscope.sources.jax.capture import parse_explanation
+
+    message = (
+        "TRACING CACHE MISS at <doctest README.md[2]>:3 (<module>):\n"
+        "  for predict defined at <doctest README.md[1]>:1\n"
+        "  all previously seen cache keys differ. For the closest previous key:\n"
+        "  different input types:\n"
+        "  * at x, now f32[16,4] and before f32[8,4]"
+    )
+    explanation = parse_explanation(message)
+    assert explanation is not None
+    assert (explanation.function, explanation.source) == ("predict", "<doctest README.md[1]>:1")
+    assert explanation.cause == "different input types: at x, now f32[16,4] and before f32[8,4]"
+    never = parse_explanation(
+        "TRACING CACHE MISS at a b/c.py:3 (<module>):\n  never seen function:\n"
+        "    step id=140386129431904 defined at a b/c.py:1"
+    )
+    assert never is not None and (never.function, never.cause) == ("step", "never seen function")

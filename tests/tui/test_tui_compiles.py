@@ -111,3 +111,13 @@ async def test_space_marks_the_other_side_of_a_diff(tmp_path: Path) -> None:
         await quiet(pilot)
     assert app.request == ("diff", first, second)
     assert compile_loaded(report, first).module.name == "jit_grows"
+
+
+def test_the_readme_lists_every_key_of_the_compiles_view() -> None:
+    # After a change to the keys, paste `markdown_table(compiles_key_sections())` into
+    # the README.
+    from conftest import ROOT
+    from hloscope.tui.compiles_app import compiles_key_sections
+    from hloscope.tui.keys import markdown_table
+
+    assert markdown_table(compiles_key_sections()) in (ROOT / "README.md").read_text()

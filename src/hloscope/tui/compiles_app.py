@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.dom import DOMNode
 from textual.driver import Driver
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, Static
 
 from hloscope.errors import ExitCode
 from hloscope.reports import CompilesReport
@@ -120,6 +120,7 @@ def compiles_key_sections() -> list[tuple[str, type[DOMNode]]]:
     return [
         ("Everywhere", CompilesApp),
         ("Compiles", CompilesView),
+        ("The compilations (table)", DataTable),
         ("Diff (from d)", DiffPane),
         ("Messages", ErrorScreen),
         ("Help", HelpScreen),

@@ -68,7 +68,7 @@ def compiles_renderables(report: CompilesReport) -> list[RenderableType]:
                 ("defined at", "left", True),
                 ("compiles", "right", True),
                 ("signatures", "right", True),
-                ("compile", "right", True),
+                ("time", "right", True),
                 ("ops", "right", True),
                 ("why", "left", False),
             ],

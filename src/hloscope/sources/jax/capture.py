@@ -441,8 +441,9 @@ def _concrete(tree: Any) -> Any:
 
 # --------------------------------------------------------------------------- JAX's words
 
-_NEVER_SEEN = re.compile(r"^\s*(?P<name>.+?) id=\d+(?: defined at (?P<source>\S+))?\s*$")
-_FOR = re.compile(r"^\s*for (?P<name>.+?)(?: defined at (?P<source>\S+))?\s*$")
+# A source may hold spaces (`<doctest README.md[1]>:1`, a folder's name).
+_NEVER_SEEN = re.compile(r"^\s*(?P<name>\S+?) id=\d+(?: defined at (?P<source>.+?))?\s*$")
+_FOR = re.compile(r"^\s*for (?P<name>\S+?)(?: defined at (?P<source>.+?))?\s*$")
 _CHANGE = re.compile(
     r"^\s*\* at (?P<input_path>input path )?(?P<path>.+?), now (?P<after>.+?) and before "
     r"(?P<before>.+?)(?:, so (?P<why>.+))?$"
