@@ -374,3 +374,51 @@ def test_explanations_naming_a_source_with_spaces() -> None:
         "    step id=140386129431904 defined at a b/c.py:1"
     )
     assert never is not None and (never.function, never.cause) == ("step", "never seen function")
+
+
+def test_nested_jits_compile_once_under_the_outer_one(tmp_path: Path) -> None:
+    # Explanations of the inner function, traced inside the outer one, come first
+    # and compile nothing of their own: each compilation gets its own function's.
+    prog = script(
+        tmp_path,
+        """
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def inner(x):
+            return x + 1
+
+        @jax.jit
+        def outer(x):
+            return inner(x) * 2
+
+        outer(jnp.ones(3)); outer(jnp.ones(5))
+        write_sizes(sys.argv[1], outer=outer, inner=inner)
+        """,
+    )
+    sizes_file = tmp_path / "sizes.json"
+    doc = run_cli("compiles", str(prog), str(sizes_file), "--json").json()
+    assert json.loads(sizes_file.read_text()) == {"outer": 2, "inner": 0}
+    assert [f["function"] for f in doc["functions"]] == ["outer"]
+    assert changes_of(doc, "outer") == [
+        {"path": "x", "before": "f32[3]", "after": "f32[5]", "kind": "type"}
+    ]
+
+
+def test_only_the_latest_modules_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hloscope.sources.jax import capture
+
+    monkeypatch.setattr(capture, "KEEP_MODULES", 2)
+    prog = script(
+        tmp_path,
+        """
+        import jax, jax.numpy as jnp
+        k = jax.jit(lambda x: x * 5)
+        for n in (2, 3, 4, 5):
+            k(jnp.zeros(n))
+        """,
+    )
+    run = capture.record_script(str(prog), [], stdout_to_stderr=False)
+    kept = [c.module is not None for c in run.compiles]
+    assert kept[-2:] == [True, True] and kept.count(True) == 2
+    assert run.modules_dropped == len(run.compiles) - 2
