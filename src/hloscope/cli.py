@@ -523,7 +523,6 @@ def compiles(
         render_compiles,
         lambda report: _compiles_exit(report, fail_on),
         timeout=timeout,
-        what=target,
     )
 
 

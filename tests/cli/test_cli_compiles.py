@@ -422,3 +422,22 @@ def test_only_the_latest_modules_are_kept(tmp_path: Path, monkeypatch: pytest.Mo
     kept = [c.module is not None for c in run.compiles]
     assert kept[-2:] == [True, True] and kept.count(True) == 2
     assert run.modules_dropped == len(run.compiles) - 2
+
+
+def test_timeout_reports_what_was_recorded(tmp_path: Path) -> None:
+    prog = script(
+        tmp_path,
+        """
+        import time, jax, jax.numpy as jnp
+        jax.jit(lambda x: x + 4)(jnp.ones(2))
+        time.sleep(120)
+        """,
+    )
+    sleep = prog.read_text().splitlines().index("time.sleep(120)") + 1
+    result = run_cli("compiles", str(prog), "--timeout", "3", "--json")
+    assert result.code == 2
+    assert result.json()["summary"]["compiles"] == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hloscope:")]
+    assert lines == [
+        f"hloscope: error: {prog}: stopped after 3 s (--timeout 3), while running {prog}:{sleep}"
+    ]

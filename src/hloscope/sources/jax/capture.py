@@ -41,7 +41,7 @@ from typing import Any
 import jax
 from jax import monitoring
 
-from hloscope.errors import HloscopeError, describe_exception, display_path
+from hloscope.errors import HloscopeError, TimeLimitExceeded, describe_exception, display_path
 from hloscope.sources.jax import private
 from hloscope.sources.stages import (
     ArgumentChange,
@@ -291,6 +291,8 @@ def record_script(script: str, argv: Sequence[str], *, stdout_to_stderr: bool) -
                 exit_code = _exit_code(exc)
             except KeyboardInterrupt:
                 raise
+            except TimeLimitExceeded as exc:  # --timeout: its message says where
+                error = str(exc)
             except BaseException as exc:
                 error = describe_exception(exc)
             finally:
