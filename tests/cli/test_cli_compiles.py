@@ -441,3 +441,46 @@ def test_timeout_reports_what_was_recorded(tmp_path: Path) -> None:
     assert lines == [
         f"hloscope: error: {prog}: stopped after 3 s (--timeout 3), while running {prog}:{sleep}"
     ]
+
+
+@pytest.mark.slow
+def test_persistent_cache_hits_and_no_extra_log_lines(tmp_path: Path) -> None:
+    # In processes of their own: JAX sets its persistent cache up once per process.
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    prog = script(
+        tmp_path,
+        """
+        import jax, jax.numpy as jnp
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        jax.jit(lambda x: jnp.sin(x) * 3)(jnp.ones(17))
+        """,
+    )
+    env = {
+        **os.environ,
+        "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "hloscope", "compiles", str(prog), "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        for _ in range(2)
+    ]
+    first, second = (json.loads(run.stdout) for run in runs)
+    assert first["summary"]["persistent_cache_hits"] == 0
+    assert second["summary"]["persistent_cache_hits"] == len(second["compiles"]) > 0
+    assert all(row["persistent_cache_hit"] for row in second["compiles"])
+    # JAX raises its cache messages to warnings while explaining misses: the
+    # program, which did not ask for explanations, does not see them.
+    assert all("PERSISTENT COMPILATION CACHE" not in run.stderr for run in runs)
+    assert all("Writing" not in run.stderr for run in runs)

@@ -216,6 +216,23 @@ class _ExplanationTap(logging.Filter):
         return self.pass_through
 
 
+class _RaisedLevelUndone(logging.Filter):
+    """A filter on JAX's compiler loggers: while hloscope, not the program, asked JAX
+    to explain cache misses, JAX logs its persistent-cache messages at WARNING
+    instead of DEBUG; they reach the program's handlers at DEBUG, as they would have,
+    and only where the logger is enabled for DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING or not str(record.msg).startswith(
+            private.EXPLAIN_RAISED_MESSAGES
+        ):
+            return True
+        if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return False
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return True
+
+
 @contextlib.contextmanager
 def _collector_on() -> Iterator[None]:
     """Python's cyclic garbage collector on, as in a plain run of the program (the
@@ -240,6 +257,11 @@ def recording() -> Iterator[CompileRecorder]:
     level_before, disabled_before = logger.level, logger.disabled
     tap = _ExplanationTap(recorder, pass_through=explained_before)
     logger.addFilter(tap)
+    undo = _RaisedLevelUndone()
+    raised = [logging.getLogger(name) for name in private.EXPLAIN_RAISED_LOGGERS]
+    if not explained_before:
+        for other in raised:
+            other.addFilter(undo)
     if not logger.isEnabledFor(logging.WARNING):
         logger.setLevel(logging.WARNING)
     logger.disabled = False
@@ -256,6 +278,8 @@ def recording() -> Iterator[CompileRecorder]:
         with contextlib.suppress(AssertionError, ValueError):
             monitoring.unregister_event_listener(recorder.on_event)
         logger.removeFilter(tap)
+        for other in raised:
+            other.removeFilter(undo)
         logger.setLevel(level_before)
         logger.disabled = disabled_before
 

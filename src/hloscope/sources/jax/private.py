@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax._src import compilation_cache as _jax_compilation_cache
 from jax._src import compiler as _jax_compiler
 from jax._src import dispatch as _jax_dispatch
 from jax._src import pjit as _jax_pjit
@@ -195,6 +196,15 @@ LOWER_EVENT = _jax_dispatch.JAXPR_TO_MLIR_MODULE_EVENT
 COMPILE_EVENT = _jax_dispatch.BACKEND_COMPILE_EVENT
 PERSISTENT_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 EXPLAIN_LOGGER = _jax_partial_eval.logger.name
+# Loggers whose persistent-cache messages JAX raises from DEBUG to WARNING while it
+# explains cache misses, and those messages' format strings.
+EXPLAIN_RAISED_LOGGERS = (_jax_compiler.logger.name, _jax_compilation_cache.logger.name)
+EXPLAIN_RAISED_MESSAGES = (
+    "PERSISTENT COMPILATION CACHE MISS",
+    "Not writing persistent cache entry",
+    "Writing %s to persistent compilation cache",
+    "_get_cache: Unsupported runtime",
+)
 
 
 def private_eager_dispatch(frame: FrameType | None) -> bool:
@@ -363,6 +373,9 @@ def _compile_events_missing() -> list[str]:
         missing.append("jax._src.pjit._cpp_pjit(fun, jit_info)")
     if not callable(getattr(_jax_partial_eval, "explain", None)):
         missing.append("jax._src.interpreters.partial_eval.explain")
+    for module in (_jax_compiler, _jax_compilation_cache):
+        if not hasattr(getattr(module, "logger", None), "name"):
+            missing.append(f"{module.__name__}.logger")
     if "jax_explain_cache_misses" not in jax.config.values:
         missing.append("jax.config jax_explain_cache_misses")
     return missing
