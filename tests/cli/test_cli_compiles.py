@@ -484,3 +484,26 @@ def test_persistent_cache_hits_and_no_extra_log_lines(tmp_path: Path) -> None:
     # program, which did not ask for explanations, does not see them.
     assert all("PERSISTENT COMPILATION CACHE" not in run.stderr for run in runs)
     assert all("Writing" not in run.stderr for run in runs)
+
+
+def test_a_program_that_asked_for_explanations_still_sees_them(tmp_path: Path) -> None:
+    log = tmp_path / "explained.log"
+    prog = script(
+        tmp_path,
+        f"""
+        import logging
+        handler = logging.FileHandler({str(log)!r})
+        logging.getLogger("jax").addHandler(handler)
+        import jax, jax.numpy as jnp
+        jax.config.update("jax_explain_cache_misses", True)
+        e = jax.jit(lambda x: x - 9)
+        e(jnp.ones(2)); e(jnp.ones(6))
+        logging.getLogger("jax").removeHandler(handler)
+        handler.close()
+        jax.config.update("jax_explain_cache_misses", False)
+        """,
+    )
+    doc = run_cli("compiles", str(prog), "--json").json()
+    assert doc["summary"]["compiles"] == 2
+    assert changes_of(doc, "<lambda>")[-1]["after"] == "f32[6]"
+    assert log.read_text().count("TRACING CACHE MISS") == 2

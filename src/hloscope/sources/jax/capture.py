@@ -4,11 +4,12 @@
 Nothing here re-implements JAX's caches: each compilation is assembled from what
 JAX itself reports while the program runs, in the order JAX reports it.
 
-- its cache-miss explanation (`jax_explain_cache_misses`), logged by JAX before it
-  traces a function again: the function, where it is defined, and which argument
-  changed from what to what. hloscope taps JAX's logger with a filter of its own:
-  when the program had not asked for explanations, the records stop there, so the
-  program's own logging sees nothing it would not have seen;
+- its cache-miss explanation (`jax.explain_cache_misses`, turned on for the
+  recording thread only), logged by JAX before it traces a function again: the
+  function, where it is defined, and which argument changed from what to what.
+  hloscope taps JAX's logger with a filter of its own: unless the program itself
+  asked for explanations, the records stop there, so the program's own logging sees
+  nothing it would not have seen;
 - JAX's monitoring events: trace, lowering and compile durations, and hits of the
   persistent compilation cache;
 - the module JAX hands XLA (`private.private_compile_observer`), for the op count
@@ -16,8 +17,8 @@ JAX itself reports while the program runs, in the order JAX reports it.
 - the Python stack at that moment: the user's call site, and whether a primitive
   runs op by op (`private.private_eager_dispatch`).
 
-Everything is restored when the recording ends: the config, the listeners, the
-logger.
+Everything is restored when the recording ends: the listeners, the logger, the
+thread's setting.
 """
 
 from __future__ import annotations
@@ -199,32 +200,40 @@ class CompileRecorder:
             self.modules_dropped += 1
 
 
+def _program_asked() -> bool:
+    """Whether the program itself asked JAX to explain cache misses (its global
+    setting; hloscope's own is local to the recording thread)."""
+    return bool(jax.explain_cache_misses.get_global())
+
+
 class _ExplanationTap(logging.Filter):
     """A filter on JAX's explanations logger: hands each explanation to the recorder,
-    and lets it through to the program's handlers only when the program itself had
-    asked JAX for explanations."""
+    and lets it through to the program's handlers only when the program itself asked
+    JAX for explanations (and had not silenced the logger)."""
 
-    def __init__(self, recorder: CompileRecorder, pass_through: bool) -> None:
+    def __init__(self, recorder: CompileRecorder, silenced: bool) -> None:
         super().__init__()
         self.recorder = recorder
-        self.pass_through = pass_through
+        self.silenced = silenced
 
     def filter(self, record: logging.LogRecord) -> bool:
         # An explanation hloscope cannot read is no reason to fail the program.
         with contextlib.suppress(Exception):
             self.recorder.on_explanation(record.getMessage())
-        return self.pass_through
+        return not self.silenced and _program_asked()
 
 
 class _RaisedLevelUndone(logging.Filter):
-    """A filter on JAX's compiler loggers: while hloscope, not the program, asked JAX
+    """A filter on JAX's compiler loggers: while hloscope, not the program, asks JAX
     to explain cache misses, JAX logs its persistent-cache messages at WARNING
     instead of DEBUG; they reach the program's handlers at DEBUG, as they would have,
     and only where the logger is enabled for DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.WARNING or not str(record.msg).startswith(
-            private.EXPLAIN_RAISED_MESSAGES
+        if (
+            record.levelno != logging.WARNING
+            or not str(record.msg).startswith(private.EXPLAIN_RAISED_MESSAGES)
+            or _program_asked()
         ):
             return True
         if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
@@ -250,29 +259,31 @@ def _collector_on() -> Iterator[None]:
 
 @contextlib.contextmanager
 def recording() -> Iterator[CompileRecorder]:
-    """Record every compilation while the block runs."""
+    """Record every compilation while the block runs (with JAX's explanations for
+    the compilations of this thread: hloscope asks for them in this thread only,
+    leaving the program's own setting alone)."""
     recorder = CompileRecorder()
-    explained_before = bool(jax.config.jax_explain_cache_misses)
     logger = logging.getLogger(private.EXPLAIN_LOGGER)
     level_before, disabled_before = logger.level, logger.disabled
-    tap = _ExplanationTap(recorder, pass_through=explained_before)
+    silenced = disabled_before or not logger.isEnabledFor(logging.WARNING)
+    tap = _ExplanationTap(recorder, silenced=silenced)
     logger.addFilter(tap)
     undo = _RaisedLevelUndone()
     raised = [logging.getLogger(name) for name in private.EXPLAIN_RAISED_LOGGERS]
-    if not explained_before:
-        for other in raised:
-            other.addFilter(undo)
-    if not logger.isEnabledFor(logging.WARNING):
+    for other in raised:
+        other.addFilter(undo)
+    if silenced:
         logger.setLevel(logging.WARNING)
-    logger.disabled = False
+        logger.disabled = False
     monitoring.register_event_duration_secs_listener(recorder.on_duration)
     monitoring.register_event_listener(recorder.on_event)
-    jax.config.update("jax_explain_cache_misses", True)
     try:
-        with private.private_compile_observer(recorder.on_compile):
+        with (
+            jax.explain_cache_misses(True),
+            private.private_compile_observer(recorder.on_compile),
+        ):
             yield recorder
     finally:
-        jax.config.update("jax_explain_cache_misses", explained_before)
         with contextlib.suppress(AssertionError, ValueError):
             monitoring.unregister_event_duration_listener(recorder.on_duration)
         with contextlib.suppress(AssertionError, ValueError):
