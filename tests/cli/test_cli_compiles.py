@@ -507,3 +507,41 @@ def test_a_program_that_asked_for_explanations_still_sees_them(tmp_path: Path) -
     assert doc["summary"]["compiles"] == 2
     assert changes_of(doc, "<lambda>")[-1]["after"] == "f32[6]"
     assert log.read_text().count("TRACING CACHE MISS") == 2
+
+
+def test_compilations_in_another_thread_are_counted(tmp_path: Path) -> None:
+    prog = script(
+        tmp_path,
+        """
+        import threading
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def in_main(x):
+            return x + 2
+
+        @jax.jit
+        def in_worker(x):
+            return x * 3
+
+        def work():
+            for n in (3, 4, 5):
+                in_worker(jnp.zeros(n))
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        for n in (3, 4):
+            in_main(jnp.zeros(n))
+        worker.join()
+        write_sizes(sys.argv[1], in_main=in_main, in_worker=in_worker)
+        """,
+    )
+    sizes_file = tmp_path / "sizes.json"
+    doc = run_cli("compiles", str(prog), str(sizes_file), "--json").json()
+    functions = by_function(doc)
+    assert {name: functions[name]["compiles"] for name in ("in_main", "in_worker")} == json.loads(
+        sizes_file.read_text()
+    )
+    assert changes_of(doc, "in_main") == [
+        {"path": "x", "before": "f32[3]", "after": "f32[4]", "kind": "type"}
+    ]

@@ -93,9 +93,23 @@ class CompileRecorder:
         self.modules_dropped = 0
         self._start = time.perf_counter()
         self._lock = threading.Lock()
-        self._explanations: list[_Explanation] = []
-        self._pending: _Pending | None = None
+        # Per thread: JAX reports one compilation's events in the thread compiling it.
+        self._local = threading.local()
         self._kept_bytes = 0
+
+    @property
+    def _explanations(self) -> list[_Explanation]:
+        if not hasattr(self._local, "explanations"):
+            self._local.explanations = []
+        return self._local.explanations  # type: ignore[no-any-return]
+
+    @property
+    def _pending(self) -> _Pending | None:
+        return getattr(self._local, "pending", None)
+
+    @_pending.setter
+    def _pending(self, pending: _Pending | None) -> None:
+        self._local.pending = pending
 
     @property
     def elapsed(self) -> float:
