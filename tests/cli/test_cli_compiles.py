@@ -545,3 +545,17 @@ def test_compilations_in_another_thread_are_counted(tmp_path: Path) -> None:
     assert changes_of(doc, "in_main") == [
         {"path": "x", "before": "f32[3]", "after": "f32[4]", "kind": "type"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["README.md"], "expected a Python script"),
+        (["samples/recompiles.py", "--args", "x"], "after --, when they clash"),
+        (["samples/recompiles.py:predict", "extra"], "unexpected arguments extra"),
+    ],
+)
+def test_bad_command_lines_are_one_line(args: list[str], message: str) -> None:
+    result = run_cli("compiles", *args, "--json")
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr

@@ -381,7 +381,8 @@ def record_target(
         if arg_factories or calls_factory:
             raise HloscopeError(
                 "--args and --calls are for a function (file.py:function); a script "
-                "takes its own arguments after its name",
+                "takes its own arguments after its name (after --, when they clash "
+                f"with hloscope's options: hloscope compiles {target} -- --args ...)",
                 where=target,
             )
         if not str(target).endswith(".py") or not Path(target).is_file():
