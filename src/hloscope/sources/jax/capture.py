@@ -95,7 +95,6 @@ class CompileRecorder:
         self._lock = threading.Lock()
         # Per thread: JAX reports one compilation's events in the thread compiling it.
         self._local = threading.local()
-        self._kept_bytes = 0
 
     @property
     def _explanations(self) -> list[_Explanation]:
