@@ -8,6 +8,8 @@ prompt):
     insp = hloscope.inspect(f, x, y)   # a function and its arguments, a Lowered,
     insp.params                        # Compiled or Exported, module text or bytes,
     hloscope.diff(f, g, x, y)          # a path, a dump folder
+    with hloscope.watch() as w:        # every compilation JAX performs in the block:
+        train()                        # why it compiled again, what it cost
 
 Importing `hloscope` imports nothing heavy: `inspect` and `diff` load JAX and
 jaxlib when called, and `Inspection.browse` loads textual. The reports the command line
@@ -21,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
-    from hloscope.api import Inspection, diff, inspect
+    from hloscope.api import Inspection, Watch, diff, inspect, watch
 
 __version__ = "0.1.0"
 
-__all__ = ["HloscopeError", "Inspection", "__version__", "diff", "inspect"]
+__all__ = ["HloscopeError", "Inspection", "Watch", "__version__", "diff", "inspect", "watch"]
 
-_LAZY = {"Inspection", "diff", "inspect"}
+_LAZY = {"Inspection", "Watch", "diff", "inspect", "watch"}
 
 
 def __getattr__(name: str) -> Any:

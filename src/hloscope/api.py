@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hloscope.ir.model import Module
     from hloscope.reports import (
         AotReport,
+        CompilesReport,
         DiffReport,
         FusionsReport,
         InspectReport,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     )
     from hloscope.sources.loader import Call, Loaded, LoadOptions, Source
 
-__all__ = ["Inspection", "diff", "inspect"]
+__all__ = ["Inspection", "Watch", "diff", "inspect", "watch"]
 
 # Labels of module text and bytes given in hand (as Python names source it has no
 # file for: `<string>`).
@@ -359,3 +360,86 @@ class Inspection(Displayed):
         more += [".diff(other)", ".text()", ".browse()", ".to_json()"]
         console.print()
         console.print(Text(f"more: {' '.join(more)}", style="dim"))
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def watch() -> Watch:
+    """Record every compilation JAX performs inside a `with` block:
+
+        with hloscope.watch() as w:
+            train()
+        w              # the report `hloscope compiles` prints
+        w.to_json()    # its --json document
+
+    The program runs as it would without it (its results, its logging); what JAX
+    compiled, why (in JAX's words) and what it cost is in `w.report`."""
+    return Watch()
+
+
+class Watch(Displayed):
+    """The compilations recorded by `hloscope.watch()`. Inside the block, `report`
+    holds what was recorded so far; after it, everything."""
+
+    def __init__(self) -> None:
+        self._recording: Any = None
+        self._recorder: Any = None
+        self._start = 0.0
+        self._wall: float | None = None
+        self._error: str | None = None
+
+    def __enter__(self) -> Watch:
+        import time
+
+        from hloscope.sources.jax.capture import recording
+
+        if self._recording is not None:
+            raise HloscopeError("this watch() is in use; make a new one")
+        self._recording = recording()
+        self._recorder = self._recording.__enter__()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        import time
+
+        from hloscope.errors import describe_exception
+
+        self._wall = time.perf_counter() - self._start
+        if exc is not None and isinstance(exc, Exception):
+            self._error = describe_exception(exc)
+        self._recording.__exit__(exc_type, exc, traceback)
+
+    @property
+    def report(self) -> CompilesReport:
+        """The `compiles` report of what was recorded (so far, inside the block)."""
+        import time
+
+        from hloscope import reports
+        from hloscope.sources.stages import RecordedRun
+
+        if self._recorder is None:
+            raise HloscopeError("nothing recorded: use it as `with hloscope.watch() as w:`")
+        wall = self._wall if self._wall is not None else time.perf_counter() - self._start
+        run = RecordedRun(
+            label="hloscope.watch()",
+            compiles=tuple(self._recorder.compiles),
+            wall_seconds=wall,
+            exit_code=0,
+            error=self._error,
+            modules_dropped=self._recorder.modules_dropped,
+        )
+        return shown(reports.compiles_report(run))
+
+    def browse(self) -> None:
+        """Open the browser's Compiles view on the recording in the current terminal."""
+        from hloscope.tui.compiles_app import browse_compiles
+
+        browse_compiles(self.report)
+
+    def _json_document(self) -> dict[str, Any]:
+        return renderers(self.report)[0](self.report)
+
+    def _render_into(self, console: Console) -> None:
+        renderers(self.report)[1](self.report, console)

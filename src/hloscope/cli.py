@@ -424,6 +424,130 @@ def _browse_diff(a: str, b: str, options: loader.LoadOptions, debug: bool) -> No
         raise typer.Exit(code)
 
 
+# --------------------------------------------------------------------------- compiles
+
+CompilesTargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="SCRIPT.py [ARGS]... | TARGET",
+        help="A Python script, run as `python SCRIPT.py ARGS` would run it (arguments "
+        "after the script are its own; put -- before them when they clash with "
+        "hloscope's options), or a function (pkg.module:function, file.py:function) "
+        "called once per --args or --calls argument set.",
+        show_default=False,
+    ),
+]
+CompilesArgsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--args",
+        metavar="FACTORY",
+        help="For a function: module:callable or file.py:callable returning one argument "
+        "set (a tuple, or a pair (args_tuple, kwargs_dict)); repeat to call it once per set.",
+        show_default=False,
+    ),
+]
+CallsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--calls",
+        metavar="FACTORY",
+        help="For a function: module:callable or file.py:callable returning a list of "
+        "argument sets; the function is called once per set.",
+        show_default=False,
+    ),
+]
+CompilesFailOnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        metavar="WHAT",
+        help="recompiles: exit 1 when a jitted function compiled more than once.",
+        show_default=False,
+    ),
+]
+
+
+def _compiles_exit(report: reports.CompilesReport, fail_on: str | None) -> int:
+    """The program's failure first (its error: exit 2, its own exit code), then the
+    check."""
+    if report.error is not None:
+        print_error(f"{report.target}: {report.error}")
+        return ExitCode.ERROR
+    if report.exit_code:
+        return report.exit_code
+    if fail_on == "recompiles" and report.recompiled:
+        return ExitCode.DIFFERENT
+    return ExitCode.OK
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def compiles(
+    ctx: typer.Context,
+    target: CompilesTargetArg,
+    args: CompilesArgsOption = None,
+    calls: CallsOption = None,
+    json: JsonOption = False,
+    print_: PrintOption = False,
+    fail_on: CompilesFailOnOption = None,
+    debug: DebugOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """Every compilation JAX performs while a script runs (or a function is called on
+    several argument sets): why it compiled again, in JAX's words, and what it cost.
+    Opens the browser on a terminal (unless --print or --json)."""
+    argv = list(ctx.args)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if fail_on not in (None, "recompiles"):
+        with command_edge(debug):
+            raise HloscopeError(f"--fail-on {fail_on}: expected recompiles")
+
+    def build() -> reports.CompilesReport:
+        from hloscope.sources.jax.capture import record_target
+
+        return reports.compiles_report(
+            record_target(
+                target,
+                argv,
+                arg_factories=tuple(args or ()),
+                calls_factory=calls,
+                stdout_to_stderr=json,
+            )
+        )
+
+    if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
+        _browse_compiles(build, fail_on, debug)
+        return
+    from hloscope.render.text.compiles import render_compiles
+
+    emit(
+        debug,
+        json,
+        build,
+        json_render.compiles_json,
+        render_compiles,
+        lambda report: _compiles_exit(report, fail_on),
+        timeout=timeout,
+    )
+
+
+def _browse_compiles(
+    build: Callable[[], reports.CompilesReport], fail_on: str | None, debug: bool
+) -> None:
+    """Record the run, then open the browser on its Compiles view."""
+    with command_edge(debug), gc_paused():
+        report = build()
+        from hloscope.tui.compiles_app import run_compiles_browser
+
+        code = run_compiles_browser(report, debug=debug)
+    code = _compiles_exit(report, fail_on) or code
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from hloscope.analyses.aot import AotComparison, Program, Verdict, compare_paths
+from hloscope.analyses.compiles import CompilesAnalysis, analyze_compiles
 from hloscope.analyses.diff import ModuleDiff, diff_modules
 from hloscope.analyses.fusions import (
     FusionAnalysis,
@@ -37,11 +38,12 @@ from hloscope.sources.loader import (
     load_diff_sides,
     optimized,
 )
-from hloscope.sources.stages import InputLeaf
+from hloscope.sources.stages import InputLeaf, RecordedRun
 
 __all__ = [
     "AotReport",
     "AotTimings",
+    "CompilesReport",
     "DiffReport",
     "FusionsReport",
     "InspectReport",
@@ -49,6 +51,7 @@ __all__ = [
     "PlacementReport",
     "Timings",
     "aot_check_report",
+    "compiles_report",
     "diff_loaded",
     "diff_report",
     "fusions_report",
@@ -355,4 +358,39 @@ def aot_check_report(loaded: LoadedRuns) -> AotReport:
             run_seconds=runs.aot.seconds,
         ),
         notes=loaded.notes,
+    )
+
+
+# --------------------------------------------------------------------------- compiles
+
+
+@dataclasses.dataclass(frozen=True)
+class CompilesReport:
+    """The `compiles` view: every compilation JAX performed while a program ran, why
+    it happened and what it cost."""
+
+    target: str
+    """What ran: the script and its arguments, or the function."""
+    analysis: CompilesAnalysis
+    exit_code: int
+    """The program's own exit code."""
+    error: str | None
+    """The exception the program raised, on one line."""
+    modules_dropped: int
+    """Compilations whose module was not kept (over the memory bound)."""
+
+    @property
+    def recompiled(self) -> bool:
+        """Whether a jitted function compiled more than once (for `--fail-on`)."""
+        return self.analysis.summary.recompiled_functions > 0
+
+
+def compiles_report(run: RecordedRun) -> CompilesReport:
+    """Build the `compiles` report of a recorded run."""
+    return CompilesReport(
+        target=run.label,
+        analysis=analyze_compiles(run.compiles, run.wall_seconds),
+        exit_code=run.exit_code,
+        error=run.error,
+        modules_dropped=run.modules_dropped,
     )

@@ -214,3 +214,30 @@ def test_hloscope_diff_print_on_a_terminal_prints(terminal):
     screen = term.wait_for(lambda s: "EXIT=" in s, "the report")
     assert "verdict  different · 1 added · 0 removed · 1 changed · 6 unchanged" in screen
     assert "EXIT=1" in screen
+
+
+@pytest.mark.slow
+def test_hloscope_compiles_in_a_terminal(terminal):
+    # The script runs first, then the Compiles view opens; enter opens a
+    # compilation's module in the IR browser, q comes back, d diffs it with the
+    # function's previous compilation, q and q end with the script's exit code.
+    term = terminal(["compiles", "samples/recompiles.py", "--steps", "2"])
+    screen = term.wait_for(lambda s: "hloscope compiles · samples/recompiles.py" in s, "the view")
+    assert "x: f32[8,4] → f32[16,4]" in screen
+    row = next(line for line in screen.splitlines() if "x: f32[8,4] → f32[16,4]" in line)
+    number = int(row.split()[0])
+    term.keys(*["Down"] * (number - 1), "Enter")
+    screen = term.wait_for(
+        lambda s: f"hloscope · predict #{number} · jit_predict" in s and "tensor<16x4xf32>" in s,
+        "the IR",
+    )
+    term.keys("q")
+    term.wait_for(lambda s: "hloscope compiles · samples/recompiles.py" in s, "the view again")
+    term.keys("d")
+    term.wait_for(
+        lambda s: "hloscope diff · predict #" in s and "verdict different" in s, "the diff"
+    )
+    term.keys("q")
+    term.wait_for(lambda s: "hloscope compiles · samples/recompiles.py" in s, "the view again")
+    term.keys("q")
+    term.wait_for(lambda s: "EXIT=0" in s, "the exit")

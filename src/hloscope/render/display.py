@@ -45,6 +45,7 @@ def renderers(report: object) -> Renderers:
     from hloscope import reports
     from hloscope.render import json as json_render
     from hloscope.render.text.aot import render_aot_check
+    from hloscope.render.text.compiles import render_compiles
     from hloscope.render.text.diff import render_diff
     from hloscope.render.text.fusions import render_fusions
     from hloscope.render.text.inspect import render_inspect
@@ -58,6 +59,7 @@ def renderers(report: object) -> Renderers:
         reports.FusionsReport: (json_render.fusions_json, render_fusions),
         reports.DiffReport: (json_render.diff_json, render_diff),
         reports.AotReport: (json_render.aot_check_json, render_aot_check),
+        reports.CompilesReport: (json_render.compiles_json, render_compiles),
     }
     for cls in type(report).__mro__:
         if cls in table:

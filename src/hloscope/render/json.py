@@ -20,6 +20,7 @@ from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
 from hloscope.reports import (
     AotReport,
+    CompilesReport,
     DiffReport,
     FusionsReport,
     InspectReport,
@@ -27,6 +28,7 @@ from hloscope.reports import (
     PlacementReport,
 )
 from hloscope.sources.loader import Source
+from hloscope.sources.stages import RecordedCompile
 
 SCHEMA_VERSION = 1
 
@@ -507,3 +509,69 @@ def aot_check_json(report: AotReport) -> dict[str, Any]:
         "notes": list(report.notes),
     }
     return document("aot-check", report.target, body)
+
+
+# --------------------------------------------------------------------------- compiles
+
+
+def _compile_json(compile_: RecordedCompile) -> dict[str, Any]:
+    return {
+        "function": compile_.function,
+        "source": compile_.source,
+        "call_site": compile_.call_site,
+        "eager": compile_.eager,
+        "cause": compile_.cause,
+        "changes": [
+            {"path": c.path, "before": c.before, "after": c.after, "kind": c.kind}
+            for c in compile_.changes
+        ],
+        "signature": compile_.signature,
+        "started_seconds": compile_.started_seconds,
+        "trace_seconds": compile_.trace_seconds,
+        "lower_seconds": compile_.lower_seconds,
+        "compile_seconds": compile_.compile_seconds,
+        "ops": compile_.ops,
+        "persistent_cache_hit": compile_.persistent_cache_hit,
+        "module": compile_.module.name if compile_.module is not None else None,
+    }
+
+
+def compiles_json(report: CompilesReport) -> dict[str, Any]:
+    analysis = report.analysis
+    summary = analysis.summary
+    return document(
+        "compiles",
+        report.target,
+        {
+            "summary": {
+                "compiles": summary.compiles,
+                "functions": summary.functions,
+                "compile_seconds": summary.compile_seconds,
+                "wall_seconds": summary.wall_seconds,
+                "eager_compiles": summary.eager_compiles,
+                "recompiled_functions": summary.recompiled_functions,
+                "compiling_seconds": summary.compiling_seconds,
+                "compiling_share": summary.compiling_share,
+                "persistent_cache_hits": summary.persistent_cache_hits,
+            },
+            "functions": [
+                {
+                    "function": f.function,
+                    "source": f.source,
+                    "compiles": f.compiles,
+                    "signatures": f.signatures,
+                    "compile_seconds": f.compile_seconds,
+                    "total_seconds": f.total_seconds,
+                    "ops": f.ops,
+                    "causes": list(f.causes),
+                    "likely_cause": f.likely_cause,
+                }
+                for f in analysis.functions
+            ],
+            "eager_ops": [plain(op) for op in analysis.eager],
+            "compiles": [_compile_json(c) for c in analysis.compiles],
+            "exit_code": report.exit_code,
+            "error": report.error,
+            "modules_dropped": report.modules_dropped,
+        },
+    )

@@ -193,3 +193,73 @@ class AotRuns:
     `jax.stages.Compiled` (no lowered module to compare)."""
     compile_seconds: float | None
     """Wall time of `.compile()` on the AOT path."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgumentChange:
+    """What changed in one argument between a function's closest earlier compilation
+    and this one, as JAX's cache-miss explanation says."""
+
+    path: str
+    """Pytree path of the argument (`x`, `batch['x']`), or a static argument's name."""
+    before: str
+    """`f32[8,16]`, `f32[]{weak_type=True}`, a static value, a pytree node."""
+    after: str
+    kind: ChangeKind
+    """What changed: a `type` (shape, dtype, weak type, sharding), a `static` value
+    or the `pytree` structure."""
+
+
+ChangeKind = Literal["type", "static", "pytree"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedCompile:
+    """One compilation JAX performed while a program ran (`hloscope compiles`)."""
+
+    function: str
+    """The name JAX gives the function (`step`, `<lambda>`, `sin` for an eager op)."""
+    source: str | None
+    """`file.py:LINE` of its definition, as JAX reports it; None when JAX did not
+    explain (functions outside the user's code, eager ops)."""
+    call_site: str | None
+    """`file.py:LINE` of the innermost frame of the user's code that led to it."""
+    eager: bool
+    """An op run outside any jit (a primitive, or one of JAX's own jitted functions
+    such as `jnp.sin`), which JAX compiles alone."""
+    signature: str | None
+    """What JAX traced it for: argument avals (weak types and shardings included) and
+    the input pytree (static values included); None when unknown."""
+    cause: str | None
+    """JAX's cache-miss explanation, on one line; None when JAX gave none."""
+    changes: tuple[ArgumentChange, ...]
+    started_seconds: float
+    """When it started, in seconds after the recording began."""
+    trace_seconds: float | None
+    lower_seconds: float | None
+    compile_seconds: float | None
+    """XLA's compilation (or the persistent cache's lookup, when it served it)."""
+    ops: int | None
+    """Ops in the module JAX handed XLA (functions, returns and the module itself
+    not counted)."""
+    persistent_cache_hit: bool
+    """Whether JAX's persistent compilation cache served the executable."""
+    module: CompiledModule | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The module JAX handed XLA, when it was kept (the recording keeps the latest
+    ones, within a memory bound)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedRun:
+    """Everything JAX compiled while a program ran, and how the program ended."""
+
+    label: str
+    """What ran: the script and its arguments, or the function."""
+    compiles: tuple[RecordedCompile, ...]
+    wall_seconds: float
+    exit_code: int
+    """The program's exit code (`sys.exit(n)`; 0 when it returned)."""
+    error: str | None
+    """The exception the program raised, on one line (`ValueError: ... (at f.py:3)`)."""
+    modules_dropped: int = 0
+    """Modules not kept, over the memory bound."""

@@ -14,6 +14,8 @@ private APIs are read in `private` alone.
   (`Compilation`);
 - `aot`: the runs of `aot-check`, the call and the ahead-of-time path on the same
   inputs (`AotRuns`);
+- `capture`: every compilation JAX performs while a program runs, with JAX's
+  reasons and timings (`RecordedRun`, for `compiles` and `hloscope.watch()`);
 - `private`: every use of `jax._src` and of underscored JAX attributes, and
   `private_api_ok()`, which fails loudly when a JAX release changes them.
 

@@ -11,12 +11,17 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from types import FrameType
 from typing import Any
 
 import jax
 import numpy as np
+from jax._src import compilation_cache as _jax_compilation_cache
 from jax._src import compiler as _jax_compiler
+from jax._src import dispatch as _jax_dispatch
+from jax._src import pjit as _jax_pjit
+from jax._src.interpreters import partial_eval as _jax_partial_eval
 from jax._src.lib import xla_client as _xla_client
 
 from hloscope.errors import native_stderr_captured
@@ -164,18 +169,117 @@ def private_compiled_modules() -> Iterator[list[CompiledModule]]:
     through `jax._src.compiler.compile_or_get_cached`, called as a module attribute
     from `jax._src.interpreters.pxla`; wrapping it there sees persistent-cache hits
     too. The original is restored when the block ends, whatever happens."""
-    original = _jax_compiler.compile_or_get_cached
     captured: list[CompiledModule] = []
+    with private_compile_observer(
+        lambda computation: captured.append(_compiled_module(computation))
+    ):
+        yield captured
 
-    def recording(backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
-        captured.append(_compiled_module(computation))
+
+@contextlib.contextmanager
+def private_compile_observer(on_compile: Callable[[Any], None]) -> Iterator[None]:
+    """Call `on_compile(computation)` (the MLIR module) before every compilation JAX
+    asks of XLA while the block runs, persistent-cache hits included (see
+    `private_compiled_modules`). Blocks nest: each restores what it replaced."""
+    original = _jax_compiler.compile_or_get_cached
+
+    def observed(backend: Any, computation: Any, *args: Any, **kwargs: Any) -> Any:
+        on_compile(computation)
         return original(backend, computation, *args, **kwargs)
 
-    _jax_compiler.compile_or_get_cached = recording
+    _jax_compiler.compile_or_get_cached = observed
     try:
-        yield captured
+        yield
     finally:
         _jax_compiler.compile_or_get_cached = original
+
+
+def private_compiled_module(computation: Any) -> CompiledModule:
+    """The module `private_compile_observer` saw, as bytecode."""
+    return _compiled_module(computation)
+
+
+# JAX's monitoring events around one compilation, and its cache-miss explanations'
+# logger: names JAX keeps in private modules.
+TRACE_EVENT = _jax_dispatch.JAXPR_TRACE_EVENT
+LOWER_EVENT = _jax_dispatch.JAXPR_TO_MLIR_MODULE_EVENT
+COMPILE_EVENT = _jax_dispatch.BACKEND_COMPILE_EVENT
+PERSISTENT_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+EXPLAIN_LOGGER = _jax_partial_eval.logger.name
+# Loggers whose persistent-cache messages JAX raises from DEBUG to WARNING while it
+# explains cache misses, and those messages' format strings.
+EXPLAIN_RAISED_LOGGERS = (_jax_compiler.logger.name, _jax_compilation_cache.logger.name)
+EXPLAIN_RAISED_MESSAGES = (
+    "PERSISTENT COMPILATION CACHE MISS",
+    "Not writing persistent cache entry",
+    "Writing %s to persistent compilation cache",
+    "_get_cache: Unsupported runtime",
+)
+
+
+def private_eager_dispatch(frame: FrameType | None) -> bool:
+    """Whether `frame`'s stack runs a primitive op by op (`jax._src.dispatch.
+    apply_primitive`: an op outside any jit, which JAX compiles on its own)."""
+    while frame is not None:
+        if frame.f_code is _APPLY_PRIMITIVE_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_APPLY_PRIMITIVE_CODE = getattr(_jax_dispatch.apply_primitive, "__code__", None)
+
+
+def private_jitted_call(frame: FrameType | None) -> tuple[Any | None, str | None]:
+    """The Python function a `jax.jit` call on `frame`'s stack is compiling, and the
+    signature JAX traced it for (argument avals with weak types and shardings, and
+    the input pytree, static values included): the `fun` and `p` of
+    `jax._src.pjit._run_python_pjit`. (None, None) when no such call is on the stack."""
+    while frame is not None:
+        if frame.f_code is _RUN_PYTHON_PJIT_CODE:
+            local = frame.f_locals
+            caller = frame.f_back
+            jit_info = caller.f_locals.get("jit_info") if caller is not None else None
+            statics = _static_values(jit_info, local.get("args"), local.get("kwargs"))
+            return local.get("fun"), _signature(local.get("p"), statics)
+        frame = frame.f_back
+    return None, None
+
+
+def _static_values(jit_info: Any, args: Any, kwargs: Any) -> list[str]:
+    """`static args[1]=3`, `static n=3`: the static arguments of a jitted call."""
+    try:
+        values = [
+            f"static args[{i}]={args[i]!r}"
+            for i in jit_info.static_argnums
+            if isinstance(args, tuple) and i < len(args)
+        ]
+        values += [
+            f"static {k}={kwargs[k]!r}"
+            for k in jit_info.static_argnames
+            if isinstance(kwargs, dict) and k in kwargs
+        ]
+        return values
+    except Exception:
+        return []
+
+
+def _signature(params: Any, statics: list[str]) -> str | None:
+    try:
+        names = list(params.arg_names or ())
+        parts = []
+        for index, aval in enumerate(params.in_avals):
+            text = aval.str_short(True, True).replace("({})", "")
+            if getattr(aval, "weak_type", False):
+                text += "{weak_type=True}"
+            name = names[index] if index < len(names) and names[index] else f"arg{index}"
+            parts.append(f"{name}: {text}")
+        return f"({', '.join(parts + statics)}) {params.in_tree}"
+    except Exception:
+        return None
+
+
+_RUN_PYTHON_PJIT_CODE = getattr(getattr(_jax_pjit, "_run_python_pjit", None), "__code__", None)
 
 
 def _compiled_module(computation: Any) -> CompiledModule:
@@ -217,6 +321,7 @@ def private_api_ok() -> list[str]:
     if not hasattr(getattr(source_info_util, "is_user_filename", None), "cache_clear"):
         missing.append("jax._src.source_info_util.is_user_filename.cache_clear")
     missing.extend(_compile_capture_missing())
+    missing.extend(_compile_events_missing())
     if not hasattr(_jax_compiler, "get_compile_options"):
         missing.append("jax._src.compiler.get_compile_options")
     elif (
@@ -256,4 +361,36 @@ def _compile_capture_missing() -> list[str]:
         )
     if getattr(_jax_compiler, "compile_or_get_cached", None) is not function:
         missing.append("jax._src.compiler.compile_or_get_cached (not restored)")
+    return missing
+
+
+def _compile_events_missing() -> list[str]:
+    """What `hloscope.sources.jax.capture` reads: the monitoring event names, the
+    explanations' logger, and the eager dispatch function."""
+    missing = []
+    for name in ("JAXPR_TRACE_EVENT", "JAXPR_TO_MLIR_MODULE_EVENT", "BACKEND_COMPILE_EVENT"):
+        if not isinstance(getattr(_jax_dispatch, name, None), str):
+            missing.append(f"jax._src.dispatch.{name}")
+    if _APPLY_PRIMITIVE_CODE is None:
+        missing.append("jax._src.dispatch.apply_primitive")
+    if _RUN_PYTHON_PJIT_CODE is None or not {"fun", "p", "args", "kwargs"} <= set(
+        _RUN_PYTHON_PJIT_CODE.co_varnames
+    ):
+        missing.append("jax._src.pjit._run_python_pjit(p, args_flat, fun, args, kwargs)")
+    fields = getattr(getattr(_jax_pjit, "PjitParams", None), "_fields", ())
+    for field in ("in_avals", "in_tree", "arg_names"):
+        if field not in fields:
+            missing.append(f"jax._src.pjit.PjitParams.{field}")
+    if (
+        "jit_info"
+        not in _jax_pjit._cpp_pjit.__code__.co_cellvars + _jax_pjit._cpp_pjit.__code__.co_varnames
+    ):
+        missing.append("jax._src.pjit._cpp_pjit(fun, jit_info)")
+    if not callable(getattr(_jax_partial_eval, "explain", None)):
+        missing.append("jax._src.interpreters.partial_eval.explain")
+    for module in (_jax_compiler, _jax_compilation_cache):
+        if not hasattr(getattr(module, "logger", None), "name"):
+            missing.append(f"{module.__name__}.logger")
+    if "jax_explain_cache_misses" not in jax.config.values:
+        missing.append("jax.config jax_explain_cache_misses")
     return missing

@@ -1,0 +1,123 @@
+"""The Compiles view (`hloscope compiles` on a terminal) through `App.run_test()`:
+its rows, enter opening a compilation's module in the IR browser, and `d` opening
+two compilations of one function on the diff screen."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from textual.widgets import DataTable, Static
+
+from hloscope import reports
+from hloscope.sources.jax.capture import record_script
+from hloscope.tui.app import HloscopeApp
+from hloscope.tui.compiles_app import CompilesApp, LoadedDiffApp, compile_loaded, next_app
+from tui_support import SIZE, loaded, plain, quiet, sync
+
+PROGRAM = """
+import jax, jax.numpy as jnp
+
+@jax.jit
+def grows(x):
+    return jnp.tanh(x) * 2
+
+grows(jnp.ones((2, 3)))
+grows(jnp.ones((5, 3)))
+"""
+
+
+def recorded(tmp_path: Path) -> reports.CompilesReport:
+    script = tmp_path / "grows.py"
+    script.write_text(textwrap.dedent(PROGRAM))
+    run = record_script(str(script), [], stdout_to_stderr=False)
+    return reports.compiles_report(run)
+
+
+def rows_of(report: reports.CompilesReport, function: str) -> list[int]:
+    return [i for i, c in enumerate(report.analysis.compiles) if c.function == function]
+
+
+@sync
+async def test_rows_details_and_enter_asks_for_the_module(tmp_path: Path) -> None:
+    report = recorded(tmp_path)
+    _first, second = rows_of(report, "grows")
+    app = CompilesApp(report)
+    async with app.run_test(size=SIZE) as pilot:
+        await quiet(pilot)
+        table = app.query_one(DataTable)
+        assert table.row_count == len(report.analysis.compiles)
+        assert "2 compilations of 1 function (1 recompiled)" in plain(
+            app.query_one("#compiles-summary", Static).content
+        )
+        table.move_cursor(row=second)
+        await quiet(pilot)
+        details = plain(app.query_one("#compiles-details", Static).content)
+        assert "x: f32[2,3] → f32[5,3] (type)" in details
+        assert "JAX: different input types: at x, now f32[5,3] and before f32[2,3]" in details
+        await pilot.press("enter")
+        await quiet(pilot)
+    assert app.request == ("open", second)
+
+
+@sync
+async def test_the_module_of_a_compilation_opens_in_the_ir_browser(tmp_path: Path) -> None:
+    report = recorded(tmp_path)
+    second = rows_of(report, "grows")[1]
+    app = next_app(report, ("open", second))(None)
+    assert isinstance(app, HloscopeApp)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.failure is None
+        module = app.session.loaded.module  # type: ignore[union-attr]
+        assert module.name == "jit_grows"
+        assert any(op.name == "stablehlo.tanh" for op in module.ops)
+        assert "5x3xf32" in app.session.loaded.parsed.text()  # type: ignore[union-attr]
+        await pilot.press("q")
+
+
+@sync
+async def test_d_diffs_a_compilation_with_the_previous_one_of_its_function(tmp_path: Path) -> None:
+    report = recorded(tmp_path)
+    first, second = rows_of(report, "grows")
+    app = CompilesApp(report, cursor=second)
+    async with app.run_test(size=SIZE) as pilot:
+        await quiet(pilot)
+        await pilot.press("d")
+        await quiet(pilot)
+    assert app.request == ("diff", first, second)
+    diff_app = next_app(report, app.request)(None)
+    assert isinstance(diff_app, LoadedDiffApp)
+    async with diff_app.run_test(size=SIZE) as pilot:
+        await loaded(diff_app, pilot)
+        assert diff_app.failure is None
+        summary = plain(diff_app.query_one("#diff-summary", Static).content)
+        assert "verdict different" in summary
+        assert "grows #" in summary
+        await pilot.press("q")
+
+
+@sync
+async def test_space_marks_the_other_side_of_a_diff(tmp_path: Path) -> None:
+    report = recorded(tmp_path)
+    first, second = rows_of(report, "grows")
+    app = CompilesApp(report, cursor=second)
+    async with app.run_test(size=SIZE) as pilot:
+        await quiet(pilot)
+        await pilot.press("space")
+        app.query_one(DataTable).move_cursor(row=first)
+        await quiet(pilot)
+        await pilot.press("d")
+        await quiet(pilot)
+    assert app.request == ("diff", first, second)
+    assert compile_loaded(report, first).module.name == "jit_grows"
+
+
+def test_the_readme_lists_every_key_of_the_compiles_view() -> None:
+    # After a change to the keys, paste `markdown_table(compiles_key_sections())` into
+    # the README.
+    from conftest import ROOT
+    from hloscope.tui.compiles_app import compiles_key_sections
+    from hloscope.tui.keys import markdown_table
+
+    assert markdown_table(compiles_key_sections()) in (ROOT / "README.md").read_text()
