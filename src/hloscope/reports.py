@@ -425,6 +425,21 @@ def _census_of(path: Path | None, pattern: str | None) -> Census | None:
     return census(read_pass_text(path), pattern)
 
 
+def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
+    """Each file's census; a file identical to the one before it (XLA dumps each
+    pipeline's start, often unchanged) is not counted again."""
+    censuses: list[Census] = []
+    previous_text: str | None = None
+    for path in paths:
+        text = read_pass_text(path)
+        if text == previous_text:
+            censuses.append(censuses[-1])
+        else:
+            censuses.append(census(text, pattern))
+        previous_text = text
+    return censuses
+
+
 def passes_from_dumps(
     dumped: PassDumps, find: str | None = None, diff: str | None = None
 ) -> PassesReport:
@@ -434,7 +449,7 @@ def passes_from_dumps(
     names = tuple(
         PassName(f.step, f.pipeline, f.after, f.before, f.path.name) for f in dumped.files
     )
-    censuses = [census(read_pass_text(f.path), pattern) for f in dumped.files]
+    censuses = _pass_censuses([f.path for f in dumped.files], pattern)
     input_census = _census_of(dumped.module.before, pattern)
     output_census = _census_of(dumped.module.after, None)
     table = pass_table(names, censuses, input_census, output_census)

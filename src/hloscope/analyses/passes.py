@@ -20,10 +20,11 @@ gone for good.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
@@ -32,14 +33,17 @@ PatternKind = Literal["op", "custom-call", "source-line", "text"]
 (`annotate_device_placement`), a source line (`model.py:42`), or any text of an
 instruction line (`_xla_compute_type`)."""
 
+# The regular expressions start at a newline (the text is read with one in front),
+# which lets the engine jump from line to line instead of trying every position.
 # Column 0: a computation's header, `%name (params) -> shape {` or `ENTRY %main ...`.
-# Indented: an instruction, `%name = shape opcode(...)` (`ROOT` first for the root).
-_LINE = re.compile(
-    r"^(?:(?:ENTRY\s+)?%?(?P<computation>[^\s(=%]+)\s*\([^\n]*\{[ \t]*$"
-    r"|[ \t]+(?:ROOT\s+)?%?[^\s=]+\s*=\s*[^\n]*?\b(?P<op>[a-z][a-z0-9-]*)\((?P<rest>[^\n]*)$)",
-    re.MULTILINE,
+_HEADER = re.compile(r"\n(?:ENTRY )?%?(?P<computation>[^\s(=%]+) \([^\n]*\{[ \t]*(?=\n)")
+# Indented: an instruction, `%name = shape opcode(...)` (`ROOT` first for the root);
+# the shape is a tuple in parentheses, or one token (TPU layouts hold parentheses:
+# `f32[8]{0:T(8)S(5)}`).
+_INSTRUCTION = re.compile(
+    r"\n[ \t]+(?:ROOT )?%?[^\s=]+ = (?:\([^\n]*?\)|\S+) (?P<op>[a-z][a-z0-9-]*)\("
 )
-_FUSED_CALL = re.compile(r"\bfusion(?:-start)?\([^\n]*?\bcalls=%?(?P<name>[^\s,})]+)")
+_CALLS = re.compile(r"\bcalls=%?(?P<name>[^\s,})]+)")
 _CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="(?P<target>[^"]*)"')
 _SOURCE_PATTERN = re.compile(r"^(?P<file>.+\.\w+):(?P<line>\d+)$")
 _SOURCE_METADATA = re.compile(r'source_file="(?P<file>[^"]*)"\s+source_line=(?P<line>\d+)')
@@ -105,54 +109,105 @@ class Census:
 def census(text: str, pattern: str | None = None) -> Census:
     """Count the instructions of an HLO module's text by opcode, and those matching
     `pattern` (as text, as a custom-call target and as a source line)."""
-    fused_names = {match["name"] for match in _FUSED_CALL.finditer(text)}
+    text = "\n" + text
+    # Each computation's instructions with one `findall` over its span of the text
+    # (matches cost far more one by one); what a pattern matches is looked up from
+    # where the pattern occurs.
+    headers = [(m.start(), m["computation"]) for m in _HEADER.finditer(text)]
+    starts = [0] + [start for start, _ in headers]
+    names = [""] + [name for _, name in headers]
+    ends = [*starts[1:], len(text)]
+    fused_names = _fused_computations(text)
     kinds: Counter[str] = Counter()
     fused_kinds: Counter[str] = Counter()
-    text_hits = [0, 0]
-    custom_hits = [0, 0]
-    source_hits = [0, 0]
-    source = _SOURCE_PATTERN.match(pattern) if pattern else None
-    frames = _frames_at(text, source["file"], int(source["line"])) if source else frozenset()
-    in_fused = False
-    for match in _LINE.finditer(text):
-        computation = match["computation"]
-        if computation is not None:
-            in_fused = computation in fused_names
-            continue
-        op = match["op"]
-        kinds[op] += 1
-        if in_fused:
-            fused_kinds[op] += 1
-        if pattern is None:
-            continue
-        line = match[0]
-        slot = 1 if in_fused else 0
-        if pattern in line:
-            _count(text_hits, slot)
-            if op == "custom-call":
-                target = _CUSTOM_CALL_TARGET.search(match["rest"])
+    for name, start, end in zip(names, starts, ends, strict=True):
+        ops = _INSTRUCTION.findall(text, start, end)
+        kinds.update(ops)
+        if name in fused_names:
+            fused_kinds.update(ops)
+    hits = {"text": [0, 0], "custom-call": [0, 0], "source-line": [0, 0]}
+    if pattern:
+        fused_spans = [
+            (start, end)
+            for name, start, end in zip(names, starts, ends, strict=True)
+            if name in fused_names
+        ]
+        for kind, line_start, op, line in _matching_lines(text, pattern):
+            if op is None:
+                continue
+            index = bisect.bisect_right(fused_spans, (line_start, len(text))) - 1
+            fused = index >= 0 and fused_spans[index][0] <= line_start < fused_spans[index][1]
+            hits[kind][0] += 1
+            hits[kind][1] += int(fused)
+            if kind == "text" and op == "custom-call":
+                target = _CUSTOM_CALL_TARGET.search(line)
                 if target is not None and target["target"] == pattern:
-                    _count(custom_hits, slot)
-        if source is not None and _made_by(match["rest"], source, frames):
-            _count(source_hits, slot)
+                    hits["custom-call"][0] += 1
+                    hits["custom-call"][1] += int(fused)
     return Census(
         ops=sum(kinds.values()),
         kinds=MappingProxyType(dict(kinds)),
         fused_ops=sum(fused_kinds.values()),
         fused_kinds=MappingProxyType(dict(fused_kinds)),
-        text_matches=text_hits[0],
-        text_matches_fused=text_hits[1],
-        custom_call_matches=custom_hits[0],
-        custom_call_matches_fused=custom_hits[1],
-        source_matches=source_hits[0],
-        source_matches_fused=source_hits[1],
+        text_matches=hits["text"][0],
+        text_matches_fused=hits["text"][1],
+        custom_call_matches=hits["custom-call"][0],
+        custom_call_matches_fused=hits["custom-call"][1],
+        source_matches=hits["source-line"][0],
+        source_matches_fused=hits["source-line"][1],
     )
 
 
-def _count(hits: list[int], slot: int) -> None:
-    hits[0] += 1
-    if slot:
-        hits[1] += 1
+def _line_at(text: str, position: int) -> tuple[int, str]:
+    """The start (its newline) and text of the line holding `position`."""
+    start = text.rfind("\n", 0, position)
+    end = text.find("\n", position)
+    return start, text[start : end if end != -1 else len(text)]
+
+
+def _fused_computations(text: str) -> frozenset[str]:
+    """The computations that `fusion` instructions call."""
+    names = set()
+    position = text.find("calls=")
+    while position != -1:
+        line = _line_at(text, position)[1]
+        if " fusion(" in line or " fusion-start(" in line:
+            called = _CALLS.search(text, position - 1)
+            if called is not None:
+                names.add(called["name"])
+        position = text.find("calls=", position + 6)
+    return frozenset(names)
+
+
+def _matching_lines(text: str, pattern: str) -> Iterator[tuple[str, int, str | None, str]]:
+    """For each instruction line `pattern` matches, once per line and way of matching
+    (`text`, or `source-line`): the way, the line's start, its opcode (None when the
+    line is not an instruction) and its text."""
+    seen: set[int] = set()
+    position = text.find(pattern)
+    while position != -1:
+        start, line = _line_at(text, position)
+        if start not in seen:
+            seen.add(start)
+            instruction = _INSTRUCTION.match(text, start)
+            yield "text", start, instruction["op"] if instruction else None, line
+        position = text.find(pattern, position + max(len(pattern), 1))
+    source = _SOURCE_PATTERN.match(pattern)
+    if source is None:
+        return
+    frames = _frames_at(text, source["file"], int(source["line"]))
+    wanted = [rf"source_line={source['line']}\b"]
+    if frames:
+        wanted.append(r"stack_frame_id=(?:" + "|".join(map(str, sorted(frames))) + r")\b")
+    seen.clear()
+    for match in re.finditer("|".join(wanted), text):
+        start, line = _line_at(text, match.start())
+        if start in seen:
+            continue
+        seen.add(start)
+        if _made_by(line, source, frames):
+            instruction = _INSTRUCTION.match(text, start)
+            yield "source-line", start, instruction["op"] if instruction else None, line
 
 
 def _same_file(path: str, wanted: str) -> bool:
