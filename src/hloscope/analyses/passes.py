@@ -36,14 +36,15 @@ instruction line (`_xla_compute_type`)."""
 # The regular expressions start at a newline (the text is read with one in front),
 # which lets the engine jump from line to line instead of trying every position.
 # Column 0: a computation's header, `%name (params) -> shape {` or `ENTRY %main ...`.
-_HEADER = re.compile(r"\n(?:ENTRY )?%?(?P<computation>[^\s(=%]+) \([^\n]*\{[ \t]*(?=\n)")
+# (Other lines at column 0, the module's header and its tables, hold no ` (`.)
+_HEADER = re.compile(r"\n(?:ENTRY )?%?(?P<computation>[^\s(=%]+) \(")
 # Indented: an instruction, `%name = shape opcode(...)` (`ROOT` first for the root);
 # the shape is a tuple in parentheses, or one token (TPU layouts hold parentheses:
 # `f32[8]{0:T(8)S(5)}`).
 _INSTRUCTION = re.compile(
     r"\n[ \t]+(?:ROOT )?%?[^\s=]+ = (?:\([^\n]*?\)|\S+) (?P<op>[a-z][a-z0-9-]*)\("
 )
-_CALLS = re.compile(r"\bcalls=%?(?P<name>[^\s,})]+)")
+_FUSION_CALLS = re.compile(r"kind=k\w+, calls=%?([^\s,})]+)")
 _CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="(?P<target>[^"]*)"')
 _SOURCE_PATTERN = re.compile(r"^(?P<file>.+\.\w+):(?P<line>\d+)$")
 _SOURCE_METADATA = re.compile(r'source_file="(?P<file>[^"]*)"\s+source_line=(?P<line>\d+)')
@@ -110,28 +111,30 @@ def census(text: str, pattern: str | None = None) -> Census:
     """Count the instructions of an HLO module's text by opcode, and those matching
     `pattern` (as text, as a custom-call target and as a source line)."""
     text = "\n" + text
-    # Each computation's instructions with one `findall` over its span of the text
-    # (matches cost far more one by one); what a pattern matches is looked up from
-    # where the pattern occurs.
-    headers = [(m.start(), m["computation"]) for m in _HEADER.finditer(text)]
-    starts = [0] + [start for start, _ in headers]
-    names = [""] + [name for _, name in headers]
-    ends = [*starts[1:], len(text)]
     fused_names = _fused_computations(text)
-    kinds: Counter[str] = Counter()
-    fused_kinds: Counter[str] = Counter()
-    for name, start, end in zip(names, starts, ends, strict=True):
-        ops = _INSTRUCTION.findall(text, start, end)
-        kinds.update(ops)
-        if name in fused_names:
-            fused_kinds.update(ops)
+    # One `findall` per computation's span of the text, and no Python work per
+    # instruction: match objects one by one cost several times more.
+    headers = [(m.start(), m["computation"]) for m in _HEADER.finditer(text)]
+    spans = list(
+        zip(
+            [0] + [start for start, _ in headers],
+            [start for start, _ in headers] + [len(text)],
+            [""] + [name for _, name in headers],
+            strict=True,
+        )
+    )
+    unfused: list[str] = []
+    fused_ops: list[str] = []
+    for start, end, name in spans:
+        (fused_ops if name in fused_names else unfused).extend(
+            _INSTRUCTION.findall(text, start, end)
+        )
+    fused_kinds = Counter(fused_ops)
+    kinds = Counter(unfused)
+    kinds.update(fused_kinds)
     hits = {"text": [0, 0], "custom-call": [0, 0], "source-line": [0, 0]}
     if pattern:
-        fused_spans = [
-            (start, end)
-            for name, start, end in zip(names, starts, ends, strict=True)
-            if name in fused_names
-        ]
+        fused_spans = [(start, end) for start, end, name in spans if name in fused_names]
         for kind, line_start, op, line in _matching_lines(text, pattern):
             if op is None:
                 continue
@@ -166,17 +169,8 @@ def _line_at(text: str, position: int) -> tuple[int, str]:
 
 
 def _fused_computations(text: str) -> frozenset[str]:
-    """The computations that `fusion` instructions call."""
-    names = set()
-    position = text.find("calls=")
-    while position != -1:
-        line = _line_at(text, position)[1]
-        if " fusion(" in line or " fusion-start(" in line:
-            called = _CALLS.search(text, position - 1)
-            if called is not None:
-                names.add(called["name"])
-        position = text.find("calls=", position + 6)
-    return frozenset(names)
+    """The computations that `fusion` instructions call (`kind=kLoop, calls=%name`)."""
+    return frozenset(_FUSION_CALLS.findall(text))
 
 
 def _matching_lines(text: str, pattern: str) -> Iterator[tuple[str, int, str | None, str]]:
