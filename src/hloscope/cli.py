@@ -456,8 +456,11 @@ def passes(
     """XLA's optimization pipeline pass by pass: each pass's op count and change, from
     a dump folder's per-pass files (--xla_dump_hlo_pass_re=.*), or compiling an
     entrypoint or a module before optimizations here with them. Opens the browser on
-    a terminal (unless --print or --json)."""
+    a terminal (unless --print, --json or --diff)."""
     options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
+    if not (json or print_ or diff) and sys.stdout.isatty() and sys.stdin.isatty():
+        _browse_passes(target, options, find, debug)
+        return
     emit(
         debug,
         json,
@@ -467,6 +470,16 @@ def passes(
         timeout=timeout,
         what=target,
     )
+
+
+def _browse_passes(target: str, options: loader.LoadOptions, find: str | None, debug: bool) -> None:
+    """Run the passes screen; textual is imported here, so no other command loads it."""
+    with command_edge(debug):
+        from hloscope.tui.passes_app import run_passes
+
+        code = run_passes(target, options, find=find, debug=debug)
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -34,6 +34,7 @@ from hloscope.analyses.passes import (
     PassTable,
     census,
     find_in_passes,
+    looks_like_op_kind,
     pass_table,
 )
 from hloscope.analyses.placement import Placement, analyze_placement
@@ -427,7 +428,18 @@ def _census_of(path: Path | None, pattern: str | None) -> Census | None:
 
 def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
     """Each file's census; a file identical to the one before it (XLA dumps each
-    pipeline's start, often unchanged) is not counted again."""
+    pipeline's start, often unchanged) is not counted again. A pattern spelled like an
+    op kind is first counted by kind, and searched as text only when no module holds
+    that kind (searching the text of every line that names `fusion` costs more than
+    counting them all)."""
+    by_kind = pattern is not None and looks_like_op_kind(pattern)
+    censuses = _read_censuses(paths, None if by_kind else pattern)
+    if by_kind and not any(pattern in counted.kinds for counted in censuses):
+        censuses = _read_censuses(paths, pattern)
+    return censuses
+
+
+def _read_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
     censuses: list[Census] = []
     previous_text: str | None = None
     for path in paths:
@@ -506,9 +518,9 @@ def pick_pass(table: PassTable, wanted: str) -> tuple[int, str | None]:
     )
 
 
-def pass_diff(dumped: PassDumps, table: PassTable, index: int) -> DiffReport:
-    """The structural diff of the pass at `index`: the module before it against the
-    module after it (parsed in full, unlike the listing)."""
+def pass_sides(dumped: PassDumps, table: PassTable, index: int) -> tuple[Loaded, Loaded]:
+    """The module before the pass at `index` and the module after it, parsed in full
+    (unlike the listing)."""
     step = table.steps[index]
     before_path = dumped.module_before(index)
     if before_path is None:
@@ -522,10 +534,15 @@ def pass_diff(dumped: PassDumps, table: PassTable, index: int) -> DiffReport:
         if index == 0
         else f"#{index - 1} {_pass_label(table.steps[index - 1])}"
     )
-    after_label = f"#{index} {_pass_label(step)}"
     before = load_data(dumps_read(before_path), before_label)
-    after = load_data(dumps_read(dumped.files[index].path), after_label)
-    return diff_loaded(before, after)
+    after = load_data(dumps_read(dumped.files[index].path), f"#{index} {_pass_label(step)}")
+    return before, after
+
+
+def pass_diff(dumped: PassDumps, table: PassTable, index: int) -> DiffReport:
+    """The structural diff of the pass at `index`: the module before it against the
+    module after it."""
+    return diff_loaded(*pass_sides(dumped, table, index))
 
 
 def _pass_label(step: PassStep) -> str:

@@ -44,6 +44,7 @@ _HEADER = re.compile(r"\n(?:ENTRY )?%?(?P<computation>[^\s(=%]+) \(")
 _INSTRUCTION = re.compile(
     r"\n[ \t]+(?:ROOT )?%?[^\s=]+ = (?:\([^\n]*?\)|\S+) (?P<op>[a-z][a-z0-9-]*)\("
 )
+_OPCODE = re.compile(r"[a-z][a-z0-9-]*")
 _FUSION_CALLS = re.compile(r"kind=k\w+, calls=%?([^\s,})]+)")
 _CUSTOM_CALL_TARGET = re.compile(r'custom_call_target="(?P<target>[^"]*)"')
 _SOURCE_PATTERN = re.compile(r"^(?P<file>.+\.\w+):(?P<line>\d+)$")
@@ -107,9 +108,16 @@ class Census:
         return self.text_matches, self.text_matches_fused
 
 
+def looks_like_op_kind(pattern: str) -> bool:
+    """Whether `pattern` is spelled like an opcode (`all-gather`): counted by kind,
+    it needs no search of the text when the modules hold that kind."""
+    return _OPCODE.fullmatch(pattern) is not None
+
+
 def census(text: str, pattern: str | None = None) -> Census:
     """Count the instructions of an HLO module's text by opcode, and those matching
-    `pattern` (as text, as a custom-call target and as a source line)."""
+    `pattern` (as text, as a custom-call target and as a source line; an op kind is
+    counted by kind whatever the pattern)."""
     text = "\n" + text
     fused_names = _fused_computations(text)
     # One `findall` per computation's span of the text, and no Python work per
