@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, display_path
@@ -94,6 +94,17 @@ def pass_dumps(target: str, options: LoadOptions | None = None) -> Iterator[Pass
         module, note = _pick(folder, options.module)
         yield PassDumps(target, parsed.path, module, None, (note,) if note else ())
         return
+    with compiled_pass_dumps(target, lambda given: load(target, given), options) as dumped:
+        yield dumped
+
+
+@contextlib.contextmanager
+def compiled_pass_dumps(
+    label: str, load_with: Callable[[LoadOptions], Loaded], options: LoadOptions
+) -> Iterator[PassDumps]:
+    """The per-pass files of compiling what `load_with` loads (given the options to
+    load with: a target, an object in hand, module text), made in a temporary folder
+    removed when the block ends."""
     with tempfile.TemporaryDirectory(prefix="hloscope-passes-") as temporary:
         folder_path = Path(temporary)
         compile_options = dataclasses.replace(
@@ -106,16 +117,16 @@ def pass_dumps(target: str, options: LoadOptions | None = None) -> Iterator[Pass
                 ("xla_dump_hlo_pass_re", ".*"),
             ),
         )
-        loaded = load(target, compile_options)
+        loaded = load_with(compile_options)
         if loaded.compilation is None:
             raise HloscopeError(
                 "this module is already optimized: XLA's passes run on the module "
                 "before optimizations (give that, or the entrypoint)",
-                where=target,
+                where=label,
             )
         folder = dumps.list_folder(folder_path)
         with_passes = [m for m in folder.modules if m.passes]
         if not with_passes:
-            raise _no_pass_files(target)
+            raise _no_pass_files(label)
         module = max(with_passes, key=lambda m: len(m.passes))
-        yield PassDumps(target, folder_path, module, loaded, loaded.notes)
+        yield PassDumps(label, folder_path, module, loaded, loaded.notes)
