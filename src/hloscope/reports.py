@@ -468,6 +468,12 @@ def passes_from_dumps(
     found = find_in_passes(pattern, names, censuses, input_census) if pattern else None
     scan_seconds = time.perf_counter() - start
     notes = dumped.notes
+    if any(step.pass_name == "pipeline-start" and step.changed for step in table.steps):
+        notes += (
+            "a pipeline-start row holds what changed since the file before it: done by the "
+            "pass that runs that pipeline (spmd-partitioning runs spmd-cleanup), or by "
+            "passes outside any dumped pipeline",
+        )
     diff_report = None
     diff_index = None
     if diff is not None:

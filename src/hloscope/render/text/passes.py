@@ -13,7 +13,7 @@ from hloscope.render.text.common import header_table, notes_group, seconds
 from hloscope.render.text.diff import render_diff
 from hloscope.reports import PassesReport
 
-MAX_KINDS_IN_CELL = 5
+MAX_KINDS_IN_CELL = 3
 
 
 def kind_changes_text(changes: tuple[KindChange, ...]) -> Text:
@@ -53,7 +53,10 @@ def find_summary(found: PassFind) -> Text:
     text.append(f" ({found.kind}) · first seen {found_at_text(found.first_seen)}")
     text.append(f" · gone at {found_at_text(found.gone_at)}")
     last = found.counts[-1] if found.counts else 0
-    text.append(f" · {len(found.changes)} passes changed it · {last} at the end")
+    changed = len(found.changes)
+    text.append(
+        f" · {changed} {'pass' if changed == 1 else 'passes'} changed it · {last} at the end"
+    )
     return text
 
 
@@ -65,7 +68,7 @@ def _find_cell(found: PassFind | None, step: PassStep) -> Text:
         return Text(str(found.counts[step.index]), style="dim")
     text = Text(f"{change.before} → {change.after}", style="bold yellow")
     if (change.fused_before, change.fused_after) != (0, 0):
-        text.append(f" (fused {change.fused_before} → {change.fused_after})", style="yellow")
+        text.append(f", fused {change.fused_before} → {change.fused_after}", style="yellow")
     return text
 
 
@@ -73,13 +76,13 @@ def passes_table(report: PassesReport, only_changed: bool) -> Table:
     found = report.find
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("pipeline", no_wrap=True, overflow="ellipsis", max_width=34)
-    table.add_column("pass", no_wrap=True, overflow="ellipsis", max_width=30)
+    table.add_column("pipeline", no_wrap=True, overflow="ellipsis", max_width=26)
+    table.add_column("pass", no_wrap=True, overflow="ellipsis", max_width=26)
     table.add_column("ops", justify="right", no_wrap=True)
     table.add_column("Δ", justify="right", no_wrap=True)
     table.add_column("changed kinds", overflow="fold", min_width=22)
     if found is not None:
-        table.add_column(found.pattern, overflow="fold", min_width=12, max_width=28)
+        table.add_column("found", overflow="fold", min_width=20, max_width=24)
     hidden = 0
     for step in report.table.steps:
         marked = found is not None and found.changed_at(step.index) is not None
