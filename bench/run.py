@@ -16,8 +16,8 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    doing `jax.jit(fn).lower(args).compile()` and printing `as_text()`. Goal: 1.2x.
 5. passes: `hloscope passes FOLDER --json` (and with `--find`) on 300 per-pass files
    of the 10k-op entrypoint (XLA's own files, repeated in pipeline order) against a
-   plain Python read of the files counting their instruction lines (no goal: the
-   issue asks for seconds, not minutes; the ratio says what the census costs).
+   plain Python read of the files counting their instruction lines. No goal: what
+   matters is seconds rather than minutes; the ratio says what counting costs.
 
 Results go to bench/results/latest.md and latest.json.
 

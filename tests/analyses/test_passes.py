@@ -219,3 +219,50 @@ def test_find_reports_where_a_pattern_is_gone() -> None:
     assert found.first_seen is not None and found.first_seen.index == 0
     assert found.gone_at is not None and found.gone_at.pass_name == "pass1"
     assert [(c.index, c.before, c.after) for c in found.changes] == [(1, 1, 0)]
+
+
+def test_pass_file_names_parse_generically(tmp_path: Path) -> None:
+    names = [
+        "module_0012.jit_train_step.0042.spmd-partitioning.after_spmd-partitioner"
+        ".before_sharding-remover.txt",
+        "module_0012.jit_train_step.0043.copy-insertion.after_adding_copies.txt",
+        "module_0003.pjit_f.1.0007.GPU_fusion_pipeline.after_priority-fusion"
+        ".before_multi_output_fusion.txt",
+        "module_0012.jit_train_step.before_optimizations.txt",
+        "module_0012.jit_train_step.sm_9.0_gpu_after_optimizations.txt",
+    ]
+    for name in names:
+        (tmp_path / name).write_text("HloModule m\n")
+    parsed = [dumps.parse_pass_file(tmp_path / name) for name in names]
+    assert parsed[3] is None and parsed[4] is None
+    key, module, first = parsed[0]  # type: ignore[misc]
+    assert (key, module, first.step, first.pipeline) == (
+        "module_0012.jit_train_step",
+        "jit_train_step",
+        42,
+        "spmd-partitioning",
+    )
+    assert (first.after, first.before) == ("spmd-partitioner", "sharding-remover")
+    during = parsed[1]
+    assert during is not None and (during[2].after, during[2].before) == ("adding_copies", None)
+    dotted = parsed[2]
+    assert dotted is not None and dotted[1] == "pjit_f.1" and dotted[2].after == "priority-fusion"
+    folder = dumps.list_folder(tmp_path)
+    module_12 = next(m for m in folder.modules if m.key == "module_0012.jit_train_step")
+    assert [f.step for f in module_12.passes] == [42, 43]
+    assert module_12.before is not None and module_12.after is not None
+    only_passes = next(m for m in folder.modules if m.key == "module_0003.pjit_f.1")
+    assert only_passes.before is None and [f.step for f in only_passes.passes] == [7]
+
+
+def test_a_folder_of_only_per_pass_files_loads_its_last_pass(
+    compute_on_dump: Path, tmp_path: Path
+) -> None:
+    for path in pass_files(compute_on_dump):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    loaded = loader.load(str(tmp_path))
+    assert loaded.source.stage == "optimized"
+    assert loaded.source.path is not None and loaded.source.path.endswith(
+        pass_files(compute_on_dump)[-1].name
+    )
+    assert reports.passes_report(str(tmp_path)).table.input_ops is None
