@@ -266,3 +266,23 @@ def test_a_folder_of_only_per_pass_files_loads_its_last_pass(
         pass_files(compute_on_dump)[-1].name
     )
     assert reports.passes_report(str(tmp_path)).table.input_ops is None
+
+
+def test_find_names_the_pass_that_strips_the_placement_annotations(tmp_path: Path) -> None:
+    loader.load(
+        "samples/memory_kinds.py:offload_for_tpu",
+        loader.LoadOptions(
+            optimized=True,
+            compiler_options=(("xla_dump_to", str(tmp_path)), ("xla_dump_hlo_pass_re", ".*")),
+        ),
+    )
+    report = reports.passes_report(str(tmp_path), find="annotate_device_placement")
+    found = report.find
+    assert found is not None and found.kind == "custom-call"
+    target = 'custom_call_target="annotate_device_placement"'
+    counts = [p.read_text().count(target) for p in pass_files(tmp_path)]
+    assert list(found.counts) == counts
+    gone = next(i for i, count in enumerate(counts) if count == 0)
+    assert found.gone_at is not None and found.gone_at.index == gone
+    assert f".after_{found.gone_at.pass_name}." in pass_files(tmp_path)[gone].name
+    assert found.gone_at.pass_name == "strip-memory-placement-annotations"

@@ -254,6 +254,7 @@ class PassFile:
     """A per-pass dump file: `module_0004.jit_f.0013.PIPELINE.after_PASS.before_NEXT.txt`."""
 
     path: Path
+    """The file."""
     step: int
     """XLA's dump number within the module (`0013`): the files' order."""
     pipeline: str

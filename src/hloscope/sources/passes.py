@@ -35,6 +35,7 @@ class PassDumps:
     compiled: Loaded | None
     """What was compiled here (None for a dump folder's files)."""
     notes: tuple[str, ...]
+    """What picking the module or compiling noted."""
 
     @property
     def files(self) -> tuple[PassFile, ...]:

@@ -47,9 +47,6 @@ FIND_HINT = (
 class PassFindScreen(SearchScreen):
     """`/` on the passes screen: the pattern to find."""
 
-    def compose(self) -> ComposeResult:
-        yield from super().compose()
-
     def on_mount(self) -> None:
         super().on_mount()
         self.query_one("#search-hint", Static).update(FIND_HINT)
