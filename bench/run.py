@@ -20,6 +20,10 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    (the recording costs nothing outside the compilations). The whole run is shown
    too, without a goal (it adds hloscope's start-up and the recording of each
    compilation).
+6. passes: `hloscope passes FOLDER --json` (and with `--find`) on 300 per-pass files
+   of the 10k-op entrypoint (XLA's own files, repeated in pipeline order) against a
+   plain Python read of the files counting their instruction lines. No goal: what
+   matters is seconds rather than minutes; the ratio says what counting costs.
 
 Results go to bench/results/latest.md and latest.json.
 
@@ -323,6 +327,59 @@ def compiles_rows(repeats: int = 3) -> list[Row]:
     ]
 
 
+# --------------------------------------------------------------------------- 6. passes
+
+PASS_FILES = 300
+
+PLAIN_READ = """
+import sys
+from pathlib import Path
+ops = [sum(1 for line in open(p) if " = " in line) for p in sorted(Path(sys.argv[1]).iterdir())]
+print(len(ops), sum(ops))
+"""
+
+
+def pass_dump_folder() -> Path:
+    """Per-pass files of the 10k-op entrypoint, compiled with `xla_dump_hlo_pass_re=.*`
+    (cached), repeated in pipeline order up to `PASS_FILES` files (renumbered)."""
+    import jax
+
+    folder = generate.CACHE / f"passes-jax{jax.__version__}-g{generate.GENERATOR_VERSION}"
+    if folder.is_dir() and len(list(folder.iterdir())) >= PASS_FILES:
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        lowered = jax.jit(generate.entrypoint).lower(*generate.example_args())
+        lowered.compile(compiler_options={"xla_dump_to": tmp, "xla_dump_hlo_pass_re": ".*"})
+        pattern = re.compile(r"^(module_\d+\.[^.]+)\.(\d{4})\.(.+\.txt)$")
+        found = sorted(
+            (int(m[2]), m[1], m[3]) for p in Path(tmp).iterdir() if (m := pattern.match(p.name))
+        )
+        folder.mkdir(parents=True)
+        step = 0
+        while step < PASS_FILES:
+            for number, module, rest in found:
+                source = Path(tmp) / f"{module}.{number:04d}.{rest}"
+                shutil.copyfile(source, folder / f"{module}.{step:04d}.{rest}")
+                step += 1
+    return folder
+
+
+def passes_rows() -> list[Row]:
+    folder = pass_dump_folder()
+    files = len(list(folder.iterdir()))
+    baseline, _, _ = median_of([PYTHON, "-c", PLAIN_READ, str(folder)], 3)
+    seconds, _, out = median_of([*HLOSCOPE, "passes", str(folder), "--json"], 3)
+    steps = json.loads(out)["passes"]
+    found, _, _ = median_of([*HLOSCOPE, "passes", str(folder), "--find", "fusion", "--json"], 3)
+    ops = max(step["ops"] for step in steps)
+    name = f"{files} pass files of a 10k-op module vs reading them"
+    return [
+        Row("passes", name, ops, baseline, seconds, None),
+        Row("passes", "the same with --find fusion", ops, baseline, found, None),
+    ]
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -401,6 +458,7 @@ def main() -> int:
         ("browser", lambda: browser_rows("100k")),
         ("entrypoint", entrypoint_rows),
         ("compiles", compiles_rows),
+        ("passes", passes_rows),
     ):
         print(f"measuring {section} ...", flush=True)
         rows.extend(build())

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         FusionsReport,
         InspectReport,
         ParamsReport,
+        PassesReport,
         PlacementReport,
     )
     from hloscope.sources.loader import Call, Loaded, LoadOptions, Source
@@ -330,6 +331,42 @@ class Inspection(Displayed):
         elif args or kwargs:
             _refuse_arguments(args, kwargs, "the other side is an Inspection already")
         return shown(reports.diff_loaded(self.loaded, other.loaded))
+
+    def passes(self, find: str | None = None, diff: str | int | None = None) -> PassesReport:
+        """XLA's optimization pipeline pass by pass (`hloscope passes`): compiles the
+        module here with XLA's per-pass dumps (a dump folder's own per-pass files are
+        read instead); `find` tells where a pattern (an op kind, a custom-call target,
+        attribute text, `file.py:LINE`) appears, changes and is gone; `diff` (a pass's
+        index or name) adds that pass's structural diff. Compiles at every call."""
+        import contextlib
+
+        from hloscope import reports
+        from hloscope.sources import loader
+        from hloscope.sources.passes import PassDumps, compiled_pass_dumps, pass_dumps
+
+        origin = self._origin
+        label = self.label
+        options = dataclasses.replace(origin.options, optimized=False)
+        dumped: contextlib.AbstractContextManager[PassDumps]
+        if origin.kind == "target" and self.source.folder_modules:
+            dumped = pass_dumps(origin.value, options)
+        elif origin.kind == "target":
+            dumped = compiled_pass_dumps(
+                label, lambda given: loader.load(origin.value, given, origin.call), options
+            )
+        elif origin.kind == "object":
+            dumped = compiled_pass_dumps(
+                label,
+                lambda given: loader.load_object(origin.value, label, given, origin.call),
+                options,
+            )
+        else:
+            dumped = compiled_pass_dumps(
+                label, lambda given: loader.load_data(origin.value, label, given), options
+            )
+        with dumped as files:
+            report = reports.passes_from_dumps(files, find, None if diff is None else str(diff))
+        return shown(report)
 
     # -- the browser ---------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from hloscope.render.text.diff import render_diff
 from hloscope.render.text.fusions import render_fusions
 from hloscope.render.text.inspect import render_inspect
 from hloscope.render.text.params import render_params
+from hloscope.render.text.passes import render_passes
 from hloscope.render.text.placement import render_placement
 from hloscope.sources import loader
 
@@ -544,6 +545,71 @@ def _browse_compiles(
 
         code = run_compiles_browser(report, debug=debug)
     code = _compiles_exit(report, fail_on) or code
+    if code != ExitCode.OK:
+        raise typer.Exit(code)
+
+
+FindOption = Annotated[
+    str | None,
+    typer.Option(
+        "--find",
+        metavar="PATTERN",
+        help="Where in the pipeline PATTERN changes: an op kind (all-gather, fusion, copy), "
+        "a custom-call target, attribute text (_xla_compute_type) or a source line "
+        "(model.py:42).",
+        show_default=False,
+    ),
+]
+DiffPassOption = Annotated[
+    str | None,
+    typer.Option(
+        "--diff",
+        metavar="PASS",
+        help="The structural diff of one pass (its index, or its name: the first run that "
+        "changed the op counts): the module before it against after it.",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def passes(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    find: FindOption = None,
+    diff: DiffPassOption = None,
+    json: JsonOption = False,
+    print_: PrintOption = False,
+    debug: DebugOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """XLA's optimization pipeline pass by pass: each pass's op count and change, from
+    a dump folder's per-pass files (--xla_dump_hlo_pass_re=.*), or compiling an
+    entrypoint or a module before optimizations here with them. Opens the browser on
+    a terminal (unless --print, --json or --diff)."""
+    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
+    if not (json or print_ or diff) and sys.stdout.isatty() and sys.stdin.isatty():
+        _browse_passes(target, options, find, debug)
+        return
+    emit(
+        debug,
+        json,
+        lambda: reports.passes_report(target, options, find=find, diff=diff),
+        json_render.passes_json,
+        render_passes,
+        timeout=timeout,
+        what=target,
+    )
+
+
+def _browse_passes(target: str, options: loader.LoadOptions, find: str | None, debug: bool) -> None:
+    """Run the passes screen; textual is imported here, so no other command loads it."""
+    with command_edge(debug):
+        from hloscope.tui.passes_app import run_passes
+
+        code = run_passes(target, options, find=find, debug=debug)
     if code != ExitCode.OK:
         raise typer.Exit(code)
 

@@ -13,6 +13,7 @@ import linecache
 import os
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 from hloscope.analyses.aot import AotComparison, Program, Verdict, compare_paths
@@ -26,18 +27,34 @@ from hloscope.analyses.fusions import (
     summarize_fusions,
 )
 from hloscope.analyses.params import ParameterUsage, analyze_params
+from hloscope.analyses.passes import (
+    Census,
+    PassFind,
+    PassName,
+    PassStep,
+    PassTable,
+    census,
+    find_in_passes,
+    looks_like_op_kind,
+    pass_table,
+)
 from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
+from hloscope.errors import HloscopeError, display_path
 from hloscope.ir.parsed import ParsedModule
+from hloscope.sources.dumps import read_file as dumps_read
+from hloscope.sources.dumps import read_pass_text
 from hloscope.sources.loader import (
     OPTIMIZED,
     Loaded,
     LoadedRuns,
     LoadOptions,
     Source,
+    load_data,
     load_diff_sides,
     optimized,
 )
+from hloscope.sources.passes import PassDumps, pass_dumps
 from hloscope.sources.stages import InputLeaf, RecordedRun
 
 __all__ = [
@@ -48,6 +65,7 @@ __all__ = [
     "FusionsReport",
     "InspectReport",
     "ParamsReport",
+    "PassesReport",
     "PlacementReport",
     "Timings",
     "aot_check_report",
@@ -57,6 +75,7 @@ __all__ = [
     "fusions_report",
     "inspect_report",
     "params_report",
+    "passes_report",
     "placement_report",
 ]
 
@@ -394,3 +413,181 @@ def compiles_report(run: RecordedRun) -> CompilesReport:
         error=run.error,
         modules_dropped=run.modules_dropped,
     )
+
+
+# --------------------------------------------------------------------------- passes
+
+
+@dataclasses.dataclass(frozen=True)
+class PassesReport:
+    """`hloscope passes`: XLA's pipeline pass by pass, from one module's per-pass
+    files; with a pattern, where it changed; with a pass, that pass's diff."""
+
+    target: str
+    """The target as the user gave it."""
+    folder: str | None
+    """The dump folder read; None when the files were made here (and are gone)."""
+    module: str
+    """The module's key (`module_0000.jit_f`)."""
+    files: tuple[str, ...]
+    """The per-pass files' names, in pipeline order."""
+    table: PassTable
+    """Each pass with its pipeline, op count and change."""
+    find: PassFind | None
+    """Where the searched pattern changed (`--find`)."""
+    diff: DiffReport | None
+    """The diff of one pass (`--diff`): the module before it against after it."""
+    diff_index: int | None
+    """The pass diffed."""
+    compile_seconds: float | None
+    """Compiling with the dump options, when it was done here."""
+    scan_seconds: float
+    """Reading and counting the files."""
+    notes: tuple[str, ...]
+
+
+def passes_report(
+    target: str,
+    options: LoadOptions | None = None,
+    find: str | None = None,
+    diff: str | None = None,
+) -> PassesReport:
+    """Read (or make, compiling here) the per-pass files of `target` and build the
+    `passes` report."""
+    with pass_dumps(target, options) as dumped:
+        return passes_from_dumps(dumped, find, diff)
+
+
+def _census_of(path: Path | None, pattern: str | None) -> Census | None:
+    if path is None or path.suffix != ".txt":
+        return None
+    return census(read_pass_text(path), pattern)
+
+
+def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
+    """Each file's census; a file identical to the one before it (XLA dumps each
+    pipeline's start, often unchanged) is not counted again. A pattern spelled like an
+    op kind is first counted by kind, and searched as text only when no module holds
+    that kind (searching the text of every line that names `fusion` costs more than
+    counting them all)."""
+    by_kind = pattern is not None and looks_like_op_kind(pattern)
+    censuses = _read_censuses(paths, None if by_kind else pattern)
+    if by_kind and not any(pattern in counted.kinds for counted in censuses):
+        censuses = _read_censuses(paths, pattern)
+    return censuses
+
+
+def _read_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
+    censuses: list[Census] = []
+    previous_text: str | None = None
+    for path in paths:
+        text = read_pass_text(path)
+        if text == previous_text:
+            censuses.append(censuses[-1])
+        else:
+            censuses.append(census(text, pattern))
+        previous_text = text
+    return censuses
+
+
+def passes_from_dumps(
+    dumped: PassDumps, find: str | None = None, diff: str | None = None
+) -> PassesReport:
+    """The `passes` report of per-pass files in hand (while they exist)."""
+    start = time.perf_counter()
+    pattern = find or None
+    names = tuple(
+        PassName(f.step, f.pipeline, f.after, f.before, f.path.name) for f in dumped.files
+    )
+    censuses = _pass_censuses([f.path for f in dumped.files], pattern)
+    input_census = _census_of(dumped.module.before, pattern)
+    output_census = _census_of(dumped.module.after, None)
+    table = pass_table(names, censuses, input_census, output_census)
+    found = find_in_passes(pattern, names, censuses, input_census) if pattern else None
+    scan_seconds = time.perf_counter() - start
+    notes = dumped.notes
+    if any(step.pass_name == "pipeline-start" and step.changed for step in table.steps):
+        notes += (
+            "a pipeline-start row holds what changed since the file before it: done by the "
+            "pass that runs that pipeline (spmd-partitioning runs spmd-cleanup), or by "
+            "passes outside any dumped pipeline",
+        )
+    diff_report = None
+    diff_index = None
+    if diff is not None:
+        diff_index, note = pick_pass(table, diff)
+        notes += (note,) if note else ()
+        diff_report = pass_diff(dumped, table, diff_index)
+    compiled = dumped.compiled
+    compile_seconds = None
+    if compiled is not None and compiled.compilation is not None:
+        compile_seconds = compiled.compilation.compile_seconds
+    return PassesReport(
+        target=dumped.target,
+        folder=None if dumped.temporary else display_path(dumped.folder),
+        module=dumped.module.key,
+        files=tuple(name.file for name in names),
+        table=table,
+        find=found,
+        diff=diff_report,
+        diff_index=diff_index,
+        compile_seconds=compile_seconds,
+        scan_seconds=scan_seconds,
+        notes=notes,
+    )
+
+
+def pick_pass(table: PassTable, wanted: str) -> tuple[int, str | None]:
+    """The pass `--diff` names: its index, or its name (the first run of it that
+    changed the op counts, with a note when it ran several times)."""
+    steps = table.steps
+    if wanted.isdigit():
+        index = int(wanted)
+        if index >= len(steps):
+            raise HloscopeError(
+                f"--diff {wanted}: there are {len(steps)} passes (indexes 0 to {len(steps) - 1})"
+            )
+        return index, None
+    runs = [step for step in steps if step.pass_name == wanted]
+    if not runs:
+        known = ", ".join(dict.fromkeys(step.pass_name for step in steps))
+        raise HloscopeError(f"--diff {wanted}: no such pass in this pipeline; passes: {known}")
+    picked = next((step for step in runs if step.changed), runs[0])
+    if len(runs) == 1:
+        return picked.index, None
+    indexes = ", ".join(str(step.index) for step in runs)
+    return picked.index, (
+        f"{wanted} ran {len(runs)} times (indexes {indexes}); showing index {picked.index} "
+        "(give --diff INDEX for another)"
+    )
+
+
+def pass_sides(dumped: PassDumps, table: PassTable, index: int) -> tuple[Loaded, Loaded]:
+    """The module before the pass at `index` and the module after it, parsed in full
+    (unlike the listing)."""
+    step = table.steps[index]
+    before_path = dumped.module_before(index)
+    if before_path is None:
+        raise HloscopeError(
+            f"the module before the first pass ({step.pass_name}) was not dumped "
+            "(no before_optimizations file)",
+            where=display_path(dumped.folder),
+        )
+    before_label = (
+        "before_optimizations"
+        if index == 0
+        else f"#{index - 1} {_pass_label(table.steps[index - 1])}"
+    )
+    before = load_data(dumps_read(before_path), before_label)
+    after = load_data(dumps_read(dumped.files[index].path), f"#{index} {_pass_label(step)}")
+    return before, after
+
+
+def pass_diff(dumped: PassDumps, table: PassTable, index: int) -> DiffReport:
+    """The structural diff of the pass at `index`: the module before it against the
+    module after it."""
+    return diff_loaded(*pass_sides(dumped, table, index))
+
+
+def _pass_label(step: PassStep) -> str:
+    return f"{step.pipeline}/{step.pass_name}"

@@ -50,6 +50,7 @@ def renderers(report: object) -> Renderers:
     from hloscope.render.text.fusions import render_fusions
     from hloscope.render.text.inspect import render_inspect
     from hloscope.render.text.params import render_params
+    from hloscope.render.text.passes import render_passes
     from hloscope.render.text.placement import render_placement
 
     table: dict[type, Renderers] = {
@@ -60,6 +61,7 @@ def renderers(report: object) -> Renderers:
         reports.DiffReport: (json_render.diff_json, render_diff),
         reports.AotReport: (json_render.aot_check_json, render_aot_check),
         reports.CompilesReport: (json_render.compiles_json, render_compiles),
+        reports.PassesReport: (json_render.passes_json, render_passes),
     }
     for cls in type(report).__mro__:
         if cls in table:

@@ -16,6 +16,7 @@ from hloscope.analyses.aot import ProgramSummary
 from hloscope.analyses.diff import Side as DiffSide
 from hloscope.analyses.fusions import FusionSummary
 from hloscope.analyses.params import ParameterUsage
+from hloscope.analyses.passes import FoundAt, PassFind
 from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.structure import Structure
 from hloscope.reports import (
@@ -25,6 +26,7 @@ from hloscope.reports import (
     FusionsReport,
     InspectReport,
     ParamsReport,
+    PassesReport,
     PlacementReport,
 )
 from hloscope.sources.loader import Source
@@ -575,3 +577,76 @@ def compiles_json(report: CompilesReport) -> dict[str, Any]:
             "modules_dropped": report.modules_dropped,
         },
     )
+
+
+# --------------------------------------------------------------------------- passes
+
+
+def _found_at_json(found: FoundAt | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"index": found.index, "pass": found.pass_name}
+
+
+def pass_find_json(found: PassFind) -> dict[str, Any]:
+    return {
+        "pattern": found.pattern,
+        "kind": found.kind,
+        "input_count": found.input_count,
+        "first_seen": _found_at_json(found.first_seen),
+        "gone_at": _found_at_json(found.gone_at),
+        "changes": [
+            {
+                "index": change.index,
+                "pass": change.pass_name,
+                "pipeline": change.pipeline,
+                "before": change.before,
+                "after": change.after,
+                "fused_before": change.fused_before,
+                "fused_after": change.fused_after,
+            }
+            for change in found.changes
+        ],
+        "counts": list(found.counts),
+    }
+
+
+def passes_json(report: PassesReport) -> dict[str, Any]:
+    table = report.table
+    body: dict[str, Any] = {
+        "module": report.module,
+        "folder": report.folder,
+        "input_ops": table.input_ops,
+        "output_ops": table.output_ops,
+        "pipelines": list(table.pipelines),
+        "passes": [
+            {
+                "index": step.index,
+                "step": step.name.step,
+                "pipeline": step.pipeline,
+                "pass": step.pass_name,
+                "next_pass": step.name.before,
+                "file": step.name.file,
+                "ops": step.ops,
+                "ops_delta": step.ops_delta,
+                "changed_kinds": {change.kind: change.delta for change in step.changed_kinds},
+                "fusions": step.fusions,
+            }
+            for step in table.steps
+        ],
+        "timings": {
+            "compile_seconds": report.compile_seconds,
+            "scan_seconds": report.scan_seconds,
+        },
+        "notes": list(report.notes),
+    }
+    if report.find is not None:
+        body["find"] = pass_find_json(report.find)
+    if report.diff is not None:
+        diff_body = {
+            key: value
+            for key, value in diff_json(report.diff).items()
+            if key not in ("schema_version", "command", "target")
+        }
+        body["diff"] = {"index": report.diff_index, **diff_body}
+    return document("passes", report.target, body)

@@ -250,6 +250,23 @@ def _size(count: int) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class PassFile:
+    """A per-pass dump file: `module_0004.jit_f.0013.PIPELINE.after_PASS.before_NEXT.txt`."""
+
+    path: Path
+    """The file."""
+    step: int
+    """XLA's dump number within the module (`0013`): the files' order."""
+    pipeline: str
+    """The pass pipeline (for a dump made during a pass, the pass)."""
+    after: str
+    """The pass after which the module was dumped (`pipeline-start` at a pipeline's
+    start; a step's name for a dump made during a pass)."""
+    before: str | None
+    """The next pass, when the name says."""
+
+
+@dataclasses.dataclass(frozen=True)
 class DumpModule:
     """One module of a dump folder, with the files that hold its stages."""
 
@@ -262,10 +279,13 @@ class DumpModule:
     """The module before XLA's optimizations (HLO text or proto, or MLIR)."""
     after: Path | None
     """The module after XLA's optimizations, when dumped."""
+    passes: tuple[PassFile, ...] = ()
+    """The module after each pass that changed it (`xla_dump_hlo_pass_re`), in
+    pipeline order."""
 
     @property
     def size(self) -> int:
-        path = self.before or self.after
+        path = self.before or self.after or (self.passes[-1].path if self.passes else None)
         try:
             return path.stat().st_size if path else 0
         except OSError:
@@ -393,7 +413,9 @@ def list_folder(path: Path) -> DumpFolder:
                 after=None,
             )
         )
-    if modules and jax_modules:
+    if not modules and any(_XLA_PASS_FILE.match(name) for name in entries):
+        kind = "xla-dump"
+    elif modules and jax_modules:
         kind = "mixed"
     elif modules:
         kind = "xla-dump"
@@ -401,6 +423,7 @@ def list_folder(path: Path) -> DumpFolder:
         kind = "jax-dump"
     else:
         kind = "folder"
+    _add_pass_files(path, entries, modules)
     modules.extend(jax_modules)
     if kind == "folder":
         for name in entries:
@@ -411,3 +434,79 @@ def list_folder(path: Path) -> DumpFolder:
                 continue
             modules.append(DumpModule(key=name, name=name, number=None, before=file, after=None))
     return DumpFolder(path=path, kind=kind, modules=tuple(modules), truncated=truncated)
+
+
+# --------------------------------------------------------------------------- per-pass files
+
+# `module_0000.jit_f.0013.PIPELINE.after_fusion.before_fusion-wrapper.txt`;
+# a dump made during a pass has no `before_`
+# (`module_0000.jit_f.0015.copy-insertion.after_adding_copies_to_resolve_interference.txt`).
+_XLA_PASS_FILE = re.compile(
+    r"^module_(?P<number>\d+)\.(?P<name>.+?)\.(?P<step>\d{4,})\.(?P<pipeline>[^.]+)"
+    r"\.after_(?P<after>.+?)(?:\.before_(?P<before>[^.]+))?\.txt$"
+)
+
+PASS_DUMP_FLAG = "--xla_dump_hlo_pass_re=.*"
+"""The XLA flag that writes the per-pass files."""
+
+
+def parse_pass_file(path: Path) -> tuple[str, str, PassFile] | None:
+    """The module key, module name and pass of a per-pass file's name, or None
+    when the name is not one."""
+    match = _XLA_PASS_FILE.match(path.name)
+    if match is None:
+        return None
+    key = f"module_{match['number']}.{match['name']}"
+    return (
+        key,
+        match["name"],
+        PassFile(
+            path=path,
+            step=int(match["step"]),
+            pipeline=match["pipeline"],
+            after=match["after"],
+            before=match["before"],
+        ),
+    )
+
+
+def _add_pass_files(path: Path, entries: list[str], modules: list[DumpModule]) -> None:
+    """Attach each module's per-pass files, in step order (adding modules that only
+    have per-pass files)."""
+    found: dict[str, tuple[str, list[PassFile]]] = {}
+    for name in entries:
+        parsed = parse_pass_file(path / name)
+        if parsed is None:
+            continue
+        key, module_name, pass_file = parsed
+        found.setdefault(key, (module_name, []))[1].append(pass_file)
+    if not found:
+        return
+    by_key = {module.key: index for index, module in enumerate(modules)}
+    for key, (module_name, files) in found.items():
+        files.sort(key=lambda f: f.step)
+        if key in by_key:
+            index = by_key[key]
+            modules[index] = dataclasses.replace(modules[index], passes=tuple(files))
+        else:
+            number = int(key.split(".", 1)[0][len("module_") :])
+            modules.append(
+                DumpModule(
+                    key=key,
+                    name=module_name,
+                    number=number,
+                    before=None,
+                    after=None,
+                    passes=tuple(files),
+                )
+            )
+
+
+def read_pass_text(path: Path) -> str:
+    """A per-pass file's text (read as it is: the listing counts its lines)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise HloscopeError(
+            f"cannot read it: {exc.strerror or exc}", where=display_path(path)
+        ) from exc

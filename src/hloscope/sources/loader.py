@@ -558,9 +558,11 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
             file, stage_hint = picked.after, OPTIMIZED
         elif picked.before is not None:
             file, stage_hint = picked.before, LOWERED
-        else:
-            assert picked.after is not None
+        elif picked.after is not None:
             file, stage_hint = picked.after, OPTIMIZED
+        else:
+            # Only per-pass files: the module after the last pass dumped.
+            file, stage_hint = picked.passes[-1].path, OPTIMIZED
     else:
         if options.module is not None:
             raise HloscopeError("--module picks a module of a dump folder; this is a file")
