@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 from hloscope.analyses.aot import AotComparison, Program, Verdict, compare_paths
@@ -24,20 +26,30 @@ from hloscope.analyses.fusions import (
     inner_jits,
     summarize_fusions,
 )
+from hloscope.analyses.memory import MemoryAnalysis, analyze_memory
 from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
+from hloscope.errors import HloscopeError, display_path
 from hloscope.ir.parsed import ParsedModule
+from hloscope.sources import dumps
 from hloscope.sources.loader import (
     OPTIMIZED,
+    Call,
     Loaded,
     LoadedRuns,
     LoadOptions,
     Source,
+    load,
     load_diff_sides,
     optimized,
 )
 from hloscope.sources.stages import InputLeaf
+from hloscope.sources.xla_buffers import (
+    DUMP_FLAGS_HINT,
+    parse_buffer_assignment,
+    parse_live_ranges,
+)
 
 __all__ = [
     "AotReport",
@@ -45,6 +57,7 @@ __all__ = [
     "DiffReport",
     "FusionsReport",
     "InspectReport",
+    "MemoryReport",
     "ParamsReport",
     "PlacementReport",
     "Timings",
@@ -53,6 +66,7 @@ __all__ = [
     "diff_report",
     "fusions_report",
     "inspect_report",
+    "memory_report",
     "params_report",
     "placement_report",
 ]
@@ -356,3 +370,118 @@ def aot_check_report(loaded: LoadedRuns) -> AotReport:
         ),
         notes=loaded.notes,
     )
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryReport:
+    """What is live at the memory peak of the optimized module, from XLA's buffer
+    assignment and live ranges, mapped to source lines."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_f`)."""
+    analysis: MemoryAnalysis
+    files: tuple[str, ...]
+    """The dump files read (a dump folder's); empty when hloscope compiled the target
+    with XLA dumping into a temporary folder."""
+    line_texts: Mapping[str, str]
+    """The code of each source line named (`file.py:LINE` -> text), where readable."""
+    notes: tuple[str, ...]
+
+
+def memory_report(
+    target: str, options: LoadOptions | None = None, call: Call | None = None
+) -> MemoryReport:
+    """Build the `memory` report: read the buffer assignment XLA dumped in a dump
+    folder, or compile the target (an entrypoint, a before-optimization dump) with
+    XLA dumping it into a temporary folder."""
+    options = options or LoadOptions()
+    path = Path(target)
+    if call is None and path.is_dir():
+        folder = dumps.list_folder(path)
+        picked, _ = folder.pick(options.module)
+        files = dumps.memory_files(path, key=picked.key)
+        if files is not None:
+            loaded = load(target, dataclasses.replace(options, optimized=True))
+            return _memory_from_files(loaded, files, dumped=True)
+        if picked.after is not None or folder.kind in ("xla-dump", "mixed"):
+            raise HloscopeError(
+                f"no buffer assignment of {picked.key} here ({dumps_hint()})",
+                where=display_path(path),
+            )
+    with tempfile.TemporaryDirectory(prefix="hloscope-memory-") as folder_name:
+        dump_options = dataclasses.replace(
+            options,
+            optimized=True,
+            compile_dumps=True,
+            compiler_options=(*options.compiler_options, ("xla_dump_to", folder_name)),
+        )
+        loaded = load(target, dump_options, call)
+        if loaded.compilation is None:
+            raise HloscopeError(
+                "this is an optimized module, which hloscope cannot compile again to get "
+                f"its buffer assignment: give the dump folder XLA wrote ({dumps_hint()}), "
+                "or the module before optimization",
+                where=loaded.label,
+            )
+        files = dumps.memory_files(Path(folder_name), name=loaded.module.name)
+        if files is None:
+            raise HloscopeError(
+                "XLA wrote no buffer assignment while compiling it for the local backend",
+                where=loaded.label,
+            )
+        return _memory_from_files(loaded, files, dumped=False)
+
+
+def dumps_hint() -> str:
+    """Which XLA flags write the files `memory` reads."""
+    return DUMP_FLAGS_HINT
+
+
+def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> MemoryReport:
+    assignment_label = display_path(files.buffer_assignment)
+    assignment = parse_buffer_assignment(
+        _text(files.buffer_assignment, assignment_label), assignment_label
+    )
+    if files.live_range is None:
+        raise HloscopeError(
+            "XLA wrote the buffer assignment without its live ranges (-live-range.txt): "
+            "dump again with --xla_dump_buffer_assignment_analysis=true",
+            where=assignment_label,
+        )
+    live_label = display_path(files.live_range)
+    live = parse_live_ranges(_text(files.live_range, live_label), live_label)
+    usage = analyze_params(loaded.module, loaded.lowering)
+    paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
+    compilation = loaded.compilation
+    analysis = analyze_memory(
+        assignment,
+        live,
+        loaded.module,
+        paths,
+        compilation.memory if compilation is not None and not dumped else None,
+        source_root=os.getcwd(),
+    )
+    notes = loaded.notes + analysis.notes
+    if dumped:
+        notes += (
+            "a dump folder holds no memory_analysis() totals: compile the target here for them",
+        )
+    return MemoryReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        analysis=analysis,
+        files=(assignment_label, live_label) if dumped else (),
+        line_texts=_line_texts(s for b in analysis.buffers_at_peak for s in b.sources),
+        notes=notes,
+    )
+
+
+def _text(path: Path, label: str) -> str:
+    text = dumps.decode_text(dumps.read_file(path))
+    if text is None:
+        raise HloscopeError("not a text file", where=label)
+    return text
