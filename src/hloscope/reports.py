@@ -13,7 +13,7 @@ import linecache
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -62,6 +62,7 @@ __all__ = [
     "PlacementReport",
     "Timings",
     "aot_check_report",
+    "compiled_memory_report",
     "diff_loaded",
     "diff_report",
     "fusions_report",
@@ -412,6 +413,15 @@ def memory_report(
                 f"no buffer assignment of {picked.key} here ({dumps_hint()})",
                 where=display_path(path),
             )
+    return compiled_memory_report(lambda dump_options: load(target, dump_options, call), options)
+
+
+def compiled_memory_report(
+    load_with: Callable[[LoadOptions], Loaded], options: LoadOptions | None = None
+) -> MemoryReport:
+    """Build the `memory` report of what `load_with` loads (with the options given,
+    compiling), XLA dumping its buffer assignment into a temporary folder."""
+    options = options or LoadOptions()
     with tempfile.TemporaryDirectory(prefix="hloscope-memory-") as folder_name:
         dump_options = dataclasses.replace(
             options,
@@ -419,7 +429,7 @@ def memory_report(
             compile_dumps=True,
             compiler_options=(*options.compiler_options, ("xla_dump_to", folder_name)),
         )
-        loaded = load(target, dump_options, call)
+        loaded = load_with(dump_options)
         if loaded.compilation is None:
             raise HloscopeError(
                 "this is an optimized module, which hloscope cannot compile again to get "

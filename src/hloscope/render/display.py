@@ -48,6 +48,7 @@ def renderers(report: object) -> Renderers:
     from hloscope.render.text.diff import render_diff
     from hloscope.render.text.fusions import render_fusions
     from hloscope.render.text.inspect import render_inspect
+    from hloscope.render.text.memory import render_memory
     from hloscope.render.text.params import render_params
     from hloscope.render.text.placement import render_placement
 
@@ -58,6 +59,7 @@ def renderers(report: object) -> Renderers:
         reports.FusionsReport: (json_render.fusions_json, render_fusions),
         reports.DiffReport: (json_render.diff_json, render_diff),
         reports.AotReport: (json_render.aot_check_json, render_aot_check),
+        reports.MemoryReport: (json_render.memory_json, render_memory),
     }
     for cls in type(report).__mro__:
         if cls in table:

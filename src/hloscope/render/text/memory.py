@@ -3,6 +3,7 @@ schedule as a chart, and the buffers live at the peak, largest first."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich.console import Console, Group, RenderableType
@@ -22,6 +23,8 @@ from hloscope.reports import MemoryReport
 from hloscope.units import human_bytes
 
 MAX_BUFFER_ROWS = 40
+# A layout (`{1,0}`, `{1,0:S(5)}`) after a shape: the table shows shapes without.
+_LAYOUT = re.compile(r"\{[^{}]*\}")
 MAX_CODE_LINES = 12
 CHART_ROWS = 8
 """Height of the profile chart, in terminal lines."""
@@ -158,7 +161,7 @@ def render_memory(report: MemoryReport, console: Console) -> None:
         table.add_row(
             human_bytes(buffer.bytes),
             _kind_text(buffer),
-            buffer.shape.partition("{")[0] or "-",
+            _LAYOUT.sub("", buffer.shape) or "-",
             _instruction_text(buffer),
             _op_name_text(buffer.op_name, report.module) or Text("-", style="dim"),
             _source_text(buffer) or Text("-", style="dim"),
