@@ -34,6 +34,7 @@ from hloscope.errors import HloscopeError, display_path
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
 from hloscope.sources.loader import (
+    LOWERED,
     OPTIMIZED,
     Call,
     Loaded,
@@ -67,6 +68,7 @@ __all__ = [
     "diff_report",
     "fusions_report",
     "inspect_report",
+    "loaded_memory_report",
     "memory_report",
     "params_report",
     "placement_report",
@@ -444,6 +446,30 @@ def compiled_memory_report(
                 where=loaded.label,
             )
         return _memory_from_files(loaded, files, dumped=False)
+
+
+def loaded_memory_report(loaded: Loaded) -> MemoryReport:
+    """The `memory` report of a target already loaded (the browser's Memory tab): the
+    files of the dump folder its optimized module was read from, or else the target
+    compiled again with XLA dumping its buffer assignment."""
+    source = loaded.source
+    if (
+        source.kind == "dump"
+        and source.folder_module is not None
+        and source.stage == OPTIMIZED
+        and loaded.compilation is None
+    ):
+        files = dumps.memory_files(Path(source.target), key=source.folder_module)
+        if files is not None:
+            return _memory_from_files(loaded, files, dumped=True)
+    if loaded.lowering is not None and loaded.lowering.handle is not None:
+        lowered = dataclasses.replace(loaded, source=dataclasses.replace(source, stage=LOWERED))
+        return compiled_memory_report(
+            lambda options: optimized(dataclasses.replace(lowered, options=options)),
+            loaded.options,
+        )
+    options = dataclasses.replace(loaded.options, module=source.folder_module)
+    return memory_report(source.target, options)
 
 
 def dumps_hint() -> str:
