@@ -214,10 +214,10 @@ def analyze_memory(
     highest = max(range(length), key=lambda i: (live_bytes[i], -i))
     if live_bytes[highest] > live.peak_bytes:
         notes.append(
-            f"XLA reports its peak at position {live.peak_index} ({live.peak_bytes:,} bytes); "
-            f"its live ranges hold more at position {highest} ({live_bytes[highest]:,} "
-            "bytes): XLA's peak search lets a value that starts at a position count "
-            "before the values that ended just before it are dropped"
+            f"by XLA's live ranges, position {highest} holds more ({live_bytes[highest]:,} "
+            f"bytes) than the peak XLA reports at {live.peak_index}: XLA's peak search "
+            "counts a value that starts at a position before dropping those that ended at "
+            "the one before"
         )
 
     spaces: dict[int, list[LiveBuffer]] = {}
