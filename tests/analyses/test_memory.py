@@ -94,3 +94,59 @@ def test_a_donated_argument_is_an_alias(report):
     assert donated.holds  # the result XLA writes into the donated buffer
     temperature = next(b for b in report.analysis.buffers_at_peak if b.kind == "parameter")
     assert temperature.path == "temperature" and temperature.parameter == 1
+
+
+def test_a_donated_buffer_reused_at_the_peak_is_an_alias():
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.sources.loader import Call, load_object
+
+    def f(x, y):
+        ordered = jnp.sort(jnp.sin(x) * 2, axis=0)
+        return ordered + y, jnp.cos(y)
+
+    x = jax.ShapeDtypeStruct((512, 128), jnp.float32)
+    jitted = jax.jit(f, donate_argnums=(1,))
+    report = reports.compiled_memory_report(
+        lambda options: load_object(jitted, "test:f", options, Call((x, x)))
+    )
+    analysis = report.analysis
+    [donated] = analysis.donated
+    assert donated.parameter == 1 and donated.path == "y"
+    held = {name.partition("{")[0] for name in donated.holds}
+    assert held and not any(name.startswith("y.") for name in held)  # not y itself
+    # What XLA writes into the donated buffer is an alias, live at the peak here.
+    aliases = [b for b in analysis.buffers_at_peak if b.kind == "alias"]
+    assert aliases and {b.instruction for b in aliases} <= held
+    assert aliases and all(b.path == "y" and b.parameter == 1 for b in aliases)
+    assert sum(b.bytes for b in analysis.buffers_at_peak) == analysis.peak_bytes
+
+
+def test_buffers_per_memory_space(report):
+    from hloscope.analyses.memory import analyze_memory
+    from hloscope.sources.loader import load, optimized
+    from hloscope.sources.xla_buffers import parse_buffer_assignment, parse_live_ranges
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "xla_memory"
+    [assignment_file] = fixture.glob("*-buffer-assignment.txt")
+    [live_file] = fixture.glob("*-live-range.txt")
+    # The scalar parameter moved to memory space 5 (as a host buffer is on a GPU or TPU).
+    text = assignment_file.read_text().replace(
+        "parameter 1, shape |f32[]|", "color 5, parameter 1, shape |f32[]|"
+    )
+    text = text.replace("<41 temperature.1 @0>", "<41 temperature.1 @5>")
+    loaded = optimized(load("samples/memory_peak.py:rank_scores", OPTIONS))
+    analysis = analyze_memory(
+        parse_buffer_assignment(text, "ba"),
+        parse_live_ranges(live_file.read_text(), "lr"),
+        loaded.module,
+        {0: "logits", 1: "temperature"},
+        None,
+    )
+    spaces = {s.color: (s.bytes, s.buffers) for s in analysis.memory_spaces}
+    assert spaces == {0: (2 * 4 * 1024 * 1024, 2), 5: (4, 1)}
+    temperature = next(b for b in analysis.buffers_at_peak if b.path == "temperature")
+    assert temperature.memory_space == 5
+    # One space: no per-space entries.
+    assert report.analysis.memory_spaces == ()

@@ -164,3 +164,28 @@ def test_live_ranges_without_a_peak_or_with_a_wrong_total_are_refused():
         parse_live_ranges("\n".join(wrong), "lr.txt")
     with pytest.raises(HloscopeError, match="XLA wrote no live ranges"):
         parse_live_ranges("HloLiveRange not available (finalized or constructed from proto)", "l")
+
+
+def test_memory_files_of_any_backend_and_module(tmp_path):
+    names = [
+        "module_0004.jit_f.sm_8.0_gpu_after_optimizations-buffer-assignment.txt",
+        "module_0004.jit_f.sm_8.0_gpu_after_optimizations-live-range.txt",
+        "module_0004.jit_f.sm_8.0_gpu_after_optimizations.txt",
+        "module_0007.jit_g.tpu_after_optimizations-buffer-assignment.txt",
+        "module_0009.jit_f.cpu_after_optimizations-buffer-assignment.txt",
+        "module_0009.jit_f.cpu_after_optimizations-buffer-assignment-values.txt",
+    ]
+    for name in names:
+        (tmp_path / name).write_text("x")
+    gpu = dumps.memory_files(tmp_path, key="module_0004.jit_f")
+    assert gpu is not None and gpu.buffer_assignment.name == names[0]
+    assert gpu.live_range is not None and gpu.live_range.name == names[1]
+    tpu = dumps.memory_files(tmp_path, name="jit_g")
+    assert tpu is not None and tpu.live_range is None
+    # The last module of a name, and the last of all when no name matches.
+    last = dumps.memory_files(tmp_path, name="jit_f")
+    assert last is not None and last.buffer_assignment.name == names[4]
+    assert dumps.memory_files(tmp_path, name="jit_h") == last
+    assert dumps.memory_files(tmp_path, key="module_0001.jit_f") is None
+    # The files are not modules of the folder.
+    assert [m.key for m in dumps.list_folder(tmp_path).modules] == ["module_0004.jit_f"]

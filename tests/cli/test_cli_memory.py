@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import SAMPLES, sample
+from conftest import DUMPS, SAMPLES, sample
 
 BUFFER_KEYS = {"name", "bytes", "shape", "kind", "instruction", "fusion", "op_name", "sources"}
 TOTAL_KEYS = {"argument_bytes", "output_bytes", "temp_bytes", "alias_bytes", "generated_code_bytes"}
@@ -128,3 +128,14 @@ def test_a_before_optimization_dump_is_compiled(cli, dump_folder):
     assert_contract(doc)
     assert doc["peak_bytes"] >= 2 * 1024 * 1024 * 4
     assert doc["totals"]["temp_bytes"] is not None
+
+
+def test_a_jax_dump_folder_is_compiled(cli, tmp_path):
+    shutil.copy(DUMPS / "mlp.stablehlo.mlir", tmp_path / "jax_ir0001_jit_mlp_compile.mlir")
+    run = cli("memory", str(tmp_path), "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert_contract(doc)
+    assert doc["module"] == "jit_mlp"
+    assert doc["totals"]["argument_bytes"] is not None
+    assert doc["files"] == []

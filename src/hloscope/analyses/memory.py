@@ -240,7 +240,7 @@ def analyze_memory(
         profile=profile,
         profile_bucket=bucket,
         memory_spaces=memory_spaces if len(memory_spaces) > 1 else (),
-        donated=_donated(assignment, parameter_paths),
+        donated=_donated(assignment, live, parameter_paths),
         allocated_bytes=sum(a.size for a in assignment.allocations),
         notes=tuple(notes),
     )
@@ -267,19 +267,22 @@ def _kind(value: AssignedValue | None, allocation: Allocation | None) -> BufferK
 
 
 def _donated(
-    assignment: BufferAssignment, parameter_paths: Mapping[int, str]
+    assignment: BufferAssignment, live: LiveRanges, parameter_paths: Mapping[int, str]
 ) -> tuple[DonatedBuffer, ...]:
+    starts = {r.name: r.start for r in live.ranges}
     donated = []
     for allocation in assignment.allocations:
         if allocation.parameter is None or not allocation.maybe_live_out:
             continue
-        holds = tuple(v.name for v in allocation.values[1:] if allocation.values)
+        # The parameter's own value is live from the start of the computation: the
+        # values XLA places in its buffer after it start later.
+        ordered = sorted(allocation.values, key=lambda v: (starts.get(v.name, 0), v.id))
         donated.append(
             DonatedBuffer(
                 parameter=allocation.parameter,
                 path=parameter_paths.get(allocation.parameter),
                 bytes=allocation.size,
-                holds=holds,
+                holds=tuple(v.name for v in ordered[1:]),
             )
         )
     return tuple(sorted(donated, key=lambda d: d.parameter))
