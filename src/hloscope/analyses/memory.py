@@ -62,6 +62,7 @@ class LiveBuffer:
     """With layout: `f32[1024,1024]{1,0}`; empty when the buffer assignment does not
     place it."""
     kind: BufferKind
+    """Whose memory it is: `parameter`, `alias`, `output`, `temporary`, ..."""
     instruction: str
     """The HLO instruction that defines it: `sort.0`."""
     opcode: str | None
@@ -93,7 +94,9 @@ class ProfilePoint:
     """Live bytes at one position of the schedule (the first of its bucket)."""
 
     index: int
+    """Position in the schedule."""
     bytes: int
+    """Live bytes there (the largest of its bucket)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +106,9 @@ class MemorySpace:
     color: int
     """XLA's memory space number (0 the default memory; the host's is 5 on GPU/TPU)."""
     bytes: int
+    """Live bytes at the peak in this space."""
     buffers: int
+    """Buffers live at the peak in this space."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +116,7 @@ class DonatedBuffer:
     """A donated argument: its buffer is reused for a result."""
 
     parameter: int
+    """The entry parameter (HLO number)."""
     path: str | None
     """The argument's pytree path in the Python call."""
     bytes: int
@@ -134,6 +140,7 @@ class MemoryAnalysis:
     peak_instruction: str | None
     """The instruction at that position."""
     schedule_length: int
+    """Positions in XLA's schedule (its live ranges' `max N`)."""
     buffers_at_peak: tuple[LiveBuffer, ...]
     """Largest first."""
     profile: tuple[ProfilePoint, ...]
@@ -147,6 +154,7 @@ class MemoryAnalysis:
     allocated_bytes: int
     """The sum of XLA's allocations (every buffer of the program, reuse included)."""
     notes: tuple[str, ...]
+    """What is worth knowing about these numbers."""
 
 
 def analyze_memory(

@@ -66,7 +66,9 @@ class Allocation:
     """One buffer allocation: a block of memory values share over time."""
 
     index: int
+    """XLA's allocation number."""
     size: int
+    """Bytes."""
     color: int
     """Its memory space (0 unless XLA printed `color N`)."""
     parameter: int | None
@@ -76,11 +78,15 @@ class Allocation:
     output_shape: str | None
     """For the allocation of the entry computation's result: the result's shape."""
     constant: bool
+    """Holds a constant."""
     thread_local: bool
+    """Holds values of a computation called per element (a reducer, a comparator)."""
     maybe_live_out: bool
     """Holds (part of) the result: it outlives the program."""
     preallocated_temp: bool
+    """XLA's block of temporaries, allocated once per run."""
     values: tuple[AssignedValue, ...]
+    """The values placed in it, by id."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +94,7 @@ class BufferAssignment:
     """XLA's buffer assignment of one module."""
 
     allocations: tuple[Allocation, ...]
+    """In XLA's order."""
     total_bytes: int | None
     """`Total bytes used`, where XLA printed it."""
 
@@ -103,7 +110,9 @@ class LiveRange:
     name: str
     """`sort.0{}`: the defining instruction and the shape index."""
     start: int
+    """First position in the schedule."""
     end: int
+    """Last position."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,8 +120,11 @@ class PeakValue:
     """One value XLA lists as live at its peak."""
 
     name: str
+    """`sort.0{}`."""
     bytes: int
+    """Its size as XLA lists it."""
     cumulative: int
+    """XLA's running total down the list."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +136,7 @@ class LiveRanges:
     sequence: tuple[str, ...]
     """The instructions in schedule order (nested computations flattened in)."""
     ranges: tuple[LiveRange, ...]
+    """Every value's live range, in XLA's order."""
     peak_index: int
     """Where in the schedule XLA puts the peak."""
     peak_values: tuple[PeakValue, ...]
