@@ -502,10 +502,6 @@ def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -
         source_root=os.getcwd(),
     )
     notes = loaded.notes + analysis.notes
-    if dumped:
-        notes += (
-            "a dump folder holds no memory_analysis() totals: compile the target here for them",
-        )
     return MemoryReport(
         source=loaded.source,
         module=loaded.module.name,

@@ -53,6 +53,11 @@ KIND_STYLES = {
 }
 
 
+def shape_text(shape: str) -> str:
+    """A buffer's shape without its layouts: `f32[1024,1024]`, `(f32[2], f32[2])`."""
+    return _LAYOUT.sub("", shape) or "-"
+
+
 def totals_text(analysis: MemoryAnalysis) -> str:
     """`arguments 4.0 KiB · outputs 4.0 KiB · temporaries 8.0 MiB · ...`; host totals
     only where nonzero."""
@@ -161,7 +166,7 @@ def render_memory(report: MemoryReport, console: Console) -> None:
         table.add_row(
             human_bytes(buffer.bytes),
             _kind_text(buffer),
-            _LAYOUT.sub("", buffer.shape) or "-",
+            shape_text(buffer.shape),
             _instruction_text(buffer),
             _op_name_text(buffer.op_name, report.module) or Text("-", style="dim"),
             _source_text(buffer) or Text("-", style="dim"),

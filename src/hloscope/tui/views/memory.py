@@ -15,7 +15,13 @@ from textual.widgets import Static
 from hloscope.analyses.memory import LiveBuffer
 from hloscope.ir.model import Module
 from hloscope.render.text.common import short_source, sources_text
-from hloscope.render.text.memory import KIND_STYLES, peak_text, profile_chart, totals_text
+from hloscope.render.text.memory import (
+    KIND_STYLES,
+    peak_text,
+    profile_chart,
+    shape_text,
+    totals_text,
+)
 from hloscope.reports import MemoryReport, loaded_memory_report
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
@@ -78,7 +84,7 @@ def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
                 [
                     human_bytes(buffer.bytes),
                     Text(buffer.kind, style=KIND_STYLES.get(buffer.kind, "")),
-                    buffer.shape or "-",
+                    shape_text(buffer.shape),
                     f"{name} ({buffer.path})" if buffer.path else name,
                     buffer.op_name or "-",
                     sources_text(buffer.sources, limit=4) or "-",
