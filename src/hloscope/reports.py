@@ -507,7 +507,14 @@ def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -
         module=loaded.module.name,
         analysis=analysis,
         files=(assignment_label, live_label) if dumped else (),
-        line_texts=_line_texts(s for b in analysis.buffers_at_peak for s in b.sources),
+        line_texts=_line_texts(
+            s
+            for b in (
+                *analysis.buffers_at_peak,
+                *(analysis.busiest.buffers if analysis.busiest else ()),
+            )
+            for s in b.sources
+        ),
         notes=notes,
     )
 

@@ -150,3 +150,45 @@ def test_buffers_per_memory_space(report):
     assert temperature.memory_space == 5
     # One space: no per-space entries.
     assert report.analysis.memory_spaces == ()
+
+
+def test_where_xlas_live_ranges_hold_more_than_its_peak(report):
+    analysis = report.analysis
+    busiest = analysis.busiest
+    assert busiest is not None
+    # XLA's peak search reports position 5; its live ranges hold more at 6, where the
+    # result starts in the donated buffer while the sort's buffers are still live.
+    assert busiest.index == 6 and busiest.instruction == "ynn_fusion"
+    assert busiest.bytes == next(p.bytes for p in analysis.profile if p.index == 6)
+    assert busiest.bytes == sum(b.bytes for b in busiest.buffers) > analysis.peak_bytes
+    result = next(b for b in busiest.buffers if b.instruction == "ynn_fusion")
+    assert result.kind == "alias" and result.path == "logits"
+    assert result.sources == (f"samples/memory_peak.py:{line_of(SAMPLE, '.sum(axis=-1)')}",)
+
+
+def test_a_long_schedule_is_bucketed_and_keeps_its_highest_point():
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.analyses.memory import PROFILE_POINTS
+    from hloscope.sources.loader import Call, load_object
+
+    @jax.jit
+    def many(x):
+        outs = []
+        for i in range(150):
+            x = jnp.sort(jnp.sin(x) * (i + 1), axis=0)
+            outs.append(x[:1])
+        return x, jnp.concatenate(outs)
+
+    x = jax.ShapeDtypeStruct((64, 64), jnp.float32)
+    analysis = reports.compiled_memory_report(
+        lambda options: load_object(many, "test:many", options, Call((x,)))
+    ).analysis
+    assert analysis.schedule_length > PROFILE_POINTS
+    assert analysis.profile_bucket > 1 and len(analysis.profile) <= PROFILE_POINTS
+    assert [p.index for p in analysis.profile] == list(
+        range(0, analysis.schedule_length, analysis.profile_bucket)
+    )
+    highest = max(p.bytes for p in analysis.profile)
+    assert highest == (analysis.busiest.bytes if analysis.busiest else analysis.peak_bytes)

@@ -126,6 +126,23 @@ class DonatedBuffer:
 
 
 @dataclasses.dataclass(frozen=True)
+class Busiest:
+    """The position of the schedule where XLA's live ranges hold the most bytes, when
+    that is more than at the peak XLA reports (its peak search lets a value that
+    starts at a position count before those that ended at the one before are
+    dropped, so it can report the position after the most)."""
+
+    index: int
+    """Position in the schedule."""
+    instruction: str | None
+    """The instruction there."""
+    bytes: int
+    """The bytes of the values live there, sized as XLA assigned them."""
+    buffers: tuple[LiveBuffer, ...]
+    """The values live there, largest first."""
+
+
+@dataclasses.dataclass(frozen=True)
 class MemoryAnalysis:
     """The memory of a compiled module: XLA's totals, its peak and what is live there."""
 
@@ -151,6 +168,8 @@ class MemoryAnalysis:
     """Live bytes at the peak per memory space, when there are several."""
     donated: tuple[DonatedBuffer, ...]
     """Donated arguments whose buffers hold results."""
+    busiest: Busiest | None
+    """Where XLA's live ranges hold more than at the peak XLA reports, if anywhere."""
     allocated_bytes: int
     """The sum of XLA's allocations (every buffer of the program, reuse included)."""
     notes: tuple[str, ...]
@@ -174,34 +193,33 @@ def analyze_memory(
     ranges = {r.name: r for r in live.ranges}
     notes: list[str] = []
 
-    buffers = []
-    for peak_value in live.peak_values:
-        placed = values.get(peak_value.name)
+    def live_buffer(name: str, size: int) -> LiveBuffer:
+        placed = values.get(name)
         value, allocation = placed if placed else (None, None)
-        instruction = peak_value.name.partition("{")[0]
-        live_range = ranges.get(peak_value.name)
+        instruction = name.partition("{")[0]
+        live_range = ranges.get(name)
         made = makers.find(instruction)
         parameter = allocation.parameter if allocation is not None else None
-        buffers.append(
-            LiveBuffer(
-                name=peak_value.name,
-                bytes=peak_value.bytes,
-                shape=value.shape if value is not None else "",
-                kind=_kind(value, allocation),
-                instruction=instruction,
-                opcode=made.opcode,
-                fusion=made.fusion,
-                op_name=made.op_name,
-                sources=made.sources,
-                parameter=parameter,
-                path=parameter_paths.get(parameter) if parameter is not None else None,
-                memory_space=value.color if value is not None else 0,
-                allocation=allocation.index if allocation is not None else None,
-                live_from=live_range.start if live_range else live.peak_index,
-                live_to=live_range.end if live_range else live.peak_index,
-                op_id=made.op_id,
-            )
+        return LiveBuffer(
+            name=name,
+            bytes=size,
+            shape=value.shape if value is not None else "",
+            kind=_kind(value, allocation),
+            instruction=instruction,
+            opcode=made.opcode,
+            fusion=made.fusion,
+            op_name=made.op_name,
+            sources=made.sources,
+            parameter=parameter,
+            path=parameter_paths.get(parameter) if parameter is not None else None,
+            memory_space=value.color if value is not None else 0,
+            allocation=allocation.index if allocation is not None else None,
+            live_from=live_range.start if live_range else live.peak_index,
+            live_to=live_range.end if live_range else live.peak_index,
+            op_id=made.op_id,
         )
+
+    buffers = [live_buffer(p.name, p.bytes) for p in live.peak_values]
     buffers.sort(key=lambda b: (-b.bytes, b.name))
 
     sizes = {name: v.size for name, (v, _) in values.items()}
@@ -220,12 +238,27 @@ def analyze_memory(
         for start in range(0, length, bucket)
     )
     highest = max(range(length), key=lambda i: (live_bytes[i], -i))
+    busiest = None
     if live_bytes[highest] > live.peak_bytes:
+        at_highest = sorted(
+            (
+                live_buffer(r.name, sizes.get(r.name, 0))
+                for r in live.ranges
+                if r.start <= highest <= r.end
+            ),
+            key=lambda b: (-b.bytes, b.name),
+        )
+        busiest = Busiest(
+            index=highest,
+            instruction=live.sequence[highest] if highest < len(live.sequence) else None,
+            bytes=live_bytes[highest],
+            buffers=tuple(at_highest),
+        )
         notes.append(
             f"by XLA's live ranges, position {highest} holds more ({live_bytes[highest]:,} "
             f"bytes) than the peak XLA reports at {live.peak_index}: XLA's peak search "
             "counts a value that starts at a position before dropping those that ended at "
-            "the one before"
+            "the one before (what is live there is listed too)"
         )
 
     spaces: dict[int, list[LiveBuffer]] = {}
@@ -249,6 +282,7 @@ def analyze_memory(
         profile_bucket=bucket,
         memory_spaces=memory_spaces if len(memory_spaces) > 1 else (),
         donated=_donated(assignment, live, parameter_paths),
+        busiest=busiest,
         allocated_bytes=sum(a.size for a in assignment.allocations),
         notes=tuple(notes),
     )

@@ -550,6 +550,14 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
             {"parameter": d.parameter, "path": d.path, "bytes": d.bytes, "holds": list(d.holds)}
             for d in analysis.donated
         ],
+        "busiest": None
+        if analysis.busiest is None
+        else {
+            "index": analysis.busiest.index,
+            "instruction": analysis.busiest.instruction,
+            "bytes": analysis.busiest.bytes,
+            "buffers": [_live_buffer_json(b) for b in analysis.busiest.buffers],
+        },
         "allocated_bytes": analysis.allocated_bytes,
         "files": list(report.files),
         "notes": list(report.notes),

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from rich.console import Console, Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.memory import LiveBuffer, MemoryAnalysis, ProfilePoint
@@ -15,6 +16,7 @@ from hloscope.render.text.common import (
     describe_source,
     header_table,
     notes_group,
+    plural,
     short_source,
     simple_table,
     sources_text,
@@ -23,6 +25,7 @@ from hloscope.reports import MemoryReport
 from hloscope.units import human_bytes
 
 MAX_BUFFER_ROWS = 40
+MAX_BUSIEST_ROWS = 12
 # A layout (`{1,0}`, `{1,0:S(5)}`) after a shape: the table shows shapes without.
 _LAYOUT = re.compile(r"\{[^{}]*\}")
 MAX_CODE_LINES = 12
@@ -151,8 +154,43 @@ def render_memory(report: MemoryReport, console: Console) -> None:
         for line in chart:
             console.print(line)
 
+    console.print()
+    console.print(
+        _buffers_table(
+            f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+            analysis.buffers_at_peak,
+            report.module,
+            MAX_BUFFER_ROWS,
+        )
+    )
+    busiest = analysis.busiest
+    if busiest is not None:
+        at_peak = {b.name for b in analysis.buffers_at_peak}
+        more = [b for b in busiest.buffers if b.name not in at_peak]
+        where = f"{busiest.index} ({busiest.instruction})" if busiest.instruction else busiest.index
+        console.print()
+        console.print(
+            Text(
+                f"Also live at position {where}, where XLA's live ranges hold "
+                f"{human_bytes(busiest.bytes)}: {plural(len(more), 'more buffer')}, "
+                f"{human_bytes(sum(b.bytes for b in more))}",
+                style="bold",
+            )
+        )
+        console.print(_buffers_table("", more, report.module, MAX_BUSIEST_ROWS))
+    lines = _lines_group(report)
+    if lines is not None:
+        console.print(lines)
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print(notes)
+
+
+def _buffers_table(
+    title: str, buffers: Sequence[LiveBuffer], module: str | None, limit: int
+) -> Table:
     table = simple_table(
-        f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+        title,
         [
             ("bytes", "right", True),
             ("kind", "left", True),
@@ -162,26 +200,19 @@ def render_memory(report: MemoryReport, console: Console) -> None:
             ("source", "left", True),
         ],
     )
-    for buffer in analysis.buffers_at_peak[:MAX_BUFFER_ROWS]:
+    for buffer in buffers[:limit]:
         table.add_row(
             human_bytes(buffer.bytes),
             _kind_text(buffer),
             shape_text(buffer.shape),
             _instruction_text(buffer),
-            _op_name_text(buffer.op_name, report.module) or Text("-", style="dim"),
+            _op_name_text(buffer.op_name, module) or Text("-", style="dim"),
             _source_text(buffer) or Text("-", style="dim"),
         )
-    if len(analysis.buffers_at_peak) > MAX_BUFFER_ROWS:
-        more = len(analysis.buffers_at_peak) - MAX_BUFFER_ROWS
-        table.add_row("", Text(f"… {more} more (--json lists all)", style="dim"))
-    console.print()
-    console.print(table)
-    lines = _lines_group(report)
-    if lines is not None:
-        console.print(lines)
-    notes = notes_group(report.notes)
-    if notes is not None:
-        console.print(notes)
+    if len(buffers) > limit:
+        table.caption = f"… {len(buffers) - limit} more (--json lists all)"
+        table.caption_justify = "left"
+    return table
 
 
 def _op_name_text(op_name: str | None, module: str | None) -> str:
@@ -225,7 +256,13 @@ def _source_text(buffer: LiveBuffer) -> str:
 
 def _lines_group(report: MemoryReport) -> RenderableType | None:
     """The code of the source lines the table names."""
-    named = dict.fromkeys(s for b in report.analysis.buffers_at_peak for s in b.sources)
+    analysis = report.analysis
+    shown = [*analysis.buffers_at_peak]
+    if analysis.busiest is not None:
+        at_peak = {b.name for b in analysis.buffers_at_peak}
+        more = [b for b in analysis.busiest.buffers if b.name not in at_peak]
+        shown += more[:MAX_BUSIEST_ROWS]
+    named = dict.fromkeys(s for b in shown for s in b.sources)
     rows = [(source, report.line_texts[source]) for source in named if source in report.line_texts]
     if not rows:
         return None

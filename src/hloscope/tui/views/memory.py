@@ -7,6 +7,8 @@ asked for; on a lowered module the tab offers to compile first, as `c` does."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -52,28 +54,9 @@ def _defining_op(module: Module, buffer: LiveBuffer) -> Jump | None:
     return Jump((found[-1],), buffer.instruction)
 
 
-def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
-    analysis = report.analysis
-    lines: list[Line] = [
-        text_line(Text(f"totals  {totals_text(analysis)}")),
-        text_line(Text(f"peak    {peak_text(analysis)}", style="bold")),
-    ]
-    if analysis.donated:
-        donated = ", ".join(
-            f"{d.path or f'parameter {d.parameter}'} ({human_bytes(d.bytes)})"
-            for d in analysis.donated
-        )
-        lines.append(text_line(f"donated {donated}"))
-    chart = profile_chart(
-        analysis.profile, analysis.peak_index, analysis.schedule_length, width=CHART_WIDTH
-    )
-    if chart:
-        lines.append(blank())
-        lines.append(heading("Live bytes over the schedule"))
-        lines += [text_line(line) for line in chart]
-    lines.append(blank())
+def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> list[Line]:
     rows = []
-    for buffer in analysis.buffers_at_peak:
+    for buffer in buffers:
         name = buffer.instruction if buffer.name.endswith("{}") else buffer.name
 
         def jump(buffer: LiveBuffer = buffer) -> Jump | None:
@@ -95,8 +78,8 @@ def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
                 else f"{buffer.name}: no op defines it here (a parameter: see the Parameters tab)",
             )
         )
-    lines += table(
-        f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+    return table(
+        title,
         [
             Column("bytes", right=True, width=12),
             Column("kind", width=12),
@@ -107,7 +90,48 @@ def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
         ],
         rows,
     )
-    named = dict.fromkeys(s for b in analysis.buffers_at_peak for s in b.sources)
+
+
+def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
+    analysis = report.analysis
+    lines: list[Line] = [
+        text_line(Text(f"totals  {totals_text(analysis)}")),
+        text_line(Text(f"peak    {peak_text(analysis)}", style="bold")),
+    ]
+    if analysis.donated:
+        donated = ", ".join(
+            f"{d.path or f'parameter {d.parameter}'} ({human_bytes(d.bytes)})"
+            for d in analysis.donated
+        )
+        lines.append(text_line(f"donated {donated}"))
+    chart = profile_chart(
+        analysis.profile, analysis.peak_index, analysis.schedule_length, width=CHART_WIDTH
+    )
+    if chart:
+        lines.append(blank())
+        lines.append(heading("Live bytes over the schedule"))
+        lines += [text_line(line) for line in chart]
+    lines.append(blank())
+    lines += _buffer_table(
+        f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+        analysis.buffers_at_peak,
+        module,
+    )
+    shown = list(analysis.buffers_at_peak)
+    busiest = analysis.busiest
+    if busiest is not None:
+        at_peak = {b.name for b in analysis.buffers_at_peak}
+        more = [b for b in busiest.buffers if b.name not in at_peak]
+        shown += more
+        where = f"{busiest.index} ({busiest.instruction})" if busiest.instruction else busiest.index
+        lines.append(blank())
+        lines += _buffer_table(
+            f"Also live at position {where}, where XLA's live ranges hold "
+            f"{human_bytes(busiest.bytes)} ({len(more)})",
+            more,
+            module,
+        )
+    named = dict.fromkeys(s for b in shown for s in b.sources)
     code = [(s, report.line_texts[s]) for s in named if s in report.line_texts]
     if code:
         lines.append(blank())
