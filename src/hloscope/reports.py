@@ -412,7 +412,7 @@ def memory_report(
             return _memory_from_files(loaded, files, dumped=True)
         if picked.after is not None or folder.kind in ("xla-dump", "mixed"):
             raise HloscopeError(
-                f"no buffer assignment of {picked.key} here ({dumps_hint()})",
+                f"no buffer assignment of {picked.key} here ({DUMP_FLAGS_HINT})",
                 where=display_path(path),
             )
     return compiled_memory_report(lambda dump_options: load(target, dump_options, call), options)
@@ -435,7 +435,7 @@ def compiled_memory_report(
         if loaded.compilation is None:
             raise HloscopeError(
                 "this is an optimized module, which hloscope cannot compile again to get "
-                f"its buffer assignment: give the dump folder XLA wrote ({dumps_hint()}), "
+                f"its buffer assignment: give the dump folder XLA wrote ({DUMP_FLAGS_HINT}), "
                 "or the module before optimization",
                 where=loaded.label,
             )
@@ -470,11 +470,6 @@ def loaded_memory_report(loaded: Loaded) -> MemoryReport:
         )
     options = dataclasses.replace(loaded.options, module=source.folder_module)
     return memory_report(source.target, options)
-
-
-def dumps_hint() -> str:
-    """Which XLA flags write the files `memory` reads."""
-    return DUMP_FLAGS_HINT
 
 
 def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> MemoryReport:
