@@ -10,6 +10,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from hloscope.errors import HloscopeError
@@ -189,3 +191,39 @@ def test_memory_files_of_any_backend_and_module(tmp_path):
     assert dumps.memory_files(tmp_path, key="module_0001.jit_f") is None
     # The files are not modules of the folder.
     assert [m.key for m in dumps.list_folder(tmp_path).modules] == ["module_0004.jit_f"]
+
+
+_EDITS = st.sampled_from(["delete", "duplicate", "truncate", "digits", "spaces", "garble"])
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(st.data())
+def test_mutated_dumps_are_read_or_refused_with_one_line(data):
+    # Whatever the text, the reader returns a result or raises HloscopeError naming
+    # the file: never another exception.
+    path = data.draw(st.sampled_from([ASSIGNMENT, LIVE]))
+    lines = path.read_text().splitlines()
+    for _ in range(data.draw(st.integers(1, 3))):
+        if not lines:
+            break
+        at = data.draw(st.integers(0, len(lines) - 1))
+        edit = data.draw(_EDITS)
+        if edit == "delete":
+            del lines[at]
+        elif edit == "duplicate":
+            lines.insert(at, lines[at])
+        elif edit == "truncate":
+            lines[at] = lines[at][: data.draw(st.integers(0, len(lines[at])))]
+        elif edit == "digits":
+            lines[at] = re.sub(r"\d+", lambda m: str(int(m[0]) * 7 + 1), lines[at], count=1)
+        elif edit == "spaces":
+            lines[at] = " " + lines[at]
+        else:
+            lines[at] = data.draw(st.text(max_size=30))
+    text = "\n".join(lines)
+    parse = parse_buffer_assignment if path == ASSIGNMENT else parse_live_ranges
+    try:
+        parse(text, "dump.txt")
+    except HloscopeError as exc:
+        assert str(exc).startswith("dump.txt")
+        assert "\n" not in exc.message
