@@ -6,6 +6,7 @@ hand:
     insp = hloscope.inspect(train_step, params, batch)   # lowered on those arguments
     insp.params            # which arguments the compiler got
     insp.fusions()         # what XLA fused (compiles)
+    insp.memory()          # what is live at the memory peak (compiles)
     insp.browse()          # the browser, in this terminal
 
 `inspect` loads what it is given through the same pipeline as the command line
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         DiffReport,
         FusionsReport,
         InspectReport,
+        MemoryReport,
         ParamsReport,
         PassesReport,
         PlacementReport,
@@ -200,6 +202,7 @@ class Inspection(Displayed):
         self._origin = origin
         self._optimized: Inspection | None = None
         self._fusions: FusionsReport | None = None
+        self._memory: MemoryReport | None = None
 
     # -- what it is ------------------------------------------------------------------
 
@@ -287,6 +290,32 @@ class Inspection(Displayed):
 
             self._fusions = shown(reports.fusions_report(self.loaded))
         return self._fusions
+
+    def memory(self) -> MemoryReport:
+        """What is live at the memory peak, from XLA's buffer assignment, mapped to
+        source lines (`hloscope memory`): compiles once with XLA dumping its buffer
+        assignment into a temporary folder, or reads a dump folder's files."""
+        if self._memory is None:
+            from hloscope import reports
+            from hloscope.sources import loader
+
+            origin = self._origin
+            if origin.kind == "target":
+                report = reports.memory_report(origin.value, origin.options, origin.call)
+            elif origin.kind == "object":
+                report = reports.compiled_memory_report(
+                    lambda options: loader.load_object(
+                        origin.value, self.label, options, origin.call
+                    ),
+                    origin.options,
+                )
+            else:
+                report = reports.compiled_memory_report(
+                    lambda options: loader.load_data(origin.value, self.label, options),
+                    origin.options,
+                )
+            self._memory = shown(report)
+        return self._memory
 
     def aot_check(self, aot: Any = None) -> AotReport:
         """The direct call against the AOT path (`hloscope aot-check`): calls the

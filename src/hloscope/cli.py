@@ -22,6 +22,7 @@ from hloscope.render.text.common import make_console
 from hloscope.render.text.diff import render_diff
 from hloscope.render.text.fusions import render_fusions
 from hloscope.render.text.inspect import render_inspect
+from hloscope.render.text.memory import render_memory
 from hloscope.render.text.params import render_params
 from hloscope.render.text.passes import render_passes
 from hloscope.render.text.placement import render_placement
@@ -633,3 +634,29 @@ def main(argv: list[str] | None = None) -> None:
         print_error(f"{exc.format_message()} (see hloscope --help)")
         raise SystemExit(ExitCode.ERROR) from None
     raise SystemExit(returned if isinstance(returned, int) else ExitCode.OK)
+
+
+@app.command()
+def memory(
+    target: TargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    json: JsonOption = False,
+    print_: PrintOption = False,
+    debug: DebugOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """What is live at the peak of memory, from XLA's buffer assignment, mapped to
+    source lines. Compiles an entrypoint or a before-optimization dump with XLA
+    dumping its buffer assignment into a temporary folder; reads an XLA dump folder's."""
+    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
+    emit(
+        debug,
+        json,
+        lambda: reports.memory_report(target, options),
+        json_render.memory_json,
+        render_memory,
+        timeout=timeout,
+        what=target,
+    )

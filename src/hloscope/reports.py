@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import os
+import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -26,6 +27,7 @@ from hloscope.analyses.fusions import (
     inner_jits,
     summarize_fusions,
 )
+from hloscope.analyses.memory import MemoryAnalysis, analyze_memory
 from hloscope.analyses.params import ParameterUsage, analyze_params
 from hloscope.analyses.passes import (
     Census,
@@ -42,20 +44,27 @@ from hloscope.analyses.placement import Placement, analyze_placement
 from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir.parsed import ParsedModule
-from hloscope.sources.dumps import read_file as dumps_read
-from hloscope.sources.dumps import read_pass_text
+from hloscope.sources import dumps
 from hloscope.sources.loader import (
+    LOWERED,
     OPTIMIZED,
+    Call,
     Loaded,
     LoadedRuns,
     LoadOptions,
     Source,
+    load,
     load_data,
     load_diff_sides,
     optimized,
 )
 from hloscope.sources.passes import PassDumps, pass_dumps
 from hloscope.sources.stages import InputLeaf, RecordedRun
+from hloscope.sources.xla_buffers import (
+    DUMP_FLAGS_HINT,
+    parse_buffer_assignment,
+    parse_live_ranges,
+)
 
 __all__ = [
     "AotReport",
@@ -64,16 +73,20 @@ __all__ = [
     "DiffReport",
     "FusionsReport",
     "InspectReport",
+    "MemoryReport",
     "ParamsReport",
     "PassesReport",
     "PlacementReport",
     "Timings",
     "aot_check_report",
+    "compiled_memory_report",
     "compiles_report",
     "diff_loaded",
     "diff_report",
     "fusions_report",
     "inspect_report",
+    "loaded_memory_report",
+    "memory_report",
     "params_report",
     "passes_report",
     "placement_report",
@@ -461,7 +474,7 @@ def passes_report(
 def _census_of(path: Path | None, pattern: str | None) -> Census | None:
     if path is None or path.suffix != ".txt":
         return None
-    return census(read_pass_text(path), pattern)
+    return census(dumps.read_pass_text(path), pattern)
 
 
 def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
@@ -481,7 +494,7 @@ def _read_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
     censuses: list[Census] = []
     previous_text: str | None = None
     for path in paths:
-        text = read_pass_text(path)
+        text = dumps.read_pass_text(path)
         if text == previous_text:
             censuses.append(censuses[-1])
         else:
@@ -578,8 +591,8 @@ def pass_sides(dumped: PassDumps, table: PassTable, index: int) -> tuple[Loaded,
         if index == 0
         else f"#{index - 1} {_pass_label(table.steps[index - 1])}"
     )
-    before = load_data(dumps_read(before_path), before_label)
-    after = load_data(dumps_read(dumped.files[index].path), f"#{index} {_pass_label(step)}")
+    before = load_data(dumps.read_file(before_path), before_label)
+    after = load_data(dumps.read_file(dumped.files[index].path), f"#{index} {_pass_label(step)}")
     return before, after
 
 
@@ -591,3 +604,149 @@ def pass_diff(dumped: PassDumps, table: PassTable, index: int) -> DiffReport:
 
 def _pass_label(step: PassStep) -> str:
     return f"{step.pipeline}/{step.pass_name}"
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryReport:
+    """What is live at the memory peak of the optimized module, from XLA's buffer
+    assignment and live ranges, mapped to source lines."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_f`)."""
+    analysis: MemoryAnalysis
+    files: tuple[str, ...]
+    """The dump files read (a dump folder's); empty when hloscope compiled the target
+    with XLA dumping into a temporary folder."""
+    line_texts: Mapping[str, str]
+    """The code of each source line named (`file.py:LINE` -> text), where readable."""
+    notes: tuple[str, ...]
+
+
+def memory_report(
+    target: str, options: LoadOptions | None = None, call: Call | None = None
+) -> MemoryReport:
+    """Build the `memory` report: read the buffer assignment XLA dumped in a dump
+    folder, or compile the target (an entrypoint, a before-optimization dump) with
+    XLA dumping it into a temporary folder."""
+    options = options or LoadOptions()
+    path = Path(target)
+    if call is None and path.is_dir():
+        folder = dumps.list_folder(path)
+        picked, _ = folder.pick(options.module)
+        files = dumps.memory_files(path, key=picked.key)
+        if files is not None:
+            loaded = load(target, dataclasses.replace(options, optimized=True))
+            return _memory_from_files(loaded, files, dumped=True)
+        if picked.after is not None or folder.kind in ("xla-dump", "mixed"):
+            raise HloscopeError(
+                f"no buffer assignment of {picked.key} here ({DUMP_FLAGS_HINT})",
+                where=display_path(path),
+            )
+    return compiled_memory_report(lambda dump_options: load(target, dump_options, call), options)
+
+
+def compiled_memory_report(
+    load_with: Callable[[LoadOptions], Loaded], options: LoadOptions | None = None
+) -> MemoryReport:
+    """Build the `memory` report of what `load_with` loads (with the options given,
+    compiling), XLA dumping its buffer assignment into a temporary folder."""
+    options = options or LoadOptions()
+    with tempfile.TemporaryDirectory(prefix="hloscope-memory-") as folder_name:
+        dump_options = dataclasses.replace(
+            options,
+            optimized=True,
+            compile_dumps=True,
+            compiler_options=(*options.compiler_options, ("xla_dump_to", folder_name)),
+        )
+        loaded = load_with(dump_options)
+        if loaded.compilation is None:
+            raise HloscopeError(
+                "this is an optimized module, which hloscope cannot compile again to get "
+                f"its buffer assignment: give the dump folder XLA wrote ({DUMP_FLAGS_HINT}), "
+                "or the module before optimization",
+                where=loaded.label,
+            )
+        files = dumps.memory_files(Path(folder_name), name=loaded.module.name)
+        if files is None:
+            raise HloscopeError(
+                "XLA wrote no buffer assignment while compiling it for the local backend",
+                where=loaded.label,
+            )
+        return _memory_from_files(loaded, files, dumped=False)
+
+
+def loaded_memory_report(loaded: Loaded) -> MemoryReport:
+    """The `memory` report of a target already loaded (the browser's Memory tab): the
+    files of the dump folder its optimized module was read from, or else the target
+    compiled again with XLA dumping its buffer assignment."""
+    source = loaded.source
+    if (
+        source.kind == "dump"
+        and source.folder_module is not None
+        and source.stage == OPTIMIZED
+        and loaded.compilation is None
+    ):
+        files = dumps.memory_files(Path(source.target), key=source.folder_module)
+        if files is not None:
+            return _memory_from_files(loaded, files, dumped=True)
+    if loaded.lowering is not None and loaded.lowering.handle is not None:
+        lowered = dataclasses.replace(loaded, source=dataclasses.replace(source, stage=LOWERED))
+        return compiled_memory_report(
+            lambda options: optimized(dataclasses.replace(lowered, options=options)),
+            loaded.options,
+        )
+    options = dataclasses.replace(loaded.options, module=source.folder_module)
+    return memory_report(source.target, options)
+
+
+def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> MemoryReport:
+    assignment_label = display_path(files.buffer_assignment)
+    assignment = parse_buffer_assignment(
+        _text(files.buffer_assignment, assignment_label), assignment_label
+    )
+    if files.live_range is None:
+        raise HloscopeError(
+            "XLA wrote the buffer assignment without its live ranges (-live-range.txt): "
+            "dump again with --xla_dump_buffer_assignment_analysis=true",
+            where=assignment_label,
+        )
+    live_label = display_path(files.live_range)
+    live = parse_live_ranges(_text(files.live_range, live_label), live_label)
+    usage = analyze_params(loaded.module, loaded.lowering)
+    paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
+    compilation = loaded.compilation
+    analysis = analyze_memory(
+        assignment,
+        live,
+        loaded.module,
+        paths,
+        compilation.memory if compilation is not None and not dumped else None,
+        source_root=os.getcwd(),
+    )
+    notes = loaded.notes + analysis.notes
+    return MemoryReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        analysis=analysis,
+        files=(assignment_label, live_label) if dumped else (),
+        line_texts=_line_texts(
+            s
+            for b in (
+                *analysis.buffers_at_peak,
+                *(analysis.busiest.buffers if analysis.busiest else ()),
+            )
+            for s in b.sources
+        ),
+        notes=notes,
+    )
+
+
+def _text(path: Path, label: str) -> str:
+    text = dumps.decode_text(dumps.read_file(path))
+    if text is None:
+        raise HloscopeError("not a text file", where=label)
+    return text

@@ -248,6 +248,8 @@ def test_nothing_is_written_next_to_the_users_files_and_no_temporary_file_is_lef
         ["aot-check", "model.py:f", "--args", "model.py:args", "--json"],
         ["inspect", "mlp.mlirbc", "--compile", "--json"],
         ["diff", "mlp.before_optimizations.hlo", "mlp.exported.bin", "--json"],
+        # XLA dumps its buffer assignment into a temporary folder, removed after.
+        ["memory", "model.py:f", "--args", "model.py:args", "--json"],
     ]
     for command in commands:
         run = subprocess.run(

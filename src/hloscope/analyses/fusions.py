@@ -327,6 +327,17 @@ def _op_name(op: Op) -> str | None:
     return name
 
 
+def op_source(op: Op, root: str | None = None) -> str | None:
+    """`file.py:LINE` of the code that made an op (its innermost frame), relative to
+    `root` when inside it."""
+    return _source(op, root)
+
+
+def jax_op_name(op: Op) -> str | None:
+    """The op's JAX op name (`jit(f)/mul`), None when its location holds none."""
+    return _op_name(op)
+
+
 def _display_name(module: Module, op: Op) -> str:
     if op.hlo_name:
         return op.hlo_name

@@ -49,6 +49,7 @@ def renderers(report: object) -> Renderers:
     from hloscope.render.text.diff import render_diff
     from hloscope.render.text.fusions import render_fusions
     from hloscope.render.text.inspect import render_inspect
+    from hloscope.render.text.memory import render_memory
     from hloscope.render.text.params import render_params
     from hloscope.render.text.passes import render_passes
     from hloscope.render.text.placement import render_placement
@@ -62,6 +63,7 @@ def renderers(report: object) -> Renderers:
         reports.AotReport: (json_render.aot_check_json, render_aot_check),
         reports.CompilesReport: (json_render.compiles_json, render_compiles),
         reports.PassesReport: (json_render.passes_json, render_passes),
+        reports.MemoryReport: (json_render.memory_json, render_memory),
     }
     for cls in type(report).__mro__:
         if cls in table:

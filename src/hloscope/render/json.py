@@ -15,6 +15,7 @@ from typing import Any
 from hloscope.analyses.aot import ProgramSummary
 from hloscope.analyses.diff import Side as DiffSide
 from hloscope.analyses.fusions import FusionSummary
+from hloscope.analyses.memory import LiveBuffer
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.passes import FoundAt, PassFind
 from hloscope.analyses.placement import ComputeRegion, Placement
@@ -25,6 +26,7 @@ from hloscope.reports import (
     DiffReport,
     FusionsReport,
     InspectReport,
+    MemoryReport,
     ParamsReport,
     PassesReport,
     PlacementReport,
@@ -650,3 +652,70 @@ def passes_json(report: PassesReport) -> dict[str, Any]:
         }
         body["diff"] = {"index": report.diff_index, **diff_body}
     return document("passes", report.target, body)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def _live_buffer_json(buffer: LiveBuffer) -> dict[str, Any]:
+    return {
+        "name": buffer.name,
+        "bytes": buffer.bytes,
+        "shape": buffer.shape,
+        "kind": buffer.kind,
+        "instruction": buffer.instruction,
+        "opcode": buffer.opcode,
+        "fusion": buffer.fusion,
+        "op_name": buffer.op_name,
+        "sources": list(buffer.sources),
+        "parameter": buffer.parameter,
+        "path": buffer.path,
+        "memory_space": buffer.memory_space,
+        "allocation": buffer.allocation,
+        "live": [buffer.live_from, buffer.live_to],
+    }
+
+
+def memory_json(report: MemoryReport) -> dict[str, Any]:
+    analysis = report.analysis
+    memory_keys = ("argument_bytes", "output_bytes", "temp_bytes", "alias_bytes")
+    totals: dict[str, Any] = dict.fromkeys((*memory_keys, "generated_code_bytes"))
+    if analysis.totals is not None:
+        totals.update(analysis.totals)
+    body: dict[str, Any] = {
+        "source": source_json(report.source),
+        "module": report.module,
+        "totals": totals,
+        "peak_bytes": analysis.peak_bytes,
+        "peak_at": {"index": analysis.peak_index, "instruction": analysis.peak_instruction},
+        "schedule_length": analysis.schedule_length,
+        "profile": [{"index": p.index, "bytes": p.bytes} for p in analysis.profile],
+        "profile_bucket": analysis.profile_bucket,
+        "buffers_at_peak": [_live_buffer_json(b) for b in analysis.buffers_at_peak],
+        "memory_spaces": [
+            {
+                "memory_space": s.color,
+                "bytes_at_peak": s.bytes,
+                "buffers_at_peak": [
+                    b.name for b in analysis.buffers_at_peak if b.memory_space == s.color
+                ],
+            }
+            for s in analysis.memory_spaces
+        ],
+        "aliases": [
+            {"parameter": d.parameter, "path": d.path, "bytes": d.bytes, "holds": list(d.holds)}
+            for d in analysis.donated
+        ],
+        "busiest": None
+        if analysis.busiest is None
+        else {
+            "index": analysis.busiest.index,
+            "instruction": analysis.busiest.instruction,
+            "bytes": analysis.busiest.bytes,
+            "buffers": [_live_buffer_json(b) for b in analysis.busiest.buffers],
+        },
+        "allocated_bytes": analysis.allocated_bytes,
+        "files": list(report.files),
+        "notes": list(report.notes),
+    }
+    return document("memory", report.source.target, body)

@@ -510,3 +510,59 @@ def read_pass_text(path: Path) -> str:
         raise HloscopeError(
             f"cannot read it: {exc.strerror or exc}", where=display_path(path)
         ) from exc
+
+
+# --------------------------------------------------------------------------- memory files
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryFiles:
+    """The files XLA wrote about one module's memory, beside its optimized module."""
+
+    buffer_assignment: Path
+    """`...after_optimizations-buffer-assignment.txt`."""
+    live_range: Path | None
+    """`...after_optimizations-live-range.txt`, when XLA wrote it."""
+
+
+_MEMORY_FILE = re.compile(
+    r"^(?P<key>module_\d+\.(?P<name>.+?))\.(?P<stage>[\w.]*after_optimizations)"
+    r"-(?P<kind>buffer-assignment|live-range)\.txt$"
+)
+
+
+def memory_files(
+    folder: Path, key: str | None = None, name: str | None = None
+) -> MemoryFiles | None:
+    """The buffer assignment and live ranges XLA dumped in `folder` for the module
+    `key` (`module_0004.jit_f`), or else for the last module named `name` (`jit_f`),
+    or else for the last module; None when the folder holds none."""
+    where = display_path(folder)
+    try:
+        entries = sorted(entry.name for entry in os.scandir(folder))
+    except OSError as exc:
+        raise HloscopeError(f"cannot list the folder: {exc.strerror or exc}", where=where) from exc
+    found: dict[str, dict[str, Path]] = {}
+    for entry in entries:
+        match = _MEMORY_FILE.match(entry)
+        if match is None:
+            continue
+        files = found.setdefault(match["key"], {})
+        if match["kind"] in files:
+            raise HloscopeError(
+                f"two {match['kind']} files for {match['key']}: {files[match['kind']].name} "
+                f"and {entry}",
+                where=where,
+            )
+        files[match["kind"]] = folder / entry
+    candidates = [k for k in found if "buffer-assignment" in found[k]]
+    if key is not None:
+        candidates = [k for k in candidates if k == key]
+    elif name is not None and any(k.split(".", 1)[1] == name for k in candidates):
+        candidates = [k for k in candidates if k.split(".", 1)[1] == name]
+    if not candidates:
+        return None
+    chosen = found[max(candidates, key=lambda k: int(k.split(".", 1)[0][len("module_") :]))]
+    return MemoryFiles(
+        buffer_assignment=chosen["buffer-assignment"], live_range=chosen.get("live-range")
+    )

@@ -363,14 +363,6 @@ class HloscopeApp(WorkingApp):
     def _view_widget(self, session: Session, view: ReportView) -> Widget:
         """What `view`'s tab shows for `session` now."""
         loaded = session.loaded
-        if view.on_demand:
-            if view.id in self.on_demand:
-                return view.widget(self.on_demand[view.id], loaded)
-            text = f"{view.on_demand}\n\nPress enter to run it."
-            failure = self.on_demand_failures.get(view.id)
-            if failure:
-                text += f"\n\nThe last run failed: {failure}"
-            return PendingView(view.id, text, runnable=True)
         if view.optimized and session.lowered:
             if "optimized" in self.sessions:
                 what = "press enter (or c) to switch to it"
@@ -381,6 +373,14 @@ class HloscopeApp(WorkingApp):
                 f"The {view.title} are read from the optimized module: {what}.",
                 runnable=True,
             )
+        if view.on_demand:
+            if view.id in self.on_demand:
+                return view.widget(self.on_demand[view.id], loaded)
+            text = f"{view.on_demand}\n\nPress enter to run it."
+            failure = self.on_demand_failures.get(view.id)
+            if failure:
+                text += f"\n\nThe last run failed: {failure}"
+            return PendingView(view.id, text, runnable=True)
         if session.reports is None:
             return PendingView(view.id, f"Building the {view.title} report…", runnable=False)
         if view.id in session.reports.built:

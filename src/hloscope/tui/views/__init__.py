@@ -3,7 +3,7 @@ registering an analysis's tab is one import and one entry here."""
 
 from __future__ import annotations
 
-from hloscope.tui.views import aot, fusions, overview, params, placement
+from hloscope.tui.views import aot, fusions, memory, overview, params, placement
 from hloscope.tui.views.base import ReportView, RunView, ShowOp, ShowOps
 
 VIEWS: tuple[ReportView, ...] = (
@@ -12,6 +12,7 @@ VIEWS: tuple[ReportView, ...] = (
     placement.VIEW,
     fusions.VIEW,
     aot.VIEW,
+    memory.VIEW,
 )
 
 __all__ = ["VIEWS", "ReportView", "RunView", "ShowOp", "ShowOps"]

@@ -1,0 +1,402 @@
+"""What is live at the memory peak, and which line of code put it there.
+
+XLA decides at compile time where every value of a program lives: its buffer
+assignment places each value (`HloValue`: an instruction's result, or a part of a
+tuple) in an allocation, and its live-range analysis knows, for each value, from
+which position of the schedule to which one it is live, and where the peak of
+live bytes falls ("Live ranges at T (peak)"). The numbers here are XLA's:
+
+- the peak and the values live at it are the ones XLA's live-range dump lists;
+- the profile is, at each position of the schedule, the bytes of the values XLA
+  says are live there (its ranges include both ends, as its peak listing counts
+  them), sized as XLA assigned them;
+- the totals are `memory_analysis()`'s, where they are known.
+
+Each buffer is named by what made it: its defining HLO instruction, the fusion it
+is (or the op), JAX's op name and the source lines of the ops (from the optimized
+module's locations, as `analyses.fusions` reads them), and, for parameters, the
+pytree path of the argument (`analyses.params`). Its kind says whose memory it is:
+`parameter` (an argument's buffer), `alias` (a donated argument's buffer, reused
+for a result), `output`, `temporary`, `constant` or `thread-local`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from hloscope.analyses.fusions import FusionAnalysis, analyze_fusions, jax_op_name, op_source
+from hloscope.ir.model import Module, Op
+from hloscope.sources.xla_buffers import Allocation, AssignedValue, BufferAssignment, LiveRanges
+
+BufferKind = Literal["parameter", "alias", "output", "temporary", "constant", "thread-local"]
+"""Whose memory a buffer is (see the module's docstring)."""
+
+PROFILE_POINTS = 64
+"""The profile of a longer schedule is bucketed into this many points (each the
+largest live bytes in its bucket, so the peak stays visible)."""
+
+TOTAL_KEYS = (
+    ("argument_bytes", "argument_size_in_bytes"),
+    ("output_bytes", "output_size_in_bytes"),
+    ("temp_bytes", "temp_size_in_bytes"),
+    ("alias_bytes", "alias_size_in_bytes"),
+    ("generated_code_bytes", "generated_code_size_in_bytes"),
+    ("host_argument_bytes", "host_argument_size_in_bytes"),
+    ("host_output_bytes", "host_output_size_in_bytes"),
+    ("host_temp_bytes", "host_temp_size_in_bytes"),
+)
+"""The totals shown, and the key of `memory_analysis()`'s stats each one reads."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveBuffer:
+    """One value live at the peak."""
+
+    name: str
+    """As XLA's live-range dump names it: `sort.0{}`."""
+    bytes: int
+    """Its bytes, as XLA lists it at the peak."""
+    shape: str
+    """With layout: `f32[1024,1024]{1,0}`; empty when the buffer assignment does not
+    place it."""
+    kind: BufferKind
+    """Whose memory it is: `parameter`, `alias`, `output`, `temporary`, ..."""
+    instruction: str
+    """The HLO instruction that defines it: `sort.0`."""
+    opcode: str | None
+    """That instruction's op in the model (`sort`, `fusion`); None for parameters."""
+    fusion: str | None
+    """The fusion it is the result of (`multiply_exponential_fusion`), if any."""
+    op_name: str | None
+    """JAX's op name of the instruction: `jit(f)/jit(sort)/sort`."""
+    sources: tuple[str, ...]
+    """`file.py:LINE` of the code that made it (every line of a fusion's ops)."""
+    parameter: int | None
+    """The entry parameter whose buffer it is."""
+    path: str | None
+    """That parameter's pytree path in the Python call (`params['w']`)."""
+    memory_space: int
+    """XLA's memory space (color): 0 the default memory."""
+    allocation: int | None
+    """The allocation XLA placed it in."""
+    live_from: int
+    """First position of the schedule where it is live."""
+    live_to: int
+    """Last position where it is live."""
+    op_id: int | None
+    """Its defining op's id in the model (for the browser)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfilePoint:
+    """Live bytes at one position of the schedule (the first of its bucket)."""
+
+    index: int
+    """Position in the schedule."""
+    bytes: int
+    """Live bytes there (the largest of its bucket)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MemorySpace:
+    """The bytes live at the peak in one memory space."""
+
+    color: int
+    """XLA's memory space number (0 the default memory; the host's is 5 on GPU/TPU)."""
+    bytes: int
+    """Live bytes at the peak in this space."""
+    buffers: int
+    """Buffers live at the peak in this space."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DonatedBuffer:
+    """A donated argument: its buffer is reused for a result."""
+
+    parameter: int
+    """The entry parameter (HLO number)."""
+    path: str | None
+    """The argument's pytree path in the Python call."""
+    bytes: int
+    """The allocation's size."""
+    holds: tuple[str, ...]
+    """The values XLA places in it after the argument (`ynn_fusion{}`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Busiest:
+    """The position of the schedule where XLA's live ranges hold the most bytes, when
+    that is more than at the peak XLA reports (its peak search lets a value that
+    starts at a position count before those that ended at the one before are
+    dropped, so it can report the position after the most)."""
+
+    index: int
+    """Position in the schedule."""
+    instruction: str | None
+    """The instruction there."""
+    bytes: int
+    """The bytes of the values live there, sized as XLA assigned them."""
+    buffers: tuple[LiveBuffer, ...]
+    """The values live there, largest first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryAnalysis:
+    """The memory of a compiled module: XLA's totals, its peak and what is live there."""
+
+    totals: Mapping[str, int] | None
+    """`memory_analysis()`'s totals (`argument_bytes`, `output_bytes`, `temp_bytes`,
+    `alias_bytes`, `generated_code_bytes`, and the host's); None when unknown (a dump
+    folder)."""
+    peak_bytes: int
+    """The live bytes at the peak, as XLA's live-range dump reports them."""
+    peak_index: int
+    """Where in the schedule XLA puts the peak."""
+    peak_instruction: str | None
+    """The instruction at that position."""
+    schedule_length: int
+    """Positions in XLA's schedule (its live ranges' `max N`)."""
+    buffers_at_peak: tuple[LiveBuffer, ...]
+    """Largest first."""
+    profile: tuple[ProfilePoint, ...]
+    """Live bytes over the schedule, bucketed for long schedules."""
+    profile_bucket: int
+    """Positions per profile point (1: one point per instruction)."""
+    memory_spaces: tuple[MemorySpace, ...]
+    """Live bytes at the peak per memory space, when there are several."""
+    donated: tuple[DonatedBuffer, ...]
+    """Donated arguments whose buffers hold results."""
+    busiest: Busiest | None
+    """Where XLA's live ranges hold more than at the peak XLA reports, if anywhere."""
+    allocated_bytes: int
+    """The sum of XLA's allocations (every buffer of the program, reuse included)."""
+    notes: tuple[str, ...]
+    """What is worth knowing about these numbers."""
+
+
+def analyze_memory(
+    assignment: BufferAssignment,
+    live: LiveRanges,
+    module: Module,
+    parameter_paths: Mapping[int, str],
+    totals: Mapping[str, int] | None,
+    source_root: str | None = None,
+) -> MemoryAnalysis:
+    """Name what is live at XLA's peak, and draw the live bytes over the schedule.
+    `parameter_paths`: pytree path of each HLO parameter; `totals`: the stats of
+    `memory_analysis()` (`argument_size_in_bytes`, ...) where known."""
+    values = assignment.values()
+    fusions = analyze_fusions(module, source_root=source_root)
+    makers = _Makers(module, fusions, source_root)
+    ranges = {r.name: r for r in live.ranges}
+    notes: list[str] = []
+
+    def live_buffer(name: str, size: int) -> LiveBuffer:
+        placed = values.get(name)
+        value, allocation = placed if placed else (None, None)
+        instruction = name.partition("{")[0]
+        live_range = ranges.get(name)
+        made = makers.find(instruction)
+        parameter = allocation.parameter if allocation is not None else None
+        return LiveBuffer(
+            name=name,
+            bytes=size,
+            shape=value.shape if value is not None else "",
+            kind=_kind(value, allocation),
+            instruction=instruction,
+            opcode=made.opcode,
+            fusion=made.fusion,
+            op_name=made.op_name,
+            sources=made.sources,
+            parameter=parameter,
+            path=parameter_paths.get(parameter) if parameter is not None else None,
+            memory_space=value.color if value is not None else 0,
+            allocation=allocation.index if allocation is not None else None,
+            live_from=live_range.start if live_range else live.peak_index,
+            live_to=live_range.end if live_range else live.peak_index,
+            op_id=made.op_id,
+        )
+
+    buffers = [live_buffer(p.name, p.bytes) for p in live.peak_values]
+    buffers.sort(key=lambda b: (-b.bytes, b.name))
+
+    sizes = {name: v.size for name, (v, _) in values.items()}
+    sizes.update({p.name: p.bytes for p in live.peak_values})
+    unsized = sorted(r.name for r in live.ranges if r.name not in sizes)
+    if unsized:
+        notes.append(
+            f"{len(unsized)} live value(s) have no size in the buffer assignment and count "
+            f"as 0 bytes in the profile: {', '.join(unsized[:5])}"
+        )
+    length = max(live.schedule_end, len(live.sequence), 1)
+    live_bytes = _live_bytes(live, sizes, length)
+    bucket = max(1, -(-length // PROFILE_POINTS))
+    profile = tuple(
+        ProfilePoint(index=start, bytes=max(live_bytes[start : start + bucket]))
+        for start in range(0, length, bucket)
+    )
+    highest = max(range(length), key=lambda i: (live_bytes[i], -i))
+    busiest = None
+    if live_bytes[highest] > live.peak_bytes:
+        at_highest = sorted(
+            (
+                live_buffer(r.name, sizes.get(r.name, 0))
+                for r in live.ranges
+                if r.start <= highest <= r.end
+            ),
+            key=lambda b: (-b.bytes, b.name),
+        )
+        busiest = Busiest(
+            index=highest,
+            instruction=live.sequence[highest] if highest < len(live.sequence) else None,
+            bytes=live_bytes[highest],
+            buffers=tuple(at_highest),
+        )
+        notes.append(
+            f"by XLA's live ranges, position {highest} holds more ({live_bytes[highest]:,} "
+            f"bytes) than the peak XLA reports at {live.peak_index}: XLA's peak search "
+            "counts a value that starts at a position before dropping those that ended at "
+            "the one before (what is live there is listed too)"
+        )
+
+    spaces: dict[int, list[LiveBuffer]] = {}
+    for buffer in buffers:
+        spaces.setdefault(buffer.memory_space, []).append(buffer)
+    memory_spaces = tuple(
+        MemorySpace(color=c, bytes=sum(b.bytes for b in bs), buffers=len(bs))
+        for c, bs in sorted(spaces.items())
+    )
+    peak_instruction = (
+        live.sequence[live.peak_index] if 0 <= live.peak_index < len(live.sequence) else None
+    )
+    return MemoryAnalysis(
+        totals=_totals(totals),
+        peak_bytes=live.peak_bytes,
+        peak_index=live.peak_index,
+        peak_instruction=peak_instruction,
+        schedule_length=length,
+        buffers_at_peak=tuple(buffers),
+        profile=profile,
+        profile_bucket=bucket,
+        memory_spaces=memory_spaces if len(memory_spaces) > 1 else (),
+        donated=_donated(assignment, live, parameter_paths),
+        busiest=busiest,
+        allocated_bytes=sum(a.size for a in assignment.allocations),
+        notes=tuple(notes),
+    )
+
+
+def _totals(stats: Mapping[str, int] | None) -> Mapping[str, int] | None:
+    if not stats:
+        return None
+    return {ours: stats[theirs] for ours, theirs in TOTAL_KEYS if theirs in stats}
+
+
+def _kind(value: AssignedValue | None, allocation: Allocation | None) -> BufferKind:
+    if value is None or allocation is None:
+        return "temporary"
+    if allocation.parameter is not None:
+        return "alias" if allocation.maybe_live_out else "parameter"
+    if allocation.maybe_live_out or allocation.output_shape is not None:
+        return "output"
+    if allocation.constant:
+        return "constant"
+    if allocation.thread_local:
+        return "thread-local"
+    return "temporary"
+
+
+def _donated(
+    assignment: BufferAssignment, live: LiveRanges, parameter_paths: Mapping[int, str]
+) -> tuple[DonatedBuffer, ...]:
+    starts = {r.name: r.start for r in live.ranges}
+    donated = []
+    for allocation in assignment.allocations:
+        if allocation.parameter is None or not allocation.maybe_live_out:
+            continue
+        # The parameter's own value is live from the start of the computation: the
+        # values XLA places in its buffer after it start later.
+        ordered = sorted(allocation.values, key=lambda v: (starts.get(v.name, 0), v.id))
+        donated.append(
+            DonatedBuffer(
+                parameter=allocation.parameter,
+                path=parameter_paths.get(allocation.parameter),
+                bytes=allocation.size,
+                holds=tuple(v.name for v in ordered[1:]),
+            )
+        )
+    return tuple(sorted(donated, key=lambda d: d.parameter))
+
+
+def _live_bytes(live: LiveRanges, sizes: Mapping[str, int], length: int) -> list[int]:
+    # Difference array over the schedule: a value adds its bytes from its start to its
+    # end, both included (as XLA's peak listing counts them).
+    delta = [0] * (length + 1)
+    for value in live.ranges:
+        start = min(max(value.start, 0), length - 1)
+        end = min(max(value.end, start), length - 1)
+        delta[start] += sizes.get(value.name, 0)
+        delta[end + 1] -= sizes.get(value.name, 0)
+    out = []
+    running = 0
+    for step in delta[:length]:
+        running += step
+        out.append(running)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Made:
+    opcode: str | None = None
+    fusion: str | None = None
+    op_name: str | None = None
+    sources: tuple[str, ...] = ()
+    op_id: int | None = None
+
+
+class _Makers:
+    """Which op of the model made an instruction, by its HLO name."""
+
+    def __init__(self, module: Module, fusions: FusionAnalysis, root: str | None) -> None:
+        self._module = module
+        self._root = root
+        self._fusions = {f.name: f for f in fusions.fusions}
+        self._unfused = {u.name: u for u in fusions.unfused}
+        self._ops: dict[str, Op] = {}
+        for op in module.ops:
+            # The last op of a name is the one in the running functions: the copies
+            # of fused computations the conversion leaves come first.
+            if op.hlo_name is not None:
+                self._ops[op.hlo_name] = op
+
+    def find(self, instruction: str) -> _Made:
+        ops: Sequence[Op] = self._module.ops
+        fusion = self._fusions.get(instruction)
+        if fusion is not None:
+            return _Made(
+                opcode="fusion",
+                fusion=fusion.name,
+                op_name=jax_op_name(ops[fusion.op_id]) or next(iter(fusion.op_names), None),
+                sources=fusion.sources,
+                op_id=fusion.op_id,
+            )
+        unfused = self._unfused.get(instruction)
+        if unfused is not None:
+            return _Made(
+                opcode=ops[unfused.op_id].short_name,
+                op_name=unfused.op_name,
+                sources=unfused.sources,
+                op_id=unfused.op_id,
+            )
+        op = self._ops.get(instruction)
+        if op is None:
+            return _Made()
+        source = op_source(op, self._root)
+        return _Made(
+            opcode=op.short_name,
+            op_name=jax_op_name(op),
+            sources=(source,) if source else (),
+            op_id=op.id,
+        )

@@ -1,0 +1,274 @@
+"""`hloscope memory` as text: XLA's totals, its peak, the live bytes over the
+schedule as a chart, and the buffers live at the peak, largest first."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.analyses.memory import LiveBuffer, MemoryAnalysis, ProfilePoint
+from hloscope.render.text.common import (
+    clip,
+    describe_source,
+    header_table,
+    notes_group,
+    plural,
+    short_source,
+    simple_table,
+    sources_text,
+)
+from hloscope.reports import MemoryReport
+from hloscope.units import human_bytes
+
+MAX_BUFFER_ROWS = 40
+MAX_BUSIEST_ROWS = 12
+# A layout (`{1,0}`, `{1,0:S(5)}`) after a shape: the table shows shapes without.
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+MAX_CODE_LINES = 12
+CHART_ROWS = 8
+"""Height of the profile chart, in terminal lines."""
+CHART_WIDTH = 64
+"""Width of the profile chart, in columns."""
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+TOTAL_LABELS = (
+    ("argument_bytes", "arguments"),
+    ("output_bytes", "outputs"),
+    ("temp_bytes", "temporaries"),
+    ("alias_bytes", "aliased (donated)"),
+    ("generated_code_bytes", "generated code"),
+    ("host_argument_bytes", "host arguments"),
+    ("host_output_bytes", "host outputs"),
+    ("host_temp_bytes", "host temporaries"),
+)
+
+KIND_STYLES = {
+    "parameter": "cyan",
+    "alias": "magenta",
+    "output": "green",
+    "temporary": "yellow",
+    "constant": "dim",
+    "thread-local": "dim",
+}
+
+
+def shape_text(shape: str) -> str:
+    """A buffer's shape without its layouts: `f32[1024,1024]`, `(f32[2], f32[2])`."""
+    return _LAYOUT.sub("", shape) or "-"
+
+
+def totals_text(analysis: MemoryAnalysis) -> str:
+    """`arguments 4.0 KiB · outputs 4.0 KiB · temporaries 8.0 MiB · ...`; host totals
+    only where nonzero."""
+    if analysis.totals is None:
+        return "unknown (XLA's memory_analysis() is not in a dump folder)"
+    parts = []
+    for key, label in TOTAL_LABELS:
+        value = analysis.totals.get(key)
+        if value is None or (key.startswith("host_") and not value):
+            continue
+        parts.append(f"{label} {human_bytes(value)}")
+    return " · ".join(parts)
+
+
+def peak_text(analysis: MemoryAnalysis) -> str:
+    """`8.0 MiB at 5 of 7 (sort.0)`."""
+    text = (
+        f"{human_bytes(analysis.peak_bytes)} ({analysis.peak_bytes:,} bytes) at position "
+        f"{analysis.peak_index} of {analysis.schedule_length}"
+    )
+    if analysis.peak_instruction:
+        text += f" ({analysis.peak_instruction})"
+    return text
+
+
+def profile_chart(
+    profile: Sequence[ProfilePoint],
+    peak_index: int,
+    length: int,
+    rows: int = CHART_ROWS,
+    width: int = CHART_WIDTH,
+) -> list[Text]:
+    """The live bytes over the schedule as columns of block characters, `rows` lines
+    high and `width` wide (each column shows the profile point holding its share of
+    the schedule), with the bytes at the top, the positions below, and the peak's
+    column in red."""
+    if not profile:
+        return []
+    top = max(p.bytes for p in profile) or 1
+    width = max(width, 1)
+    columns = [profile[min(c * len(profile) // width, len(profile) - 1)] for c in range(width)]
+    peak_point = max((p for p in profile if p.index <= peak_index), key=lambda p: p.index)
+    label = human_bytes(top)
+    margin = len(label) + 1
+    lines = []
+    for row in range(rows - 1, -1, -1):
+        prefix = label if row == rows - 1 else ("0" if row == 0 else "")
+        line = Text(prefix.rjust(margin - 1) + "▕", style="dim")
+        for point in columns:
+            height = round(point.bytes * rows * 8 / top)
+            level = min(max(height - row * 8, 0), 8)
+            style = "bold red" if point is peak_point else "blue"
+            line.append(_BLOCKS[level], style=style)
+        lines.append(line)
+    axis = Text(" " * margin + "0", style="dim")
+    end = str(length - 1)
+    axis.append(" " * max(width - 1 - len(end), 1) + end, style="dim")
+    lines.append(axis)
+    peak_column = next(c for c, p in enumerate(columns) if p is peak_point)
+    marker = Text(" " * (margin + peak_column) + f"▲ peak at {peak_index}", style="bold red")
+    lines.append(marker)
+    return lines
+
+
+def render_memory(report: MemoryReport, console: Console) -> None:
+    analysis = report.analysis
+    source = report.source
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(source.target, style="bold")),
+        ("source", describe_source(source)),
+        ("module", report.module or "(unnamed)"),
+        ("totals", totals_text(analysis)),
+        ("peak", Text(peak_text(analysis), style="bold")),
+        ("allocated", f"{human_bytes(analysis.allocated_bytes)} in XLA's allocations"),
+    ]
+    if analysis.donated:
+        rows.append(("donated", _donated_text(analysis)))
+    if analysis.memory_spaces:
+        spaces = ", ".join(
+            f"space {s.color}: {human_bytes(s.bytes)} ({s.buffers})" for s in analysis.memory_spaces
+        )
+        rows.append(("memory spaces", spaces))
+    if report.files:
+        rows.append(("read", ", ".join(report.files)))
+    console.print(header_table(rows))
+
+    chart = profile_chart(analysis.profile, analysis.peak_index, analysis.schedule_length)
+    if chart:
+        console.print()
+        console.print(Text("Live bytes over the schedule", style="bold"))
+        for line in chart:
+            console.print(line)
+
+    console.print()
+    console.print(
+        _buffers_table(
+            f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+            analysis.buffers_at_peak,
+            report.module,
+            MAX_BUFFER_ROWS,
+        )
+    )
+    busiest = analysis.busiest
+    if busiest is not None:
+        at_peak = {b.name for b in analysis.buffers_at_peak}
+        more = [b for b in busiest.buffers if b.name not in at_peak]
+        where = f"{busiest.index} ({busiest.instruction})" if busiest.instruction else busiest.index
+        console.print()
+        console.print(
+            Text(
+                f"Also live at position {where}, where XLA's live ranges hold "
+                f"{human_bytes(busiest.bytes)}: {plural(len(more), 'more buffer')}, "
+                f"{human_bytes(sum(b.bytes for b in more))}",
+                style="bold",
+            )
+        )
+        console.print(_buffers_table("", more, report.module, MAX_BUSIEST_ROWS))
+    lines = _lines_group(report)
+    if lines is not None:
+        console.print(lines)
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print(notes)
+
+
+def _buffers_table(
+    title: str, buffers: Sequence[LiveBuffer], module: str | None, limit: int
+) -> Table:
+    table = simple_table(
+        title,
+        [
+            ("bytes", "right", True),
+            ("kind", "left", True),
+            ("shape", "left", True),
+            ("instruction", "left", True),
+            ("op name", "left", True),
+            ("source", "left", True),
+        ],
+    )
+    for buffer in buffers[:limit]:
+        table.add_row(
+            human_bytes(buffer.bytes),
+            _kind_text(buffer),
+            shape_text(buffer.shape),
+            _instruction_text(buffer),
+            _op_name_text(buffer.op_name, module) or Text("-", style="dim"),
+            _source_text(buffer) or Text("-", style="dim"),
+        )
+    if len(buffers) > limit:
+        table.caption = f"… {len(buffers) - limit} more (--json lists all)"
+        table.caption_justify = "left"
+    return table
+
+
+def _op_name_text(op_name: str | None, module: str | None) -> str:
+    """The JAX op name without the outer jit the whole module is (`jit(f)/` in
+    `jit_f`): every op has it."""
+    if not op_name:
+        return ""
+    if module and module.startswith("jit_"):
+        outer = f"jit({module[len('jit_') :]})/"
+        if op_name.startswith(outer):
+            op_name = op_name[len(outer) :]
+    return clip(op_name, 40)
+
+
+def _donated_text(analysis: MemoryAnalysis) -> str:
+    parts = []
+    for donated in analysis.donated:
+        name = donated.path or f"parameter {donated.parameter}"
+        holds = f" → {', '.join(donated.holds)}" if donated.holds else ""
+        parts.append(f"{name} ({human_bytes(donated.bytes)}){holds}")
+    return ", ".join(parts)
+
+
+def _kind_text(buffer: LiveBuffer) -> Text:
+    return Text(buffer.kind, style=KIND_STYLES.get(buffer.kind, ""))
+
+
+def _instruction_text(buffer: LiveBuffer) -> str:
+    """`sort.0`, `tuple{1}`; a parameter's pytree path, an unfused op's opcode."""
+    name = buffer.instruction if buffer.name.endswith("{}") else buffer.name
+    if buffer.path:
+        return f"{name} ({buffer.path})"
+    if buffer.opcode and buffer.opcode != "fusion" and buffer.opcode not in name:
+        return f"{name} ({buffer.opcode})"
+    return name
+
+
+def _source_text(buffer: LiveBuffer) -> str:
+    return sources_text(buffer.sources, limit=3)
+
+
+def _lines_group(report: MemoryReport) -> RenderableType | None:
+    """The code of the source lines the table names."""
+    analysis = report.analysis
+    shown = [*analysis.buffers_at_peak]
+    if analysis.busiest is not None:
+        at_peak = {b.name for b in analysis.buffers_at_peak}
+        more = [b for b in analysis.busiest.buffers if b.name not in at_peak]
+        shown += more[:MAX_BUSIEST_ROWS]
+    named = dict.fromkeys(s for b in shown for s in b.sources)
+    rows = [(source, report.line_texts[source]) for source in named if source in report.line_texts]
+    if not rows:
+        return None
+    lines = [Text("Lines", style="bold")]
+    for source, code in rows[:MAX_CODE_LINES]:
+        line = Text(f" {short_source(source)}  ", style="cyan")
+        line.append(clip(code, 100), style="")
+        lines.append(line)
+    return Group(*lines)

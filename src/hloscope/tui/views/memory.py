@@ -1,0 +1,182 @@
+"""The Memory tab: what is live at the memory peak, as `hloscope memory` reports it:
+XLA's totals and peak, the live bytes over the schedule as a chart, and the buffers
+live at the peak, largest first. Enter on a buffer shows the op that defines it in
+the IR tab (of the optimized module). The report compiles the target again with XLA
+dumping its buffer assignment (or reads a dump folder's files), so it is built when
+asked for; on a lowered module the tab offers to compile first, as `c` does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from hloscope.analyses.memory import LiveBuffer
+from hloscope.ir.model import Module
+from hloscope.render.text.common import short_source, sources_text
+from hloscope.render.text.memory import (
+    KIND_STYLES,
+    peak_text,
+    profile_chart,
+    shape_text,
+    totals_text,
+)
+from hloscope.reports import MemoryReport, loaded_memory_report
+from hloscope.sources.loader import Loaded
+from hloscope.tui.views.base import ReportView
+from hloscope.tui.widgets.report_list import (
+    Column,
+    Jump,
+    Line,
+    ReportList,
+    Row,
+    blank,
+    heading,
+    table,
+    text_line,
+)
+from hloscope.units import human_bytes
+
+CHART_WIDTH = 72
+
+
+def _defining_op(module: Module, buffer: LiveBuffer) -> Jump | None:
+    """The op of the module shown that defines a buffer, found by its HLO name (the
+    report may come from another compilation of the same module)."""
+    found = [op.id for op in module.ops if op.hlo_name == buffer.instruction]
+    if not found:
+        return None
+    # The last op of a name is the one that runs: copies of fused computations the
+    # conversion leaves come first.
+    return Jump((found[-1],), buffer.instruction)
+
+
+def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> list[Line]:
+    rows = []
+    for buffer in buffers:
+        name = buffer.instruction if buffer.name.endswith("{}") else buffer.name
+
+        def jump(buffer: LiveBuffer = buffer) -> Jump | None:
+            return _defining_op(module, buffer)
+
+        rows.append(
+            Row(
+                [
+                    human_bytes(buffer.bytes),
+                    Text(buffer.kind, style=KIND_STYLES.get(buffer.kind, "")),
+                    shape_text(buffer.shape),
+                    f"{name} ({buffer.path})" if buffer.path else name,
+                    buffer.op_name or "-",
+                    sources_text(buffer.sources, limit=4) or "-",
+                ],
+                jump=None if buffer.op_id is None else jump,
+                note=""
+                if buffer.op_id is not None
+                else f"{buffer.name}: no op defines it here (a parameter: see the Parameters tab)",
+            )
+        )
+    return table(
+        title,
+        [
+            Column("bytes", right=True, width=12),
+            Column("kind", width=12),
+            Column("shape", width=32),
+            Column("instruction", width=40),
+            Column("op name", width=48),
+            Column("source", width=60),
+        ],
+        rows,
+    )
+
+
+def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
+    analysis = report.analysis
+    lines: list[Line] = [
+        text_line(Text(f"totals  {totals_text(analysis)}")),
+        text_line(Text(f"peak    {peak_text(analysis)}", style="bold")),
+    ]
+    if analysis.donated:
+        donated = ", ".join(
+            f"{d.path or f'parameter {d.parameter}'} ({human_bytes(d.bytes)})"
+            for d in analysis.donated
+        )
+        lines.append(text_line(f"donated {donated}"))
+    chart = profile_chart(
+        analysis.profile, analysis.peak_index, analysis.schedule_length, width=CHART_WIDTH
+    )
+    if chart:
+        lines.append(blank())
+        lines.append(heading("Live bytes over the schedule"))
+        lines += [text_line(line) for line in chart]
+    lines.append(blank())
+    lines += _buffer_table(
+        f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+        analysis.buffers_at_peak,
+        module,
+    )
+    shown = list(analysis.buffers_at_peak)
+    busiest = analysis.busiest
+    if busiest is not None:
+        at_peak = {b.name for b in analysis.buffers_at_peak}
+        more = [b for b in busiest.buffers if b.name not in at_peak]
+        shown += more
+        where = f"{busiest.index} ({busiest.instruction})" if busiest.instruction else busiest.index
+        lines.append(blank())
+        lines += _buffer_table(
+            f"Also live at position {where}, where XLA's live ranges hold "
+            f"{human_bytes(busiest.bytes)} ({len(more)})",
+            more,
+            module,
+        )
+    named = dict.fromkeys(s for b in shown for s in b.sources)
+    code = [(s, report.line_texts[s]) for s in named if s in report.line_texts]
+    if code:
+        lines.append(blank())
+        lines.append(heading("Lines"))
+        for source, text in code:
+            line = Text(f"{short_source(source)}  ", style="cyan")
+            line.append(text)
+            lines.append(text_line(line))
+    if report.notes:
+        lines.append(blank())
+        lines.append(heading("Notes"))
+        lines += [text_line(f"• {note}", "dim") for note in report.notes]
+    return lines
+
+
+class MemoryView(Vertical):
+    """The memory report; buffer rows lead to their defining ops in the IR."""
+
+    def __init__(self, report: MemoryReport, module: Module) -> None:
+        super().__init__(id="memory-view", classes="report-view")
+        self.report = report
+        self.module = module
+
+    def compose(self) -> ComposeResult:
+        analysis = self.report.analysis
+        summary = (
+            f"memory  peak {human_bytes(analysis.peak_bytes)} at {analysis.peak_index} · "
+            f"{len(analysis.buffers_at_peak)} buffers live there"
+        )
+        yield Static(Text(summary, style="bold"), classes="report-header")
+        yield ReportList(memory_lines(self.report, self.module), id="memory-list")
+
+
+def memory_widget(report: MemoryReport, loaded: Loaded) -> MemoryView:
+    return MemoryView(report, loaded.module)
+
+
+VIEW = ReportView(
+    id="memory",
+    title="Memory",
+    build=loaded_memory_report,
+    widget=memory_widget,
+    optimized=True,
+    on_demand=(
+        "Compile the target with XLA dumping its buffer assignment (or read the dump "
+        "folder's), and show what is live at the memory peak."
+    ),
+)
