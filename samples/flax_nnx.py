@@ -3,15 +3,14 @@ r"""A Flax NNX model trained with an Optax optimizer: what `nnx.jit` hands XLA.
 `nnx.jit` splits its arguments (an `nnx.Module`, an `nnx.Optimizer`, arrays) into
 state pytrees before `jax.jit` sees them, so the lowered module's parameters are the
 leaves of those states. hloscope names each leaf as the user wrote it
-(`model.blocks[0].linear.kernel`, `optimizer.opt_state[0].mu...`), without the
-wrapper levels Flax adds (`.value`, the split states).
+(`model.blocks[0].linear.kernel`, `optimizer.opt_state[0].trace.head.bias`),
+without the wrapper levels Flax adds (`.value`, the split states).
 
-- `Block`, `Model`: two residual blocks (a `Linear`, a `LayerNorm`) and a head;
-  the second block's `scale` is a parameter the forward pass never reads, so the
-  optimizer updates it from a zero gradient but the loss ignores it.
-- `train_step`: one step of Adam on a mean squared error, `nnx.jit` with the model
-  and optimizer donated (`donate_argnums=(0, 1)`): their state buffers are reused
-  for the updated state.
+- `Block`, `Model`: a residual block (a `Linear`, a `LayerNorm`, and a `scale`
+  parameter the forward pass never reads) in an `nnx.List`, and a head.
+- `train_step`: one step of SGD with momentum (Optax) on a mean squared error,
+  `nnx.jit` with the model and optimizer donated (`donate_argnums=(0, 1)`): their
+  state buffers are reused for the updated state.
 - `forward`: the model applied to a batch (`nnx.jit`, no donation).
 - `example_args`: a model, its optimizer and a batch (`x` f32[8,16], `y` f32[8,4]).
 
@@ -35,7 +34,7 @@ class Block(nnx.Module):
 
 class Model(nnx.Module):
     def __init__(self, din: int, dout: int, rngs: nnx.Rngs):
-        self.blocks = nnx.List([Block(din, rngs), Block(din, rngs)])
+        self.blocks = nnx.List([Block(din, rngs)])
         self.head = nnx.Linear(din, dout, rngs=rngs)
 
     def __call__(self, x):
@@ -65,9 +64,9 @@ def make_model():
 
 
 def example_args():
-    """A model, an Adam optimizer over its parameters, and one batch."""
+    """A model, an SGD-with-momentum optimizer over its parameters, and one batch."""
     model = make_model()
-    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    optimizer = nnx.Optimizer(model, optax.sgd(0.1, momentum=0.9), wrt=nnx.Param)
     x = jnp.ones((8, 16), jnp.float32)
     y = jnp.zeros((8, 4), jnp.float32)
     return (model, optimizer, x, y)

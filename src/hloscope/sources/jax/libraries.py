@@ -266,7 +266,10 @@ def _graph_paths(node_states: Any) -> dict[int, str]:
     _graphdef, flat = nnx.graph.flatten(rebuilt, with_paths=True)
     out: dict[int, str] = {}
     for path, value in flat:
-        slot = getattr(value, "value", value) if _is_variable(value) else value
+        slot = value
+        if _is_variable(value):
+            getter = getattr(value, "get_value", None)
+            slot = getter() if callable(getter) else getattr(value, "value", value)
         if isinstance(slot, _Slot):
             out[slot.position] = "".join(_key_text(k) for k in path)
     return out
