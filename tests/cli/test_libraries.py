@@ -280,7 +280,7 @@ def test_equinox_function_on_shapes(cli):
     ("name", "named"),
     [
         ("an_optimizer", "GradientTransformationExtraArgs"),
-        ("a_dict", "a dict"),
+        ("a_dict", "it is a dict, not a function"),
     ],
 )
 def test_unknown_objects_get_one_line(cli, name, named):

@@ -111,7 +111,7 @@ def lower(
         return from_exported(stage, label)
     if not callable(obj):
         raise HloscopeError(
-            f"it is {_article(type(obj).__name__)} ({_type_name(obj)}); expected {ACCEPTED}",
+            f"it is a {_type_name(obj)}, not {ACCEPTED}",
             where=label,
         )
     if not args and not kwargs:
@@ -170,8 +170,7 @@ def lowered_stage(produced: Any, label: str) -> Any:
     if isinstance(stage, jax.stages.Lowered):
         return stage
     raise HloscopeError(
-        f"its .lower(...) returned {_article(type(produced).__name__)} "
-        f"({_type_name(produced)}), which holds no jax.stages.Lowered",
+        f"its .lower(...) returned a {_type_name(produced)}, which holds no jax.stages.Lowered",
         where=label,
     )
 
@@ -196,10 +195,13 @@ def _article(noun: str) -> str:
 
 
 def _type_name(obj: Any) -> str:
-    """The qualified name of `obj`'s type: `flax.nnx.module.Module`."""
+    """The name of `obj`'s type, with the module it comes from when that is not
+    Python's own: `GradientTransformationExtraArgs (optax._src.base)`."""
     kind = type(obj)
     module = getattr(kind, "__module__", "") or ""
-    return f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
+    return (
+        f"{kind.__qualname__} ({module})" if module and module != "builtins" else kind.__qualname__
+    )
 
 
 def from_lowered(
