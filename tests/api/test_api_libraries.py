@@ -14,7 +14,7 @@ from samples import equinox_model, flax_nnx
 
 
 def test_an_nnx_train_step_in_hand():
-    params = hloscope.inspect(flax_nnx.train_step, *flax_nnx.example_args()).params()
+    params = hloscope.inspect(flax_nnx.train_step, *flax_nnx.example_args()).params
     paths = [p.path for p in params.usage.parameters]
     assert paths[0] == "model.blocks[0].linear.bias"
     assert paths[-2:] == ["x", "y"]
@@ -23,7 +23,7 @@ def test_an_nnx_train_step_in_hand():
 
 def test_library_stages_in_hand():
     lowered = flax_nnx.forward.lower(*flax_nnx.forward_args())
-    paths = [p.path for p in hloscope.inspect(lowered).params().usage.parameters]
+    paths = [p.path for p in hloscope.inspect(lowered).params.usage.parameters]
     assert paths[0] == "model.blocks[0].linear.bias"
     compiled = equinox_model.forward.lower(*equinox_model.example_args()).compile()
     assert hloscope.inspect(compiled).source.stage == "optimized"
@@ -34,7 +34,7 @@ def test_library_stages_in_hand():
 def test_an_equinox_function_on_its_arguments_and_its_aot_path():
     args, kwargs = equinox_model.loss_args()
     insp = hloscope.inspect(equinox_model.loss, *args, **kwargs)
-    assert [s.path for s in insp.params().usage.static] == [
+    assert [s.path for s in insp.params.usage.static] == [
         "model.activation",
         "model.label",
         "weight",
@@ -46,7 +46,7 @@ def test_an_equinox_function_on_its_arguments_and_its_aot_path():
 
 def test_a_jax_traced_in_hand():
     traced = jax.jit(lambda a, b: a + b).trace(jnp.ones(3), jnp.ones(3))
-    assert [p.path for p in hloscope.inspect(traced).params().usage.parameters] == ["a", "b"]
+    assert [p.path for p in hloscope.inspect(traced).params.usage.parameters] == ["a", "b"]
 
 
 def test_an_unknown_object_is_refused_in_one_line():
