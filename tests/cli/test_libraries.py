@@ -122,6 +122,8 @@ def test_linen_and_optax_state_params_match_jax(cli):
         ("nnx_lowered", []),
         ("nnx_traced", []),
         ("nnx_module_plain_jit", fixture_args("nnx_module_args")),
+        ("nnx_tree_mode", ["--args", "samples/flax_nnx.py:forward_args"]),
+        ("nnx_no_graph_updates", ["--args", "samples/flax_nnx.py:forward_args"]),
     ],
 )
 def test_nnx_stages_and_modules_under_plain_jit_have_readable_paths(cli, name, extra):
@@ -204,6 +206,7 @@ def test_partials_bound_methods_and_jitted_module_calls(cli, name, factory, path
         ),
         ([target("scale_by_two"), *fixture_args("scale_args")], 0, "own", "scale_by_two.func"),
         ([target("pmapped"), *fixture_args("pmap_args")], 0, "own", "pmapped"),
+        ([target("scaler"), *fixture_args("scaler_args")], 0, "own", "scaler.__call__.func"),
     ],
 )
 def test_aot_check_verdicts(cli, arguments, code, via, expression):

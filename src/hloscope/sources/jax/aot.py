@@ -222,16 +222,15 @@ def _aot_entry(
         )
     function, bound_args, bound_kwargs = bound_call(obj, (), {})
     if function is not obj:
-        field = "__func__" if inspect.ismethod(obj) else "func"
+        reached = attribute + _binding(obj)
         return (
             function,
             AotEntry(
                 name=_qualified_name(function),
                 via="own",
-                expression=f"{attribute}.{field}",
-                reason=f"the target binds a jitted function ({attribute}.{field}), whose "
-                f".lower takes what it binds first: {attribute}.{field}.lower(...)"
-                ".compile() is the AOT path",
+                expression=reached,
+                reason=f"the target binds a jitted function ({reached}), whose .lower "
+                f"takes what it binds first: {reached}.lower(...).compile() is the AOT path",
             ),
             (bound_args, bound_kwargs),
         )
@@ -280,6 +279,16 @@ def _aot_entry(
         ),
         _UNBOUND,
     )
+
+
+def _binding(obj: Any) -> str:
+    """How the jitted function a bound method or a partial binds is reached from it:
+    `.__func__`, `.func`, or `.__call__.func` for a module whose `__call__` is jitted."""
+    if inspect.ismethod(obj):
+        return ".__func__"
+    if has_lower(getattr(obj, "func", None)):
+        return ".func"
+    return ".__call__" + _binding(obj.__call__)
 
 
 def _aot_compiled(

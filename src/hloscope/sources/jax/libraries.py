@@ -234,7 +234,7 @@ def _flax_paths(lowered: Any, names: list[str]) -> list[str] | None:
     each state leaf, and no `.value`."""
 
     def is_flax_node(x: Any) -> bool:
-        return _is_node_states(x) or _is_variable(x)
+        return _is_node_states(x) or _is_tree_state(x) or _is_variable(x)
 
     found = jax.tree_util.tree_flatten_with_path(_skeleton(lowered), is_leaf=is_flax_node)[0]
     if not any(is_flax_node(node) for _, node in found):
@@ -245,7 +245,8 @@ def _flax_paths(lowered: Any, names: list[str]) -> list[str] | None:
             continue
         inner = jax.tree_util.tree_flatten_with_path(node)[0]
         graph = _graph_paths(node) if _is_node_states(node) else {}
-        for sub_path, slot in inner:
+        shown = user_key_paths(node) if _is_tree_state(node) else []
+        for index, (sub_path, slot) in enumerate(inner):
             if not isinstance(slot, _Slot) or slot.position >= len(out):
                 continue
             jax_name = out[slot.position]
@@ -253,7 +254,12 @@ def _flax_paths(lowered: Any, names: list[str]) -> list[str] | None:
             if not jax_name.endswith(suffix):
                 continue
             head = jax_name[: len(jax_name) - len(suffix)]
-            out[slot.position] = head + graph.get(slot.position, "")
+            if _is_tree_state(node):
+                # The state under `__state__`, keyed as the module's fields.
+                keys = shown[index][1:] if len(shown) == len(inner) else sub_path[1:]
+                out[slot.position] = head + "".join(_key_text(_key(k)) for k in keys)
+            else:
+                out[slot.position] = head + graph.get(slot.position, "")
     return out
 
 
@@ -277,6 +283,19 @@ def _graph_paths(node_states: Any) -> dict[int, str]:
 
 def _is_node_states(x: Any) -> bool:
     return type(x).__name__ == "NodeStates" and str(type(x).__module__).startswith("flax.")
+
+
+def _is_tree_state(x: Any) -> bool:
+    """NNX's `TreeState`: a module passed by `nnx.jit(graph_updates=False)`."""
+    return type(x).__name__ == "TreeState" and str(type(x).__module__).startswith("flax.")
+
+
+def _key(key: Any) -> Any:
+    """What a JAX key path entry names: a dict key, an index, an attribute."""
+    for field in ("key", "idx", "name"):
+        if hasattr(key, field):
+            return getattr(key, field)
+    return key
 
 
 def _is_variable(x: Any) -> bool:
