@@ -172,6 +172,21 @@ def test_partials_bound_methods_and_jitted_module_calls(cli, name, factory, path
     assert [s["path"] for s in doc["static_arguments"]] == static
 
 
+def test_a_plain_wrapper_taking_an_equinox_module_is_lowered_with_filter_jit(cli):
+    """`jax.jit` cannot take the module's non-array fields; `eqx.filter_jit` keeps
+    them static."""
+    run = cli(
+        "params", target("eqx_doubled"), "--args", "samples/equinox_model.py:example_args", "--json"
+    )
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert [p["path"] for p in doc["parameters"]][:2] == [
+        "model.layers[0].weight",
+        "model.layers[0].bias",
+    ]
+    assert [s["path"] for s in doc["static_arguments"]] == ["model.activation", "model.label"]
+
+
 # --------------------------------------------------------------------------- aot-check
 
 

@@ -55,6 +55,12 @@ def library_of(obj: Any) -> Library | None:
     return None
 
 
+def holds_equinox_module(tree: Any) -> bool:
+    """Whether an `eqx.Module` is anywhere in `tree` (a user's subclass included)."""
+    found = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: library_of(x) == "equinox")
+    return any(library_of(node) == "equinox" for node in found)
+
+
 def jax_stage(obj: Any) -> Any | None:
     """JAX's stage object for `obj`: `obj` itself when it is one (`Traced`,
     `Lowered`, `Compiled`, `Exported`), the one a Flax NNX or Equinox stage wraps,

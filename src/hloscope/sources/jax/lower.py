@@ -42,6 +42,7 @@ from hloscope.sources.jax.libraries import (
     bound_call,
     concrete_shapes,
     has_lower,
+    holds_equinox_module,
     jax_stage,
     library_of,
     library_static,
@@ -119,7 +120,7 @@ def lower(
     shown = obj
     obj, args, kwargs = bound_call(obj, args, kwargs)
     kind: LoweringKind = "jitted" if is_jitted(obj) else "function"
-    jitted = obj if kind == "jitted" else jax.jit(jittable(obj))
+    jitted = obj if kind == "jitted" else jit_for(obj, args, kwargs)
     if library_of(jitted) == "equinox":
         args, kwargs = concrete_shapes(args, kwargs)
     start = time.perf_counter()
@@ -143,6 +144,18 @@ def is_jitted(obj: Any) -> bool:
     """Whether `obj` has its own `.lower` (`jax.jit`, `jax.pmap`, `nnx.jit`,
     `eqx.filter_jit`)."""
     return has_lower(obj)
+
+
+def jit_for(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The jit hloscope puts around a plain function: `jax.jit`, or `eqx.filter_jit`
+    when an argument holds an Equinox module (its non-array fields, an activation
+    function or a name, are no JAX types; `filter_jit` keeps them static, as the
+    Equinox code calling the function does)."""
+    if holds_equinox_module((args, kwargs)):
+        import equinox
+
+        return equinox.filter_jit(jittable(obj))
+    return jax.jit(jittable(obj))
 
 
 def jittable(obj: Any) -> Any:
