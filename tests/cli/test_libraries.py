@@ -5,11 +5,14 @@ their stages, `functools.wraps` wrappers around them, `jax.pmap`, a
 leaf against JAX's own lowering (`kept_var_idx`, `tf.aliasing_output`)."""
 
 import importlib.util
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import FIXTURES, sample
+from conftest import FIXTURES, ROOT, sample
 from samples import equinox_model, flax_nnx
 
 TARGETS = FIXTURES / "library_targets.py"
@@ -308,3 +311,28 @@ def test_unknown_objects_get_one_line(cli, name, named):
     assert len(run.stderr.strip().splitlines()) == 1
     assert named in run.stderr
     assert "nnx.jit" in run.stderr and "jax.stages.Traced" in run.stderr
+
+
+def test_a_plain_target_imports_neither_library():
+    """hloscope runs where Flax and Equinox are not installed: it imports them only
+    for their own objects."""
+    code = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        "try:\n"
+        "    main(['params', 'samples/params.py:train_step', '--args',\n"
+        "          'samples/params.py:train_step_args', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(repr(sorted({'flax', 'equinox', 'optax'} & set(sys.modules))))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        check=True,
+    )
+    assert json.loads(run.stdout)["parameters"]
+    assert run.stderr.endswith("[]")
