@@ -71,13 +71,15 @@ class _Origin:
 def inspect(obj: Any, /, *args: Any, **kwargs: Any) -> Inspection:
     """Load `obj` and return an `Inspection` of its module.
 
-    `obj` may be a function (plain or jitted), lowered on `args` and `kwargs` as it
-    would be called (arrays or `jax.ShapeDtypeStruct`s, any pytree); a
-    `jax.stages.Lowered` or `Compiled`; a `jax.export.Exported`; a zero-argument
-    callable returning one of those; module text (a string holding a newline or a
-    brace) or bytes, in any format a dump may have; or a path (`str` or
-    `pathlib.Path`) to a module file or a dump folder (`module="NAME"` picks one of
-    a folder's modules); or a target string `pkg.module:function` or
+    `obj` may be a function (plain, or jitted by `jax.jit`, `jax.pmap`, `nnx.jit`,
+    `eqx.filter_jit`; a bound method or a partial of one), lowered on `args` and
+    `kwargs` as it would be called (arrays or `jax.ShapeDtypeStruct`s, any pytree:
+    Flax and Equinox modules, Optax states); a `jax.stages.Traced`, `Lowered` or
+    `Compiled` (or a Flax NNX or Equinox stage wrapping one); a
+    `jax.export.Exported`; a zero-argument callable returning one of those; module
+    text (a string holding a newline or a brace) or bytes, in any format a dump may
+    have; or a path (`str` or `pathlib.Path`) to a module file or a dump folder
+    (`module="NAME"` picks one of a folder's modules); or a target string `pkg.module:function` or
     `path/to/file.py:function` (lowered on `args` and `kwargs`).
 
     Raises `HloscopeError` when it cannot be loaded.

@@ -135,7 +135,7 @@ def test_text_report_of_agreement(cli):
     assert "verdict    same" in out
     assert "Differences" not in out
     assert "result['stats'][0]" in out
-    assert "text         same      51 lines, identical" in out
+    assert "text         same      50 lines, identical" in out
 
 
 @pytest.mark.parametrize(

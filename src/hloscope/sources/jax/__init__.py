@@ -10,6 +10,8 @@ private APIs are read in `private` alone.
   function requires), and the readable forms of argument avals and pytree paths;
 - `lower`: what an entrypoint names (a function, a stage, an `Exported`) turned
   into a `Lowering`;
+- `libraries`: what Flax NNX and Equinox wrap around JAX's jit and stages, and the
+  argument paths as the user wrote them under their splits (and `jax.pmap`'s);
 - `compile`: XLA's optimized module and its cost and memory analyses
   (`Compilation`);
 - `aot`: the runs of `aot-check`, the call and the ahead-of-time path on the same

@@ -22,7 +22,22 @@ from hloscope.sources.jax.arguments import (
     kwarg_names,
     require_no_arguments,
 )
-from hloscope.sources.jax.lower import from_lowered, is_jitted, is_stage, static_positional
+from hloscope.sources.jax.libraries import (
+    bound_call,
+    has_lower,
+    jax_stage,
+    library_of,
+    library_static,
+    user_key_paths,
+)
+from hloscope.sources.jax.lower import (
+    from_lowered,
+    is_jitted,
+    is_stage,
+    jittable,
+    lowered_stage,
+    static_positional,
+)
 from hloscope.sources.jax.private import (
     describe_sharding,
     private_caller_frames_hidden,
@@ -69,7 +84,7 @@ def aot_runs(
         )
     if not args and not kwargs:
         require_no_arguments(obj, label, arguments_hint)
-    entry_obj, entry = _aot_entry(obj, label, aot_obj, aot_label)
+    entry_obj, entry, bound = _aot_entry(obj, label, aot_obj, aot_label)
     plan = _InputPlan(obj, args, kwargs, label)
     # Both sets before either path runs: the call may donate (delete) its inputs,
     # and making them must not be counted as the call's compilations.
@@ -100,6 +115,10 @@ def aot_runs(
     )
 
     jax.clear_caches()
+    # A bound method or a partial is lowered through the function it binds, with
+    # the arguments it binds first.
+    aot_args = (*bound[0], *aot_args)
+    aot_kwargs = {**bound[1], **aot_kwargs}
     lowering, compiled, compile_seconds = _aot_compiled(
         entry_obj, entry, aot_args, aot_kwargs, label
     )
@@ -138,10 +157,6 @@ def _article(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
-def _has_lower(obj: Any) -> bool:
-    return not isinstance(obj, (str, bytes)) and callable(getattr(obj, "lower", None))
-
-
 def _qualified_name(obj: Any) -> str:
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     if not isinstance(name, str):
@@ -150,20 +165,33 @@ def _qualified_name(obj: Any) -> str:
     return f"{module}.{name}" if isinstance(module, str) and module else name
 
 
-def _aot_entry(obj: Any, label: str, aot_obj: Any, aot_label: str | None) -> tuple[Any, AotEntry]:
+_Bound = tuple[tuple[Any, ...], dict[str, Any]]
+"""Arguments a bound method or a partial binds before the call's own."""
+_UNBOUND: _Bound = ((), {})
+
+
+def _aot_entry(
+    obj: Any, label: str, aot_obj: Any, aot_label: str | None
+) -> tuple[Any, AotEntry, _Bound]:
     """What a user reaching for AOT lowers: `--aot`'s object; else the target's own
-    `.lower`; else the nearest `.lower` along the `__wrapped__` chain that
+    `.lower` (a bound method's or a partial's: the function it binds, with what it
+    binds); else the nearest `.lower` along the `__wrapped__` chain that
     `functools.wraps` leaves; else `jax.jit(target)`."""
     attribute = label.rpartition(":")[2]
     if aot_obj is not None:
         shown = aot_label or "--aot"
-        if isinstance(aot_obj, (jax.stages.Lowered, jax.stages.Compiled)):
-            kind = "Lowered" if isinstance(aot_obj, jax.stages.Lowered) else "Compiled"
-            return aot_obj, AotEntry(
-                name=shown.rpartition(":")[2],
-                via="--aot",
-                expression=shown.rpartition(":")[2],
-                reason=f"named with --aot: a jax.stages.{kind}, compiled and run as it is",
+        stage = jax_stage(aot_obj)
+        if isinstance(stage, (jax.stages.Lowered, jax.stages.Compiled)):
+            kind = "Lowered" if isinstance(stage, jax.stages.Lowered) else "Compiled"
+            return (
+                aot_obj,
+                AotEntry(
+                    name=shown.rpartition(":")[2],
+                    via="--aot",
+                    expression=shown.rpartition(":")[2],
+                    reason=f"named with --aot: a jax.stages.{kind}, compiled and run as it is",
+                ),
+                _UNBOUND,
             )
         if is_stage(aot_obj) or not callable(aot_obj):
             raise HloscopeError(
@@ -171,26 +199,54 @@ def _aot_entry(obj: Any, label: str, aot_obj: Any, aot_label: str | None) -> tup
                 "(jitted or not), a jax.stages.Lowered or a jax.stages.Compiled",
                 where=shown,
             )
-        if _has_lower(aot_obj):
-            return aot_obj, AotEntry(
-                name=_qualified_name(aot_obj),
-                via="--aot",
-                expression=shown.rpartition(":")[2],
-                reason="named with --aot; it has its own .lower",
+        if has_lower(aot_obj):
+            return (
+                aot_obj,
+                AotEntry(
+                    name=_qualified_name(aot_obj),
+                    via="--aot",
+                    expression=shown.rpartition(":")[2],
+                    reason="named with --aot; it has its own .lower",
+                ),
+                _UNBOUND,
             )
-        return jax.jit(aot_obj), AotEntry(
-            name=f"jax.jit({_qualified_name(aot_obj)})",
-            via="--aot",
-            expression=f"jax.jit({shown.rpartition(':')[2]})",
-            reason="named with --aot; it has no .lower, so hloscope jits it",
+        return (
+            jax.jit(jittable(aot_obj)),
+            AotEntry(
+                name=f"jax.jit({_qualified_name(aot_obj)})",
+                via="--aot",
+                expression=f"jax.jit({shown.rpartition(':')[2]})",
+                reason="named with --aot; it has no .lower, so hloscope jits it",
+            ),
+            _UNBOUND,
         )
-    if _has_lower(obj):
-        return obj, AotEntry(
-            name=_qualified_name(obj),
-            via="own",
-            expression=attribute,
-            reason="the target has its own .lower (a jitted function): "
-            f"{attribute}.lower(...).compile() is the AOT path",
+    function, bound_args, bound_kwargs = bound_call(obj, (), {})
+    if function is not obj:
+        reached = attribute + _binding(obj)
+        return (
+            function,
+            AotEntry(
+                name=_qualified_name(function),
+                via="own",
+                expression=reached,
+                reason=f"the target binds a jitted function ({reached}), whose .lower "
+                f"takes what it binds first: {reached}.lower(...).compile() is the AOT path",
+            ),
+            (bound_args, bound_kwargs),
+        )
+    if has_lower(obj):
+        jit = {"flax": "nnx.jit", "equinox": "eqx.filter_jit"}.get(library_of(obj) or "", "")
+        return (
+            obj,
+            AotEntry(
+                name=_qualified_name(obj),
+                via="own",
+                expression=attribute,
+                reason="the target has its own .lower "
+                f"({f'jitted by {jit}' if jit else 'a jitted function'}): "
+                f"{attribute}.lower(...).compile() is the AOT path",
+            ),
+            _UNBOUND,
         )
     current, expression, seen = obj, attribute, {id(obj)}
     while True:
@@ -199,22 +255,40 @@ def _aot_entry(obj: Any, label: str, aot_obj: Any, aot_label: str | None) -> tup
             break
         seen.add(id(current))
         expression += ".__wrapped__"
-        if _has_lower(current):
-            return current, AotEntry(
-                name=_qualified_name(current),
-                via="__wrapped__",
-                expression=expression,
-                reason="the target has no .lower of its own; functools.wraps left the "
-                f"jitted function it wraps reachable as {expression}, and its .lower is "
-                "what a user reaching for AOT gets",
+        if has_lower(current):
+            return (
+                current,
+                AotEntry(
+                    name=_qualified_name(current),
+                    via="__wrapped__",
+                    expression=expression,
+                    reason="the target has no .lower of its own; functools.wraps left the "
+                    f"jitted function it wraps reachable as {expression}, and its .lower "
+                    "is what a user reaching for AOT gets",
+                ),
+                _UNBOUND,
             )
-    return jax.jit(obj), AotEntry(
-        name=f"jax.jit({_qualified_name(obj)})",
-        via="jax.jit",
-        expression=f"jax.jit({attribute})",
-        reason="neither the target nor anything along its __wrapped__ chain has a .lower, "
-        f"so the AOT path is jax.jit({attribute}).lower(...).compile()",
+    return (
+        jax.jit(jittable(obj)),
+        AotEntry(
+            name=f"jax.jit({_qualified_name(obj)})",
+            via="jax.jit",
+            expression=f"jax.jit({attribute})",
+            reason="neither the target nor anything along its __wrapped__ chain has a "
+            f".lower, so the AOT path is jax.jit({attribute}).lower(...).compile()",
+        ),
+        _UNBOUND,
     )
+
+
+def _binding(obj: Any) -> str:
+    """How the jitted function a bound method or a partial binds is reached from it:
+    `.__func__`, `.func`, or `.__call__.func` for a module whose `__call__` is jitted."""
+    if inspect.ismethod(obj):
+        return ".__func__"
+    if has_lower(getattr(obj, "func", None)):
+        return ".func"
+    return ".__call__" + _binding(obj.__call__)
 
 
 def _aot_compiled(
@@ -226,11 +300,14 @@ def _aot_compiled(
 ) -> tuple[Lowering | None, Any, float | None]:
     """Lower and compile the AOT entry on the inputs (a given `Compiled` is used as
     it is)."""
-    if isinstance(entry_obj, jax.stages.Compiled):
+    stage = jax_stage(entry_obj)
+    if isinstance(stage, jax.stages.Compiled):
         return None, entry_obj, None
-    if isinstance(entry_obj, jax.stages.Lowered):
+    if isinstance(stage, jax.stages.Lowered):
+        # A library's Lowered is compiled as it is: its Compiled takes the call's
+        # arguments as the library's call does.
         lowered = entry_obj
-        lowering = from_lowered(lowered, "lowered", label, None, kwargs)
+        lowering = from_lowered(stage, "lowered", label, None, kwargs)
     else:
         start = time.perf_counter()
         try:
@@ -246,8 +323,19 @@ def _aot_compiled(
             ) from exc
         elapsed = time.perf_counter() - start
         static = static_positional(entry_obj, args) if is_jitted(entry_obj) else ()
+        static += library_static(entry_obj, (args, kwargs))
         kind: LoweringKind = "function" if entry.expression.startswith("jax.jit(") else "jitted"
-        lowering = from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught), static)
+        lowering = from_lowered(
+            lowered_stage(lowered, label),
+            kind,
+            label,
+            elapsed,
+            kwargs,
+            tuple(caught),
+            static,
+            entry_obj,
+            (args, kwargs),
+        )
     start = time.perf_counter()
     try:
         with user_code():
@@ -264,7 +352,10 @@ def _dynamic_arguments(
     entry_obj: Any, compiled: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """What a `Compiled` is called with: the arguments without the static ones, which
-    are part of its trace."""
+    are part of its trace. A library's `Compiled` takes the call's arguments as they
+    are, as the library's call does."""
+    if library_of(compiled) is not None:
+        return args, kwargs
     static: set[int] = set()
     if is_jitted(entry_obj):
         with contextlib.suppress(Exception):
@@ -280,22 +371,17 @@ class _InputPlan:
     arrays are copied, since a path may donate (delete) what it is given."""
 
     def __init__(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: str):
-        names: list[str] = []
-        with contextlib.suppress(TypeError, ValueError):
-            names = [
-                p.name
-                for p in inspect.signature(obj).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ]
+        names = _positional_names(obj)
         is_leaf = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
-        with_paths, self._tree = jax.tree_util.tree_flatten_with_path(
-            (tuple(args), dict(kwargs)), is_leaf=is_leaf
-        )
+        tree = (tuple(args), dict(kwargs))
+        with_paths, self._tree = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
+        shown_paths = user_key_paths(tree, is_leaf)
         rng = np.random.default_rng(INPUT_SEED)
         self._makers: list[Any] = []
         leaves: list[InputLeaf] = []
-        for path, leaf in with_paths:
-            name = format_path(path, names)
+        for index, (path, leaf) in enumerate(with_paths):
+            shown = shown_paths[index] if len(shown_paths) == len(with_paths) else path
+            name = format_path(shown, names)
             maker, described = _input_leaf(leaf, name, rng, label)
             self._makers.append(maker)
             leaves.append(described)
@@ -310,6 +396,21 @@ class _InputPlan:
             ) from exc
         args, kwargs = jax.tree_util.tree_unflatten(self._tree, values)
         return tuple(args), dict(kwargs)
+
+
+def _positional_names(obj: Any) -> list[str]:
+    """Names of `obj`'s positional parameters; for a bound method or a partial, those
+    of the function it binds after the ones it binds."""
+    function, bound, _ = bound_call(obj, (), {})
+    for candidate, skip in ((obj, 0), (function, len(bound))):
+        with contextlib.suppress(TypeError, ValueError):
+            names = [
+                p.name
+                for p in inspect.signature(candidate).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            return names[skip:]
+    return []
 
 
 def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputLeaf]:
@@ -331,7 +432,8 @@ def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputL
             path, _array_shape(host), "generated", _sharding_text(sharding)
         )
     if isinstance(leaf, jax.Array):
-        sharding = leaf.sharding
+        # An array JAX may still move (not committed to a device) is placed as one.
+        sharding = leaf.sharding if getattr(leaf, "committed", True) else None
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
             # Keys have no NumPy form; both paths get the array itself.
             return (lambda: leaf), InputLeaf(path, str(leaf.dtype), "given", None)

@@ -1,6 +1,8 @@
 """Lowering: what an entrypoint names, turned into a `Lowering`.
 
-A function (jitted or not), a `jax.stages.Lowered` or `Compiled`, a
+A function (plain, or jitted by `jax.jit`, `jax.pmap`, `nnx.jit`,
+`eqx.filter_jit`; a bound method or a partial of one), a `jax.stages.Traced`,
+`Lowered` or `Compiled` (or a Flax NNX or Equinox stage wrapping one), a
 `jax.export.Exported` (or its serialized form), or a zero-argument callable
 returning one of those becomes a `Lowering`: the StableHLO bytecode JAX produced
 plus what only JAX knows about it (the Python argument tree, which arguments were
@@ -36,6 +38,16 @@ from hloscope.sources.jax.arguments import (
     tree_paths,
 )
 from hloscope.sources.jax.compile import normalise_cost
+from hloscope.sources.jax.libraries import (
+    bound_call,
+    concrete_shapes,
+    has_lower,
+    holds_equinox_module,
+    jax_stage,
+    library_of,
+    library_static,
+    readable_paths,
+)
 from hloscope.sources.jax.private import (
     private_argument_leaves,
     private_caller_frames_hidden,
@@ -46,8 +58,16 @@ from hloscope.sources.stages import ArgumentLeaf, Lowering, LoweringKind, Static
 
 
 def is_stage(obj: Any) -> bool:
-    """A `Lowered`, `Compiled` or `Exported`: something already traced."""
-    return isinstance(obj, (jax.stages.Lowered, jax.stages.Compiled, jax.export.Exported))
+    """A `Traced`, `Lowered`, `Compiled` or `Exported` (or a library's stage wrapping
+    one): something already traced."""
+    return jax_stage(obj) is not None
+
+
+ACCEPTED = (
+    "a function (plain, or jitted by jax.jit, jax.pmap, nnx.jit or eqx.filter_jit), "
+    "a jax.stages.Traced, Lowered or Compiled, or a jax.export.Exported"
+)
+"""What an entrypoint may name, for messages refusing something else."""
 
 
 def lower(
@@ -76,41 +96,125 @@ def lower(
                 obj = produced
             elif is_jitted(produced) or callable(produced):
                 raise HloscopeError(
-                    f"it returned a {type(produced).__name__}; a zero-argument target must "
-                    "return a jax.stages.Lowered, Compiled or jax.export.Exported",
+                    f"it returned {_article(type(produced).__name__)}; a zero-argument "
+                    "target must return a jax.stages.Traced, Lowered or Compiled, or a "
+                    "jax.export.Exported",
                     where=label,
                 )
-    if isinstance(obj, jax.stages.Lowered):
-        return from_lowered(obj, "lowered", label, None, kwargs)
-    if isinstance(obj, jax.stages.Compiled):
-        return _from_compiled(obj, label)
-    if isinstance(obj, jax.export.Exported):
-        return from_exported(obj, label)
+    stage = jax_stage(obj)
+    if isinstance(stage, jax.stages.Traced):
+        return _from_traced(stage, label, kwargs)
+    if isinstance(stage, jax.stages.Lowered):
+        return from_lowered(stage, "lowered", label, None, kwargs)
+    if isinstance(stage, jax.stages.Compiled):
+        return _from_compiled(stage, label)
+    if isinstance(stage, jax.export.Exported):
+        return from_exported(stage, label)
     if not callable(obj):
         raise HloscopeError(
-            f"it is a {type(obj).__name__}, not a function, a jax.stages.Lowered or "
-            "Compiled, or a jax.export.Exported",
+            f"it is a {_type_name(obj)}, not {ACCEPTED}",
             where=label,
         )
     if not args and not kwargs:
         require_no_arguments(obj, label, arguments_hint)
+    shown = obj
+    obj, args, kwargs = bound_call(obj, args, kwargs)
     kind: LoweringKind = "jitted" if is_jitted(obj) else "function"
-    jitted = obj if kind == "jitted" else jax.jit(obj)
+    jitted = obj if kind == "jitted" else jit_for(obj, args, kwargs)
+    if library_of(jitted) == "equinox":
+        args, kwargs = concrete_shapes(args, kwargs)
     start = time.perf_counter()
     try:
-        with user_code() as caught, private_caller_frames_hidden(obj):
-            lowered = jitted.lower(*args, **kwargs)
+        with user_code() as caught, private_caller_frames_hidden(shown):
+            produced_stage = jitted.lower(*args, **kwargs)
     except HloscopeError:
         raise
     except Exception as exc:
         raise HloscopeError(f"tracing it raised {describe_exception(exc)}", where=label) from exc
     elapsed = time.perf_counter() - start
+    lowered = lowered_stage(produced_stage, label)
     static = static_positional(jitted, args) if kind == "jitted" else ()
-    return from_lowered(lowered, kind, label, elapsed, kwargs, tuple(caught), static)
+    static += library_static(jitted, (args, kwargs))
+    return from_lowered(
+        lowered, kind, label, elapsed, kwargs, tuple(caught), static, jitted, (args, kwargs)
+    )
 
 
 def is_jitted(obj: Any) -> bool:
-    return callable(getattr(obj, "lower", None)) and callable(getattr(obj, "trace", None))
+    """Whether `obj` has its own `.lower` (`jax.jit`, `jax.pmap`, `nnx.jit`,
+    `eqx.filter_jit`)."""
+    return has_lower(obj)
+
+
+def jit_for(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The jit hloscope puts around a plain function: `jax.jit`, or `eqx.filter_jit`
+    when an argument holds an Equinox module (its non-array fields, an activation
+    function or a name, are no JAX types; `filter_jit` keeps them static, as the
+    Equinox code calling the function does)."""
+    if holds_equinox_module((args, kwargs)):
+        import equinox
+
+        return equinox.filter_jit(jittable(obj))
+    return jax.jit(jittable(obj))
+
+
+def jittable(obj: Any) -> Any:
+    """`obj`, or a function calling it when `jax.jit` cannot take it: jit keys its
+    cache on the callable's hash, and a module holding arrays (an `eqx.Module`, a
+    Flax module) has none. Its arrays are then constants of the trace."""
+    try:
+        hash(obj)
+        return obj
+    except TypeError:
+        pass
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return obj(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = type(obj).__name__
+    with contextlib.suppress(TypeError, ValueError):
+        call.__signature__ = inspect.signature(obj)  # type: ignore[attr-defined]
+    return call
+
+
+def lowered_stage(produced: Any, label: str) -> Any:
+    """JAX's `Lowered` in what a `.lower(...)` returned (a library's wraps it)."""
+    stage = jax_stage(produced)
+    if isinstance(stage, jax.stages.Lowered):
+        return stage
+    raise HloscopeError(
+        f"its .lower(...) returned a {_type_name(produced)}, which holds no jax.stages.Lowered",
+        where=label,
+    )
+
+
+def _from_traced(traced: Any, label: str, kwargs: Mapping[str, Any]) -> Lowering:
+    start = time.perf_counter()
+    try:
+        with user_code() as caught:
+            lowered = traced.lower()
+    except HloscopeError:
+        raise
+    except Exception as exc:
+        raise HloscopeError(
+            f"lowering the jax.stages.Traced raised {describe_exception(exc)}", where=label
+        ) from exc
+    elapsed = time.perf_counter() - start
+    return from_lowered(lowered, "lowered", label, elapsed, kwargs, tuple(caught))
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def _type_name(obj: Any) -> str:
+    """The name of `obj`'s type, with the module it comes from when that is not
+    Python's own: `GradientTransformationExtraArgs (optax._src.base)`."""
+    kind = type(obj)
+    module = getattr(kind, "__module__", "") or ""
+    return (
+        f"{kind.__qualname__} ({module})" if module and module != "builtins" else kind.__qualname__
+    )
 
 
 def from_lowered(
@@ -121,23 +225,29 @@ def from_lowered(
     kwargs: Mapping[str, Any],
     notes: tuple[str, ...] = (),
     static_positional: tuple[StaticArgument, ...] = (),
+    lowered_from: Any = None,
+    call: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
 ) -> Lowering:
+    """A `Lowering` of JAX's `lowered`. `lowered_from`: the function lowered (None
+    for a stage given as it is) and `call` its arguments, which name the leaves
+    where a library or `jax.pmap` renamed them."""
     with native_stderr_captured():
         module = lowered.compiler_ir("stablehlo")
         buffer = io.BytesIO()
         module.operation.write_bytecode(file=buffer)
         cost = _cost(lowered)
-    leaves = private_argument_leaves(lowered)
+    leaves = readable_paths(lowered_from, lowered, private_argument_leaves(lowered), call)
     in_tree_kwargs = kwarg_names(lowered)
     static_keywords = tuple(
         StaticArgument(k, _static_value(kwargs[k]), None)
         for k in sorted(kwargs)
         if k not in in_tree_kwargs
     )
-    static = static_positional + static_keywords
+    named = {s.path for s in static_positional}
+    static = static_positional + tuple(s for s in static_keywords if s.path not in named)
     return Lowering(
         kind=kind,
-        name=private_function_name(lowered) or label.rpartition(":")[2],
+        name=_function_name(lowered, lowered_from) or label.rpartition(":")[2],
         mlir_bytecode=buffer.getvalue(),
         arguments=leaves,
         static_arguments=tuple(s.path for s in static),
@@ -149,10 +259,23 @@ def from_lowered(
     )
 
 
+def _function_name(lowered: Any, lowered_from: Any) -> str | None:
+    """The function's name as JAX knows it; `jax.pmap` traces its own wrapper
+    (`_fun`), so the name of the function it maps is taken instead."""
+    name = private_function_name(lowered)
+    if name == "_fun" and lowered_from is not None:
+        own = getattr(lowered_from, "__name__", None)
+        if isinstance(own, str):
+            return own
+    return name
+
+
 def static_positional(jitted: Any, args: tuple[Any, ...]) -> tuple[StaticArgument, ...]:
     """The positional arguments a jitted function treats as static (`static_argnums`)."""
+    # nnx.jit keeps the jax.jit it calls in a public field, with the same positions.
+    inner = getattr(jitted, "jitted_fn", None) if library_of(jitted) == "flax" else None
     try:
-        argnums = private_static_argnums(jitted)
+        argnums = private_static_argnums(inner if inner is not None else jitted)
     except Exception:
         return ()
     names: list[str] = []
