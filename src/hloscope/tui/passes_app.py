@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from hloscope import reports
-from hloscope.render.text.passes import delta_text, find_summary, kind_changes_text
+from hloscope.render.text.passes import find_summary, pass_cells
 from hloscope.sources import loader
 from hloscope.sources.passes import PassDumps, pass_dumps
 from hloscope.tui.app import WorkingApp, run_app
@@ -205,22 +205,7 @@ class PassesApp(WorkingApp):
         found = report.find
         for index in self._shown_steps():
             step = table.steps[index]
-            row: list[str | Text] = [
-                str(step.index),
-                step.pipeline,
-                Text(step.pass_name, style="bold" if step.changed else "dim"),
-                str(step.ops),
-                delta_text(step.ops_delta),
-                kind_changes_text(step.changed_kinds),
-            ]
-            if found is not None:
-                change = found.changed_at(index)
-                row.append(
-                    Text(f"{change.before} → {change.after}", style="bold yellow")
-                    if change is not None
-                    else Text(str(found.counts[index]), style="dim")
-                )
-            grid.add_row(*row, key=str(index))
+            grid.add_row(*pass_cells(step, found), key=str(index))
         if keep is not None and str(keep) in {str(i) for i in self._shown_steps()}:
             grid.move_cursor(row=grid.get_row_index(str(keep)))
         grid.focus()

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.passes import FoundAt, KindChange, PassFind, PassStep
-from hloscope.render.text.common import header_table, notes_group, seconds
+from hloscope.render.text.common import Cell, header_table, notes_group, seconds
 from hloscope.render.text.diff import render_diff
 from hloscope.reports import PassesReport
 
@@ -60,6 +60,23 @@ def find_summary(found: PassFind) -> Text:
     return text
 
 
+def pass_cells(step: PassStep, found: PassFind | None) -> list[Cell]:
+    """A pass's row, in the text report and the passes screen: index, pipeline, pass,
+    op count, its change, the op kinds that changed, and the pattern's count when
+    `--find` asked for one."""
+    cells: list[Cell] = [
+        str(step.index),
+        step.pipeline,
+        Text(step.pass_name, style="bold" if step.changed else "dim"),
+        str(step.ops),
+        delta_text(step.ops_delta),
+        kind_changes_text(step.changed_kinds),
+    ]
+    if found is not None:
+        cells.append(_find_cell(found, step))
+    return cells
+
+
 def _find_cell(found: PassFind | None, step: PassStep) -> Text:
     if found is None:
         return Text("")
@@ -89,17 +106,7 @@ def passes_table(report: PassesReport, only_changed: bool) -> Table:
         if only_changed and not (step.changed or marked or step.index == report.diff_index):
             hidden += 1
             continue
-        row: list[RenderableType] = [
-            str(step.index),
-            step.pipeline,
-            Text(step.pass_name, style="bold" if step.changed else "dim"),
-            str(step.ops),
-            delta_text(step.ops_delta),
-            kind_changes_text(step.changed_kinds),
-        ]
-        if found is not None:
-            row.append(_find_cell(found, step))
-        table.add_row(*row)
+        table.add_row(*pass_cells(step, found))
     if hidden:
         table.title = (
             f"Passes that changed the op counts ({len(report.table.steps) - hidden} of "

@@ -39,7 +39,7 @@ from hloscope.tui.widgets.report_list import (
     Row,
     blank,
     fixed,
-    heading,
+    notes_lines,
     table,
     text_line,
 )
@@ -162,9 +162,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
             lines.append(blank())
         lines.append(text_line("XLA made no fusions in this module.", "dim"))
     if report.notes:
-        lines.append(blank())
-        lines.append(heading("Notes"))
-        lines += [text_line(f"• {note}", "dim") for note in report.notes]
+        lines += [blank(), *notes_lines(report.notes)]
     return lines
 
 

@@ -35,6 +35,7 @@ from hloscope.tui.widgets.report_list import (
     Row,
     blank,
     heading,
+    notes_lines,
     table,
     text_line,
 )
@@ -141,9 +142,7 @@ def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
             line.append(text)
             lines.append(text_line(line))
     if report.notes:
-        lines.append(blank())
-        lines.append(heading("Notes"))
-        lines += [text_line(f"• {note}", "dim") for note in report.notes]
+        lines += [blank(), *notes_lines(report.notes)]
     return lines
 
 

@@ -34,6 +34,7 @@ from hloscope.tui.widgets.report_list import (
     Row,
     blank,
     heading,
+    notes_lines,
     table,
     text_line,
 )
@@ -169,9 +170,7 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
     if only_unused and not lines:
         lines.append(text_line("No argument is unused or pruned.", "dim"))
     if report.notes and not only_unused:
-        lines.append(blank())
-        lines.append(heading("Notes"))
-        lines += [text_line(f"• {note}", "dim") for note in report.notes]
+        lines += [blank(), *notes_lines(report.notes)]
     return lines
 
 

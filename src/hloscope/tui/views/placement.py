@@ -41,6 +41,7 @@ from hloscope.tui.widgets.report_list import (
     Row,
     blank,
     heading,
+    notes_lines,
     table,
     text_line,
 )
@@ -293,9 +294,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
             )
         sections.append(warning_lines)
     if report.notes:
-        sections.append(
-            [heading("Notes"), *(text_line(f"• {note}", "dim") for note in report.notes)]
-        )
+        sections.append(notes_lines(report.notes))
     if not sections:
         sections.append(
             [

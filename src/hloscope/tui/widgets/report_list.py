@@ -88,6 +88,13 @@ def blank() -> Line:
     return Line(Text(""))
 
 
+def notes_lines(notes: Sequence[str]) -> list[Line]:
+    """A report's notes under their heading, as every tab ends (none: no lines)."""
+    if not notes:
+        return []
+    return [heading("Notes"), *(text_line(f"• {note}", "dim") for note in notes)]
+
+
 def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Line]:
     """A section: its title, the column names, and a line per row, in columns as wide
     as their widest cell (up to each column's width)."""
