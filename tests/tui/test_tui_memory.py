@@ -35,7 +35,7 @@ async def test_the_memory_tab_shows_the_peak_and_leads_to_the_sort():
         await loaded(app, pilot)
         await press(pilot, MEMORY_KEY)
         pending = app.query_one("#tab-memory PendingView", PendingView)
-        assert "read from the optimized module" in str(pending.content)
+        assert "tab reads the optimized module" in str(pending.content)
         await press(pilot, "enter")
         await loaded(app, pilot)
         assert app.session is not None and app.session.loaded.source.stage == "optimized"

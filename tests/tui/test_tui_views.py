@@ -250,7 +250,7 @@ async def test_fusions_of_a_lowered_module_compile_when_asked():
         await loaded(app, pilot)
         await press(pilot, "5")
         pending = app.query_one("#tab-fusions PendingView", PendingView)
-        assert "read from the optimized module" in str(pending.content)
+        assert "tab reads the optimized module" in str(pending.content)
         assert app.focused is pending
         await press(pilot, "enter")
         assert app.jobs[-1] == f"Compiling {MLP}"

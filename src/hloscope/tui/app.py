@@ -370,7 +370,7 @@ class HloscopeApp(WorkingApp):
                 what = "press enter (or c) to compile it for the local backend and switch to it"
             return PendingView(
                 view.id,
-                f"The {view.title} are read from the optimized module: {what}.",
+                f"The {view.title} tab reads the optimized module: {what}.",
                 runnable=True,
             )
         if view.on_demand:
