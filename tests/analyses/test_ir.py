@@ -165,3 +165,25 @@ def test_complex_constants_the_bindings_cannot_represent():
         "mhlo.x": "1 : i32",
         "value": "dense<(1.000000e+00,2.000000e+00)> : tensor<complex<f32>>",
     }
+
+
+def test_gc_paused_for_exit_keeps_what_was_built_from_the_collector_until_the_next_block() -> None:
+    import gc
+
+    from hloscope.ir.build import gc_paused
+
+    gc.enable()
+    gc.unfreeze()
+    try:
+        with gc_paused(keep_for_exit=True):
+            assert not gc.isenabled()
+            built = [[index] for index in range(100)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(built)
+        with gc_paused(keep_for_exit=True):
+            assert gc.get_freeze_count() == 0
+        with gc_paused():
+            pass
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
