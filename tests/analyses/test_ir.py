@@ -187,3 +187,21 @@ def test_gc_paused_for_exit_keeps_what_was_built_from_the_collector_until_the_ne
         assert gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_proto_rewrite_drops_rewrites_and_reads_fields_copying_the_rest() -> None:
+    from hloscope.ir.proto import proto_fields, proto_key, proto_rewrite, proto_varint
+
+    def field(number: int, payload: bytes) -> bytes:
+        return proto_key(number, 2) + proto_varint(len(payload)) + payload
+
+    varint_field = proto_key(5, 0) + proto_varint(300)
+    message = field(1, b"name") + varint_field + field(7, b"metadata") + field(2, b"x" * 200)
+    dropped, found = proto_rewrite(message, 7, lambda _payload: None, frozenset({1, 2}))
+    assert dropped == field(1, b"name") + varint_field + field(2, b"x" * 200)
+    assert found == {1: b"name", 2: b"x" * 200}
+    grown, _ = proto_rewrite(message, 1, lambda payload: payload * 100)
+    assert next((n, v) for n, _, _, _, v in proto_fields(grown)) == (1, b"name" * 100)
+    assert proto_rewrite(message, 9, lambda payload: payload)[0] is message
+    with pytest.raises(ValueError):
+        proto_rewrite(message[:-3], 7, lambda _payload: None)
