@@ -145,7 +145,7 @@ def emit(
     """The shape of every command: build a report inside the error edge, then print it
     as JSON or text, then exit with the report's code (0 unless a check differs).
     Building stops after `timeout` seconds (`--timeout`), naming `what`."""
-    with command_edge(debug), gc_paused():
+    with command_edge(debug), gc_paused(keep_for_exit=True):
         with time_limit(timeout, what):
             report = build()
         if as_json:

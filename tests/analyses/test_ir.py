@@ -165,3 +165,43 @@ def test_complex_constants_the_bindings_cannot_represent():
         "mhlo.x": "1 : i32",
         "value": "dense<(1.000000e+00,2.000000e+00)> : tensor<complex<f32>>",
     }
+
+
+def test_gc_paused_for_exit_keeps_what_was_built_from_the_collector_until_the_next_block() -> None:
+    import gc
+
+    from hloscope.ir.build import gc_paused
+
+    gc.enable()
+    gc.unfreeze()
+    try:
+        with gc_paused(keep_for_exit=True):
+            assert not gc.isenabled()
+            built = [[index] for index in range(100)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(built)
+        with gc_paused(keep_for_exit=True):
+            assert gc.get_freeze_count() == 0
+        with gc_paused():
+            pass
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+
+
+def test_proto_rewrite_drops_rewrites_and_reads_fields_copying_the_rest() -> None:
+    from hloscope.ir.proto import proto_fields, proto_key, proto_rewrite, proto_varint
+
+    def field(number: int, payload: bytes) -> bytes:
+        return proto_key(number, 2) + proto_varint(len(payload)) + payload
+
+    varint_field = proto_key(5, 0) + proto_varint(300)
+    message = field(1, b"name") + varint_field + field(7, b"metadata") + field(2, b"x" * 200)
+    dropped, found = proto_rewrite(message, 7, lambda _payload: None, frozenset({1, 2}))
+    assert dropped == field(1, b"name") + varint_field + field(2, b"x" * 200)
+    assert found == {1: b"name", 2: b"x" * 200}
+    grown, _ = proto_rewrite(message, 1, lambda payload: payload * 100)
+    assert next((n, v) for n, _, _, _, v in proto_fields(grown)) == (1, b"name" * 100)
+    assert proto_rewrite(message, 9, lambda payload: payload)[0] is message
+    with pytest.raises(ValueError):
+        proto_rewrite(message[:-3], 7, lambda _payload: None)

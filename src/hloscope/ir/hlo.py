@@ -121,16 +121,43 @@ def _hlo_error(message: str, source_name: str) -> HloscopeError:
 
 
 def from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> ParsedModule:
+    with native() as printed_log:
+        proto = hlo_module.as_serialized_hlo_module_proto()
+        printed = str(hlo_module.to_string())
+    return from_hlo_proto(proto, printed, source_name, logged + printed_log, lambda: hlo_module)
+
+
+def from_hlo_proto(
+    proto: bytes,
+    printed: str,
+    source_name: str,
+    logged: list[str],
+    xla_module: Callable[[], Any] | None = None,
+) -> ParsedModule:
+    """The model of an HLO module given as its proto and XLA's text of it (what a
+    compilation in this process hands over, so neither is made again). `xla_module`
+    gives XLA's `HloModule` when the conversion fails; by default it is read from
+    `proto` then."""
     import jaxlib._jax as jax_ext
 
     with native() as converted_log:
-        proto = hlo_module.as_serialized_hlo_module_proto()
         bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
-        printed = str(hlo_module.to_string())
-        layout = entry_computation_layout(printed)
+    layout = entry_computation_layout(printed)
     names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
+
+    def module_from_proto() -> Any:
+        module = hlo_module_from_proto(proto)
+        if module is None:
+            raise HloscopeError("not a valid HLO module proto", where=source_name)
+        return module
+
     return _from_converted(
-        lambda: hlo_module, bytecode, source_name, logged + converted_log, names, layout
+        xla_module or module_from_proto,
+        bytecode,
+        source_name,
+        logged + converted_log,
+        names,
+        layout,
     )
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
 from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import mlir_context, native
-from hloscope.ir.proto import proto_fields, proto_key, proto_varint
+from hloscope.ir.proto import proto_rewrite
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +94,14 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
     built.backend_configs = MappingProxyType(names.backend_configs)
 
 
+def _dropped(_payload: bytes) -> None:
+    return None
+
+
+# An instruction's name, opcode and backend_config (fields 1, 2 and 43).
+_INSTRUCTION_READ = frozenset({1, 2, 43})
+
+
 # Instructions whose backend_config the analyses read.
 CONFIGS_KEPT = frozenset({"fusion", "while"})
 
@@ -112,40 +119,23 @@ def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
     configs: dict[str, str] = {}
 
     def instruction(data: bytes) -> bytes:
-        kept: list[bytes] = []
-        name = opcode = ""
-        config = b""
-        for number, wire, start, end, value in proto_fields(data):
-            if number == 7 and wire == 2:
-                continue
-            kept.append(data[start:end])
-            if wire == 2 and number in (1, 2, 43):
-                if number == 1:
-                    name = value.decode("utf-8", "replace")
-                elif number == 2:
-                    opcode = value.decode("utf-8", "replace")
-                else:
-                    config = value
+        kept, found = proto_rewrite(data, 7, _dropped, _INSTRUCTION_READ)
+        opcode = found.get(2, b"").decode("utf-8", "replace")
+        config = found.get(43, b"")
         if opcode in CONFIGS_KEPT and config:
+            name = found.get(1, b"").decode("utf-8", "replace")
             text = config.decode("utf-8", "replace")
             if len(text) > MAX_ATTRIBUTE_CHARS:
                 digest = hashlib.blake2b(config, digest_size=8).hexdigest()
                 text = f"{text[:200]}...({len(text)} chars, {digest})"
             configs[name] = text
-        return b"".join(kept)
+        return kept
 
-    def rewrite(data: bytes, field: int, inner: Callable[[bytes], bytes]) -> bytes:
-        out: list[bytes] = []
-        for number, wire, start, end, value in proto_fields(data):
-            if number == field and wire == 2:
-                body = inner(value)
-                out.append(proto_key(number, 2) + proto_varint(len(body)) + body)
-            else:
-                out.append(data[start:end])
-        return b"".join(out)
+    def computation(data: bytes) -> bytes:
+        return proto_rewrite(data, 2, instruction)[0]
 
     try:
-        stripped = rewrite(hlo_proto, 3, lambda computation: rewrite(computation, 2, instruction))
+        stripped = proto_rewrite(hlo_proto, 3, computation)[0]
     except (ValueError, IndexError):
         return None
     return stripped, configs

@@ -555,13 +555,16 @@ class Op:
     @property
     def short_name(self) -> str:
         """The name without its dialect: `add` for `stablehlo.add`."""
-        return self.name.partition(".")[2] or self.name
+        name = self.name
+        short = _SHORT_NAMES.get(name)
+        if short is None:
+            short = _SHORT_NAMES[name] = name.partition(".")[2] or name
+        return short
 
     @property
     def is_terminator(self) -> bool:
         """Region terminators (`return`, `yield`): structure, not computation."""
-        short = self.short_name
-        return short in ("return", "yield") or self.name == "func.return"
+        return _name_kind(self.name) == _TERMINATOR
 
     def __repr__(self) -> str:
         return f"<Op #{self.id} {self.name}>"
@@ -575,7 +578,28 @@ TERMINATOR_NAMES = frozenset(
 def is_computation(op: Op) -> bool:
     """True for ops that compute, as counted in reports: not terminators, not
     function definitions."""
-    return op.name != "func.func" and not op.is_terminator
+    return _name_kind(op.name) == _COMPUTES
+
+
+# What an op name is, worked out once per distinct name: every analysis asks for
+# each of the module's ops (several hundred thousand calls at 100k ops).
+_SHORT_NAMES: dict[str, str] = {}
+_COMPUTES, _TERMINATOR, _FUNCTION = 0, 1, 2
+_NAME_KINDS: dict[str, int] = {}
+
+
+def _name_kind(name: str) -> int:
+    kind = _NAME_KINDS.get(name)
+    if kind is None:
+        short = name.partition(".")[2] or name
+        if short in ("return", "yield") or name == "func.return":
+            kind = _TERMINATOR
+        elif name == "func.func":
+            kind = _FUNCTION
+        else:
+            kind = _COMPUTES
+        _NAME_KINDS[name] = kind
+    return kind
 
 
 # --------------------------------------------------------------------------- functions

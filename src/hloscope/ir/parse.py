@@ -103,6 +103,13 @@ def parse_hlo_proto(data: bytes, source_name: str, *, trusted: bool = False) -> 
     return hlo.from_hlo_module(module, source_name, [])
 
 
+def parse_compiled_hlo(proto: bytes, printed: str, source_name: str) -> ParsedModule:
+    """The optimized module XLA compiled in this process, from its serialized
+    `HloModuleProto` and XLA's text of it: trusted, converted in process, and
+    neither read back into an `HloModule` nor printed again."""
+    return hlo.from_hlo_proto(proto, printed, source_name, [])
+
+
 def _diagnostic_where(location: str, source_name: str) -> str:
     match = re.match(r'loc\("(?:[^"\\]|\\.)*":(\d+):(\d+)', location)
     if match and match.group(1) != "0":

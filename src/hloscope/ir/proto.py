@@ -5,7 +5,7 @@ package or XLA's generated classes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 def proto_field(data: bytes, field: int) -> bytes | None:
@@ -110,3 +110,85 @@ def proto_varint(value: int) -> bytes:
 
 def proto_key(number: int, wire: int) -> bytes:
     return proto_varint((number << 3) | wire)
+
+
+def proto_rewrite(
+    data: bytes,
+    field: int,
+    rewrite: Callable[[bytes], bytes | None],
+    read: frozenset[int] = frozenset(),
+) -> tuple[bytes, dict[int, bytes]]:
+    """`data` with the payload of each length-delimited `field` replaced by what
+    `rewrite` makes of it (None drops the field), and the payload of the last
+    length-delimited field of each number in `read`. Runs of other fields are
+    copied as they are, in one slice each. Raises ValueError if malformed.
+
+    One loop with the varints read in place: this runs over every field of every
+    instruction of a module (a fifth of a million at 10k ops)."""
+    pos = 0
+    size = len(data)
+    copied = 0
+    out: list[bytes] = []
+    found: dict[int, bytes] = {}
+    while pos < size:
+        start = pos
+        byte = data[pos]
+        pos += 1
+        key = byte & 0x7F
+        shift = 7
+        while byte & 0x80:
+            if pos >= size or shift > 63:
+                raise ValueError("bad varint")
+            byte = data[pos]
+            pos += 1
+            key |= (byte & 0x7F) << shift
+            shift += 7
+        wire = key & 7
+        if wire == 2:
+            if pos >= size:
+                raise ValueError("bad varint")
+            byte = data[pos]
+            pos += 1
+            length = byte & 0x7F
+            shift = 7
+            while byte & 0x80:
+                if pos >= size or shift > 63:
+                    raise ValueError("bad varint")
+                byte = data[pos]
+                pos += 1
+                length |= (byte & 0x7F) << shift
+                shift += 7
+            end = pos + length
+            if end > size:
+                raise ValueError("truncated field")
+            number = key >> 3
+            if number == field:
+                body = rewrite(data[pos:end])
+                out.append(data[copied:start])
+                if body is not None:
+                    out.append(proto_key(number, 2) + proto_varint(len(body)) + body)
+                copied = end
+            elif number in read:
+                found[number] = data[pos:end]
+            pos = end
+        elif wire == 0:
+            limit = pos + 10
+            while True:
+                if pos >= size or pos >= limit:
+                    raise ValueError("bad varint")
+                byte = data[pos]
+                pos += 1
+                if not byte & 0x80:
+                    break
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if pos > size:
+            raise ValueError("truncated field")
+    if not out:
+        return data, found
+    out.append(data[copied:])
+    return b"".join(out), found

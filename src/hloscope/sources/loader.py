@@ -246,7 +246,7 @@ def optimized(loaded: Loaded) -> Loaded:
         compilation = compile_lowering(loaded.lowering, loaded.label, options.compiler_options)
     else:
         compilation = _compile_dump(loaded.parsed, loaded.label, options.compiler_options)
-    parsed = parse.parse_hlo_proto(compilation.hlo_proto, loaded.label, trusted=True)
+    parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, loaded.label)
     source = dataclasses.replace(loaded.source, ir=parsed.format, stage=OPTIMIZED)
     return Loaded(
         source=source,
@@ -386,7 +386,7 @@ def _lower_entrypoint(
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = compile_lowering(lowering, label, options.compiler_options)
-        parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
+        parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
         stage = OPTIMIZED
     else:
         compilation = None
@@ -611,7 +611,7 @@ def _load_dump_data(
                 where=label,
             )
         compilation = _compile_dump(parsed, label, options.compiler_options)
-        parsed = parse.parse_hlo_proto(compilation.hlo_proto, label, trusted=True)
+        parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
         stage = OPTIMIZED
     source = Source(
         target=text,

@@ -8,7 +8,8 @@ opaque handle), so that analyses and front ends can read it without importing JA
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 
@@ -67,8 +68,6 @@ class Lowering:
     """Names of arguments JAX treated as static (not parameters): positional ones
     (`static_argnums`) first, then keywords."""
     lower_seconds: float | None
-    cost: Mapping[str, float] | None
-    """XLA's cost analysis of the lowered module (flops, bytes accessed)."""
     notes: tuple[str, ...]
     """Warnings JAX emitted while lowering, and the like."""
     handle: Any = dataclasses.field(default=None, repr=False, compare=False)
@@ -76,6 +75,18 @@ class Lowering:
     static: tuple[StaticArgument, ...] = ()
     """The static arguments with their values (known when hloscope traced the
     function itself; a given `Lowered` does not record them)."""
+    cost_analysis: Callable[[], Mapping[str, float] | None] | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+    """Runs XLA's cost analysis of the lowered module; None where there is none."""
+
+    @functools.cached_property
+    def cost(self) -> Mapping[str, float] | None:
+        """XLA's cost analysis of the lowered module (flops, bytes accessed), run
+        when first read: it converts the module to HLO again (a third of a second
+        at 10k ops), and a compiled target reports the optimized module's cost
+        instead."""
+        return self.cost_analysis() if self.cost_analysis is not None else None
 
 
 @dataclasses.dataclass(frozen=True)

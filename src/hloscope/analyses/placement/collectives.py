@@ -41,16 +41,15 @@ def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
 
 def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
     names = module.functions
+    kinds = [(op, kind) for op in ops if (kind := collective_kind(op)) is not None]
+    if not kinds:
+        return []
     async_functions: set[str] = set()
     for op in ops:
         if op.short_name in ("async_start", "async-start"):
             async_functions.update(op_callees(op, names, fused=True))
     found: dict[CollectiveOp, list[tuple[Op, bool]]] = {}
-    for op in ops:
-        kind = collective_kind(op)
-        if kind is None:
-            continue
-        name, is_async = kind
+    for op, (name, is_async) in kinds:
         if not is_async:
             parent = op.parent
             while parent is not None and parent.name != "func.func":

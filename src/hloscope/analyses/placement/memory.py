@@ -171,6 +171,11 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
         )
 
     for op in ops:
+        name = op.name
+        if "custom" not in name and "xla_shape" not in op.attributes and name[:4] != "sdy.":
+            # Not a custom call, no HLO layout, not an sdy annotation: nothing below
+            # applies (most ops of most modules).
+            continue
         operand = op.operands[0] if op.operands else -1
         target = custom_call_target(op)
         if target == "annotate_device_placement":

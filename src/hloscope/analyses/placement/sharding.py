@@ -197,6 +197,11 @@ def sharding_annotations(
             )
     other = 0
     for op in ops:
+        if "custom" not in op.name and op.name[:4] != "sdy.":
+            # Neither a custom call nor an sdy op: only a sharding attribute counts.
+            if _sharding_text(op.attributes) is not None:
+                other += 1
+            continue
         kind: ShardingKind | None = None
         sharding = None
         target = custom_call_target(op)

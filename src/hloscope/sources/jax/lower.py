@@ -235,7 +235,6 @@ def from_lowered(
         module = lowered.compiler_ir("stablehlo")
         buffer = io.BytesIO()
         module.operation.write_bytecode(file=buffer)
-        cost = _cost(lowered)
     leaves = readable_paths(lowered_from, lowered, private_argument_leaves(lowered), call)
     in_tree_kwargs = kwarg_names(lowered)
     static_keywords = tuple(
@@ -252,10 +251,10 @@ def from_lowered(
         arguments=leaves,
         static_arguments=tuple(s.path for s in static),
         lower_seconds=elapsed,
-        cost=cost,
         notes=notes,
         handle=lowered,
         static=static,
+        cost_analysis=lambda: _cost(lowered),
     )
 
 
@@ -309,7 +308,6 @@ def _from_compiled(compiled: Any, label: str) -> Lowering:
         arguments=(),
         static_arguments=(),
         lower_seconds=None,
-        cost=None,
         notes=("a jax.stages.Compiled carries no lowered module; showing the optimized one",),
         handle=compiled,
     )
@@ -343,7 +341,6 @@ def from_exported(exported: Any, label: str) -> Lowering:
         arguments=tuple(leaves),
         static_arguments=(),
         lower_seconds=None,
-        cost=None,
         notes=(),
         handle=exported,
     )
@@ -365,6 +362,7 @@ def deserialize_exported(data: bytes, label: str) -> Lowering:
 
 def _cost(lowered: Any) -> Mapping[str, float] | None:
     try:
-        return normalise_cost(lowered.cost_analysis())
+        with native_stderr_captured():
+            return normalise_cost(lowered.cost_analysis())
     except Exception:
         return None
