@@ -5,7 +5,7 @@ package or XLA's generated classes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 
 def proto_field(data: bytes, field: int) -> bytes | None:
@@ -49,51 +49,6 @@ def proto_field(data: bytes, field: int) -> bytes | None:
     except ValueError:
         return None
     return None
-
-
-def proto_fields(data: bytes) -> Iterator[tuple[int, int, int, int, bytes]]:
-    """(field number, wire type, start, end, payload) of each field of a message;
-    `data[start:end]` is the whole field, key included. Raises ValueError if malformed."""
-    pos = 0
-    size = len(data)
-
-    def varint() -> int:
-        nonlocal pos
-        shift = value = 0
-        while True:
-            if pos >= size or shift > 63:
-                raise ValueError("bad varint")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-    while pos < size:
-        start = pos
-        key = varint()
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            varint()
-            payload = b""
-        elif wire == 2:
-            length = varint()
-            if pos + length > size:
-                raise ValueError("truncated field")
-            payload = data[pos : pos + length]
-            pos += length
-        elif wire == 1:
-            pos += 8
-            payload = b""
-        elif wire == 5:
-            pos += 4
-            payload = b""
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        if pos > size:
-            raise ValueError("truncated field")
-        yield number, wire, start, pos, payload
 
 
 def proto_varint(value: int) -> bytes:
