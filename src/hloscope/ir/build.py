@@ -196,6 +196,36 @@ def build_model(module: Any) -> model.Module:
     )
 
 
+def read_names(module: Any) -> None:
+    """Read every name `build_model` takes from jaxlib's bindings unprinted: op names,
+    attribute names, and the entry names of function argument and result attributes.
+
+    The reader process runs this on untrusted input instead of building the model:
+    jaxlib's bindings abort (or raise nanobind's "conversion error") on a name that
+    is not valid UTF-8, which bytecode and string escapes can spell, and these names
+    are the only strings the builder reads without MLIR's printer, which escapes
+    every byte above 0x7f. It raises what the builder would raise on them.
+    """
+    from jaxlib.mlir import ir
+
+    advance = ir.WalkResult.ADVANCE
+
+    def visit(operation: Any) -> Any:
+        attrs = operation.attributes
+        attrs.keys()
+        if operation.name == "func.func":
+            _dict_list(attrs, "arg_attrs", _ignore_attribute)
+            _dict_list(attrs, "res_attrs", _ignore_attribute)
+        return advance
+
+    module.operation.attributes.keys()
+    module.operation.walk(visit)
+
+
+def _ignore_attribute(attr: Any) -> str:
+    return ""
+
+
 def _attributes_one_by_one(operation: Any, attribute: Callable[[Any], str]) -> dict[str, str]:
     """Attributes of an op some of whose attributes the bindings cannot represent.
 

@@ -33,12 +33,13 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
     Untrusted bytecode (a dump) is read first by the child process: MLIR's bytecode
     reader and StableHLO's deserializer can crash, abort or hang on malformed bytes,
     and they are deterministic, so what the child read safely is safe to read here.
-    The child also builds the model, because jaxlib's bindings abort on names that
-    are not valid UTF-8, which bytecode can hold. `trusted` bytecode (what JAX
-    produced in this process) skips that. Text is parsed here: MLIR's text parser
-    reports bad input as diagnostics, and valid UTF-8 text makes valid UTF-8 names,
-    except through string escapes of bytes above 0x7f (`"\\FF"`), so text with those
-    goes through the child first too.
+    The child builds nothing: it parses and reads the names that the model builder
+    reads without MLIR's printer (jaxlib's bindings abort on names that are not valid
+    UTF-8, which bytecode can hold); the model is built once, here. `trusted`
+    bytecode (what JAX produced in this process) skips that. Text is parsed here:
+    MLIR's text parser reports bad input as diagnostics, and valid UTF-8 text makes
+    valid UTF-8 names, except through string escapes of bytes above 0x7f (`"\\FF"`),
+    so text with those goes through the child first too.
     """
     from jaxlib.mlir import ir
 
@@ -144,8 +145,8 @@ def _portable_error(message: str, source_name: str) -> HloscopeError:
 def _probe_bytecode(
     data: bytes, source_name: str, portable: bool, *, is_text: bool = False
 ) -> None:
-    """Have the child process read untrusted bytecode (or text) first and build its
-    model; raise what it found."""
+    """Have the child process read untrusted bytecode (or text) first, and the names
+    the model builder reads; raise what it found."""
     kind: reader.RequestKind = "portable" if portable else "mlir"
     reply = reader.request(kind, data, reader.read_timeout(len(data)))
     stages = reply.stages

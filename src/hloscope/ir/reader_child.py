@@ -14,7 +14,7 @@ from typing import Any
 
 from hloscope.errors import native_stderr_captured
 from hloscope.ir import hlo_names, reader
-from hloscope.ir.build import build_model
+from hloscope.ir.build import read_names
 from hloscope.ir.context import make_context
 from hloscope.ir.hlo import hlo_module_from_proto
 from hloscope.ir.layout import entry_computation_layout
@@ -27,7 +27,8 @@ def main() -> int:
       conversion, then the HLO names of the converted ops (`hlo_instruction_names`);
     - MLIR bytecode or text (`mlir`), portable artifacts (`portable`): read it in a
       fresh context and say whether it parsed (or send the first diagnostic), then
-      build its model and say whether that worked;
+      read the names the model builder reads unprinted (`build.read_names`) and say
+      whether that worked; the model itself is built once, by the main process;
 
     then `done` with what the native code logged.
     """
@@ -62,10 +63,10 @@ def main() -> int:
                     reader.write_frame(replies, error)
                 else:
                     reader.write_frame(replies, {"stage": reader.STAGE_PARSED})
-                    # What the main process does next: jaxlib's bindings abort on some
-                    # malformed names.
+                    # What the main process reads next without MLIR's printer:
+                    # jaxlib's bindings abort on names that are not valid UTF-8.
                     try:
-                        build_model(module)
+                        read_names(module)
                     except Exception as exc:
                         reader.write_frame(
                             replies, {"stage": reader.STAGE_UNREADABLE, "message": str(exc)}
