@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import cast
 
 from hloscope.analyses.diff.names import normalize_kind, normalize_value
 from hloscope.analyses.structure import CALL_ATTRIBUTES
@@ -83,6 +84,125 @@ def _unit_reshape(
     return unit, canonical
 
 
+# What an op is, for the diff: its kind, attributes in normal form, result types,
+# whether it only adds or drops unit dimensions, its own fingerprint, the functions it
+# names (by attribute), and the functions those attributes ask to be roots of their own.
+Signature = tuple[
+    str,
+    tuple[tuple[str, str], ...],
+    tuple[str, ...],
+    bool,
+    int,
+    tuple[tuple[str, tuple[str, ...]], ...],
+    tuple[str, ...],
+]
+
+
+def _operand_key(operands: Sequence[int], value_types: Sequence[str]) -> tuple[object, ...]:
+    """What an op whose signature reads its first operand (a reshape, a broadcast, a
+    `dot`) adds to its key: the number of operands and the first one's type."""
+    if not operands:
+        return (0, None)
+    first = operands[0]
+    return (len(operands), value_types[first] if first >= 0 else None)
+
+
+class Signatures:
+    """What each distinct op is, worked out once: ops with the same name, result types,
+    attributes, number of regions (and, for reshapes, broadcasts and `dot`, the same
+    first operand's type) are the same to the diff. An unrolled model repeats a few
+    hundred distinct ops; both sides of a diff share one `Signatures`."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple[object, ...], Signature] = {}
+        self.names: dict[str, tuple[bool, bool, bool]] = {}
+        """Op name -> (a terminator, a call or a transparent op, its signature reads
+        its first operand's type)."""
+
+    def name_info(self, op: Op) -> tuple[bool, bool, bool]:
+        name = op.name
+        info = (
+            op.is_terminator,
+            name == CALL_OP or name in TRANSPARENT_OPS,
+            normalize_kind(name) in UNIT_RESHAPE_KINDS or name == "stablehlo.dot",
+        )
+        self.names[name] = info
+        return info
+
+    def of(
+        self,
+        key: tuple[object, ...],
+        op: Op,
+        types: tuple[str, ...],
+        value_types: Sequence[str],
+    ) -> Signature:
+        known = self.known.get(key)
+        if known is not None:
+            return known
+        kind = normalize_kind(op.name)
+        attributes = op.attributes
+        attrs = _attributes(op, value_types)
+        references = (
+            tuple(
+                (key, tuple(symbol_references(attributes[key])))
+                for key in CALL_ATTRIBUTES
+                if key in attributes
+            )
+            if attributes and not _REFERENCE_KEYS.isdisjoint(attributes)
+            else ()
+        )
+        unit_reshape = False
+        if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
+            operand_type = value_types[op.operands[0]] if op.operands[0] >= 0 else "?"
+            unit_reshape, attrs = _unit_reshape(kind, operand_type, types[0], attrs)
+        named: tuple[str, ...] = ()
+        if attributes and not REFERENCE_ATTRIBUTES.isdisjoint(attributes):
+            named = tuple(
+                callee_name
+                for name in REFERENCE_ATTRIBUTES.intersection(attributes)
+                for callee_name in symbol_references(attributes[name])
+            )
+        local = hash((kind, types, attrs, len(op.regions)))
+        signature = (kind, attrs, types, unit_reshape, local, references, named)
+        self.known[key] = signature
+        return signature
+
+
+def _attributes(op: Op, value_types: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """An op's attributes in normal form: what printers leave out or spell otherwise
+    dropped or respelled, the functions it names left out (in its references)."""
+    attributes = op.attributes
+    if op.name == "stablehlo.dot" and op.operands and op.operands[0] >= 0:
+        # A dot contracts the last dimension of the left with the first of the right.
+        lhs = parse_type(value_types[op.operands[0]])
+        rank = len(lhs[0].shape or ()) if lhs else 1
+        numbers = (
+            "#stablehlo.dot<lhs_contracting_dimensions = "
+            f"[{max(rank - 1, 0)}], rhs_contracting_dimensions = [0]>"
+        )
+        merged = dict(attributes)
+        merged["dot_dimension_numbers"] = numbers
+        attributes = merged
+    if not attributes:
+        return ()
+    out: dict[str, str] = {}
+    for name, value in attributes.items():
+        if name in IGNORED_ATTRIBUTES:
+            continue
+        if name == "mhlo.frontend_attributes":
+            for entry, entry_value in parse_dict_attribute(value).items():
+                out["frontend." + entry] = entry_value
+            continue
+        if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
+            continue
+        if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
+            continue  # the default, which some printers leave out
+        if name in _REFERENCE_KEYS:
+            continue  # in `references`: names are compared by what they name
+        out[name] = normalize_value(value)
+    return tuple(sorted(out.items()))
+
+
 class Graph:
     """One module as a dataflow graph of nodes (ops in a call context) and values.
 
@@ -91,8 +211,15 @@ class Graph:
     not inlined.
     """
 
-    def __init__(self, module: Module, parameter_tokens: Sequence[int], inline: bool) -> None:
+    def __init__(
+        self,
+        module: Module,
+        parameter_tokens: Sequence[int],
+        inline: bool,
+        signatures: Signatures | None = None,
+    ) -> None:
         self.module = module
+        self._signatures = signatures if signatures is not None else Signatures()
         self.inline = inline
         # nodes
         self.op: list[int] = []
@@ -227,99 +354,210 @@ class Graph:
         returns_out: bool,
     ) -> list[int] | None:
         """Walk a block's ops. `returns_out`: the block's terminator hands values out
-        of a function or a transparent region (no node); otherwise it is a node."""
+        of a function or a transparent region (no node); otherwise it is a node.
+
+        The common op (not a call, a fusion or a terminator) is added here, inline:
+        this loop runs once per op of both modules. What an op is (its kind, normal
+        attributes, fingerprint) comes from `Signatures`, worked out once per distinct
+        op."""
         returned: list[int] | None = None
         value_types = self._value_types
+        type_of = value_types.__getitem__
+        signature_of = self._signatures.of
+        get = env.get
+        # The node arrays, bound once.
+        op_ids, contexts, kinds, attrs_of, types_of = (
+            self.op,
+            self.ctx,
+            self.kind,
+            self.attrs,
+            self.types,
+        )
+        locals_, operands_of, results_of, containers, parents = (
+            self.local,
+            self.operands,
+            self.results,
+            self.container,
+            self.parent,
+        )
+        children_of, block_args_of, counted, is_container, unit_reshapes = (
+            self.children,
+            self.block_args,
+            self.counted,
+            self.is_container,
+            self.unit_reshape,
+        )
+        functions, references_of, post = self.function, self.references, self.post
+        g_node, g_index, g_token, g_type = self.g_node, self.g_index, self.g_token, self.g_type
+        g_owner, g_slot = self.g_owner, self.g_slot
+        name_info = self._signatures.names
         for op in block.ops:
-            if op.is_terminator:
+            name = op.name
+            info = name_info.get(name)
+            if info is None:
+                info = self._signatures.name_info(op)
+            if info[0]:  # a terminator
                 outs = [self._resolve(env, v) for v in op.operands]
                 if not returns_out:
                     node = self._node(op, tuple(outs), ctx, container, parent, counted=False)
                     children.append(node)
-                    self.post.append(node)
+                    post.append(node)
                 returned = outs
                 continue
-            if op.name == "hlo.parameter" and op.results and op.results[0] in env:
+            model_results = op.results
+            if name == "hlo.parameter" and model_results and model_results[0] in env:
                 continue  # XLA's own form: the parameter op stands for the argument
-            get = env.get
-            operands = tuple(
-                [
-                    found if (found := get(v)) is not None else self._resolve(env, v)
-                    for v in op.operands
-                ]
-            )
-            name = op.name
-            if name == CALL_OP:
-                callee = self._callee(op)
-                if callee is not None and self.inline and callee.name not in active:
+            model_operands = op.operands
+            found_operands = tuple(map(get, model_operands))
+            if None not in found_operands:
+                operands = cast("tuple[int, ...]", found_operands)
+            else:
+                operands = tuple(
+                    [
+                        found if (found := get(v)) is not None else self._resolve(env, v)
+                        for v in model_operands
+                    ]
+                )
+            if info[1]:  # a call or a transparent op: perhaps a container
+                if name == CALL_OP:
+                    callee = self._callee(op)
+                    if callee is not None and self.inline and callee.name not in active:
+                        node = self._node(op, operands, ctx, container, parent, is_container=True)
+                        children.append(node)
+                        inner_ctx = len(self.contexts)
+                        self.contexts.append((*self.contexts[ctx], op.id))
+                        outs = self._walk_function(
+                            callee,
+                            operands,
+                            inner_ctx,
+                            node,
+                            parent,
+                            active | {callee.name},
+                            children,
+                        )
+                        for value, out in zip(model_results, outs, strict=False):
+                            env[value] = out
+                        results_of[node] = tuple(outs)
+                        post.append(node)
+                        continue
+                    if callee is not None:
+                        self._queue_root(callee.name)
+                elif op.regions and op.regions[0].blocks:
                     node = self._node(op, operands, ctx, container, parent, is_container=True)
                     children.append(node)
-                    inner_ctx = len(self.contexts)
-                    self.contexts.append((*self.contexts[ctx], op.id))
-                    outs = self._walk_function(
-                        callee, operands, inner_ctx, node, parent, active | {callee.name}, children
+                    inner = op.regions[0].blocks[0]
+                    for argument, value in zip(inner.arguments, operands, strict=False):
+                        env[argument] = value
+                    outs = (
+                        self._walk_block(inner, env, ctx, node, parent, active, children, True)
+                        or []
                     )
-                    for value, out in zip(op.results, outs, strict=False):
+                    for value, out in zip(model_results, outs, strict=False):
                         env[value] = out
-                    self.results[node] = tuple(outs)
-                    self.post.append(node)
+                    results_of[node] = tuple(outs)
+                    post.append(node)
                     continue
-                if callee is not None:
-                    self._queue_root(callee.name)
-            elif name in TRANSPARENT_OPS and op.regions and op.regions[0].blocks:
-                node = self._node(op, operands, ctx, container, parent, is_container=True)
-                children.append(node)
-                inner = op.regions[0].blocks[0]
-                for argument, value in zip(inner.arguments, operands, strict=False):
-                    env[argument] = value
-                outs = self._walk_block(inner, env, ctx, node, parent, active, children, True) or []
-                for value, out in zip(op.results, outs, strict=False):
-                    env[value] = out
-                self.results[node] = tuple(outs)
-                self.post.append(node)
-                continue
-            node = self._node(op, operands, ctx, container, parent)
+            # An op of its own: a node, and a value for each result.
+            if len(model_results) == 1:
+                types: tuple[str, ...] = (value_types[model_results[0]],)
+            else:
+                types = tuple(map(type_of, model_results))
+            regions = op.regions
+            attributes = op.attributes
+            key: tuple[object, ...] = (
+                name,
+                types,
+                tuple(attributes.items()) if attributes else (),
+                len(regions),
+            )
+            if info[2]:  # what it is depends on its first operand's type
+                key += _operand_key(model_operands, value_types)
+            signature = signature_of(key, op, types, value_types)
+            node = len(op_ids)
+            op_ids.append(op.id)
+            contexts.append(ctx)
+            kinds.append(signature[0])
+            attrs_of.append(signature[1])
+            types_of.append(signature[2])
+            locals_.append(signature[4])
+            operands_of.append(operands)
+            containers.append(container)
+            parents.append(parent)
+            children_of.append(None)
+            block_args_of.append(None)
+            counted.append(True)
+            is_container.append(False)
+            functions.append(op.function or "")
+            if signature[5]:
+                references_of[node] = signature[5]
             children.append(node)
-            if self.unit_reshape[node]:
+            if signature[3]:
                 # Only unit dimensions change: users see the operand itself.
+                unit_reshapes.append(True)
                 results: tuple[int, ...] = operands
             else:
-                results = tuple(
-                    self._result(node, i, value_types[v]) for i, v in enumerate(op.results)
-                )
-            for value, out in zip(op.results, results, strict=True):
+                unit_reshapes.append(False)
+                first = len(g_node)
+                count = len(model_results)
+                if count == 1:
+                    g_node.append(node)
+                    g_index.append(0)
+                    g_token.append(0)
+                    g_type.append(types[0])
+                    g_owner.append(-1)
+                    g_slot.append((0, 0))
+                    results = (first,)
+                else:
+                    g_node.extend([node] * count)
+                    g_index.extend(range(count))
+                    g_token.extend([0] * count)
+                    g_type.extend(types)
+                    g_owner.extend([-1] * count)
+                    g_slot.extend([(0, 0)] * count)
+                    results = tuple(range(first, first + count))
+            for value, out in zip(model_results, results, strict=True):
                 env[value] = out
-            self.results[node] = results
-            if op.regions:
-                regions: list[list[int]] = []
-                region_args: list[list[int]] = []
-                local = self.local[node]
-                for r, region in enumerate(op.regions):
-                    inner_children: list[int] = []
-                    arguments: list[int] = []
-                    for block in region.blocks:
-                        for a, value in enumerate(block.arguments):
-                            leaf = self._leaf(
-                                value_types[value],
-                                hash(("blockarg", local, r, a, value_types[value])),
-                                node,
-                                (r, len(arguments)),
-                            )
-                            env[value] = leaf
-                            arguments.append(leaf)
-                        self._walk_block(
-                            block, env, ctx, container, node, active, inner_children, False
-                        )
-                    regions.append(inner_children)
-                    region_args.append(arguments)
-                self.children[node] = regions
-                self.block_args[node] = region_args
-            if op.attributes and not REFERENCE_ATTRIBUTES.isdisjoint(op.attributes):
-                for key in REFERENCE_ATTRIBUTES.intersection(op.attributes):
-                    for callee_name in symbol_references(op.attributes[key]):
-                        self._queue_root(callee_name)
-            self.post.append(node)
+            results_of.append(results)
+            if regions:
+                self._walk_regions(op, node, env, ctx, container, active)
+            for callee_name in signature[6]:
+                self._queue_root(callee_name)
+            post.append(node)
         return returned
+
+    def _walk_regions(
+        self,
+        op: Op,
+        node: int,
+        env: dict[int, int],
+        ctx: int,
+        container: int,
+        active: frozenset[str],
+    ) -> None:
+        """The regions of an op that is a node (a reduction's body, a loop's): each
+        region's arguments become leaves, its ops the node's children."""
+        value_types = self._value_types
+        regions: list[list[int]] = []
+        region_args: list[list[int]] = []
+        local = self.local[node]
+        for r, region in enumerate(op.regions):
+            inner_children: list[int] = []
+            arguments: list[int] = []
+            for block in region.blocks:
+                for a, value in enumerate(block.arguments):
+                    leaf = self._leaf(
+                        value_types[value],
+                        hash(("blockarg", local, r, a, value_types[value])),
+                        node,
+                        (r, len(arguments)),
+                    )
+                    env[value] = leaf
+                    arguments.append(leaf)
+                self._walk_block(block, env, ctx, container, node, active, inner_children, False)
+            regions.append(inner_children)
+            region_args.append(arguments)
+        self.children[node] = regions
+        self.block_args[node] = region_args
 
     def _callee(self, op: Op) -> Function | None:
         text = op.attributes.get("callee")
@@ -351,29 +589,30 @@ class Graph:
         counted: bool = True,
         is_container: bool = False,
     ) -> int:
+        """A node for a call, a fusion or a region's terminator (other ops are added
+        by `_walk_block` itself)."""
         node = len(self.op)
-        kind = normalize_kind(op.name)
-        types = tuple(self._value_types[v] for v in op.results)
-        attrs = self._attributes(op)
-        references = (
-            tuple(
-                (key, tuple(symbol_references(op.attributes[key])))
-                for key in CALL_ATTRIBUTES
-                if key in op.attributes
-            )
-            if op.attributes and not _REFERENCE_KEYS.isdisjoint(op.attributes)
-            else ()
+        value_types = self._value_types
+        types = tuple(value_types[v] for v in op.results)
+        attributes = op.attributes
+        key: tuple[object, ...] = (
+            op.name,
+            types,
+            tuple(attributes.items()) if attributes else (),
+            len(op.regions),
         )
-        unit_reshape = False
-        if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
-            operand_type = self._value_types[op.operands[0]] if op.operands[0] >= 0 else "?"
-            unit_reshape, attrs = _unit_reshape(kind, operand_type, types[0], attrs)
+        info = self._signatures.names.get(op.name) or self._signatures.name_info(op)
+        if info[2]:
+            key += _operand_key(op.operands, value_types)
+        kind, attrs, types, unit_reshape, local, references, _named = self._signatures.of(
+            key, op, types, value_types
+        )
         self.op.append(op.id)
         self.ctx.append(ctx)
         self.kind.append(kind)
         self.attrs.append(attrs)
         self.types.append(types)
-        self.local.append(hash((kind, types, attrs, len(op.regions))))
+        self.local.append(local)
         self.operands.append(operands)
         self.results.append(())
         self.container.append(container)
@@ -387,38 +626,6 @@ class Graph:
         if references:
             self.references[node] = references
         return node
-
-    def _attributes(self, op: Op) -> tuple[tuple[str, str], ...]:
-        attributes = op.attributes
-        if op.name == "stablehlo.dot" and op.operands and op.operands[0] >= 0:
-            # A dot contracts the last dimension of the left with the first of the right.
-            lhs = parse_type(self._value_types[op.operands[0]])
-            rank = len(lhs[0].shape or ()) if lhs else 1
-            numbers = (
-                "#stablehlo.dot<lhs_contracting_dimensions = "
-                f"[{max(rank - 1, 0)}], rhs_contracting_dimensions = [0]>"
-            )
-            merged = dict(attributes)
-            merged["dot_dimension_numbers"] = numbers
-            attributes = merged
-        if not attributes:
-            return ()
-        out: dict[str, str] = {}
-        for name, value in attributes.items():
-            if name in IGNORED_ATTRIBUTES:
-                continue
-            if name == "mhlo.frontend_attributes":
-                for entry, entry_value in parse_dict_attribute(value).items():
-                    out["frontend." + entry] = entry_value
-                continue
-            if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
-                continue
-            if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
-                continue  # the default, which some printers leave out
-            if name in _REFERENCE_KEYS:
-                continue  # in `references`: names are compared by what they name
-            out[name] = normalize_value(value)
-        return tuple(sorted(out.items()))
 
     # -- fingerprints ----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from hloscope.analyses.diff.changes import fusion_changes, group, module_changes, op_change
 from hloscope.analyses.diff.compare import Comparer
 from hloscope.analyses.diff.functions import correspond, renames
-from hloscope.analyses.diff.graph import CALL_OP, FUSION_KIND, Graph
+from hloscope.analyses.diff.graph import CALL_OP, FUSION_KIND, Graph, Signatures
 from hloscope.analyses.diff.matcher import Matcher
 from hloscope.analyses.diff.names import normalize_function_name
 from hloscope.analyses.diff.parameters import (
@@ -57,8 +57,9 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
     inline = _inlined_size(a) <= INLINE_LIMIT and _inlined_size(b) <= INLINE_LIMIT
     if not inline:
         notes.append("calls are too many to inline; called functions were compared on their own")
-    graph_a = Graph(a, tokens_a, inline)
-    graph_b = Graph(b, tokens_b, inline)
+    signatures = Signatures()
+    graph_a = Graph(a, tokens_a, inline, signatures)
+    graph_b = Graph(b, tokens_b, inline, signatures)
     matched_pairs = [(i, j) for i, j in parameter_pairs if i is not None and j is not None]
     matcher = Matcher(graph_a, graph_b, matched_pairs)
     matcher.run(_root_pairs(graph_a, graph_b, entry_a, entry_b))
