@@ -16,34 +16,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from hloscope.analyses.aot import AotComparison, Program, Verdict, compare_paths
-from hloscope.analyses.compiles import CompilesAnalysis, analyze_compiles
-from hloscope.analyses.diff import ModuleDiff, diff_modules
-from hloscope.analyses.fusions import (
-    FusionAnalysis,
-    FusionSummary,
-    analyze_fusions,
-    inner_jits,
-    summarize_fusions,
-)
-from hloscope.analyses.memory import MemoryAnalysis, analyze_memory
-from hloscope.analyses.params import ParameterUsage, analyze_params
-from hloscope.analyses.passes import (
-    Census,
-    PassFind,
-    PassName,
-    PassStep,
-    PassTable,
-    census,
-    find_in_passes,
-    looks_like_op_kind,
-    pass_table,
-)
-from hloscope.analyses.placement import Placement, analyze_placement
-from hloscope.analyses.structure import Structure, analyze_structure
 from hloscope.errors import HloscopeError, display_path
-from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
 from hloscope.sources.loader import (
     LOWERED,
@@ -58,13 +33,23 @@ from hloscope.sources.loader import (
     load_diff_sides,
     optimized,
 )
-from hloscope.sources.passes import PassDumps, pass_dumps
-from hloscope.sources.stages import InputLeaf, RecordedRun
-from hloscope.sources.xla_buffers import (
-    DUMP_FLAGS_HINT,
-    parse_buffer_assignment,
-    parse_live_ranges,
-)
+
+# Each builder imports the analyses it runs, so a command loads only its own
+# (`aot-check`'s bring numpy, `diff`'s and `passes`' are large): start-up is part of
+# every command's time.
+if TYPE_CHECKING:
+    from hloscope.analyses.aot import AotComparison, Program, Verdict
+    from hloscope.analyses.compiles import CompilesAnalysis
+    from hloscope.analyses.diff import ModuleDiff
+    from hloscope.analyses.fusions import FusionAnalysis, FusionSummary
+    from hloscope.analyses.memory import MemoryAnalysis
+    from hloscope.analyses.params import ParameterUsage
+    from hloscope.analyses.passes import Census, PassFind, PassStep, PassTable
+    from hloscope.analyses.placement import Placement
+    from hloscope.analyses.structure import Structure
+    from hloscope.ir.parsed import ParsedModule
+    from hloscope.sources.passes import PassDumps
+    from hloscope.sources.stages import InputLeaf, RecordedRun
 
 __all__ = [
     "AotReport",
@@ -131,6 +116,10 @@ class InspectReport:
 
 def inspect_report(loaded: Loaded) -> InspectReport:
     """Build the `inspect` report of a loaded target."""
+    from hloscope.analyses.params import analyze_params
+    from hloscope.analyses.placement import analyze_placement
+    from hloscope.analyses.structure import analyze_structure
+
     lowering = loaded.lowering
     compilation = loaded.compilation
     cost = None
@@ -149,14 +138,16 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         cost=cost,
         memory=compilation.memory if compilation is not None else None,
         notes=loaded.notes,
-        fusions=(
-            summarize_fusions(analyze_fusions(loaded.module))
-            if loaded.source.stage == OPTIMIZED
-            else None
-        ),
+        fusions=_fusion_summary(loaded) if loaded.source.stage == OPTIMIZED else None,
         params=analyze_params(loaded.module, lowering),
         placement=analyze_placement(loaded.module),
     )
+
+
+def _fusion_summary(loaded: Loaded) -> FusionSummary:
+    from hloscope.analyses.fusions import analyze_fusions, summarize_fusions
+
+    return summarize_fusions(analyze_fusions(loaded.module))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +162,8 @@ class PlacementReport:
 
 def placement_report(loaded: Loaded) -> PlacementReport:
     """Build the `placement` report of a loaded target."""
+    from hloscope.analyses.placement import analyze_placement
+
     return PlacementReport(
         source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
     )
@@ -195,6 +188,8 @@ class ParamsReport:
 
 def params_report(loaded: Loaded) -> ParamsReport:
     """Build the `params` report of a loaded target."""
+    from hloscope.analyses.params import analyze_params
+
     usage = analyze_params(loaded.module, loaded.lowering)
     return ParamsReport(
         source=loaded.source,
@@ -227,6 +222,8 @@ class FusionsReport:
 def fusions_report(loaded: Loaded) -> FusionsReport:
     """Build the `fusions` report, compiling the target first when what was loaded is
     not the optimized module."""
+    from hloscope.analyses.fusions import analyze_fusions, inner_jits, summarize_fusions
+
     if loaded.source.stage != OPTIMIZED:
         loaded = optimized(loaded)
     analysis = analyze_fusions(loaded.module, source_root=os.getcwd())
@@ -303,6 +300,8 @@ def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None
 
 def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
     """Diff two loaded targets."""
+    from hloscope.analyses.diff import diff_modules
+
     start = time.perf_counter()
     result = diff_modules(a.module, b.module)
     elapsed = time.perf_counter() - start
@@ -359,6 +358,8 @@ class AotTimings:
 
 def aot_check_report(loaded: LoadedRuns) -> AotReport:
     """Build the `aot-check` report of a target run both ways."""
+    from hloscope.analyses.aot import Program, compare_paths
+
     runs = loaded.runs
 
     def program(parsed: ParsedModule) -> Program:
@@ -419,6 +420,8 @@ class CompilesReport:
 
 def compiles_report(run: RecordedRun) -> CompilesReport:
     """Build the `compiles` report of a recorded run."""
+    from hloscope.analyses.compiles import analyze_compiles
+
     return CompilesReport(
         target=run.label,
         analysis=analyze_compiles(run.compiles, run.wall_seconds),
@@ -467,11 +470,15 @@ def passes_report(
 ) -> PassesReport:
     """Read (or make, compiling here) the per-pass files of `target` and build the
     `passes` report."""
+    from hloscope.sources.passes import pass_dumps
+
     with pass_dumps(target, options) as dumped:
         return passes_from_dumps(dumped, find, diff)
 
 
 def _census_of(path: Path | None, pattern: str | None) -> Census | None:
+    from hloscope.analyses.passes import census
+
     if path is None or path.suffix != ".txt":
         return None
     return census(dumps.read_pass_text(path), pattern)
@@ -483,6 +490,8 @@ def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
     op kind is first counted by kind, and searched as text only when no module holds
     that kind (searching the text of every line that names `fusion` costs more than
     counting them all)."""
+    from hloscope.analyses.passes import looks_like_op_kind
+
     by_kind = pattern is not None and looks_like_op_kind(pattern)
     censuses = _read_censuses(paths, None if by_kind else pattern)
     if by_kind and not any(pattern in counted.kinds for counted in censuses):
@@ -491,6 +500,8 @@ def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
 
 
 def _read_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
+    from hloscope.analyses.passes import census
+
     censuses: list[Census] = []
     previous_text: str | None = None
     for path in paths:
@@ -507,6 +518,8 @@ def passes_from_dumps(
     dumped: PassDumps, find: str | None = None, diff: str | None = None
 ) -> PassesReport:
     """The `passes` report of per-pass files in hand (while they exist)."""
+    from hloscope.analyses.passes import PassName, find_in_passes, pass_table
+
     start = time.perf_counter()
     pattern = find or None
     names = tuple(
@@ -632,6 +645,8 @@ def memory_report(
     """Build the `memory` report: read the buffer assignment XLA dumped in a dump
     folder, or compile the target (an entrypoint, a before-optimization dump) with
     XLA dumping it into a temporary folder."""
+    from hloscope.sources.xla_buffers import DUMP_FLAGS_HINT
+
     options = options or LoadOptions()
     path = Path(target)
     if call is None and path.is_dir():
@@ -654,6 +669,8 @@ def compiled_memory_report(
 ) -> MemoryReport:
     """Build the `memory` report of what `load_with` loads (with the options given,
     compiling), XLA dumping its buffer assignment into a temporary folder."""
+    from hloscope.sources.xla_buffers import DUMP_FLAGS_HINT
+
     options = options or LoadOptions()
     with tempfile.TemporaryDirectory(prefix="hloscope-memory-") as folder_name:
         dump_options = dataclasses.replace(
@@ -704,6 +721,10 @@ def loaded_memory_report(loaded: Loaded) -> MemoryReport:
 
 
 def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> MemoryReport:
+    from hloscope.analyses.memory import analyze_memory
+    from hloscope.analyses.params import analyze_params
+    from hloscope.sources.xla_buffers import parse_buffer_assignment, parse_live_ranges
+
     assignment_label = display_path(files.buffer_assignment)
     assignment = parse_buffer_assignment(
         _text(files.buffer_assignment, assignment_label), assignment_label
