@@ -8,25 +8,32 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
 from hloscope import __version__, reports
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
 from hloscope.ir.build import gc_paused
 from hloscope.render import json as json_render
-from hloscope.render.text.aot import render_aot_check
-from hloscope.render.text.common import make_console
-from hloscope.render.text.diff import render_diff
-from hloscope.render.text.fusions import render_fusions
-from hloscope.render.text.inspect import render_inspect
-from hloscope.render.text.memory import render_memory
-from hloscope.render.text.params import render_params
-from hloscope.render.text.passes import render_passes
-from hloscope.render.text.placement import render_placement
+
+# The text renderers' entry points: each loads its renderer, and rich, when it prints
+# (`--json` loads neither). A command's analyses load when its report is built.
+from hloscope.render.text import (
+    render_aot_check,
+    render_compiles,
+    render_diff,
+    render_fusions,
+    render_inspect,
+    render_memory,
+    render_params,
+    render_passes,
+    render_placement,
+)
 from hloscope.sources import loader
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 R = TypeVar("R")
 
@@ -151,6 +158,8 @@ def emit(
         if as_json:
             sys.stdout.write(json_render.dumps(to_json(report)) + "\n")
         else:
+            from hloscope.render.text.common import make_console
+
             to_text(report, make_console())
     code = exit_code(report) if exit_code is not None else ExitCode.OK
     if code != ExitCode.OK:
@@ -523,8 +532,6 @@ def compiles(
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse_compiles(build, fail_on, debug)
         return
-    from hloscope.render.text.compiles import render_compiles
-
     emit(
         debug,
         json,

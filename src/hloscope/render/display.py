@@ -44,15 +44,17 @@ def renderers(report: object) -> Renderers:
     """The JSON and text renderers of a report: those its command uses."""
     from hloscope import reports
     from hloscope.render import json as json_render
-    from hloscope.render.text.aot import render_aot_check
-    from hloscope.render.text.compiles import render_compiles
-    from hloscope.render.text.diff import render_diff
-    from hloscope.render.text.fusions import render_fusions
-    from hloscope.render.text.inspect import render_inspect
-    from hloscope.render.text.memory import render_memory
-    from hloscope.render.text.params import render_params
-    from hloscope.render.text.passes import render_passes
-    from hloscope.render.text.placement import render_placement
+    from hloscope.render.text import (
+        render_aot_check,
+        render_compiles,
+        render_diff,
+        render_fusions,
+        render_inspect,
+        render_memory,
+        render_params,
+        render_passes,
+        render_placement,
+    )
 
     table: dict[type, Renderers] = {
         reports.InspectReport: (json_render.inspect_json, render_inspect),

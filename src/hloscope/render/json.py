@@ -10,29 +10,31 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hloscope.analyses.aot import ProgramSummary
-from hloscope.analyses.diff import Side as DiffSide
-from hloscope.analyses.fusions import FusionSummary
-from hloscope.analyses.memory import LiveBuffer
-from hloscope.analyses.params import ParameterUsage
-from hloscope.analyses.passes import FoundAt, PassFind
-from hloscope.analyses.placement import ComputeRegion, Placement
-from hloscope.analyses.structure import Structure
-from hloscope.reports import (
-    AotReport,
-    CompilesReport,
-    DiffReport,
-    FusionsReport,
-    InspectReport,
-    MemoryReport,
-    ParamsReport,
-    PassesReport,
-    PlacementReport,
-)
-from hloscope.sources.loader import Source
-from hloscope.sources.stages import RecordedCompile
+# For annotations only: a command's JSON needs no analysis but its own.
+if TYPE_CHECKING:
+    from hloscope.analyses.aot import ProgramSummary
+    from hloscope.analyses.diff import Side as DiffSide
+    from hloscope.analyses.fusions import FusionSummary
+    from hloscope.analyses.memory import LiveBuffer
+    from hloscope.analyses.params import ParameterUsage
+    from hloscope.analyses.passes import FoundAt, PassFind
+    from hloscope.analyses.placement import ComputeRegion, Placement
+    from hloscope.analyses.structure import Structure
+    from hloscope.reports import (
+        AotReport,
+        CompilesReport,
+        DiffReport,
+        FusionsReport,
+        InspectReport,
+        MemoryReport,
+        ParamsReport,
+        PassesReport,
+        PlacementReport,
+    )
+    from hloscope.sources.loader import Source
+    from hloscope.sources.stages import RecordedCompile
 
 SCHEMA_VERSION = 1
 
