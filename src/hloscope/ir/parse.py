@@ -10,11 +10,13 @@ parser and jaxlib's `hlo_to_stablehlo` (see `hloscope.ir.hlo`). Untrusted input
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import hlo, reader
 from hloscope.ir.build import build_model
 from hloscope.ir.context import mlir_context, native, portable_context
+from hloscope.ir.model import Module
 from hloscope.ir.parsed import (
     ParsedFormat,
     ParsedModule,
@@ -26,7 +28,9 @@ from hloscope.ir.parsed import (
 BYTECODE_MAGIC = b"ML\xefR"
 
 
-def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) -> ParsedModule:
+def parse_mlir(
+    data: str | bytes, source_name: str, *, trusted: bool = False, defer_model: bool = False
+) -> ParsedModule:
     """Parse MLIR text or bytecode (a portable VHLO artifact is deserialized to
     StableHLO first).
 
@@ -40,6 +44,9 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
     MLIR's text parser reports bad input as diagnostics, and valid UTF-8 text makes
     valid UTF-8 names, except through string escapes of bytes above 0x7f (`"\\FF"`),
     so text with those goes through the child first too.
+
+    `defer_model`: the model is built when first asked for (`ParsedModule.model`),
+    not here, so that the module can be printed first.
     """
     from jaxlib.mlir import ir
 
@@ -68,17 +75,46 @@ def parse_mlir(data: str | bytes, source_name: str, *, trusted: bool = False) ->
                 what = "malformed MLIR bytecode" if is_bytecode else "malformed MLIR"
                 raise _mlir_error(exc, source_name, what) from exc
         try:
-            built = build_model(module)
-        except RecursionError:
-            raise
+            if fmt == "mlir" and _has_stablehlo_op(module):
+                fmt = "stablehlo"
         except RuntimeError as exc:
-            # nanobind's "conversion error": a name or string that is not valid UTF-8.
             raise _unreadable_error(str(exc), source_name) from exc
-    if fmt == "mlir" and any(op.dialect == "stablehlo" for op in built.ops):
-        fmt = "stablehlo"
+
+    def build() -> Module:
+        with native():
+            try:
+                return build_model(module)
+            except RecursionError:
+                raise
+            except RuntimeError as exc:
+                # nanobind's "conversion error": a name or string that is not valid UTF-8.
+                raise _unreadable_error(str(exc), source_name) from exc
+
     return ParsedModule(
-        built, fmt, notes_from_log(logged), mlir_printer(module), mlir_writer(module)
+        build if defer_model else build(),
+        fmt,
+        notes_from_log(logged),
+        mlir_printer(module),
+        mlir_writer(module),
     )
+
+
+def _has_stablehlo_op(module: Any) -> bool:
+    """Whether any op of `module` is in the StableHLO dialect (walked natively, up to
+    the first one: the model may not be built yet)."""
+    from jaxlib.mlir import ir
+
+    found = False
+
+    def visit(operation: Any) -> Any:
+        nonlocal found
+        if operation.name.partition(".")[0] == "stablehlo":
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
 
 
 def parse_hlo_text(text: str, source_name: str) -> ParsedModule:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -21,9 +22,11 @@ ParsedFormat = Literal["stablehlo", "mlir", "vhlo", "hlo", "hlo-native"]
 
 @dataclasses.dataclass(eq=False)
 class ParsedModule:
-    """A module parsed by jaxlib, with the model built from it."""
+    """A module parsed by jaxlib, with the model built from it (or to be built from it
+    on first use: see `model`)."""
 
-    model: model.Module
+    built: dataclasses.InitVar[model.Module | Callable[[], model.Module]]
+    """The model, or what builds it when it is first asked for."""
     format: ParsedFormat
     """What was parsed: `stablehlo`, `mlir`, `vhlo`, `hlo` (converted to MLIR),
     `hlo-native` (XLA's HLO, shown without conversion)."""
@@ -31,6 +34,29 @@ class ParsedModule:
     """Things worth telling the user (a conversion fallback, XLA warnings)."""
     _printer: Callable[[bool, int], str] | None = dataclasses.field(default=None, repr=False)
     _writer: Callable[[], bytes] | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self, built: model.Module | Callable[[], model.Module]) -> None:
+        self._model = built if isinstance(built, model.Module) else None
+        self._build = None if isinstance(built, model.Module) else built
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> model.Module:
+        """The model of the module. A deferred one (the browser prints a module before
+        building its model, to show it sooner) is built here on first use, once, and
+        raises here what building it raises."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    assert self._build is not None
+                    self._model = self._build()
+                    self._build = None
+        return self._model
+
+    @property
+    def model_built(self) -> bool:
+        """Whether the model has been built (a deferred one is built on first use)."""
+        return self._model is not None
 
     def text(self, debug_info: bool = False, elements_limit: int = 16) -> str:
         """The module's IR as MLIR's printer (or XLA's, for `hlo-native`) prints it;

@@ -100,6 +100,9 @@ class LoadOptions:
     compiler_options: CompilerOptions = ()
     """XLA debug options for the compilation done here (`xla_dump_to` and the
     dump flags of the views that read XLA's dump files)."""
+    defer_model: bool = False
+    """Build the model of a module parsed as MLIR when it is first asked for
+    (`ParsedModule.model`), not while loading: the browser prints a module first."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,7 +393,9 @@ def _lower_entrypoint(
         stage = OPTIMIZED
     else:
         compilation = None
-        parsed = parse.parse_mlir(lowering.mlir_bytecode, label, trusted=True)
+        parsed = parse.parse_mlir(
+            lowering.mlir_bytecode, label, trusted=True, defer_model=options.defer_model
+        )
         stage = LOWERED
     source = Source(
         target=text,
@@ -600,7 +605,7 @@ def _load_dump_data(
 ) -> Loaded:
     """Parse a dump's bytes (read from a file, or given in hand), compiling them when
     the optimized module is wanted. `path`: the file read, if any."""
-    fmt, parsed, lowering = _parse_dump(data, label)
+    fmt, parsed, lowering = _parse_dump(data, label, options.defer_model)
     stage = stage_hint or _stage_of(parsed, data, file_name)
     compilation = None
     if options.optimized and stage != OPTIMIZED:
@@ -627,10 +632,12 @@ def _load_dump_data(
     return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options)
 
 
-def _parse_dump(data: bytes, label: str) -> tuple[DumpFormat, ParsedModule, Lowering | None]:
+def _parse_dump(
+    data: bytes, label: str, defer_model: bool = False
+) -> tuple[DumpFormat, ParsedModule, Lowering | None]:
     fmt = dumps.sniff_bytes(data)
     if fmt == dumps.MLIR_BYTECODE:
-        return fmt, parse.parse_mlir(data, label), None
+        return fmt, parse.parse_mlir(data, label, defer_model=defer_model), None
     if fmt == dumps.HLO_PROTO:
         try:
             return fmt, parse.parse_hlo_proto(data, label), None
@@ -643,7 +650,8 @@ def _parse_dump(data: bytes, label: str) -> tuple[DumpFormat, ParsedModule, Lowe
 
         lowering = deserialize_exported(data, label)
         assert lowering.mlir_bytecode is not None
-        return fmt, parse.parse_mlir(lowering.mlir_bytecode, label), lowering
+        parsed = parse.parse_mlir(lowering.mlir_bytecode, label, defer_model=defer_model)
+        return fmt, parsed, lowering
     if fmt == dumps.UNKNOWN_BINARY:
         raise HloscopeError(
             "unknown format: a binary file that is not MLIR bytecode, an HLO module proto "
@@ -655,7 +663,7 @@ def _parse_dump(data: bytes, label: str) -> tuple[DumpFormat, ParsedModule, Lowe
         # Neither looks right; accept whichever parser takes it.
         for attempt in (dumps.MLIR_TEXT, dumps.HLO_TEXT):
             try:
-                return attempt, _parse_text(attempt, text, label), None
+                return attempt, _parse_text(attempt, text, label, defer_model), None
             except HloscopeError:
                 continue
         raise HloscopeError(
@@ -663,19 +671,19 @@ def _parse_dump(data: bytes, label: str) -> tuple[DumpFormat, ParsedModule, Lowe
             where=label,
         )
     try:
-        return fmt, _parse_text(fmt, text, label), None
+        return fmt, _parse_text(fmt, text, label, defer_model), None
     except HloscopeError as first:
         other: DumpFormat = dumps.HLO_TEXT if fmt == dumps.MLIR_TEXT else dumps.MLIR_TEXT
         try:
-            return other, _parse_text(other, text, label), None
+            return other, _parse_text(other, text, label, defer_model), None
         except HloscopeError:
             raise first from None
 
 
-def _parse_text(fmt: DumpFormat, text: str, label: str) -> ParsedModule:
+def _parse_text(fmt: DumpFormat, text: str, label: str, defer_model: bool) -> ParsedModule:
     if fmt == dumps.HLO_TEXT:
         return parse.parse_hlo_text(text, label)
-    return parse.parse_mlir(text, label)
+    return parse.parse_mlir(text, label, defer_model=defer_model)
 
 
 _SCHEDULED = re.compile(r"^\s*HloModule\b[^\n]*\bis_scheduled=true", re.MULTILINE)
