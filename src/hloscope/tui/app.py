@@ -11,8 +11,10 @@ line's code for it (2) after the terminal is restored.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+import threading
 import traceback
 from typing import IO, Any, ClassVar
 
@@ -29,6 +31,7 @@ from hloscope.errors import ExitCode, HloscopeError, print_error
 from hloscope.sources import loader
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.focus import focus_now
+from hloscope.tui.printed import PrintedModule, unpaired
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.screens.progress import ProgressScreen
@@ -179,6 +182,15 @@ class HloscopeApp(WorkingApp):
         Binding("shift+tab", "focus_previous", "Previous pane", show=False),
     ]
 
+    class Printed(Message):
+        """A worker printed a module whose model it is still building."""
+
+        def __init__(self, printed: PrintedModule) -> None:
+            self.printed = printed
+            self.shown = threading.Event()
+            """Set once the printed module is drawn (or will not be)."""
+            super().__init__()
+
     class Ready(Message):
         """A worker loaded (or compiled) a module and printed it."""
 
@@ -250,8 +262,20 @@ class HloscopeApp(WorkingApp):
     # -- workers ----------------------------------------------------------------------
 
     def _prepare_and_build(self, loaded: loader.Loaded) -> None:
-        """In a worker: post the printed module, then its reports."""
-        session = prepare(loaded, VIEWS, self._report_step)
+        """In a worker: post the printed module, then its reports. A module whose
+        model is not built yet is printed and shown first (paint first: MLIR's
+        printer takes a fraction of the time of building the model)."""
+        text = None
+        if not loaded.parsed.model_built:
+            self._report_step("printing the module")
+            text = loaded.parsed.text()
+            printed = self.Printed(unpaired(text))
+            self.post_message(printed)
+            # The build holds the interpreter; let the module be drawn first.
+            printed.shown.wait(timeout=2.0)
+            self._report_step("building the model")
+            loaded.parsed.model  # noqa: B018 (built here, in the worker)
+        session = prepare(loaded, VIEWS, self._report_step, text)
         self.post_message(self.Ready(session))
         try:
             reports = build_reports(session, self._report_step)
@@ -273,7 +297,7 @@ class HloscopeApp(WorkingApp):
                 self.post_message(
                     self.Progress("loading (an entrypoint is imported and lowered first)")
                 )
-                loaded = loader.load(target, options)
+                loaded = loader.load(target, dataclasses.replace(options, defer_model=True))
             self._prepare_and_build(loaded)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
@@ -299,6 +323,15 @@ class HloscopeApp(WorkingApp):
             self.post_message(self.ViewBuilt(view.id, None, describe_failure(exc)))
             return
         self.post_message(self.ViewBuilt(view.id, report, ""))
+
+    @on(Printed)
+    def _when_printed(self, message: Printed) -> None:
+        if self.session is not None:
+            message.shown.set()
+            return  # a module is shown already: it stays until the new one is ready
+        self._end_job()
+        self.query_one(BrowserPane).show_printed(message.printed)
+        self.call_after_refresh(message.shown.set)
 
     @on(Ready)
     async def _when_ready(self, message: Ready) -> None:

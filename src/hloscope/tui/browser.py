@@ -165,6 +165,15 @@ class BrowserPane(Vertical):
         if rerun:
             self._run_search(self.search_text, jump=False)
 
+    def show_printed(self, printed: PrintedModule) -> None:
+        """Show a printed module before its model is built: its lines, to read and
+        scroll; what needs the model (selection, search, the tree) waits for
+        `show_session`."""
+        self.query_one(IRView).show_module(None, printed, hlo=False)
+        self.query_one("#browser-status", Static).update(
+            Text(f"{len(printed.lines):,} lines · building the model…", style="dim")
+        )
+
     def reports_ready(self) -> None:
         """The session's reports arrived: marks, placement details, tree colours."""
         session = self.session

@@ -99,16 +99,26 @@ def describe_failure(exc: BaseException) -> str:
     )
 
 
-def prepare(loaded: loader.Loaded, views: tuple[ReportView, ...], progress: Progress) -> Session:
-    """What the IR tab needs: the printed module paired with its ops."""
+def prepare(
+    loaded: loader.Loaded,
+    views: tuple[ReportView, ...],
+    progress: Progress,
+    text: str | None = None,
+) -> Session:
+    """What the IR tab needs: the printed module (`text`, when printed already) paired
+    with its ops."""
     module = loaded.module
-    progress(f"printing {len(module.ops):,} ops")
-    printed = print_module(loaded, locations=False)
+    if text is None:
+        progress(f"printing {len(module.ops):,} ops")
+        printed = print_module(loaded, locations=False)
+    else:
+        printed = index_printed(module, text, hlo_native=loaded.source.ir == "hlo-native")
     progress(f"indexing {len(printed.lines):,} lines")
     if module.value_types:
         # Both are computed on first use; do it here rather than on a keystroke.
         module.users(0)
         module.value_name(0)
+    printed.folded  # noqa: B018 (the text search scans, made here, not on the first search)
     return Session(
         loaded=loaded,
         printed=printed,

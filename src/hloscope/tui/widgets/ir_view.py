@@ -105,7 +105,7 @@ class IRView(ScrollView, can_focus=True):
 
     def show_module(
         self,
-        module: Module,
+        module: Module | None,
         printed: PrintedModule,
         *,
         hlo: bool,
