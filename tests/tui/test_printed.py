@@ -10,7 +10,7 @@ from hloscope.ir import parse
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import loader
-from hloscope.tui.printed import PrintedModule, index_printed, search, source_query
+from hloscope.tui.printed import PrintedModule, index_printed, search, source_query, unpaired
 
 # Regions the printer prints in full (reducer, while, case) and one it folds into
 # its op's line (`applies stablehlo.maximum`), multi-result ops and custom names.
@@ -283,3 +283,55 @@ def test_corpus_every_printed_op_line_is_paired():
         checked += 1
     assert checked > 1000
     assert problems == []
+
+
+def _per_line(printed: PrintedModule, query: str) -> tuple[int, ...]:
+    """What search finds, the slow way: the query in each line, case ignored."""
+    pattern = re.escape(query)
+    if query.startswith("%") and re.match(r"[\w.$-]", query[-1]):
+        pattern += r"(?![\w.$-])"
+    regex = re.compile(pattern, re.IGNORECASE)
+    return tuple(n for n, line in enumerate(printed.lines) if regex.search(line))
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["stablehlo.add", "STABLEHLO.CASE", "%1", "%2", "%arg0", "tensor<8xf32>", "}", "add", "x"],
+)
+def test_search_in_one_scan_finds_what_a_scan_per_line_finds(query):
+    parsed = parse.parse_mlir(REGIONS, "regions.mlir")
+    printed = printed_of(parsed)
+    assert printed.folded is not None
+    assert search(parsed.model, printed, query) == _per_line(printed, query)
+
+
+def test_search_when_lowering_changes_the_length_of_the_text():
+    # `İ` lowers to two characters, so the lowered text's offsets are not the
+    # original's: search scans the text itself, ignoring case, instead. (MLIR's
+    # printer escapes such characters; XLA's HLO text, shown as it is, may hold them.)
+    module = parse.parse_mlir(REGIONS, "regions.mlir").model
+    printed = unpaired('%x = f32[] parameter(0), metadata={op_name="İİ x"}\nROOT %y = add\nİ\n')
+    assert printed.folded is None
+    for query in ("İ x", "root %Y", "ADD", "i", "%x"):
+        assert search(module, printed, query) == _per_line(printed, query)
+    assert search(module, printed, "root %Y") == (1,)
+
+
+def test_a_deferred_model_is_built_on_first_use_and_printed_before():
+    parsed = parse.parse_mlir(REGIONS, "regions.mlir", defer_model=True)
+    assert not parsed.model_built
+    assert "stablehlo.while" in parsed.text()
+    assert parsed.format == "stablehlo"
+    module = parsed.model
+    assert parsed.model_built and parsed.model is module
+    eager = parse.parse_mlir(REGIONS, "regions.mlir").model
+    assert [op.name for op in module.ops] == [op.name for op in eager.ops]
+    assert [op.attributes for op in module.ops] == [op.attributes for op in eager.ops]
+
+
+def test_a_deferred_model_raises_what_building_it_raises():
+    # An attribute name that is not valid UTF-8 (a string escape): read when the
+    # model is built, so the error comes then, as the loader's would.
+    text = (ROOT / "tests/fixtures/malformed/text_utf8_attribute_name.mlir").read_text()
+    with pytest.raises(HloscopeError, match="not valid UTF-8"):
+        _ = parse.parse_mlir(text, "bad.mlir", trusted=True, defer_model=True).model

@@ -22,7 +22,9 @@ text, so a browser can answer keystrokes without walking the module again.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 
@@ -64,11 +66,45 @@ class PrintedModule:
     width: int
     """The length of the longest line, in characters."""
 
+    @functools.cached_property
+    def joined(self) -> tuple[str, list[int]]:
+        """The lines joined by newlines, and where each line starts in that text (for
+        `search`, which scans it in one pass)."""
+        starts: list[int] = []
+        offset = 0
+        for line in self.lines:
+            starts.append(offset)
+            offset += len(line) + 1
+        return "\n".join(self.lines), starts
+
+    @functools.cached_property
+    def folded(self) -> str | None:
+        """`joined`'s text in lower case, when lowering keeps every offset (it does
+        unless a character lowers to several), for case-insensitive search."""
+        text = self.joined[0]
+        lowered = text.lower()
+        return lowered if len(lowered) == len(text) else None
+
     def value_name(self, module: Module, value: int) -> str:
         """The value's printed name, or the model's numbering when it is not on an op
         line (block arguments)."""
         name = self.value_names.get(value)
         return name if name is not None else module.value_name(value)
+
+
+def unpaired(text: str) -> PrintedModule:
+    """`text` not yet paired with its module's ops (the model is still being built):
+    every line belongs to no op, so it can be shown and scrolled, not yet selected."""
+    lines = text.splitlines()
+    return PrintedModule(
+        lines=lines,
+        op_line=(),
+        own_line=(),
+        line_op=[-1] * len(lines),
+        value_names={},
+        function_lines={},
+        width=max((len(line) for line in lines), default=0),
+    )
 
 
 def index_printed(module: Module, text: str, *, hlo_native: bool = False) -> PrintedModule:
@@ -255,12 +291,29 @@ def search(module: Module, printed: PrintedModule, query: str) -> tuple[int, ...
     source = source_query(query)
     if source is not None:
         return _search_source(module, printed, *source)
+    text, starts = printed.joined
+    folded = printed.folded
+    if folded is not None:
+        # A case-sensitive scan of the lowered text is many times faster than
+        # IGNORECASE's (130 ms against 5 ms over 10 MB).
+        text, query = folded, query.lower()
     pattern = re.escape(query)
     if query.startswith("%") and re.match(r"[\w.$-]", query[-1]):
         pattern += r"(?![\w.$-])"
-    regex = re.compile(pattern, re.IGNORECASE)
-    found = regex.search
-    return tuple(number for number, line in enumerate(printed.lines) if found(line))
+    # One scan of the whole text in the regex engine, then a line number per matching
+    # line (not a Python call per line: 120k lines at 100k ops).
+    found = re.compile(pattern, 0 if folded is not None else re.IGNORECASE).search
+    hits: list[int] = []
+    position = 0
+    end = len(text)
+    while position <= end:
+        match = found(text, position)
+        if match is None:
+            break
+        number = bisect.bisect_right(starts, match.start()) - 1
+        hits.append(number)
+        position = starts[number + 1] if number + 1 < len(starts) else end + 1
+    return tuple(hits)
 
 
 def _search_source(module: Module, printed: PrintedModule, file: str, line: int) -> tuple[int, ...]:
