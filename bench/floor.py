@@ -4,7 +4,8 @@ from jaxlib's dialects as `jax._src.interpreters.mlir.make_ir_context` makes it.
 
     python bench/floor.py FILE
 
-For HLO text the floor is XLA's parser, jaxlib's `hlo_to_stablehlo` and the MLIR
+A portable StableHLO artifact (VHLO bytecode) is read with StableHLO's
+deserializer. For HLO text the floor is XLA's parser, jaxlib's `hlo_to_stablehlo` and the MLIR
 parse of its output: the least anything must do to see HLO as MLIR.
 """
 
@@ -39,8 +40,12 @@ def main(path: str) -> int:
 
         module_proto = hlo.hlo_module_from_text(data.decode()).as_serialized_hlo_module_proto()
         data = jax_ext.mlir.hlo_to_stablehlo(module_proto)
-    with context:
-        module = ir.Module.parse(data)
+    if data[4:40].find(b"StableHLO_v") >= 0:
+        # A portable artifact: StableHLO's deserializer, as hloscope reads one.
+        module = stablehlo.deserialize_portable_artifact(context, data)
+    else:
+        with context:
+            module = ir.Module.parse(data)
     count = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:

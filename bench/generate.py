@@ -2,7 +2,8 @@
 
 An unrolled transformer-like model (RMS norm, single-head attention, GELU MLP,
 residuals) repeated until it reaches about 10k, 100k or 1M ops, lowered with JAX
-and saved as StableHLO text (with locations), MLIR bytecode and HLO text. Files
+and saved as StableHLO text (with locations), MLIR bytecode, a portable StableHLO
+artifact (VHLO bytecode) and HLO text. Files
 are cached in bench/cache under a key of the JAX version and this generator's
 version, so a second `make bench` does not regenerate them.
 
@@ -80,13 +81,16 @@ def paths(size: str) -> dict[str, Path]:
         "mlirbc": CACHE / f"model-{key}.mlirbc",
         "hlo": CACHE / f"model-{key}.hlo",
         "meta": CACHE / f"model-{key}.json",
+        "vhlo": CACHE / f"model-{key}.vhlo.mlirbc",
     }
 
 
 def generate(size: str) -> dict[str, Path]:
     """The module files for `size` (10k, 100k, 1m), generating them if needed."""
     out = paths(size)
-    if all(p.exists() for p in out.values()):
+    if all(p.exists() for name, p in out.items() if name != "vhlo"):
+        if not out["vhlo"].exists():
+            write_portable(out["mlirbc"], out["vhlo"])
         return out
     CACHE.mkdir(parents=True, exist_ok=True)
     layers = max(1, round(SIZES[size] / ops_per_layer()))
@@ -101,7 +105,24 @@ def generate(size: str) -> dict[str, Path]:
     out["hlo"].write_text(lowered.as_text(dialect="hlo", debug_info=True))
     meta = {"layers": layers, "ops": _count_ops(text), "lower_seconds": lower_seconds}
     out["meta"].write_text(json.dumps(meta))
+    write_portable(out["mlirbc"], out["vhlo"])
     return out
+
+
+def write_portable(bytecode: Path, portable: Path) -> None:
+    """The module as a portable StableHLO artifact (VHLO bytecode, what
+    `jax.export` serializes), at the current StableHLO version."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    from bench.floor import make_context
+
+    with make_context():
+        module = ir.Module.parse(bytecode.read_bytes())
+        text = module.operation.get_asm(enable_debug_info=True)
+    portable.write_bytes(
+        stablehlo.serialize_portable_artifact_str(text, stablehlo.get_current_version())
+    )
 
 
 if __name__ == "__main__":
