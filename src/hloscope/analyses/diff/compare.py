@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from hloscope.analyses.diff.aspects import aspect_of, type_change
 from hloscope.analyses.diff.graph import Graph
-from hloscope.analyses.diff.matcher import CONVERT_KIND, Matcher
+from hloscope.analyses.diff.matcher import CONVERT_KIND, WHILE_KIND, Matcher
 from hloscope.analyses.diff.names import short
 from hloscope.ir.model import parse_type
 
@@ -87,6 +87,44 @@ class Comparer:
                 else text + (" (added)" if graph is self.b else " (removed)")
             )
         return "a region argument"
+
+    def unchanged(self, node_a: int, node_b: int) -> bool:
+        """Whether `differences` would find nothing, the common case, told quickly: no
+        functions named, not a `while` (whose carried values may be permuted), and
+        either identical subgraphs or the same kind, types and attributes with each
+        operand wired to the counterpart of A's. False when unsure: `differences`
+        then looks in full."""
+        a, b = self.a, self.b
+        if node_a in a.references or node_b in b.references or a.kind[node_a] == WHILE_KIND:
+            return False
+        if a.sub[node_a] == b.sub[node_b]:
+            return True
+        if (
+            a.kind[node_a] != b.kind[node_b]
+            or a.types[node_a] != b.types[node_b]
+            or a.attrs[node_a] != b.attrs[node_b]
+        ):
+            return False
+        if a.is_container[node_a]:
+            return True
+        operands_b = b.operands[node_b]
+        operands_a = a.operands[node_a]
+        if len(operands_a) != len(operands_b):
+            return False
+        producer_of = a.g_node
+        ma = self.m.ma
+        results_b = b.results
+        for value_a, value_b in zip(operands_a, operands_b, strict=True):
+            producer = producer_of[value_a]
+            partner = ma[producer] if producer >= 0 else -1
+            if partner >= 0 and len(results_b[partner]) == 1:
+                # `counterpart_value` of a single result
+                if a.g_index[value_a] != 0 or results_b[partner][0] != value_b:
+                    return False
+            elif self.m.counterpart_value(value_a) != value_b:
+                return False
+        # Each operand is its counterpart: a commutative op's are not swapped either.
+        return True
 
     def differences(self, node_a: int, node_b: int) -> list[tuple[str, str]]:
         """(aspect, text) for each way the pair differs; empty when the same."""

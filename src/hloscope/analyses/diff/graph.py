@@ -209,6 +209,14 @@ class Graph:
     Arrays indexed by node or value id, for speed. A value is a result of a node, or
     a leaf: an entry parameter, a region argument, a parameter of a function that is
     not inlined.
+
+    Built in one walk, calls inlined, fingerprints included: a node's subgraph
+    fingerprint (`sub`) is worked out when the node and everything inside it have been
+    walked (post-order), from the fingerprints of its operands (`vhash`: the producer's
+    fingerprint and the result's index, or a leaf's token) and of its regions' nodes.
+    The arrays that are mostly one value (`counted`, `is_container`, `unit_reshape`,
+    `children`, `block_args`, and the leaves' `g_token`, `g_owner`, `g_slot`) are
+    filled in at the end from what the walk noted.
     """
 
     def __init__(
@@ -242,7 +250,9 @@ class Graph:
         # computations), by attribute: kept out of `attrs` so that a renamed function
         # is no change; compared through the functions' correspondence instead.
         self.references: dict[int, tuple[tuple[str, tuple[str, ...]], ...]] = {}
-        self.post: list[int] = []
+        # fingerprints: of each node's subgraph, and the height of that subgraph
+        self.sub: list[int] = []
+        self.height: list[int] = []
         # values
         self.g_node: list[int] = []
         self.g_index: list[int] = []
@@ -252,6 +262,9 @@ class Graph:
         # (region, argument) index.
         self.g_owner: list[int] = []
         self.g_slot: list[tuple[int, int]] = []
+        # Each value's fingerprint as its users see it, and its producer's height.
+        self.vhash: list[int] = []
+        self.vheight: list[int] = []
         # contexts: call ops (ids) a node was inlined through
         self.contexts: list[tuple[int, ...]] = [()]
         # roots: (function name, outputs)
@@ -261,6 +274,13 @@ class Graph:
         self._rooted: set[str] = set()
         self._value_types = module.value_types
         self._functions = module.functions
+        # What the walk notes for the arrays filled in at the end.
+        self._uncounted: list[int] = []
+        self._containers: list[int] = []
+        self._unit_reshapes: list[int] = []
+        self._regions: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
+        self._leaves: dict[int, tuple[int, int, tuple[int, int]]] = {}
+        self._indexes: dict[int, int] = {}
 
         entry = module.entry
         if entry is not None and not entry.is_declaration:
@@ -281,29 +301,47 @@ class Graph:
                 for i, a in enumerate(function.arguments)
             ]
             self._root(function, args)
-        self._hash()
+        self._fill()
+
+    def _fill(self) -> None:
+        nodes, values = len(self.op), len(self.g_node)
+        self.counted = [True] * nodes
+        for node in self._uncounted:
+            self.counted[node] = False
+        self.is_container = [False] * nodes
+        for node in self._containers:
+            self.is_container[node] = True
+        self.unit_reshape = [False] * nodes
+        for node in self._unit_reshapes:
+            self.unit_reshape[node] = True
+        self.children = [None] * nodes
+        self.block_args = [None] * nodes
+        for node, (regions, arguments) in self._regions.items():
+            self.children[node] = regions
+            self.block_args[node] = arguments
+        self.g_index = [0] * values
+        for value, index in self._indexes.items():
+            self.g_index[value] = index
+        self.g_token = [0] * values
+        self.g_owner = [-1] * values
+        self.g_slot = [(0, 0)] * values
+        for value, (token, owner, slot) in self._leaves.items():
+            self.g_token[value] = token
+            self.g_owner[value] = owner
+            self.g_slot[value] = slot
 
     # -- building ----------------------------------------------------------------
 
     def _leaf(
         self, mlir_type: str, token: int, owner: int = -1, slot: tuple[int, int] = (0, 0)
     ) -> int:
+        value = len(self.g_node)
         self.g_node.append(-1)
-        self.g_index.append(0)
-        self.g_token.append(token)
         self.g_type.append(mlir_type)
-        self.g_owner.append(owner)
-        self.g_slot.append(slot)
-        return len(self.g_node) - 1
-
-    def _result(self, node: int, index: int, mlir_type: str) -> int:
-        self.g_node.append(node)
-        self.g_index.append(index)
-        self.g_token.append(0)
-        self.g_type.append(mlir_type)
-        self.g_owner.append(-1)
-        self.g_slot.append((0, 0))
-        return len(self.g_node) - 1
+        self.vhash.append(token)
+        self.vheight.append(0)
+        self._leaves[value] = (token, owner, slot)
+        return value
 
     def _queue_root(self, name: str) -> None:
         function = self._functions.get(name)
@@ -356,16 +394,18 @@ class Graph:
         """Walk a block's ops. `returns_out`: the block's terminator hands values out
         of a function or a transparent region (no node); otherwise it is a node.
 
-        The common op (not a call, a fusion or a terminator) is added here, inline:
-        this loop runs once per op of both modules. What an op is (its kind, normal
-        attributes, fingerprint) comes from `Signatures`, worked out once per distinct
-        op."""
+        The common op (not a call, a fusion or a terminator) is added here, inline,
+        its fingerprint too when it has no regions: this loop runs once per op of
+        both modules. What an op is (its kind, normal attributes, own fingerprint)
+        comes from `Signatures`, worked out once per distinct op."""
         returned: list[int] | None = None
         value_types = self._value_types
         type_of = value_types.__getitem__
-        signature_of = self._signatures.of
+        signatures = self._signatures
+        known = signatures.known.get
+        name_info = signatures.names
         get = env.get
-        # The node arrays, bound once.
+        # The arrays, bound once.
         op_ids, contexts, kinds, attrs_of, types_of = (
             self.op,
             self.ctx,
@@ -380,38 +420,48 @@ class Graph:
             self.container,
             self.parent,
         )
-        children_of, block_args_of, counted, is_container, unit_reshapes = (
-            self.children,
-            self.block_args,
-            self.counted,
-            self.is_container,
-            self.unit_reshape,
+        functions, references_of, subs, heights = (
+            self.function,
+            self.references,
+            self.sub,
+            self.height,
         )
-        functions, references_of, post = self.function, self.references, self.post
-        g_node, g_index, g_token, g_type = self.g_node, self.g_index, self.g_token, self.g_type
-        g_owner, g_slot = self.g_owner, self.g_slot
-        name_info = self._signatures.names
+        g_node, g_type, vhash, vheight = self.g_node, self.g_type, self.vhash, self.vheight
+        hash_of, height_of = vhash.__getitem__, vheight.__getitem__
         for op in block.ops:
             name = op.name
             info = name_info.get(name)
             if info is None:
-                info = self._signatures.name_info(op)
+                info = signatures.name_info(op)
             if info[0]:  # a terminator
                 outs = [self._resolve(env, v) for v in op.operands]
                 if not returns_out:
                     node = self._node(op, tuple(outs), ctx, container, parent, counted=False)
                     children.append(node)
-                    post.append(node)
+                    self._seal(node, True)
                 returned = outs
                 continue
             model_results = op.results
             if name == "hlo.parameter" and model_results and model_results[0] in env:
                 continue  # XLA's own form: the parameter op stands for the argument
             model_operands = op.operands
-            found_operands = tuple(map(get, model_operands))
-            if None not in found_operands:
-                operands = cast("tuple[int, ...]", found_operands)
+            # Each operand's value (most ops have one or two operands).
+            operands: tuple[int, ...] | None = None
+            arity = len(model_operands)
+            if arity == 2:
+                first_operand, second_operand = get(model_operands[0]), get(model_operands[1])
+                if first_operand is not None and second_operand is not None:
+                    operands = (first_operand, second_operand)
+            elif arity == 1:
+                first_operand = get(model_operands[0])
+                if first_operand is not None:
+                    operands = (first_operand,)
             else:
+                found_operands = tuple(map(get, model_operands))
+                if None not in found_operands:
+                    operands = cast("tuple[int, ...]", found_operands)
+            if operands is None:
+                # Defined later or elsewhere: leaves.
                 operands = tuple(
                     [
                         found if (found := get(v)) is not None else self._resolve(env, v)
@@ -438,7 +488,7 @@ class Graph:
                         for value, out in zip(model_results, outs, strict=False):
                             env[value] = out
                         results_of[node] = tuple(outs)
-                        post.append(node)
+                        self._seal(node, False)
                         continue
                     if callee is not None:
                         self._queue_root(callee.name)
@@ -455,10 +505,11 @@ class Graph:
                     for value, out in zip(model_results, outs, strict=False):
                         env[value] = out
                     results_of[node] = tuple(outs)
-                    post.append(node)
+                    self._seal(node, False)
                     continue
             # An op of its own: a node, and a value for each result.
-            if len(model_results) == 1:
+            count = len(model_results)
+            if count == 1:
                 types: tuple[str, ...] = (value_types[model_results[0]],)
             else:
                 types = tuple(map(type_of, model_results))
@@ -472,57 +523,84 @@ class Graph:
             )
             if info[2]:  # what it is depends on its first operand's type
                 key += _operand_key(model_operands, value_types)
-            signature = signature_of(key, op, types, value_types)
+            signature = known(key)
+            if signature is None:
+                signature = signatures.of(key, op, types, value_types)
+            kind, _attrs, _types, unit, local, references, named = signature
             node = len(op_ids)
             op_ids.append(op.id)
             contexts.append(ctx)
-            kinds.append(signature[0])
+            kinds.append(kind)
             attrs_of.append(signature[1])
             types_of.append(signature[2])
-            locals_.append(signature[4])
+            locals_.append(local)
             operands_of.append(operands)
             containers.append(container)
             parents.append(parent)
-            children_of.append(None)
-            block_args_of.append(None)
-            counted.append(True)
-            is_container.append(False)
             functions.append(op.function or "")
-            if signature[5]:
-                references_of[node] = signature[5]
+            if references:
+                references_of[node] = references
             children.append(node)
-            if signature[3]:
-                # Only unit dimensions change: users see the operand itself.
-                unit_reshapes.append(True)
-                results: tuple[int, ...] = operands
+            if regions:
+                # Sealed once its regions are walked.
+                fingerprint = height = 0
             else:
-                unit_reshapes.append(False)
+                arity = len(operands)
+                if arity == 2:
+                    first_operand, second_operand = operands
+                    first_hash, second_hash = vhash[first_operand], vhash[second_operand]
+                    if first_hash > second_hash and kind in COMMUTATIVE_KINDS:
+                        hashes: tuple[int, ...] = (second_hash, first_hash)
+                    else:
+                        hashes = (first_hash, second_hash)
+                    first_height, second_height = vheight[first_operand], vheight[second_operand]
+                    height = (first_height if first_height > second_height else second_height) + 1
+                elif arity == 1:
+                    first_operand = operands[0]
+                    hashes = (vhash[first_operand],)
+                    height = vheight[first_operand] + 1
+                elif arity == 0:
+                    hashes = ()
+                    height = 1
+                else:
+                    hashes = tuple(map(hash_of, operands))
+                    height = max(map(height_of, operands), default=0) + 1
+                    if kind in COMMUTATIVE_KINDS:
+                        hashes = tuple(sorted(hashes))
+                fingerprint = hash((local, hashes, ()))
+            subs.append(fingerprint)
+            heights.append(height)
+            if unit:
+                # Only unit dimensions change: users see the operand itself.
+                self._unit_reshapes.append(node)
+                results: tuple[int, ...] = operands
+                for value, out in zip(model_results, results, strict=True):
+                    env[value] = out
+            else:
                 first = len(g_node)
-                count = len(model_results)
                 if count == 1:
                     g_node.append(node)
-                    g_index.append(0)
-                    g_token.append(0)
                     g_type.append(types[0])
-                    g_owner.append(-1)
-                    g_slot.append((0, 0))
+                    vhash.append(fingerprint)
+                    vheight.append(height)
                     results = (first,)
+                    env[model_results[0]] = first
                 else:
                     g_node.extend([node] * count)
-                    g_index.extend(range(count))
-                    g_token.extend([0] * count)
                     g_type.extend(types)
-                    g_owner.extend([-1] * count)
-                    g_slot.extend([(0, 0)] * count)
+                    vhash.extend([fingerprint ^ i for i in range(count)])
+                    vheight.extend([height] * count)
                     results = tuple(range(first, first + count))
-            for value, out in zip(model_results, results, strict=True):
-                env[value] = out
+                    for i in range(1, count):
+                        self._indexes[first + i] = i
+                    for value, out in zip(model_results, results, strict=True):
+                        env[value] = out
             results_of.append(results)
             if regions:
                 self._walk_regions(op, node, env, ctx, container, active)
-            for callee_name in signature[6]:
+                self._seal(node, not unit)
+            for callee_name in named:
                 self._queue_root(callee_name)
-            post.append(node)
         return returned
 
     def _walk_regions(
@@ -556,8 +634,36 @@ class Graph:
                 self._walk_block(block, env, ctx, container, node, active, inner_children, False)
             regions.append(inner_children)
             region_args.append(arguments)
-        self.children[node] = regions
-        self.block_args[node] = region_args
+        self._regions[node] = (regions, region_args)
+
+    def _seal(self, node: int, owns_results: bool) -> None:
+        """A node's subgraph fingerprint and height, once it and everything inside it
+        have been walked; its own results' fingerprints with them."""
+        sub, height, vhash, vheight = self.sub, self.height, self.vhash, self.vheight
+        operand_hashes = []
+        tallest = 0
+        for value in self.operands[node]:
+            operand_hashes.append(vhash[value])
+            if vheight[value] > tallest:
+                tallest = vheight[value]
+        found = self._regions.get(node)
+        region_hashes: tuple[tuple[int, ...], ...] = ()
+        if found is not None:
+            regions = found[0]
+            region_hashes = tuple(tuple(sorted(sub[c] for c in region)) for region in regions)
+            for region in regions:
+                for child in region:
+                    if height[child] > tallest:
+                        tallest = height[child]
+        if self.kind[node] in COMMUTATIVE_KINDS:
+            operand_hashes.sort()
+        fingerprint = sub[node] = hash((self.local[node], tuple(operand_hashes), region_hashes))
+        height[node] = tallest + 1
+        if not owns_results:
+            return  # its results are other nodes' values (a call's, a fusion's)
+        for index, value in enumerate(self.results[node]):
+            vhash[value] = fingerprint ^ index
+            vheight[value] = tallest + 1
 
     def _callee(self, op: Op) -> Function | None:
         text = op.attributes.get("callee")
@@ -590,7 +696,7 @@ class Graph:
         is_container: bool = False,
     ) -> int:
         """A node for a call, a fusion or a region's terminator (other ops are added
-        by `_walk_block` itself)."""
+        by `_walk_block` itself); its fingerprint is worked out by `_seal`."""
         node = len(self.op)
         value_types = self._value_types
         types = tuple(value_types[v] for v in op.results)
@@ -617,56 +723,21 @@ class Graph:
         self.results.append(())
         self.container.append(container)
         self.parent.append(parent)
-        self.children.append(None)
-        self.block_args.append(None)
-        self.counted.append(counted)
-        self.is_container.append(is_container)
-        self.unit_reshape.append(unit_reshape)
         self.function.append(op.function or "")
+        self.sub.append(0)
+        self.height.append(0)
+        if not counted:
+            self._uncounted.append(node)
+        if is_container:
+            self._containers.append(node)
+        if unit_reshape:
+            self._unit_reshapes.append(node)
         if references:
             self.references[node] = references
         return node
 
-    # -- fingerprints ----------------------------------------------------------------
-
-    def _hash(self) -> None:
-        count = len(self.op)
-        self.sub = [0] * count
-        self.height = [0] * count
-        sub = self.sub
-        height = self.height
-        g_node = self.g_node
-        g_index = self.g_index
-        g_token = self.g_token
-        for node in self.post:
-            operand_hashes = []
-            tallest = 0
-            for value in self.operands[node]:
-                producer = g_node[value]
-                if producer >= 0:
-                    operand_hashes.append(sub[producer] ^ g_index[value])
-                    if height[producer] > tallest:
-                        tallest = height[producer]
-                else:
-                    operand_hashes.append(g_token[value])
-            regions = self.children[node]
-            region_hashes: tuple[tuple[int, ...], ...] = ()
-            if regions is not None:
-                region_hashes = tuple(tuple(sorted(sub[c] for c in region)) for region in regions)
-                for region in regions:
-                    for child in region:
-                        if height[child] > tallest:
-                            tallest = height[child]
-            if self.kind[node] in COMMUTATIVE_KINDS:
-                operand_hashes.sort()
-            sub[node] = hash((self.local[node], tuple(operand_hashes), region_hashes))
-            height[node] = tallest + 1
-
     def value_hash(self, value: int) -> int:
-        producer = self.g_node[value]
-        if producer >= 0:
-            return self.sub[producer] ^ self.g_index[value]
-        return self.g_token[value]
+        return self.vhash[value]
 
     def users(self) -> list[list[int]]:
         users: list[list[int]] = [[] for _ in self.g_node]

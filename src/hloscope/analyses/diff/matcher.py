@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from hloscope.analyses.diff.graph import COMMUTATIVE_KINDS, Graph
 
 CONVERT_KIND = "stablehlo.convert"
+WHILE_KIND = "stablehlo.while"
 # Bottom-up: users of one value considered as candidates for one op.
 CANDIDATES_PER_VALUE = 32
 
@@ -48,7 +49,7 @@ class Matcher:
         a, b = self.a, self.b
         operands_a, operands_b = a.operands[node_a], b.operands[node_b]
         if (
-            a.kind[node_a] != "stablehlo.while"
+            a.kind[node_a] != WHILE_KIND
             or len(operands_a) != len(operands_b)
             or len(operands_a) < 2
         ):
@@ -117,16 +118,17 @@ class Matcher:
         self._exact(defer_ambiguous_leaves=True)
         for value_a, value_b in root_pairs:
             self._seed_values(value_a, value_b)
-        for node, partner in enumerate(self.ma):
-            if partner >= 0:
-                self.work.append((node, partner))
+        self.work.extend([(node, partner) for node, partner in enumerate(self.ma) if partner >= 0])
         self._drain()
         self._exact(defer_ambiguous_leaves=False)
-        users_b = self.b.users()
-        self._bottom_up(users_b)
-        self._other_kinds(users_b)
-        self._bottom_up(users_b)
-        self._leftovers()
+        if any(partner < 0 for partner in self.ma):
+            # The passes below look at A's unmatched ops only; a pair that is the same
+            # (or nearly) leaves none, and B's users are not needed.
+            users_b = self.b.users()
+            self._bottom_up(users_b)
+            self._other_kinds(users_b)
+            self._bottom_up(users_b)
+            self._leftovers()
         self._containers()
 
     def _map(self, node_a: int, node_b: int) -> bool:
@@ -143,31 +145,41 @@ class Matcher:
         small leaves (the many `constant 0`) are ambiguous: first they are left to
         their users (top-down), then paired in order."""
         a, b = self.a, self.b
+        ma, mb = self.ma, self.mb
         by_hash: dict[int, list[int]] = defaultdict(list)
-        for node in range(len(b.op)):
-            if not b.is_container[node] and self.mb[node] < 0:
-                by_hash[b.sub[node]].append(node)
+        for node, (fingerprint, container, partner) in enumerate(
+            zip(b.sub, b.is_container, mb, strict=True)
+        ):
+            if not container and partner < 0:
+                by_hash[fingerprint].append(node)
         count_a: dict[int, int] = defaultdict(int)
+        height = a.height
         if defer_ambiguous_leaves:
-            for node in range(len(a.op)):
-                if a.height[node] == 1:
-                    count_a[a.sub[node]] += 1
+            for fingerprint, tall in zip(a.sub, height, strict=True):
+                if tall == 1:
+                    count_a[fingerprint] += 1
         cursor: dict[int, int] = {}
+        # A's unmatched ops that have an identical subgraph in B, tallest first (and in
+        # order among equals: the sort is stable); the others would be passed over.
         order = sorted(
-            (node for node in range(len(a.op)) if not a.is_container[node]),
-            key=lambda n: (-a.height[n], n),
+            [
+                node
+                for node, (fingerprint, container, partner) in enumerate(
+                    zip(a.sub, a.is_container, ma, strict=True)
+                )
+                if not container and partner < 0 and fingerprint in by_hash
+            ],
+            key=height.__getitem__,
+            reverse=True,
         )
-        mb = self.mb
         for node in order:
-            if self.ma[node] >= 0:
+            if ma[node] >= 0:
                 continue
             fingerprint = a.sub[node]
-            candidates = by_hash.get(fingerprint)
-            if not candidates:
-                continue
+            candidates = by_hash[fingerprint]
             if (
                 defer_ambiguous_leaves
-                and a.height[node] == 1
+                and height[node] == 1
                 and (len(candidates) > 1 or count_a[fingerprint] > 1)
             ):
                 continue
@@ -235,28 +247,43 @@ class Matcher:
     def _drain(self) -> None:
         a, b = self.a, self.b
         work = self.work
+        ma, mb = self.ma, self.mb
+        parent_of_a, parent_of_b = a.parent, b.parent
+        kind_a, kind_b = a.kind, b.kind
+        sub_a, sub_b = a.sub, b.sub
+        operands_of_a, operands_of_b = a.operands, b.operands
+        producer_of_a, producer_of_b = a.g_node, b.g_node
+        children_a, children_b = a.children, b.children
         while work:
             node_a, node_b = work.pop()
-            parent_a, parent_b = a.parent[node_a], b.parent[node_b]
-            if parent_a >= 0 and parent_b >= 0 and a.kind[parent_a] == b.kind[parent_b]:
+            parent_a, parent_b = parent_of_a[node_a], parent_of_b[node_b]
+            if parent_a >= 0 and parent_b >= 0 and kind_a[parent_a] == kind_b[parent_b]:
                 self._map(parent_a, parent_b)
-            if a.sub[node_a] == b.sub[node_b]:
-                pairs = self._identical_operand_pairs(node_a, node_b)
+            kind = kind_a[node_a]
+            pairs: Iterable[tuple[int, int]]
+            if kind in COMMUTATIVE_KINDS or kind == WHILE_KIND:
+                if sub_a[node_a] == sub_b[node_b]:
+                    pairs = self._identical_operand_pairs(node_a, node_b)
+                else:
+                    pairs = self.operand_pairs(node_a, node_b)
             else:
-                pairs = self.operand_pairs(node_a, node_b)
+                # Neither permuted nor swapped: side by side.
+                pairs = zip(operands_of_a[node_a], operands_of_b[node_b], strict=False)
             for value_a, value_b in pairs:
-                producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
+                producer_a, producer_b = producer_of_a[value_a], producer_of_b[value_b]
                 if (
                     producer_a >= 0
                     and producer_b >= 0
-                    and self.ma[producer_a] < 0
-                    and self.mb[producer_b] < 0
+                    and ma[producer_a] < 0
+                    and mb[producer_b] < 0
                 ):
-                    if a.kind[producer_a] == b.kind[producer_b]:
-                        self._map(producer_a, producer_b)
+                    if kind_a[producer_a] == kind_b[producer_b]:
+                        ma[producer_a] = producer_b
+                        mb[producer_b] = producer_a
+                        work.append((producer_a, producer_b))
                     else:
                         self._through_convert(producer_a, producer_b)
-            regions_a, regions_b = a.children[node_a], b.children[node_b]
+            regions_a, regions_b = children_a[node_a], children_b[node_b]
             if regions_a is not None and regions_b is not None:
                 for region_a, region_b in zip(regions_a, regions_b, strict=False):
                     for pair in self._pair_by_hash(region_a, region_b):
@@ -268,7 +295,7 @@ class Matcher:
                         and last_b >= 0
                         and not a.counted[last_a]
                         and not b.counted[last_b]
-                        and a.kind[last_a] == b.kind[last_b]
+                        and kind_a[last_a] == kind_b[last_b]
                     ):
                         self._map(last_a, last_b)
 
@@ -320,7 +347,7 @@ class Matcher:
     # their counterparts
     def _bottom_up(self, users_b: list[list[int]]) -> None:
         a, b = self.a, self.b
-        for node in range(len(a.op)):
+        for node in self._unmatched_a():
             if self.ma[node] >= 0 or a.is_container[node] or not a.operands[node]:
                 continue
             kind = a.kind[node]
@@ -354,7 +381,7 @@ class Matcher:
     # an op whose kind changed: same operands, same result types, another kind
     def _other_kinds(self, users_b: list[list[int]]) -> None:
         a, b = self.a, self.b
-        for node in range(len(a.op)):
+        for node in self._unmatched_a():
             operands = a.operands[node]
             if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node] or not operands:
                 continue
@@ -385,10 +412,11 @@ class Matcher:
         a, b = self.a, self.b
         waiting: dict[tuple[int, int], list[int]] = defaultdict(list)
         # Unit-dimension reshapes match only through their operands (earlier passes).
+        mb = self.mb
         for node in range(len(b.op) - 1, -1, -1):
-            if self.mb[node] < 0 and not b.is_container[node] and not b.unit_reshape[node]:
+            if mb[node] < 0 and not b.is_container[node] and not b.unit_reshape[node]:
                 waiting[(b.local[node], b.parent[node])].append(node)
-        for node in range(len(a.op)):
+        for node in self._unmatched_a():
             if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node]:
                 continue
             parent = a.parent[node]
@@ -402,16 +430,20 @@ class Matcher:
                 self._map(node, bucket.pop())
                 self._drain()
 
+    def _unmatched_a(self) -> list[int]:
+        """A's nodes not matched yet, in order: what the passes after the top-down one
+        look at (each checks again, as the nodes before it may match it)."""
+        return [node for node, partner in enumerate(self.ma) if partner < 0]
+
     # calls and fusions: by where most of their contents went
     def _containers(self) -> None:
         a, b = self.a, self.b
         votes: dict[tuple[int, int], int] = defaultdict(int)
-        for node in range(len(a.op)):
-            outer = a.container[node]
-            partner = self.ma[node]
-            if outer < 0 or partner < 0 or a.is_container[node]:
+        containers_b = b.container
+        for outer, partner, is_container in zip(a.container, self.ma, a.is_container, strict=True):
+            if outer < 0 or partner < 0 or is_container:
                 continue
-            outer_b = b.container[partner]
+            outer_b = containers_b[partner]
             if outer_b >= 0 and a.kind[outer] == b.kind[outer_b]:
                 votes[(outer, outer_b)] += 1
         for (outer, outer_b), _count in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -419,11 +451,11 @@ class Matcher:
                 self._map(outer, outer_b)
         # Containers with nothing matched inside: identical fingerprints in order.
         waiting: dict[int, list[int]] = defaultdict(list)
-        for node in range(len(b.op) - 1, -1, -1):
-            if b.is_container[node] and self.mb[node] < 0:
+        for node in reversed([node for node, inside in enumerate(b.is_container) if inside]):
+            if self.mb[node] < 0:
                 waiting[b.local[node]].append(node)
-        for node in range(len(a.op)):
-            if a.is_container[node] and self.ma[node] < 0:
+        for node in [node for node, inside in enumerate(a.is_container) if inside]:
+            if self.ma[node] < 0:
                 bucket = waiting.get(a.local[node])
                 while bucket and self.mb[bucket[-1]] >= 0:
                     bucket.pop()

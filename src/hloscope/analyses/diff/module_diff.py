@@ -72,11 +72,12 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
     found_by_pair: dict[int, list[tuple[str, str]]] = {}
     duplicates_a = _duplicates(graph_a, matcher.ma)
     duplicates_b = _duplicates(graph_b, matcher.mb)
+    unchanged = comparer.unchanged
     for node_a, node_b in enumerate(matcher.ma):
         if node_b < 0:
             statuses_a[node_a] = NORMALIZED if node_a in duplicates_a else REMOVED
             continue
-        found = comparer.differences(node_a, node_b)
+        found = [] if unchanged(node_a, node_b) else comparer.differences(node_a, node_b)
         detail_extra = fusion_details.get((node_a, node_b))
         if detail_extra:
             found.append(("fusion", detail_extra))
