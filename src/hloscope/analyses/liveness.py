@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import attrgetter
 from types import MappingProxyType
 
 from hloscope.ir.model import (
@@ -205,6 +207,19 @@ class LivenessIndex:
                 if call.function is not None and call.function not in effectful:
                     stack.append(call.function)
         return effectful
+
+
+def call_sites(module: Module) -> dict[str, list[Op]]:
+    """Callee name -> the `func.call` ops that call it, in module order (what
+    `LivenessIndex.call_sites` holds, without the rest of the index)."""
+    sites: dict[str, list[Op]] = {}
+    ops = module.ops
+    # Op names are interned: one C-level pass compares them all.
+    for op in compress(ops, map("func.call".__eq__, map(attrgetter("name"), ops))):
+        names = symbol_references(op.attributes.get("callee", ""))
+        if names:
+            sites.setdefault(names[0], []).append(op)
+    return sites
 
 
 def _terminators(op: Op) -> Iterable[Op]:
@@ -414,6 +429,113 @@ def analyze_liveness(
             {name: frozenset(params) for name, params in live_params.items()}
         ),
         intrinsic=intrinsic,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryArguments:
+    """How the entry function's arguments are read, as `analyze_liveness` would
+    judge them, found without it (`entry_arguments`)."""
+
+    uses: Mapping[int, int]
+    """Argument value -> operands of the entry's ops that are that argument."""
+    live: frozenset[int]
+    """The argument values that can contribute to a root."""
+
+
+# Op names whose worklist rule is not GENERIC's (and `func.func`, whose block
+# arguments are parameters): the quick walk leaves them to the worklist.
+_NOT_GENERIC = frozenset({*_KINDS, "func.func"})
+
+
+def entry_arguments(module: Module) -> EntryArguments | None:
+    """Uses and liveness of the entry's arguments from one backward walk of the
+    entry alone, where that walk settles them: None otherwise (ask
+    `analyze_liveness`).
+
+    The walk starts at the entry's results and runs every op it reaches as the
+    worklist runs a GENERIC op (all its operands and its regions' terminators are
+    needed). When it reaches every op of the entry, no op of the entry is dead: each
+    argument an op reads is live, whatever else the module holds (other roots and
+    side effects only add to what is live), and the walk has seen every operand
+    once, which counts the uses. Any op with a rule of its own (calls, loops,
+    branches, tuples, ...), or an op it does not reach (dead code, an op kept only
+    for its side effects, a terminator not at the end of its block), leaves the
+    question to the worklist. Its cost is one step per operand of the entry."""
+    entry = module.entry
+    if entry is None or entry.is_declaration:
+        return None
+    functions = module.functions
+    if entry.visibility != "public" and any(f.visibility == "public" for f in functions.values()):
+        return None  # not a root: only what public functions call is live
+    function_op = entry.op
+    first, end = function_op.id, function_op.end
+    uses = {argument.value: 0 for argument in entry.arguments if argument.value >= 0}
+    seen = bytearray(end - first)
+    stack: list[int] = []
+    returns = list(_terminators(function_op))
+    if returns:
+        for ret in returns:
+            # Only the operands the function declares results for are roots.
+            if len(ret.operands) > len(entry.results):
+                return None
+            seen[ret.id - first] = 1
+            stack.extend(ret.operands)
+    else:
+        # XLA's own HLO form: no return op; the root is the last instruction.
+        instructions = function_op.regions[0].blocks[0].ops
+        if instructions:
+            stack.extend(instructions[-1].results)
+    body = module.ops[first:end]
+    owner = module.value_owner
+    not_generic = _NOT_GENERIC
+    pop = stack.pop
+    push = stack.extend
+    # What owns the arguments (the function op; in XLA's own HLO form each
+    # `parameter` instruction) is marked 2: reaching it counts a use.
+    for value in uses:
+        index = owner[value] - first
+        if not 0 <= index < len(body):
+            return None
+        if index and (body[index].operands or body[index].regions):
+            return None
+        seen[index] = 2
+    try:
+        while stack:
+            value = pop()
+            if value < 0:
+                continue
+            index = owner[value] - first
+            if index < 0:
+                return None  # not the entry's own value: malformed, left to the worklist
+            state = seen[index]  # an IndexError past the entry, likewise
+            if state:
+                if state == 2:
+                    count = uses.get(value)
+                    if count is None:
+                        return None  # an argument of a later block (a branch's target)
+                    uses[value] = count + 1
+                continue
+            seen[index] = 1
+            op = body[index]
+            if op.name in not_generic:
+                return None
+            push(op.operands)
+            if op.regions:
+                for region in op.regions:
+                    for block in region.blocks:
+                        if block.ops:
+                            last = block.ops[-1]
+                            if last.is_terminator and not seen[last.id - first]:
+                                seen[last.id - first] = 1
+                                push(last.operands)
+    except IndexError:
+        return None
+    if seen.find(0, 1) >= 0:
+        return None
+    return EntryArguments(
+        uses=MappingProxyType(uses),
+        live=frozenset(value for value, count in uses.items() if count),
     )
 
 

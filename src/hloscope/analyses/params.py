@@ -30,10 +30,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal
 
-from hloscope.analyses.liveness import Liveness, LivenessIndex, analyze_liveness
+from hloscope.analyses.liveness import (
+    LivenessIndex,
+    analyze_liveness,
+    call_sites,
+    entry_arguments,
+)
 from hloscope.ir.model import (
     Argument,
     Function,
@@ -194,9 +199,18 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
     notes: list[str] = []
     if entry is None or entry.is_declaration:
         return _empty(entry, lowering, ("the module has no entry function with a body",))
-    index = LivenessIndex(module)
-    liveness = analyze_liveness(module, index=index)
-    uses = _entry_uses(module, entry)
+    # Most entries hold no dead code: one walk of the entry settles every argument,
+    # and the worklist over the whole module runs only where it does not.
+    index: LivenessIndex | None = None
+    quick = entry_arguments(module)
+    live: Callable[[int], bool]
+    uses: Mapping[int, int]
+    if quick is not None:
+        live, uses = quick.live.__contains__, quick.uses
+    else:
+        index = LivenessIndex(module)
+        live = analyze_liveness(module, index=index).is_live
+        uses = _entry_uses(module, entry)
     arguments = entry.arguments
     meshes = _meshes(module)
     aliases = _module_aliases(module)
@@ -217,13 +231,12 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
                     f"kept {len(kept)} arguments; the map may be off"
                 )
         parameters = tuple(
-            _leaf_parameter(liveness, uses, leaf, arguments, offset, meshes, aliases)
-            for leaf in leaves
+            _leaf_parameter(live, uses, leaf, arguments, offset, meshes, aliases) for leaf in leaves
         )
     else:
         offset = implicit_count
         parameters = tuple(
-            _dump_parameter(liveness, uses, argument, meshes, aliases)
+            _dump_parameter(live, uses, argument, meshes, aliases)
             for argument in arguments[offset:]
         )
     implicit = tuple(
@@ -232,7 +245,7 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
             kind=_implicit_kind(argument),
             name=argument_name(argument),
             shape=argument.shape,
-            status=USED if liveness.is_live(argument.value) else UNUSED,
+            status=USED if live(argument.value) else UNUSED,
         )
         for argument in arguments[:offset]
     )
@@ -267,7 +280,7 @@ def _empty(
 
 
 def _leaf_parameter(
-    liveness: Liveness,
+    live: Callable[[int], bool],
     uses: Mapping[int, int],
     leaf: ArgumentLeaf,
     arguments: Sequence[Argument],
@@ -294,7 +307,7 @@ def _leaf_parameter(
             sharding_attribute=None,
             memory_kind=leaf.memory_kind,
         )
-    ir = _ir_facts(liveness, uses, argument, meshes, aliases)
+    ir = _ir_facts(live, uses, argument, meshes, aliases)
     path = leaf.path
     if _GENERIC_PATH.match(path) and not argument_name(argument).startswith("%arg"):
         # JAX did not know the parameter's name (an Exported's tree), but the module
@@ -318,13 +331,13 @@ def _leaf_parameter(
 
 
 def _dump_parameter(
-    liveness: Liveness,
+    live: Callable[[int], bool],
     uses: Mapping[int, int],
     argument: Argument,
     meshes: Mapping[str, str],
     aliases: Mapping[int, int],
 ) -> Parameter:
-    ir = _ir_facts(liveness, uses, argument, meshes, aliases)
+    ir = _ir_facts(live, uses, argument, meshes, aliases)
     return Parameter(
         position=argument.index,
         path=argument_name(argument),
@@ -379,7 +392,7 @@ class _IrFacts:
 
 
 def _ir_facts(
-    liveness: Liveness,
+    live: Callable[[int], bool],
     uses: Mapping[int, int],
     argument: Argument,
     meshes: Mapping[str, str],
@@ -393,7 +406,7 @@ def _ir_facts(
     sharding, raw = describe_argument_sharding(attributes, meshes)
     memory_kind = attributes.get("mhlo.memory_kind")
     return _IrFacts(
-        status=USED if liveness.is_live(argument.value) else UNUSED,
+        status=USED if live(argument.value) else UNUSED,
         uses=uses.get(argument.value, 0),
         donated=donated,
         aliases_output=alias,
@@ -477,13 +490,20 @@ def _implicit_count(entry: Function) -> int:
 
 
 def _private_functions(
-    module: Module, entry: Function, index: LivenessIndex
+    module: Module, entry: Function, index: LivenessIndex | None
 ) -> tuple[FunctionUsage, ...]:
     """Private functions reached from the entry by `func.call`, each judged on its
     own (intrinsic liveness: which parameters reach its own results)."""
+    functions = module.functions
+    if not any(
+        name != entry.name and not function.is_declaration and function.visibility != "public"
+        for name, function in functions.items()
+    ):
+        return ()  # nothing could be listed: no call needs looking for
+    sites = index.call_sites if index is not None else call_sites(module)
     callees: dict[str, set[str]] = {}
-    for callee, calls in index.call_sites.items():
-        if callee in module.functions:
+    for callee, calls in sites.items():
+        if callee in functions:
             for call in calls:
                 if call.function is not None:
                     callees.setdefault(call.function, set()).add(callee)
@@ -496,18 +516,23 @@ def _private_functions(
                 reached.add(callee)
                 stack.append(callee)
     reached.discard(entry.name)
-    if not reached:
+    listed = [
+        function
+        for name, function in functions.items()
+        if name in reached and not function.is_declaration and function.visibility != "public"
+    ]
+    if not listed:
         return ()
-    intrinsic = analyze_liveness(module, intrinsic=True, index=index)
+    intrinsic = analyze_liveness(
+        module, intrinsic=True, index=index if index is not None else LivenessIndex(module)
+    )
     out = []
-    for name, function in module.functions.items():
-        if name not in reached or function.is_declaration or function.visibility == "public":
-            continue
-        live = intrinsic.live_parameters.get(name, frozenset())
+    for function in listed:
+        live = intrinsic.live_parameters.get(function.name, frozenset())
         out.append(
             FunctionUsage(
-                name=name,
-                call_sites=len(index.call_sites.get(name, ())),
+                name=function.name,
+                call_sites=len(sites.get(function.name, ())),
                 parameters=tuple(
                     FunctionParameter(
                         index=a.index,
