@@ -243,6 +243,10 @@ def time_limit(seconds: float | None, what: str | None = None) -> Iterator[None]
         saved_stderr = None
 
     def watchdog() -> None:
+        # The alarm is the main thread's: where the main thread blocks it (code that
+        # masks SIGALRM), the kernel must not hand it to this thread instead, whose
+        # handler would then interrupt the main thread after all.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         if finished.wait(seconds + TIME_LIMIT_GRACE_SECONDS) or not ending.acquire(False):
             return
         ended = (
