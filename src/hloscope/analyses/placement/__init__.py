@@ -43,7 +43,14 @@ The package's modules, one job each: `report` (the dataclasses and their closed
 sets of strings), `attributes` (what an op's attributes say), `values` (sizes and
 names of values), `compute` (compute types and regions), `memory` (memory kinds
 and transfers), `sharding` (meshes and shardings), `collectives`, `warnings`,
-and `analysis` (`analyze_placement`, which puts them together).
+`scan` (the ops that can matter, found in one pass), and `analysis`
+(`analyze_placement`, which puts them together).
+
+The analysis costs next to nothing where its subject is absent: one pass over the
+op names and attribute names (`scan`) finds the ops that can place anything,
+carry a sharding or a memory space, move data or communicate, and everything else
+is counted as device compute without a look. A function placed on the device is
+walked only through its calls and its marked ops.
 """
 
 from hloscope.analyses.placement.analysis import analyze_placement

@@ -5,12 +5,16 @@ into one `Placement`."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, not_
 from types import MappingProxyType
 
 from hloscope.analyses.placement.collectives import collectives_by_kind
-from hloscope.analyses.placement.compute import compute_contexts, compute_label, compute_regions
+from hloscope.analyses.placement.compute import compute_contexts, compute_regions
 from hloscope.analyses.placement.memory import entry_memory, memory_flow
 from hloscope.analyses.placement.report import DEVICE, PlacedOp, Placement
+from hloscope.analyses.placement.scan import OpScan, function_ranges
 from hloscope.analyses.placement.sharding import module_meshes, sharding_annotations
 from hloscope.analyses.placement.warnings import (
     LARGE_HOST_INPUT_BYTES,
@@ -20,6 +24,7 @@ from hloscope.analyses.placement.warnings import (
 )
 from hloscope.ir.model import (
     Module,
+    Op,
     int_attribute,
     is_computation,
 )
@@ -31,20 +36,27 @@ def analyze_placement(
     """Compute placement, memory kinds, transfers, shardings and collectives of
     `module`; a host region reading at least `large_host_input_bytes` of device
     values is warned about."""
-    contexts, functions = compute_contexts(module)
-    ops = [op for op in module.ops if op.id in contexts]
-    computing = [op for op in ops if is_computation(op)]
+    scan = OpScan(module)
+    placement = compute_contexts(module, scan)
+    functions = placement.functions
+    ranges = function_ranges(module, functions)
+    # The ops that matter, of the reachable functions: what every part below reads
+    # (each passes over any other op it is given).
+    ops = [op for first, end in ranges for op in scan.within(first, end)]
+    total = scan.computing(ranges)
 
     labels: dict[int, str] = {}
     counts: Counter[str] = Counter()
     placed: list[PlacedOp] = []
-    for op in computing:
-        op_contexts = contexts[op.id]
-        label = compute_label(op_contexts)
-        labels[op.id] = label
+    for op_id in sorted(placement.contexts):
+        op = module.ops[op_id]
+        if not is_computation(op):
+            continue
+        label = placement.label(op_id)
+        labels[op_id] = label
         counts[label] += 1
         if label != DEVICE:
-            first = next(c for c in op_contexts if c.compute_type != DEVICE)
+            first = next(c for c in placement.contexts[op_id] if c.compute_type != DEVICE)
             placed.append(
                 PlacedOp(
                     op_id=op.id,
@@ -56,20 +68,30 @@ def analyze_placement(
                     source=op.location.source,
                 )
             )
-    ordered = dict(sorted(counts.items(), key=lambda kv: (kv[0] != DEVICE, -kv[1], kv[0])))
+    # Every other op that computes is on the device alone.
+    counts[DEVICE] += total - sum(counts.values())
+    ordered = dict(
+        sorted(
+            ((label, count) for label, count in counts.items() if count),
+            key=lambda kv: (kv[0] != DEVICE, -kv[1], kv[0]),
+        )
+    )
 
     memory, host_values = entry_memory(module)
     transfers = memory_flow(module, ops, host_values)
-    regions = compute_regions(module, placed, contexts, host_values)
+    regions = compute_regions(module, placed, placement.contexts, host_values)
     shardings, op_shardings, manual = sharding_annotations(module, functions, ops)
 
-    warnings = call_mark_warnings(module, ops, contexts)
-    warnings += host_memory_warnings(module, ops, labels, host_values, memory)
+    warnings = call_mark_warnings(module, ops, placement.contexts)
+    if host_values:
+        warnings += host_memory_warnings(
+            module, _readers(module, ranges, host_values), labels, host_values, memory
+        )
     warnings += large_input_warnings(regions, large_host_input_bytes)
 
     return Placement(
         compute_types=MappingProxyType(ordered),
-        total_ops=len(computing),
+        total_ops=total,
         placed_ops=tuple(placed),
         regions=tuple(regions),
         memory=tuple(memory),
@@ -78,8 +100,17 @@ def analyze_placement(
         shardings=tuple(shardings),
         op_shardings=op_shardings,
         manual_computations=tuple(manual),
-        collectives=tuple(collectives_by_kind(module, ops)),
+        collectives=tuple(collectives_by_kind(module, ops, scan.ops)),
         partitions=int_attribute(module.attributes.get("mhlo.num_partitions")),
         replicas=int_attribute(module.attributes.get("mhlo.num_replicas")),
         warnings=tuple(warnings),
     )
+
+
+def _readers(
+    module: Module, ranges: Sequence[tuple[int, int]], host_values: Mapping[int, str]
+) -> list[Op]:
+    """The ops of `ranges` that read a value in host memory, in module order."""
+    values = frozenset(host_values)
+    ops = [op for first, end in ranges for op in module.ops[first:end]]
+    return list(compress(ops, map(not_, map(values.isdisjoint, map(attrgetter("operands"), ops)))))

@@ -19,6 +19,11 @@ from hloscope.ir.model import Module, Op
 _COLLECTIVE_NAME = re.compile(r"all[_-]|reduce[_-]scatter|collective|custom[_-]call")
 
 
+def may_be_collective(name: str) -> bool:
+    """Whether ops of this name can be collectives (`collective_kind` looks closer)."""
+    return _COLLECTIVE_NAME.search(name) is not None
+
+
 def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
     """(kind, async) when `op` is a collective; None otherwise. HLO's `-done` halves
     are not collectives of their own."""
@@ -39,7 +44,12 @@ def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
     return None
 
 
-def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
+def collectives_by_kind(
+    module: Module, ops: Sequence[Op], sites: Sequence[Op] | None = None
+) -> list[Collective]:
+    """The collectives among `ops` by kind, most frequent first. `sites`, when
+    given, holds every op of the module that names a function (and maybe others),
+    in module order: where `RunsPerCall` looks for calls."""
     names = module.functions
     kinds = [(op, kind) for op in ops if (kind := collective_kind(op)) is not None]
     if not kinds:
@@ -60,7 +70,7 @@ def collectives_by_kind(module: Module, ops: Sequence[Op]) -> list[Collective]:
             is_async = is_async or (op.function in async_functions)
         found.setdefault(name, []).append((op, is_async))
     out: list[Collective] = []
-    runs = RunsPerCall(module)
+    runs = RunsPerCall(module, sites)
     for name in sorted(found, key=lambda n: (-len(found[n]), COLLECTIVES.index(n))):
         items = found[name]
         total: int | None = 0

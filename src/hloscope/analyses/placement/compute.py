@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
-from hloscope.analyses.placement.attributes import function_thread, own_compute_type
+from hloscope.analyses.placement.attributes import function_thread
 from hloscope.analyses.placement.report import DEVICE, ComputeRegion, PlacedOp, Via
+from hloscope.analyses.placement.scan import OpScan
 from hloscope.analyses.placement.values import sum_bytes, unique
 from hloscope.analyses.structure import op_callees
-from hloscope.ir.model import Function, Module
+from hloscope.ir.model import Function, Module, Op
 
 
 def _roots(module: Module) -> list[Function]:
@@ -40,18 +41,53 @@ class Context:
     """The op that placed it: a marked op, or the outermost marked call."""
 
 
-def compute_contexts(
-    module: Module,
-) -> tuple[dict[int, list[Context]], list[str]]:
-    """Contexts of every op of the reachable functions, and those functions in order
-    of first visit."""
+@dataclasses.dataclass(frozen=True)
+class Contexts:
+    """How the ops of the reachable functions are placed (`compute_contexts`).
+
+    Every op of a reachable function has one context per way it is reached. Those
+    of device compute away from any mark are not written out, since only their
+    compute type tells: an op of `contexts` also reached that way is in
+    `also_device`, and an op in neither is device compute alone."""
+
+    contexts: Mapping[int, list[Context]]
+    """Op id -> its contexts other than unmarked device ones, in order of walk."""
+    also_device: frozenset[int]
+    """Ops of `contexts` that are also unmarked device compute."""
+    functions: list[str]
+    """The reachable functions, in order of first visit."""
+
+    def label(self, op_id: int) -> str:
+        """The op's compute type: its types joined (`device|host`)."""
+        types = {c.compute_type for c in self.contexts.get(op_id, ())}
+        if not types or op_id in self.also_device:
+            types.add(DEVICE)
+        return compute_label(types)
+
+
+def compute_contexts(module: Module, scan: OpScan) -> Contexts:
+    """Contexts of the ops of the reachable functions, and those functions in order
+    of first visit.
+
+    Walking a function on the device, only its calls and its marked ops (with what
+    they hold) can place anything elsewhere: the rest gets an unmarked device
+    context, left implicit, and costs nothing. Walking it anywhere else places every
+    op. Either way the functions are visited, and their calls followed, in the same
+    order as a walk of every op."""
     names = module.functions
+    ops = module.ops
+    marks = scan.marks
+    callees_of = scan.callees
     op_contexts: dict[int, list[Context]] = {}
     # A function is walked once per compute type: a second call placing it the same
     # way adds nothing but the call (its ops stay in the first call's region).
     seen: set[tuple[str, str]] = set()
     order: dict[str, None] = {}
     work: deque[tuple[str, Context]] = deque()
+    # Functions walked on the device, with the marked ops whose subtrees that walk
+    # placed one by one; and functions walked elsewhere too.
+    on_device: dict[str, list[Op]] = {}
+    elsewhere: set[str] = set()
 
     def push(name: str, context: Context) -> None:
         function = names[name]
@@ -74,19 +110,13 @@ def compute_contexts(
             found = interned[key] = Context(compute_type, via, anchor)
         return found
 
-    for root in _roots(module):
-        push(root.name, Context(DEVICE, "default", None))
-    while work:
-        name, context = work.popleft()
-        function = names[name]
-        if function.is_declaration:
-            continue
-        order.setdefault(name)
+    def walk(walked: Sequence[Op], context: Context) -> None:
+        """Place each op of `walked` (whole subtrees, in pre-order) in `context`."""
         local: dict[int, Context] = {}
-        for op in module.function_ops(function):
+        for op in walked:
             parent = op.parent
             inherited = local.get(parent.id) if parent is not None else None
-            own = own_compute_type(op)
+            own = marks.get(op.id)
             around = inherited or context
             if own is not None:
                 # A mark repeating the placement around it stays in that region.
@@ -104,16 +134,53 @@ def compute_contexts(
                 op_contexts[op.id] = [current]
             else:
                 placed.append(current)
-            for callee in op_callees(op, names, fused=True):
+            for callee in callees_of.get(op.id, ()):
                 push(callee, Context(current.compute_type, "call", current.anchor))
-    return op_contexts, list(order)
+
+    for root in _roots(module):
+        push(root.name, Context(DEVICE, "default", None))
+    while work:
+        name, context = work.popleft()
+        function = names[name]
+        if function.is_declaration:
+            continue
+        order.setdefault(name)
+        if context.compute_type != DEVICE:
+            elsewhere.add(name)
+            walk(module.function_ops(function), context)
+            continue
+        # On the device: an unmarked op away from marks stays on the device, in a
+        # context of the walk's compute type and anchor (whatever its `via`).
+        subtrees = on_device[name] = []
+        call = Context(DEVICE, "call", context.anchor)
+        end = 0
+        for op in scan.within(function.op.id + 1, function.op.end):
+            if op.id < end:
+                continue  # inside a marked subtree, placed with it
+            if op.id in marks:
+                subtrees.append(op)
+                end = op.end
+                walk(ops[op.id : op.end], context)
+            else:
+                for callee in callees_of.get(op.id, ()):
+                    push(callee, call)
+
+    also_device: set[int] = set()
+    for name in elsewhere.intersection(on_device):
+        # Placed elsewhere by one walk, on the device by the other (outside the
+        # marked subtrees, which that walk placed one by one).
+        function = names[name]
+        first = function.op.id + 1
+        for subtree in on_device[name]:
+            also_device.update(range(first, subtree.id))
+            first = subtree.end
+        also_device.update(range(first, function.op.end))
+    return Contexts(op_contexts, frozenset(also_device), list(order))
 
 
-def compute_label(contexts: Sequence[Context]) -> str:
-    if len(contexts) == 1:
-        return contexts[0].compute_type
-    kinds = sorted({c.compute_type for c in contexts}, key=lambda k: (k != DEVICE, k))
-    return "|".join(kinds)
+def compute_label(types: Collection[str]) -> str:
+    """Compute types joined, the device first: `device|host`."""
+    return "|".join(sorted(types, key=lambda k: (k != DEVICE, k)))
 
 
 def compute_regions(

@@ -106,8 +106,11 @@ class RunsPerCall:
     None where a loop's trip count is unknown or the function is not reached from the
     entry."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, sites: Sequence[Op] | None = None) -> None:
+        """`sites`, when given, holds every op of the module that names a function
+        (and maybe others), in module order: the only ops read for calls."""
         self.module = module
+        self._sites = sites
         self._functions: dict[str, int | None] = {}
         self._loops: dict[int, int | None] = {}
         self._callers: dict[str, list[Op]] | None = None
@@ -189,7 +192,7 @@ class RunsPerCall:
         if self._callers is None:
             names = self.module.functions
             sites: dict[str, list[Op]] = {}
-            for op in self.module.ops:
+            for op in self.module.ops if self._sites is None else self._sites:
                 if op_callees(op, names):
                     sites.setdefault(op.function or "", []).append(op)
             callers: dict[str, list[Op]] = {}
