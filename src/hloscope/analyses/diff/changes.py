@@ -156,6 +156,8 @@ def _functions_label(families: list[str]) -> str:
 
 def fusion_changes(matcher: Matcher) -> list[FusionChange]:
     a, b = matcher.a, matcher.b
+    if FUSION_KIND not in a.kind and FUSION_KIND not in b.kind:
+        return []  # lowered modules: no fusions
     members_a: dict[int, list[int]] = defaultdict(list)
     members_b: dict[int, list[int]] = defaultdict(list)
     for graph, members in ((a, members_a), (b, members_b)):

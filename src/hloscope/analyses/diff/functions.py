@@ -10,7 +10,7 @@ matches computations by structure first and by name last."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping
 
 from hloscope.analyses.diff.matcher import Matcher
@@ -22,15 +22,18 @@ from hloscope.ir.model import Module
 def correspond(matcher: Matcher) -> dict[str, str]:
     """A's function name -> its counterpart in B, for the functions that have one."""
     a, b = matcher.a, matcher.b
-    votes: dict[tuple[str, str], int] = defaultdict(int)
+    functions_b = b.function
+    votes: dict[tuple[str, str], int] = Counter(
+        [
+            (name_a, name_b)
+            for name_a, partner, counted in zip(a.function, matcher.ma, a.counted, strict=True)
+            if partner >= 0 and counted and name_a and (name_b := functions_b[partner])
+        ]
+    )
     references_b = b.references
-    for node, partner in enumerate(matcher.ma):
-        if partner < 0:
-            continue
-        if a.counted[node] and a.function[node] and b.function[partner]:
-            votes[(a.function[node], b.function[partner])] += 1
-        names_a = a.references.get(node)
-        names_b = references_b.get(partner)
+    for node, names_a in a.references.items():
+        partner = matcher.ma[node]
+        names_b = references_b.get(partner) if partner >= 0 else None
         if names_a and names_b:
             by_key = dict(names_b)
             for key, called_a in names_a:

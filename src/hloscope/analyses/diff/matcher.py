@@ -105,9 +105,7 @@ class Matcher:
 
     def _affinity(self, value_a: int, value_b: int) -> int:
         a, b = self.a, self.b
-        if self.counterpart_value(value_a) == value_b or a.value_hash(value_a) == b.value_hash(
-            value_b
-        ):
+        if self._counterpart(value_a) == value_b or a.vhash[value_a] == b.vhash[value_b]:
             return 2
         producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
         if producer_a >= 0 and producer_b >= 0:
@@ -121,14 +119,15 @@ class Matcher:
         self.work.extend([(node, partner) for node, partner in enumerate(self.ma) if partner >= 0])
         self._drain()
         self._exact(defer_ambiguous_leaves=False)
-        if any(partner < 0 for partner in self.ma):
-            # The passes below look at A's unmatched ops only; a pair that is the same
-            # (or nearly) leaves none, and B's users are not needed.
+        # The passes below look at A's ops unmatched so far (each checks again, as the
+        # ones before it may match it); a pair that is the same (or nearly) leaves few.
+        unmatched = [node for node, partner in enumerate(self.ma) if partner < 0]
+        if unmatched:
             users_b = self.b.users()
-            self._bottom_up(users_b)
-            self._other_kinds(users_b)
-            self._bottom_up(users_b)
-            self._leftovers()
+            self._bottom_up(users_b, unmatched)
+            self._other_kinds(users_b, unmatched)
+            self._bottom_up(users_b, unmatched)
+            self._leftovers(unmatched)
         self._containers()
 
     def _map(self, node_a: int, node_b: int) -> bool:
@@ -146,17 +145,19 @@ class Matcher:
         their users (top-down), then paired in order."""
         a, b = self.a, self.b
         ma, mb = self.ma, self.mb
+        # Only fingerprints that A has are looked up: B's ops with others are left out.
+        fingerprints_a = set(a.sub)
+        sub_b, container_b = b.sub, b.is_container
         by_hash: dict[int, list[int]] = defaultdict(list)
-        for node, (fingerprint, container, partner) in enumerate(
-            zip(b.sub, b.is_container, mb, strict=True)
-        ):
-            if not container and partner < 0:
-                by_hash[fingerprint].append(node)
+        shared = [node for node, fingerprint in enumerate(sub_b) if fingerprint in fingerprints_a]
+        for node in shared:
+            if not container_b[node] and mb[node] < 0:
+                by_hash[sub_b[node]].append(node)
         count_a: dict[int, int] = defaultdict(int)
         height = a.height
         if defer_ambiguous_leaves:
             for fingerprint, tall in zip(a.sub, height, strict=True):
-                if tall == 1:
+                if tall == 1 and fingerprint in by_hash:
                     count_a[fingerprint] += 1
         cursor: dict[int, int] = {}
         # A's unmatched ops that have an identical subgraph in B, tallest first (and in
@@ -164,10 +165,8 @@ class Matcher:
         order = sorted(
             [
                 node
-                for node, (fingerprint, container, partner) in enumerate(
-                    zip(a.sub, a.is_container, ma, strict=True)
-                )
-                if not container and partner < 0 and fingerprint in by_hash
+                for node in [n for n, fingerprint in enumerate(a.sub) if fingerprint in by_hash]
+                if not a.is_container[node] and ma[node] < 0
             ],
             key=height.__getitem__,
             reverse=True,
@@ -216,8 +215,8 @@ class Matcher:
         operands_a, operands_b = a.operands[node_a], b.operands[node_b]
         if a.kind[node_a] in COMMUTATIVE_KINDS:
             # Operands perhaps swapped: pair them by fingerprint.
-            operands_a = tuple(sorted(operands_a, key=a.value_hash))
-            operands_b = tuple(sorted(operands_b, key=b.value_hash))
+            operands_a = tuple(sorted(operands_a, key=a.vhash.__getitem__))
+            operands_b = tuple(sorted(operands_b, key=b.vhash.__getitem__))
         return zip(operands_a, operands_b, strict=False)
 
     def _pair_by_hash(self, nodes_a: list[int], nodes_b: list[int]) -> list[tuple[int, int]]:
@@ -313,6 +312,18 @@ class Matcher:
             if inner >= 0 and self.ma[inner] < 0 and a.kind[inner] == b.kind[producer_b]:
                 self._map(inner, producer_b)
 
+    def _counterpart(self, value_a: int) -> int:
+        """`counterpart_value`, the single result of a matched op told at once."""
+        producer = self.a.g_node[value_a]
+        if producer >= 0:
+            partner = self.ma[producer]
+            if partner < 0:
+                return -1
+            results = self.b.results[partner]
+            if len(results) == 1:
+                return results[0] if self.a.g_index[value_a] == 0 else -1
+        return self.counterpart_value(value_a)
+
     def counterpart_value(self, value_a: int) -> int:
         """B's value corresponding to A's `value_a`, or -1."""
         a, b = self.a, self.b
@@ -345,9 +356,9 @@ class Matcher:
 
     # bottom-up: an unmatched op whose operands are matched, against the users of
     # their counterparts
-    def _bottom_up(self, users_b: list[list[int]]) -> None:
+    def _bottom_up(self, users_b: list[list[int]], unmatched: list[int]) -> None:
         a, b = self.a, self.b
-        for node in self._unmatched_a():
+        for node in unmatched:
             if self.ma[node] >= 0 or a.is_container[node] or not a.operands[node]:
                 continue
             kind = a.kind[node]
@@ -379,9 +390,9 @@ class Matcher:
                 self._drain()
 
     # an op whose kind changed: same operands, same result types, another kind
-    def _other_kinds(self, users_b: list[list[int]]) -> None:
+    def _other_kinds(self, users_b: list[list[int]], unmatched: list[int]) -> None:
         a, b = self.a, self.b
-        for node in self._unmatched_a():
+        for node in unmatched:
             operands = a.operands[node]
             if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node] or not operands:
                 continue
@@ -408,7 +419,7 @@ class Matcher:
                 self._drain()
 
     # what is left: identical fingerprints within matched regions
-    def _leftovers(self) -> None:
+    def _leftovers(self, unmatched: list[int]) -> None:
         a, b = self.a, self.b
         waiting: dict[tuple[int, int], list[int]] = defaultdict(list)
         # Unit-dimension reshapes match only through their operands (earlier passes).
@@ -416,7 +427,7 @@ class Matcher:
         for node in range(len(b.op) - 1, -1, -1):
             if mb[node] < 0 and not b.is_container[node] and not b.unit_reshape[node]:
                 waiting[(b.local[node], b.parent[node])].append(node)
-        for node in self._unmatched_a():
+        for node in unmatched:
             if self.ma[node] >= 0 or a.is_container[node] or a.unit_reshape[node]:
                 continue
             parent = a.parent[node]
@@ -429,11 +440,6 @@ class Matcher:
             if bucket:
                 self._map(node, bucket.pop())
                 self._drain()
-
-    def _unmatched_a(self) -> list[int]:
-        """A's nodes not matched yet, in order: what the passes after the top-down one
-        look at (each checks again, as the nodes before it may match it)."""
-        return [node for node, partner in enumerate(self.ma) if partner < 0]
 
     # calls and fusions: by where most of their contents went
     def _containers(self) -> None:

@@ -5,7 +5,8 @@ the changes into a `ModuleDiff`."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from itertools import compress
 
 from hloscope.analyses.diff.changes import fusion_changes, group, module_changes, op_change
 from hloscope.analyses.diff.compare import Comparer
@@ -154,14 +155,13 @@ def _duplicates(graph: Graph, matched: list[int]) -> set[int]:
     """Unmatched nodes that are no change: unit-dimension reshapes, and copies of a
     subexpression that is matched elsewhere on the same side (one printer merged
     equal constants and broadcasts, the other did not)."""
+    unmatched = [
+        node for node, partner in enumerate(matched) if partner < 0 and not graph.is_container[node]
+    ]
+    if not unmatched:
+        return set()  # the common case: each op has its counterpart
     kept = {graph.sub[node] for node, partner in enumerate(matched) if partner >= 0}
-    return {
-        node
-        for node, partner in enumerate(matched)
-        if partner < 0
-        and not graph.is_container[node]
-        and (graph.unit_reshape[node] or graph.sub[node] in kept)
-    }
+    return {node for node in unmatched if graph.unit_reshape[node] or graph.sub[node] in kept}
 
 
 def _inlined_size(module: Module) -> int:
@@ -174,10 +174,12 @@ def _inlined_size(module: Module) -> int:
         function = module.functions.get(name)
         if function is None or function.is_declaration:
             return 0
-        total = 0
-        for op in module.function_ops(function):
-            total += 1
-            if op.name == CALL_OP and "callee" in op.attributes:
+        ops = module.function_ops(function)
+        # Its own ops, then its callees': past the limit, the count stops (only whether
+        # it is past the limit matters).
+        total = len(ops)
+        for op in [op for op in ops if op.name == CALL_OP] if total <= INLINE_LIMIT else []:
+            if "callee" in op.attributes:
                 refs = symbol_references(op.attributes["callee"])
                 if refs and refs[0] not in active:
                     total += size(refs[0], active | {refs[0]})
@@ -266,19 +268,19 @@ def _function_pairs(matcher: Matcher) -> tuple[FunctionPair, ...]:
     """Each function of A with the function of B most of its ops matched into, and B's
     functions that nothing matched."""
     a, b = matcher.a, matcher.b
-    sizes_a: dict[str, int] = defaultdict(int)
-    sizes_b: dict[str, int] = defaultdict(int)
+    # Counted in bulk (Counter keeps the order in which each function first comes).
+    sizes_a = Counter(compress(a.function, a.counted))
+    sizes_b = Counter(compress(b.function, b.counted))
+    functions_b = b.function
     votes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for node in range(len(a.op)):
-        if not a.counted[node]:
-            continue
-        sizes_a[a.function[node]] += 1
-        partner = matcher.ma[node]
-        if partner >= 0:
-            votes[a.function[node]][b.function[partner]] += 1
-    for node in range(len(b.op)):
-        if b.counted[node]:
-            sizes_b[b.function[node]] += 1
+    for (name_a, name_b), count in Counter(
+        [
+            (name_a, functions_b[partner])
+            for name_a, partner, counted in zip(a.function, matcher.ma, a.counted, strict=True)
+            if counted and partner >= 0
+        ]
+    ).items():
+        votes[name_a][name_b] += count
     pairs = []
     seen_b: set[str] = set()
     for name, size in sizes_a.items():
