@@ -6,7 +6,8 @@ like. The call graph is read from those references. Ops are counted per function
 (nested regions included, callees not) and per op kind over the functions
 reachable from the module's roots (its public functions), so that the
 `fused_computation` copies that XLA's HLO-to-MLIR conversion leaves beside the
-`mhlo.fusion` regions are not counted twice.
+`mhlo.fusion` regions are not counted twice. Only the ops that name a function are
+read one by one; the rest are counted by name in passes over lists.
 
 XLA clones a computation per call site (`remainder_1.9915`, `remainder_1.9533`, ...):
 functions whose names differ only by those numeric suffixes and whose bodies are the
@@ -17,8 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping
+from itertools import compress
+from operator import attrgetter, not_
 from types import MappingProxyType
 
 from hloscope.ir.model import Function, Module, Op, is_computation, symbol_references
@@ -202,16 +206,42 @@ def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
     return tuple(sorted(groups, key=lambda g: min(order[n] for n in g.functions)))
 
 
-def analyze_structure(module: Module) -> Structure:
-    """Functions, call graph and op counts of `module`."""
+def _calls_and_counts(
+    module: Module,
+) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Counter[str]]]:
+    """Per function: `function_calls`, and its ops that compute counted by name.
+
+    One pass over the op names and one over their attribute names (in C) find the
+    ops that name a function: only those are read one by one. Whether an op computes
+    depends on its name alone, so it is asked once per name."""
+    ops = module.ops
+    functions = module.functions
+    names = list(map(attrgetter("name"), ops))
+    computing = {name: is_computation(ops[names.index(name)]) for name in set(names)}
+    not_computing = [name for name, computes in computing.items() if not computes]
+    sites = list(
+        compress(ops, map(not_, map(_CALL_KEYS.isdisjoint, map(attrgetter("attributes"), ops))))
+    )
+    site_ids = [op.id for op in sites]
     calls: dict[str, list[tuple[str, int]]] = {}
     counts: dict[str, Counter[str]] = {}
-    for name, function in module.functions.items():
-        calls[name] = function_calls(module, function)
-        counter: Counter[str] = Counter(
-            op.name for op in module.function_ops(function) if is_computation(op)
-        )
+    for name, function in functions.items():
+        first, end = function.op.id + 1, function.op.end
+        called: dict[str, int] = {}
+        for op in sites[bisect_left(site_ids, first) : bisect_left(site_ids, end)]:
+            for callee in op_callees(op, functions):
+                called[callee] = called.get(callee, 0) + 1
+        calls[name] = list(called.items())
+        counter = Counter(names[first:end])
+        for other in not_computing:
+            counter.pop(other, None)
         counts[name] = counter
+    return calls, counts
+
+
+def analyze_structure(module: Module) -> Structure:
+    """Functions, call graph and op counts of `module`."""
+    calls, counts = _calls_and_counts(module)
 
     callers: dict[str, list[str]] = {name: [] for name in module.functions}
     for caller, edges in calls.items():
