@@ -678,10 +678,14 @@ def _coerce_without_pydantic(command: typer.core.TyperGroup) -> None:
 
         sub.get_help_option = get_deferred_help_option
 
-    for sub in (command, *command.commands.values()):
-        for param in sub.params:
-            defer(param)
-        defer_help(sub)
+    try:
+        for sub in (command, *command.commands.values()):
+            for param in sub.params:
+                defer(param)
+            defer_help(sub)
+    except (AttributeError, TypeError):
+        # Another typer: a parameter left as it was is coerced by typer itself.
+        return
 
 
 def main(argv: list[str] | None = None) -> None:
