@@ -16,6 +16,8 @@ from hloscope.analyses.diff.graph import COMMUTATIVE_KINDS, Graph
 
 CONVERT_KIND = "stablehlo.convert"
 WHILE_KIND = "stablehlo.while"
+# Ops whose operands are paired otherwise than side by side (`operand_pairs`).
+_PERMUTED_OR_SWAPPED = COMMUTATIVE_KINDS | {WHILE_KIND}
 # Bottom-up: users of one value considered as candidates for one op.
 CANDIDATES_PER_VALUE = 32
 
@@ -36,6 +38,9 @@ class Matcher:
         self.paired_b = frozenset(self.leaf_pairs.values())
         """B's entry parameters that have a counterpart."""
         self.work: list[tuple[int, int]] = []
+        self._whole = bytearray(len(a.op))
+        """A's nodes mapped with a whole identical subgraph (`_map_subgraph`): their
+        operands' producers were paired then, so the top-down pass need not."""
         self._permutations: dict[tuple[int, int], list[int] | None] = {}
         self._permutation_tries: dict[tuple[int, int], int] = defaultdict(int)
 
@@ -116,7 +121,24 @@ class Matcher:
         self._exact(defer_ambiguous_leaves=True)
         for value_a, value_b in root_pairs:
             self._seed_values(value_a, value_b)
-        self.work.extend([(node, partner) for node, partner in enumerate(self.ma) if partner >= 0])
+        # Every matched pair, top-down; but for a pair of identical subgraphs mapped
+        # whole, outside any region and without regions of its own, that is nothing to
+        # do: its operands were paired when it was mapped.
+        whole, parent_a, children_a = self._whole, self.a.parent, self.a.children
+        sub_a, sub_b = self.a.sub, self.b.sub
+        self.work.extend(
+            [
+                (node, partner)
+                for node, partner in enumerate(self.ma)
+                if partner >= 0
+                and not (
+                    whole[node]
+                    and parent_a[node] < 0
+                    and children_a[node] is None
+                    and sub_a[node] == sub_b[partner]
+                )
+            ]
+        )
         self._drain()
         self._exact(defer_ambiguous_leaves=False)
         # The passes below look at A's ops unmatched so far (each checks again, as the
@@ -145,36 +167,34 @@ class Matcher:
         their users (top-down), then paired in order."""
         a, b = self.a, self.b
         ma, mb = self.ma, self.mb
-        # Only fingerprints that A has are looked up: B's ops with others are left out.
-        fingerprints_a = set(a.sub)
-        sub_b, container_b = b.sub, b.is_container
+        sub_a, sub_b = a.sub, b.sub
+        # A's unmatched ops, and B's unmatched ops with a fingerprint one of them has:
+        # the others are passed over.
+        container_a, container_b = a.is_container, b.is_container
+        pending = [node for node, partner in enumerate(ma) if partner < 0 and not container_a[node]]
+        fingerprints_a = {sub_a[node] for node in pending}
         by_hash: dict[int, list[int]] = defaultdict(list)
-        shared = [node for node, fingerprint in enumerate(sub_b) if fingerprint in fingerprints_a]
-        for node in shared:
-            if not container_b[node] and mb[node] < 0:
+        for node in [node for node, partner in enumerate(mb) if partner < 0]:
+            if sub_b[node] in fingerprints_a and not container_b[node]:
                 by_hash[sub_b[node]].append(node)
         count_a: dict[int, int] = defaultdict(int)
         height = a.height
         if defer_ambiguous_leaves:
-            for fingerprint, tall in zip(a.sub, height, strict=True):
+            for fingerprint, tall in zip(sub_a, height, strict=True):
                 if tall == 1 and fingerprint in by_hash:
                     count_a[fingerprint] += 1
         cursor: dict[int, int] = {}
         # A's unmatched ops that have an identical subgraph in B, tallest first (and in
         # order among equals: the sort is stable); the others would be passed over.
         order = sorted(
-            [
-                node
-                for node in [n for n, fingerprint in enumerate(a.sub) if fingerprint in by_hash]
-                if not a.is_container[node] and ma[node] < 0
-            ],
+            [node for node in pending if sub_a[node] in by_hash],
             key=height.__getitem__,
             reverse=True,
         )
         for node in order:
             if ma[node] >= 0:
                 continue
-            fingerprint = a.sub[node]
+            fingerprint = sub_a[node]
             candidates = by_hash[fingerprint]
             if (
                 defer_ambiguous_leaves
@@ -195,13 +215,25 @@ class Matcher:
 
     def _map_subgraph(self, root_a: int, root_b: int) -> None:
         a, b = self.a, self.b
+        ma, mb, work, whole = self.ma, self.mb, self.work, self._whole
+        producer_of_a, producer_of_b = a.g_node, b.g_node
+        operands_of_a, operands_of_b = a.operands, b.operands
         stack = [(root_a, root_b)]
         while stack:
             node_a, node_b = stack.pop()
-            if not self._map(node_a, node_b):
+            if ma[node_a] >= 0 or mb[node_b] >= 0:
                 continue
-            for value_a, value_b in self._identical_operand_pairs(node_a, node_b):
-                producer_a, producer_b = a.g_node[value_a], b.g_node[value_b]
+            ma[node_a] = node_b
+            mb[node_b] = node_a
+            work.append((node_a, node_b))
+            whole[node_a] = 1
+            pairs: Iterable[tuple[int, int]]
+            if a.kind[node_a] in COMMUTATIVE_KINDS:
+                pairs = self._identical_operand_pairs(node_a, node_b)
+            else:
+                pairs = zip(operands_of_a[node_a], operands_of_b[node_b])  # noqa: B905
+            for value_a, value_b in pairs:
+                producer_a, producer_b = producer_of_a[value_a], producer_of_b[value_b]
                 if producer_a >= 0 and producer_b >= 0:
                     stack.append((producer_a, producer_b))
             regions_a, regions_b = a.children[node_a], b.children[node_b]
@@ -253,21 +285,25 @@ class Matcher:
         operands_of_a, operands_of_b = a.operands, b.operands
         producer_of_a, producer_of_b = a.g_node, b.g_node
         children_a, children_b = a.children, b.children
+        whole = self._whole
         while work:
             node_a, node_b = work.pop()
             parent_a, parent_b = parent_of_a[node_a], parent_of_b[node_b]
             if parent_a >= 0 and parent_b >= 0 and kind_a[parent_a] == kind_b[parent_b]:
                 self._map(parent_a, parent_b)
-            kind = kind_a[node_a]
             pairs: Iterable[tuple[int, int]]
-            if kind in COMMUTATIVE_KINDS or kind == WHILE_KIND:
-                if sub_a[node_a] == sub_b[node_b]:
+            if sub_a[node_a] == sub_b[node_b]:
+                if whole[node_a]:
+                    pairs = ()  # paired when mapped whole
+                elif kind_a[node_a] in COMMUTATIVE_KINDS:
                     pairs = self._identical_operand_pairs(node_a, node_b)
                 else:
-                    pairs = self.operand_pairs(node_a, node_b)
+                    pairs = zip(operands_of_a[node_a], operands_of_b[node_b])  # noqa: B905
+            elif kind_a[node_a] in _PERMUTED_OR_SWAPPED:
+                pairs = self.operand_pairs(node_a, node_b)
             else:
                 # Neither permuted nor swapped: side by side.
-                pairs = zip(operands_of_a[node_a], operands_of_b[node_b], strict=False)
+                pairs = zip(operands_of_a[node_a], operands_of_b[node_b])  # noqa: B905
             for value_a, value_b in pairs:
                 producer_a, producer_b = producer_of_a[value_a], producer_of_b[value_b]
                 if (
