@@ -276,7 +276,8 @@ class Graph:
         self._functions = module.functions
         # What the walk notes for the arrays filled in at the end.
         self._uncounted: list[int] = []
-        self._containers: list[int] = []
+        self.container_nodes: list[int] = []
+        """The calls and fusions (nodes whose contents are nodes of their own), in order."""
         self._unit_reshapes: list[int] = []
         self._regions: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
         self._leaves: dict[int, tuple[int, int, tuple[int, int]]] = {}
@@ -309,7 +310,7 @@ class Graph:
         for node in self._uncounted:
             self.counted[node] = False
         self.is_container = [False] * nodes
-        for node in self._containers:
+        for node in self.container_nodes:
             self.is_container[node] = True
         self.unit_reshape = [False] * nodes
         for node in self._unit_reshapes:
@@ -729,7 +730,7 @@ class Graph:
         if not counted:
             self._uncounted.append(node)
         if is_container:
-            self._containers.append(node)
+            self.container_nodes.append(node)
         if unit_reshape:
             self._unit_reshapes.append(node)
         if references:

@@ -9,8 +9,9 @@ candidate lists and sorting."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
+from itertools import compress
 
 from hloscope.analyses.diff.graph import COMMUTATIVE_KINDS, Graph
 
@@ -177,12 +178,13 @@ class Matcher:
         for node in [node for node, partner in enumerate(mb) if partner < 0]:
             if sub_b[node] in fingerprints_a and not container_b[node]:
                 by_hash[sub_b[node]].append(node)
-        count_a: dict[int, int] = defaultdict(int)
         height = a.height
-        if defer_ambiguous_leaves:
-            for fingerprint, tall in zip(sub_a, height, strict=True):
-                if tall == 1 and fingerprint in by_hash:
-                    count_a[fingerprint] += 1
+        # How many of A's leaves (height 1) have each fingerprint.
+        count_a: Counter[int] = (
+            Counter(compress(sub_a, [tall == 1 for tall in height]))
+            if defer_ambiguous_leaves
+            else Counter()
+        )
         cursor: dict[int, int] = {}
         # A's unmatched ops that have an identical subgraph in B, tallest first (and in
         # order among equals: the sort is stable); the others would be passed over.
@@ -480,6 +482,9 @@ class Matcher:
     # calls and fusions: by where most of their contents went
     def _containers(self) -> None:
         a, b = self.a, self.b
+        if not a.container_nodes:
+            self.work.clear()
+            return  # A has no calls inlined and no fusions: nothing to match
         votes: dict[tuple[int, int], int] = defaultdict(int)
         containers_b = b.container
         for outer, partner, is_container in zip(a.container, self.ma, a.is_container, strict=True):
@@ -493,10 +498,10 @@ class Matcher:
                 self._map(outer, outer_b)
         # Containers with nothing matched inside: identical fingerprints in order.
         waiting: dict[int, list[int]] = defaultdict(list)
-        for node in reversed([node for node, inside in enumerate(b.is_container) if inside]):
+        for node in reversed(b.container_nodes):
             if self.mb[node] < 0:
                 waiting[b.local[node]].append(node)
-        for node in [node for node, inside in enumerate(a.is_container) if inside]:
+        for node in a.container_nodes:
             if self.ma[node] < 0:
                 bucket = waiting.get(a.local[node])
                 while bucket and self.mb[bucket[-1]] >= 0:

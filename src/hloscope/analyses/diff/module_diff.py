@@ -12,7 +12,7 @@ from hloscope.analyses.diff.changes import fusion_changes, group, module_changes
 from hloscope.analyses.diff.compare import Comparer
 from hloscope.analyses.diff.functions import correspond, renames
 from hloscope.analyses.diff.graph import CALL_OP, FUSION_KIND, Graph, Signatures
-from hloscope.analyses.diff.matcher import Matcher
+from hloscope.analyses.diff.matcher import WHILE_KIND, Matcher
 from hloscope.analyses.diff.names import normalize_function_name
 from hloscope.analyses.diff.parameters import (
     pair_parameters,
@@ -74,14 +74,26 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
     duplicates_a = _duplicates(graph_a, matcher.ma)
     duplicates_b = _duplicates(graph_b, matcher.mb)
     unchanged = comparer.unchanged
+    sub_a, sub_b, kind_a = graph_a.sub, graph_b.sub, graph_a.kind
+    references_a, references_b = graph_a.references, graph_b.references
     for node_a, node_b in enumerate(matcher.ma):
         if node_b < 0:
             statuses_a[node_a] = NORMALIZED if node_a in duplicates_a else REMOVED
             continue
-        found = [] if unchanged(node_a, node_b) else comparer.differences(node_a, node_b)
-        detail_extra = fusion_details.get((node_a, node_b))
-        if detail_extra:
-            found.append(("fusion", detail_extra))
+        if (
+            sub_a[node_a] == sub_b[node_b]
+            and node_a not in references_a
+            and node_b not in references_b
+            and kind_a[node_a] != WHILE_KIND
+        ) or unchanged(node_a, node_b):
+            # Identical subgraphs (what `unchanged` says first), or the same op.
+            found = []
+        else:
+            found = comparer.differences(node_a, node_b)
+        if fusion_details:
+            detail_extra = fusion_details.get((node_a, node_b))
+            if detail_extra:
+                found.append(("fusion", detail_extra))
         if found:
             statuses_a[node_a] = CHANGED
             found_by_pair[node_a] = found
