@@ -28,17 +28,26 @@ reported dead:
 
 Each value and op is visited a bounded number of times, so the analysis is linear
 in the size of the module.
+
+Most questions are about a few functions' arguments (which parameters of the entry
+are used), and most modules hold no dead code: `argument_liveness` walks back from
+those functions' results alone, by the same rules, and settles their arguments
+where every argument some op reads is reached, at the cost of one step per operand
+it reaches and without the index of the whole module. Where it does not, the
+worklist over the whole module (with side effects) decides.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter
 from types import MappingProxyType
 
 from hloscope.ir.model import (
+    Function,
     Module,
     Op,
     int_attribute,
@@ -433,107 +442,276 @@ def analyze_liveness(
 
 
 @dataclasses.dataclass(frozen=True)
-class EntryArguments:
-    """How the entry function's arguments are read, as `analyze_liveness` would
-    judge them, found without it (`entry_arguments`)."""
+class ArgumentLiveness:
+    """How a function's arguments are read, as `analyze_liveness` judges them, found
+    without it (`argument_liveness`)."""
 
     uses: Mapping[int, int]
-    """Argument value -> operands of the entry's ops that are that argument."""
+    """Argument value -> operands of the function's ops that are that argument."""
     live: frozenset[int]
-    """The argument values that can contribute to a root."""
+    """The argument values that can contribute to the function's results."""
 
 
-# Op names whose worklist rule is not GENERIC's (and `func.func`, whose block
-# arguments are parameters): the quick walk leaves them to the worklist.
-_NOT_GENERIC = frozenset({*_KINDS, "func.func"})
-
-
-def entry_arguments(module: Module) -> EntryArguments | None:
-    """Uses and liveness of the entry's arguments from one backward walk of the
-    entry alone, where that walk settles them: None otherwise (ask
-    `analyze_liveness`).
-
-    The walk starts at the entry's results and runs every op it reaches as the
-    worklist runs a GENERIC op (all its operands and its regions' terminators are
-    needed). When it reaches every op of the entry, no op of the entry is dead: each
-    argument an op reads is live, whatever else the module holds (other roots and
-    side effects only add to what is live), and the walk has seen every operand
-    once, which counts the uses. Any op with a rule of its own (calls, loops,
-    branches, tuples, ...), or an op it does not reach (dead code, an op kept only
-    for its side effects, a terminator not at the end of its block), leaves the
-    question to the worklist. Its cost is one step per operand of the entry."""
+def entry_arguments(module: Module) -> ArgumentLiveness | None:
+    """`argument_liveness` of the entry, where the entry is a root of the program
+    (what `analyze_liveness(module)` judges); None where the walk does not settle it."""
     entry = module.entry
     if entry is None or entry.is_declaration:
         return None
-    functions = module.functions
-    if entry.visibility != "public" and any(f.visibility == "public" for f in functions.values()):
+    if entry.visibility != "public" and any(
+        f.visibility == "public" for f in module.functions.values()
+    ):
         return None  # not a root: only what public functions call is live
-    function_op = entry.op
-    first, end = function_op.id, function_op.end
-    uses = {argument.value: 0 for argument in entry.arguments if argument.value >= 0}
-    seen = bytearray(end - first)
-    stack: list[int] = []
-    returns = list(_terminators(function_op))
-    if returns:
-        for ret in returns:
-            # Only the operands the function declares results for are roots.
-            if len(ret.operands) > len(entry.results):
-                return None
-            seen[ret.id - first] = 1
-            stack.extend(ret.operands)
-    else:
-        # XLA's own HLO form: no return op; the root is the last instruction.
-        instructions = function_op.regions[0].blocks[0].ops
-        if instructions:
-            stack.extend(instructions[-1].results)
-    body = module.ops[first:end]
+    return argument_liveness(module, [entry])
+
+
+def argument_liveness(
+    module: Module,
+    roots: Sequence[Function],
+    sites: Mapping[str, Sequence[Op]] | None = None,
+) -> ArgumentLiveness | None:
+    """Uses and liveness of the arguments of the functions `roots`, their results
+    taken as roots, from one backward walk from those results; None where the walk
+    does not settle them (ask `analyze_liveness`).
+
+    The walk follows the worklist's rules from those results alone (an op is run
+    once, a value of a loop, a call, a branch, a tuple ... is followed by its own
+    rule, into the functions called), so every value it reaches is live whatever
+    else the module holds: other roots and side effects only add to what is live.
+    When it reaches every argument that some op reads, it has settled them all (an
+    argument no op reads is never live). When every op it reaches is an ordinary one
+    and it reaches every op of the functions, it has seen each operand once, which
+    counts the uses; otherwise one pass over the functions' operands counts them.
+    Its cost is one step per operand it reaches. `sites` are the module's
+    `call_sites`, where the caller has them."""
+    ops = module.ops
+    functions = module.functions
     owner = module.value_owner
-    not_generic = _NOT_GENERIC
+    # Per op: 1 run (an ordinary op) or reached (a terminator), 2 holds arguments
+    # (a function op; in XLA's own HLO form each `parameter` instruction), 3 an op
+    # with a rule of its own, followed per value.
+    state = bytearray(len(ops))
+    counts: dict[int, int] = {}
+    stack: list[int] = []
+    live_results: dict[str, set[int]] = {}
+    for function in roots:
+        if function.is_declaration:
+            return None
+        function_op = function.op
+        first, end = function_op.id, function_op.end
+        for argument in function.arguments:
+            value = argument.value
+            if value < 0:
+                continue
+            counts[value] = 0
+            holder = owner[value]
+            if not first <= holder < end:
+                return None
+            if holder != first and (ops[holder].operands or ops[holder].regions):
+                return None
+            state[holder] = 2
+        returns = list(_terminators(function_op))
+        if returns:
+            live_results[function.name] = set(range(len(function.results)))
+            for ret in returns:
+                # Only the operands the function declares results for are roots.
+                if len(ret.operands) > len(function.results):
+                    return None
+                state[ret.id] = 1
+                stack.extend(ret.operands)
+        else:
+            # XLA's own HLO form: no return op; the root is the last instruction.
+            instructions = function_op.regions[0].blocks[0].ops
+            if instructions:
+                if any(value in counts for value in instructions[-1].results):
+                    return None  # an argument returned as it is: a root no op reads
+                stack.extend(instructions[-1].results)
+
+    live = bytearray(len(module.value_types))  # values of ops with rules of their own
+    executed = bytearray(len(ops))  # those ops run (as the worklist's `executed`)
+    live_params: dict[str, set[int]] = {}
+    returns_of: dict[str, list[Op]] = {}
+    function_of_op: dict[int, str] = {}
+    # A root's argument, once needed, needs what the root's executed call sites pass
+    # it: with several roots, one may call another.
+    follow_arguments = len(roots) > 1
     pop = stack.pop
     push = stack.extend
-    # What owns the arguments (the function op; in XLA's own HLO form each
-    # `parameter` instruction) is marked 2: reaching it counts a use.
-    for value in uses:
-        index = owner[value] - first
-        if not 0 <= index < len(body):
-            return None
-        if index and (body[index].operands or body[index].regions):
-            return None
-        seen[index] = 2
+    mark = stack.append
+    kind_of = _KINDS.get
+
+    def terminators(name: str) -> list[Op]:
+        found = returns_of.get(name)
+        if found is None:
+            target = functions.get(name)
+            found = returns_of[name] = list(_terminators(target.op)) if target else []
+        return found
+
+    def callee(op: Op) -> str | None:
+        names = symbol_references(op.attributes.get("callee", ""))
+        return names[0] if names else None
+
+    def need_result(name: str, i: int) -> None:
+        needed = live_results.setdefault(name, set())
+        if i not in needed:
+            needed.add(i)
+            for ret in terminators(name):
+                if i < len(ret.operands):
+                    mark(ret.operands[i])
+
+    def run(op: Op, kind: int) -> None:
+        if executed[op.id]:
+            return
+        executed[op.id] = 1
+        if kind in (IDENTITY, GET_TUPLE_ELEMENT):
+            push(op.operands)
+            for term in _terminators(op):
+                push(term.operands)
+        elif kind == WHILE:
+            for term in _terminators_of_region(op, 0):
+                push(term.operands)
+        elif kind == BRANCH:
+            push(op.operands)
+        elif kind == CALL:
+            target = callee(op)
+            if target is None or target not in functions or not terminators(target):
+                push(op.operands)  # a declaration: assume it reads everything
+                return
+            for k in live_params.get(target, ()):
+                if k < len(op.operands):
+                    mark(op.operands[k])
+
+    def result_needed(op: Op, i: int, kind: int) -> None:
+        if kind == WHILE:
+            run(op, kind)
+            if i < len(op.operands):
+                mark(op.operands[i])
+            for term in _terminators_of_region(op, 1):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == BRANCH:
+            run(op, kind)
+            for term in _terminators(op):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == CALL:
+            run(op, kind)
+            target = callee(op)
+            if target is not None and terminators(target):
+                need_result(target, i)
+        elif kind == PASS_THROUGH:
+            for term in _terminators(op):
+                if i < len(term.operands):
+                    mark(term.operands[i])
+        elif kind == IDENTITY and len(op.operands) == len(op.results):
+            mark(op.operands[i])
+        elif kind == GET_TUPLE_ELEMENT and len(op.operands) == 1:
+            source = module.defining_op(op.operands[0])
+            element = int_attribute(op.attributes.get("index"))
+            if (
+                source is not None
+                and source.name in TUPLE_OPS
+                and element is not None
+                and element < len(source.operands)
+            ):
+                mark(source.operands[element])
+            else:
+                mark(op.operands[0])
+        else:
+            run(op, kind)
+
+    def argument_needed(op: Op, j: int, kind: int) -> None:
+        if op.name == "func.func":
+            nonlocal sites
+            if not function_of_op:
+                function_of_op.update((f.op.id, name) for name, f in functions.items())
+                if sites is None:
+                    sites = call_sites(module)
+            name = function_of_op.get(op.id)
+            if name is None:
+                return
+            params = live_params.setdefault(name, set())
+            if j in params:
+                return
+            params.add(j)
+            for call in sites.get(name, ()) if sites is not None else ():
+                if executed[call.id] and j < len(call.operands):
+                    mark(call.operands[j])
+        elif kind == WHILE:
+            if j < len(op.results):
+                mark(op.results[j])
+        elif kind == PASS_THROUGH:
+            if j < len(op.operands):
+                mark(op.operands[j])
+        else:
+            run(op, kind)
+
+    ordinary = True  # every op reached so far is an ordinary one
     try:
         while stack:
             value = pop()
             if value < 0:
                 continue
-            index = owner[value] - first
+            index = owner[value]
             if index < 0:
-                return None  # not the entry's own value: malformed, left to the worklist
-            state = seen[index]  # an IndexError past the entry, likewise
-            if state:
-                if state == 2:
-                    count = uses.get(value)
-                    if count is None:
-                        return None  # an argument of a later block (a branch's target)
-                    uses[value] = count + 1
                 continue
-            seen[index] = 1
-            op = body[index]
-            if op.name in not_generic:
-                return None
-            push(op.operands)
-            if op.regions:
-                for region in op.regions:
-                    for block in region.blocks:
-                        if block.ops:
-                            last = block.ops[-1]
-                            if last.is_terminator and not seen[last.id - first]:
-                                seen[last.id - first] = 1
-                                push(last.operands)
+            held = state[index]
+            if held == 1:
+                continue
+            if held == 2:
+                count = counts.get(value)
+                if count is not None:
+                    counts[value] = count + 1
+                if not follow_arguments or live[value] or ops[index].name != "func.func":
+                    continue
+            op = ops[index]
+            name = op.name
+            kind = kind_of(name)
+            if kind is None and not held and name != "func.func":
+                # An ordinary op: run it once, everything it reads is needed.
+                state[index] = 1
+                push(op.operands)
+                if op.regions:
+                    for region in op.regions:
+                        for block in region.blocks:
+                            if block.ops:
+                                last = block.ops[-1]
+                                if last.is_terminator and not state[last.id]:
+                                    state[last.id] = 1
+                                    push(last.operands)
+                continue
+            ordinary = False
+            if live[value]:
+                continue
+            live[value] = 1
+            if not held:
+                state[index] = 3
+            kind = GENERIC if kind is None else kind
+            if value in op.results:
+                result_needed(op, op.results.index(value), kind)
+                continue
+            for region in op.regions:
+                for block in region.blocks:
+                    if value in block.arguments:
+                        argument_needed(op, block.arguments.index(value), kind)
     except IndexError:
-        return None
-    if seen.find(0, 1) >= 0:
-        return None
-    return EntryArguments(
+        return None  # a value or an op out of place: malformed, left to the worklist
+
+    if ordinary and all(state.find(0, f.op.id + 1, f.op.end) < 0 for f in roots):
+        uses = counts  # every operand of every op of the functions, seen once
+    else:
+        read = Counter(
+            chain.from_iterable(
+                map(
+                    attrgetter("operands"),
+                    chain.from_iterable(module.function_ops(f) for f in roots),
+                )
+            )
+        )
+        uses = {value: read[value] for value in counts}
+        if any(uses[value] and not counts[value] for value in counts):
+            return None  # read, but not reached from the results: the worklist decides
+    return ArgumentLiveness(
         uses=MappingProxyType(uses),
         live=frozenset(value for value, count in uses.items() if count),
     )

@@ -36,6 +36,7 @@ from typing import Final, Literal
 from hloscope.analyses.liveness import (
     LivenessIndex,
     analyze_liveness,
+    argument_liveness,
     call_sites,
     entry_arguments,
 )
@@ -523,12 +524,28 @@ def _private_functions(
     ]
     if not listed:
         return ()
-    intrinsic = analyze_liveness(
-        module, intrinsic=True, index=index if index is not None else LivenessIndex(module)
-    )
+    # Each function's own results as roots (intrinsic liveness): one walk from them
+    # settles the parameters, else the worklist over the whole module does.
+    quick = argument_liveness(module, listed, sites)
+    live_parameters: Mapping[str, frozenset[int]]
+    if quick is not None:
+        live_parameters = {
+            function.name: frozenset(
+                a.index
+                for a in function.arguments
+                # Only a block argument of the function is one of its parameters.
+                if a.value in quick.live and module.value_owner[a.value] == function.op.id
+            )
+            for function in listed
+        }
+    else:
+        intrinsic = analyze_liveness(
+            module, intrinsic=True, index=index if index is not None else LivenessIndex(module)
+        )
+        live_parameters = intrinsic.live_parameters
     out = []
     for function in listed:
-        live = intrinsic.live_parameters.get(function.name, frozenset())
+        live = live_parameters.get(function.name, frozenset())
         out.append(
             FunctionUsage(
                 name=function.name,
