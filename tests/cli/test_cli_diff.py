@@ -3,6 +3,7 @@ samples of the bugs hloscope was made for, every dump form of one module, and er
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -293,3 +294,45 @@ def test_one_change_in_a_function_called_three_times_is_one_entry(cli, tmp_path)
     text = cli("diff", old, renamed_mlp(tmp_path, minimum=True))
     assert "Changes (1 distinct, 3 in all)" in text.stdout
     assert "4 functions renamed" in text.stdout
+
+
+# An op naming two functions through two attributes (as a loop names its condition and
+# body): neither function is called, so each is a root of its own, walked in turn.
+TWO_NAMED = """
+module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.custom_call @loop(%arg0) {body = @b, condition = @c} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @c(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.abs %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @b(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.negate %arg0 : tensor<4xf32>
+    %1 = stablehlo.sine %0 : tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}
+"""  # noqa: E501
+
+
+def test_functions_named_by_attributes_come_in_one_order(tmp_path):
+    """The functions an op names were walked in the order of a set of attribute names,
+    which varies with Python's string hashing: one process listed `c` before `b`,
+    another `b` before `c`. Now in the order of `CALL_ATTRIBUTES` (body, then condition),
+    whatever the hash seed (these two seeds gave the two orders)."""
+    path = tmp_path / "two_named.mlir"
+    path.write_text(TWO_NAMED)
+    orders = []
+    for seed in ("1", "3"):
+        run = subprocess.run(
+            [sys.executable, "-m", "hloscope", "diff", str(path), str(path), "--json"],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(ROOT / "src"), PYTHONHASHSEED=seed),
+            cwd=ROOT,
+        )
+        assert run.returncode == 0, run.stderr
+        orders.append([f["a"] for f in json.loads(run.stdout)["functions"]])
+    assert orders == [["main", "b", "c"]] * 2

@@ -157,9 +157,12 @@ class Signatures:
             unit_reshape, attrs = _unit_reshape(kind, operand_type, types[0], attrs)
         named: tuple[str, ...] = ()
         if attributes and not REFERENCE_ATTRIBUTES.isdisjoint(attributes):
+            # In a fixed order (the set's would vary with Python's string hashing, and
+            # with it the order in which these functions are walked).
             named = tuple(
                 callee_name
-                for name in REFERENCE_ATTRIBUTES.intersection(attributes)
+                for name in CALL_ATTRIBUTES
+                if name in REFERENCE_ATTRIBUTES and name in attributes
                 for callee_name in symbol_references(attributes[name])
             )
         local = hash((kind, types, attrs, len(op.regions)))
