@@ -369,3 +369,35 @@ def test_calls_are_inlined_up_to_the_limit(monkeypatch):
     assert not any("too many to inline" in n for n in diff_modules(module, module).notes)
     monkeypatch.setattr(module_diff_module, "INLINE_LIMIT", 16)
     assert any("too many to inline" in n for n in diff_modules(module, module).notes)
+
+
+# --------------------------------------------------------------------------- collector
+
+
+def test_the_cyclic_collector_is_paused_while_diffing(monkeypatch):
+    """In the browser and the Python API the collector is on: it would walk both
+    models again and again while the diff allocates its graphs. Paused, then as it
+    was."""
+    import gc
+
+    seen = []
+    original = Graph.__init__
+
+    def recording(self, *args, **kwargs):
+        seen.append(gc.isenabled())
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Graph, "__init__", recording)
+    module = mlir((DUMPS / "mlp.stablehlo.mlir").read_text())
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        diff_modules(module, module)
+        assert gc.isenabled()
+        gc.disable()
+        diff_modules(module, module)
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+    assert seen == [False] * 4

@@ -5,6 +5,7 @@ the changes into a `ModuleDiff`."""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, defaultdict
 from itertools import compress
 
@@ -44,6 +45,20 @@ INLINE_LIMIT = 2_000_000
 
 def diff_modules(a: Module, b: Module) -> ModuleDiff:
     """The structural diff of `a` (before) and `b` (after)."""
+    # The graphs, the matching and the rows are a few objects per op, none of them in
+    # a reference cycle: the cyclic collector would only walk both models again, and
+    # again (0.8 s of 1.9 s at 100k ops, in the browser and the Python API; a command
+    # has it paused already).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _diff_modules(a, b)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _diff_modules(a: Module, b: Module) -> ModuleDiff:
     notes: list[str] = []
     entry_a, entry_b = a.entry, b.entry
     parameter_pairs = pair_parameters(entry_a, entry_b)
