@@ -525,8 +525,12 @@ class Graph:
                 tuple(attributes.items()) if attributes else (),
                 len(regions),
             )
-            if info[2]:  # what it is depends on its first operand's type
-                key += _operand_key(model_operands, value_types)
+            if info[2]:  # what it is depends on its first operand's type (`_operand_key`)
+                if arity:
+                    first_value = model_operands[0]
+                    key += (arity, value_types[first_value] if first_value >= 0 else None)
+                else:
+                    key += (0, None)
             signature = known(key)
             if signature is None:
                 signature = signatures.of(key, op, types, value_types)
@@ -603,8 +607,9 @@ class Graph:
             if regions:
                 self._walk_regions(op, node, env, ctx, container, active)
                 self._seal(node, not unit)
-            for callee_name in named:
-                self._queue_root(callee_name)
+            if named:
+                for callee_name in named:
+                    self._queue_root(callee_name)
         return returned
 
     def _walk_regions(
