@@ -120,14 +120,16 @@ def _diff_modules(a: Module, b: Module) -> ModuleDiff:
     changes: list[Change] = []
     counts = {ADDED: 0, REMOVED: 0, CHANGED: 0, SAME: 0, NORMALIZED: 0}
     rows = _align(graph_a, graph_b, matcher, statuses_a, statuses_b)
+    counted_a, counted_b = graph_a.counted, graph_b.counted
     for row in rows:
-        counted = graph_a.counted[row.a] if row.a >= 0 else graph_b.counted[row.b]
-        if not counted:
+        status = row.status
+        node_a = row.a
+        if not (counted_a[node_a] if node_a >= 0 else counted_b[row.b]):
             continue
-        counts[row.status] += 1
-        if row.status in (SAME, NORMALIZED):
+        counts[status] += 1
+        if status in (SAME, NORMALIZED):
             continue
-        changes.append(op_change(row, graph_a, graph_b, found_by_pair.get(row.a, []), functions))
+        changes.append(op_change(row, graph_a, graph_b, found_by_pair.get(node_a, []), functions))
     # Then what is not an op: the module's attributes and symbols, parameters, results.
     changes.extend(module_changes(a, b))
     parameter_report, changed_parameters = parameter_changes(entry_a, entry_b, parameter_pairs)
@@ -285,9 +287,9 @@ def _side(module: Module, graph: Graph) -> Side:
         module=module.name,
         entry=module.entry.name if module.entry is not None else None,
         ops=tuple(graph.op),
-        calls=tuple(graph.contexts[c] for c in graph.ctx),
+        calls=tuple(map(graph.contexts.__getitem__, graph.ctx)),
         counted=tuple(graph.counted),
-        fusions=sum(1 for kind in graph.kind if kind == FUSION_KIND),
+        fusions=graph.kind.count(FUSION_KIND),
     )
 
 
