@@ -50,7 +50,18 @@ counted as `normalized`, not as changes. Not normalised: other rewrites (algebra
 simplification, constant folding, XLA's optimizations).
 
 Matching is linear in the number of ops but for bounded candidate lists (the
-bottom-up pass looks at a few users of each operand) and sorting.
+bottom-up pass looks at a few users of each operand) and sorting. What keeps the
+constant small on a large module and a copy with one op changed (where every op after
+the change has another subgraph fingerprint, and is matched top-down): what an op is
+(kind, normal attributes, own fingerprint) is worked out once per distinct op, shared
+by both sides (an unrolled model has a few dozen); subgraph fingerprints are worked
+out during the graph's one walk; the exact pass looks only at fingerprints both sides
+have; a pair mapped with its whole identical subgraph is not visited again top-down;
+the passes after the top-down one look at the ops it left unmatched; a matched pair
+with the same kind, types and attributes whose operands are the counterparts of A's
+is unchanged without the full comparison; the cyclic garbage collector is paused
+while diffing. Each shortcut gives what the long way gives (tests/analyses/
+test_diff_shortcuts.py).
 """
 
 from hloscope.analyses.diff.module_diff import diff_modules
