@@ -441,6 +441,9 @@ def analyze_liveness(
     )
 
 
+_FOLLOWED_KINDS: dict[str, int] = {**_KINDS, "func.func": GENERIC}
+
+
 @dataclasses.dataclass(frozen=True)
 class ArgumentLiveness:
     """How a function's arguments are read, as `analyze_liveness` judges them, found
@@ -538,7 +541,9 @@ def argument_liveness(
     pop = stack.pop
     push = stack.extend
     mark = stack.append
-    kind_of = _KINDS.get
+    # Op names with a rule of their own (`func.func`: its block arguments are
+    # parameters); any other op is an ordinary one.
+    kind_of = _FOLLOWED_KINDS.get
 
     def terminators(name: str) -> list[Op]:
         found = returns_of.get(name)
@@ -656,18 +661,18 @@ def argument_liveness(
             if index < 0:
                 continue
             held = state[index]
-            if held == 1:
-                continue
-            if held == 2:
-                count = counts.get(value)
-                if count is not None:
-                    counts[value] = count + 1
-                if not follow_arguments or live[value] or ops[index].name != "func.func":
+            if held:
+                if held == 1:
                     continue
+                if held == 2:
+                    count = counts.get(value)
+                    if count is not None:
+                        counts[value] = count + 1
+                    if not follow_arguments or live[value] or ops[index].name != "func.func":
+                        continue
             op = ops[index]
-            name = op.name
-            kind = kind_of(name)
-            if kind is None and not held and name != "func.func":
+            kind = kind_of(op.name)
+            if kind is None:
                 # An ordinary op: run it once, everything it reads is needed.
                 state[index] = 1
                 push(op.operands)
@@ -686,7 +691,6 @@ def argument_liveness(
             live[value] = 1
             if not held:
                 state[index] = 3
-            kind = GENERIC if kind is None else kind
             if value in op.results:
                 result_needed(op, op.results.index(value), kind)
                 continue

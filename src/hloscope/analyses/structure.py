@@ -6,8 +6,13 @@ like. The call graph is read from those references. Ops are counted per function
 (nested regions included, callees not) and per op kind over the functions
 reachable from the module's roots (its public functions), so that the
 `fused_computation` copies that XLA's HLO-to-MLIR conversion leaves beside the
-`mhlo.fusion` regions are not counted twice. Only the ops that name a function are
-read one by one; the rest are counted by name in passes over lists.
+`mhlo.fusion` regions are not counted twice.
+
+Ops are counted by name, and only the ops whose attributes can name a function are
+read one by one: one pass over the op names and one over their attribute names
+(`scan_ops`, in C) find them. The scan also serves placement, which reads the ops
+whose attributes place, shard or lay them out; the last module's scan is kept, so
+that the analyses of one module make it once.
 
 XLA clones a computation per call site (`remainder_1.9915`, `remainder_1.9533`, ...):
 functions whose names differ only by those numeric suffixes and whose bodies are the
@@ -20,7 +25,7 @@ import dataclasses
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import compress
 from operator import attrgetter, not_
 from types import MappingProxyType
@@ -206,36 +211,119 @@ def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
     return tuple(sorted(groups, key=lambda g: min(order[n] for n in g.functions)))
 
 
+# Attributes the shared scan of ops looks for: those through which an op names
+# functions (`calls`: a fusion in XLA's own form), and those placement reads
+# (frontend attributes, where compute-type marks live; shardings; HLO layouts).
+SCANNED_ATTRIBUTES = frozenset(
+    {
+        *CALL_ATTRIBUTES,
+        "calls",
+        "mhlo.frontend_attributes",
+        "frontend_attributes",
+        "sdy.sharding",
+        "mhlo.sharding",
+        "sharding",
+        "xla_shape",
+    }
+)
+
+
+class OpScan:
+    """What one pass over a module's op names and one over their attribute names (in
+    C) find (`scan_ops`): enough to count ops by name, and to read one by one only
+    the ops whose attributes can name a function, place it, shard it or lay it out.
+    Whether an op computes depends on its name alone, so it is asked once per name."""
+
+    def __init__(self, module: Module) -> None:
+        ops = module.ops
+        names = list(map(attrgetter("name"), ops))
+        self.names: Sequence[str] = names
+        """Op name by op id."""
+        self.counts: Mapping[str, int] = Counter(names)
+        """Ops per name."""
+        self.not_computing = frozenset(
+            name for name in self.counts if not is_computation(ops[names.index(name)])
+        )
+        """Names of the ops that do not compute (terminators, functions)."""
+        keyed = compress(
+            ops, map(not_, map(SCANNED_ATTRIBUTES.isdisjoint, map(attrgetter("attributes"), ops)))
+        )
+        self.keyed: Sequence[Op] = list(keyed)
+        """The ops with one of `SCANNED_ATTRIBUTES`, in module order."""
+        self._keyed_ids = [op.id for op in self.keyed]
+
+    def keyed_within(self, first: int, end: int) -> Sequence[Op]:
+        """The ops of `keyed` among ids `first` to `end` (excluded)."""
+        ids = self._keyed_ids
+        return self.keyed[bisect_left(ids, first) : bisect_left(ids, end)]
+
+    def computing_counts(self, first: int, end: int) -> Counter[str]:
+        """The ops that compute among ids `first` to `end` (excluded), by name."""
+        names = self.names
+        if 2 * (end - first) > len(names):
+            # Most of the module: all of it, less what lies outside.
+            counter = Counter(self.counts)
+            counter.subtract(names[:first])
+            counter.subtract(names[end:])
+            counter = +counter
+        else:
+            counter = Counter(names[first:end])
+        for name in self.not_computing:
+            counter.pop(name, None)
+        return counter
+
+    def computing(self, ranges: Sequence[tuple[int, int]]) -> int:
+        """Ops that compute among the ids of `ranges` (`first`, `end`; sorted, apart)."""
+        total = sum(end - first for first, end in ranges)
+        not_computing = self.not_computing
+        if not not_computing:
+            return total
+        # Those that do not compute, less the ones outside the ranges (few: the
+        # function ops themselves, unreached functions, ops outside functions).
+        inside = sum(self.counts[name] for name in not_computing)
+        names = self.names
+        outside_first = 0
+        for first, end in [*ranges, (len(names), len(names))]:
+            if first - outside_first == 1:
+                inside -= names[outside_first] in not_computing
+            elif first > outside_first:
+                outside = names[outside_first:first]
+                inside -= sum(outside.count(name) for name in not_computing)
+            outside_first = end
+        return total - inside
+
+
+# The last module scanned, with its scan: the analyses of one module (`inspect`
+# runs structure, params and placement) share one. One module at most is kept.
+_LAST_SCAN: list[tuple[Module, OpScan]] = []
+
+
+def scan_ops(module: Module) -> OpScan:
+    """The `OpScan` of `module`, made once for the analyses that ask in turn."""
+    if _LAST_SCAN and _LAST_SCAN[0][0] is module:
+        return _LAST_SCAN[0][1]
+    scan = OpScan(module)
+    _LAST_SCAN[:] = [(module, scan)]
+    return scan
+
+
 def _calls_and_counts(
     module: Module,
 ) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Counter[str]]]:
-    """Per function: `function_calls`, and its ops that compute counted by name.
-
-    One pass over the op names and one over their attribute names (in C) find the
-    ops that name a function: only those are read one by one. Whether an op computes
-    depends on its name alone, so it is asked once per name."""
-    ops = module.ops
+    """Per function: `function_calls`, and its ops that compute counted by name; only
+    the ops whose attributes can name a function are read one by one."""
     functions = module.functions
-    names = list(map(attrgetter("name"), ops))
-    computing = {name: is_computation(ops[names.index(name)]) for name in set(names)}
-    not_computing = [name for name, computes in computing.items() if not computes]
-    sites = list(
-        compress(ops, map(not_, map(_CALL_KEYS.isdisjoint, map(attrgetter("attributes"), ops))))
-    )
-    site_ids = [op.id for op in sites]
+    scan = scan_ops(module)
     calls: dict[str, list[tuple[str, int]]] = {}
     counts: dict[str, Counter[str]] = {}
     for name, function in functions.items():
         first, end = function.op.id + 1, function.op.end
         called: dict[str, int] = {}
-        for op in sites[bisect_left(site_ids, first) : bisect_left(site_ids, end)]:
+        for op in scan.keyed_within(first, end):
             for callee in op_callees(op, functions):
                 called[callee] = called.get(callee, 0) + 1
         calls[name] = list(called.items())
-        counter = Counter(names[first:end])
-        for other in not_computing:
-            counter.pop(other, None)
-        counts[name] = counter
+        counts[name] = scan.computing_counts(first, end)
     return calls, counts
 
 

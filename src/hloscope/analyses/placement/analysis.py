@@ -14,7 +14,7 @@ from hloscope.analyses.placement.collectives import collectives_by_kind
 from hloscope.analyses.placement.compute import compute_contexts, compute_regions
 from hloscope.analyses.placement.memory import entry_memory, memory_flow
 from hloscope.analyses.placement.report import DEVICE, PlacedOp, Placement
-from hloscope.analyses.placement.scan import OpScan, function_ranges
+from hloscope.analyses.placement.scan import PlacementScan, function_ranges
 from hloscope.analyses.placement.sharding import module_meshes, sharding_annotations
 from hloscope.analyses.placement.warnings import (
     LARGE_HOST_INPUT_BYTES,
@@ -36,7 +36,7 @@ def analyze_placement(
     """Compute placement, memory kinds, transfers, shardings and collectives of
     `module`; a host region reading at least `large_host_input_bytes` of device
     values is warned about."""
-    scan = OpScan(module)
+    scan = PlacementScan(module)
     placement = compute_contexts(module, scan)
     functions = placement.functions
     ranges = function_ranges(module, functions)

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from hloscope.analyses.placement.attributes import function_thread
 from hloscope.analyses.placement.report import DEVICE, ComputeRegion, PlacedOp, Via
-from hloscope.analyses.placement.scan import OpScan
+from hloscope.analyses.placement.scan import PlacementScan
 from hloscope.analyses.placement.values import sum_bytes, unique
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import Function, Module, Op
@@ -65,7 +65,7 @@ class Contexts:
         return compute_label(types)
 
 
-def compute_contexts(module: Module, scan: OpScan) -> Contexts:
+def compute_contexts(module: Module, scan: PlacementScan) -> Contexts:
     """Contexts of the ops of the reachable functions, and those functions in order
     of first visit.
 
