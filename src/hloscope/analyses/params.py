@@ -29,6 +29,7 @@ from its location (`loc("x")`) or `%argN`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal
@@ -40,6 +41,7 @@ from hloscope.analyses.liveness import (
     call_sites,
     entry_arguments,
 )
+from hloscope.analyses.structure import made_scan
 from hloscope.ir.model import (
     Argument,
     Function,
@@ -200,8 +202,9 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
     notes: list[str] = []
     if entry is None or entry.is_declaration:
         return _empty(entry, lowering, ("the module has no entry function with a body",))
-    # Most entries hold no dead code: one walk of the entry settles every argument,
-    # and the worklist over the whole module runs only where it does not.
+    # Most entries hold no dead code: one walk back from the entry's results settles
+    # every argument, and the worklist over the whole module runs only where it does
+    # not (`liveness.argument_liveness`).
     index: LivenessIndex | None = None
     quick = entry_arguments(module)
     live: Callable[[int], bool]
@@ -501,7 +504,13 @@ def _private_functions(
         for name, function in functions.items()
     ):
         return ()  # nothing could be listed: no call needs looking for
-    sites = index.call_sites if index is not None else call_sites(module)
+    scan = made_scan(module)
+    if index is not None:
+        sites = index.call_sites
+    elif scan is None or "func.call" in scan.counts:
+        sites = call_sites(module)
+    else:
+        return ()  # no call at all, as the op names another analysis counted tell
     callees: dict[str, set[str]] = {}
     for callee, calls in sites.items():
         if callee in functions:
@@ -719,6 +728,7 @@ def _sdy_dim(text: str) -> str:
 _TILED = re.compile(r"^devices=\[(?P<tiles>[\d,]+)\]\S*(?P<rest>.*)$")
 
 
+@functools.lru_cache(maxsize=4096)  # one text per distinct sharding: most arguments share a few
 def describe_hlo_sharding(text: str) -> str:
     """XLA's `HloSharding` text, readable: `{replicated}` -> `replicated`,
     `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` -> `tiled [4,1], replicated ×2`,

@@ -300,11 +300,19 @@ _LAST_SCAN: list[tuple[Module, OpScan]] = []
 
 def scan_ops(module: Module) -> OpScan:
     """The `OpScan` of `module`, made once for the analyses that ask in turn."""
-    if _LAST_SCAN and _LAST_SCAN[0][0] is module:
-        return _LAST_SCAN[0][1]
+    scan = made_scan(module)
+    if scan is not None:
+        return scan
     scan = OpScan(module)
     _LAST_SCAN[:] = [(module, scan)]
     return scan
+
+
+def made_scan(module: Module) -> OpScan | None:
+    """The `OpScan` of `module` where another analysis made it already, else None."""
+    if _LAST_SCAN and _LAST_SCAN[0][0] is module:
+        return _LAST_SCAN[0][1]
+    return None
 
 
 def _calls_and_counts(
