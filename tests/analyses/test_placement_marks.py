@@ -11,20 +11,24 @@ The expected answers are those of the walk of every op, before it was made lazy.
 import re
 
 from hloscope.analyses.placement import analyze_placement
+from hloscope.analyses.structure import analyze_structure
 from hloscope.ir import parse
 
 
-def placement_of(text):
-    """Placement of `text`, written short: `T` for the type, `[host]`, `[device]` and
-    `[stream N]` for the marks."""
+def mlir(text):
+    """`text` written short: `T` for the type, `[host]`, `[device]` and `[stream N]`
+    for the marks."""
     text = re.sub(
         r"\[stream (\d+)\]", r'{mhlo.frontend_attributes = {_xla_stream_annotation = "\1"}}', text
     )
     text = re.sub(
         r"\[(host|device)\]", r'{mhlo.frontend_attributes = {_xla_compute_type = "\1"}}', text
     )
-    text = re.sub(r"\bT\b", "tensor<4xf32>", text)
-    return analyze_placement(parse.parse_mlir(text, "placement.mlir").model)
+    return re.sub(r"\bT\b", "tensor<4xf32>", text)
+
+
+def placement_of(text):
+    return analyze_placement(parse.parse_mlir(mlir(text), "placement.mlir").model)
 
 
 def placed(placement):
@@ -233,3 +237,21 @@ def test_execution_threads_and_an_unreached_marked_function():
     ]
     assert regions(placement) == [("host", "u", "main", 3), ("host", "t", None, 2)]
     assert [w.kind for w in placement.warnings] == ["call_mark_not_in_body"]
+
+
+def test_the_scan_shared_by_the_analyses_of_a_module_follows_the_module():
+    # Structure and placement share one scan of the op names, kept for the last
+    # module: asking about another module in between changes no answer.
+    first = parse.parse_mlir(mlir(SHARED_MARKED), "first.mlir").model
+    second = parse.parse_mlir(mlir(REGIONS), "second.mlir").model
+    alone = repr(analyze_placement(first)), repr(analyze_structure(first))
+    analyze_structure(second)
+    assert repr(analyze_placement(first)) == alone[0]
+    analyze_placement(second)
+    assert repr(analyze_structure(first)) == alone[1]
+    assert repr(analyze_placement(first)) == alone[0]
+    assert dict(analyze_placement(second).compute_types) == {
+        "device": 3,
+        "host": 6,
+        "device|host": 3,
+    }

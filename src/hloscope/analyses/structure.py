@@ -294,25 +294,25 @@ class OpScan:
 
 
 # The last module scanned, with its scan: the analyses of one module (`inspect`
-# runs structure, params and placement) share one. One module at most is kept.
-_LAST_SCAN: list[tuple[Module, OpScan]] = []
+# runs structure, params and placement) share one. One module at most is kept; the
+# pair is read and replaced whole, so threads analysing other modules do no harm.
+_last_scan: tuple[Module, OpScan] | None = None
 
 
 def scan_ops(module: Module) -> OpScan:
     """The `OpScan` of `module`, made once for the analyses that ask in turn."""
+    global _last_scan
     scan = made_scan(module)
-    if scan is not None:
-        return scan
-    scan = OpScan(module)
-    _LAST_SCAN[:] = [(module, scan)]
+    if scan is None:
+        scan = OpScan(module)
+        _last_scan = (module, scan)
     return scan
 
 
 def made_scan(module: Module) -> OpScan | None:
     """The `OpScan` of `module` where another analysis made it already, else None."""
-    if _LAST_SCAN and _LAST_SCAN[0][0] is module:
-        return _LAST_SCAN[0][1]
-    return None
+    last = _last_scan
+    return last[1] if last is not None and last[0] is module else None
 
 
 def _calls_and_counts(
