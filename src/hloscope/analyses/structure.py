@@ -293,26 +293,23 @@ class OpScan:
         return total - inside
 
 
-# The last module scanned, with its scan: the analyses of one module (`inspect`
-# runs structure, params and placement) share one. One module at most is kept; the
-# pair is read and replaced whole, so threads analysing other modules do no harm.
-_last_scan: tuple[Module, OpScan] | None = None
-
-
 def scan_ops(module: Module) -> OpScan:
-    """The `OpScan` of `module`, made once for the analyses that ask in turn."""
-    global _last_scan
+    """The `OpScan` of `module`, made once for the analyses that ask in turn (`inspect`
+    runs structure, params and placement): kept with the module."""
     scan = made_scan(module)
     if scan is None:
         scan = OpScan(module)
-        _last_scan = (module, scan)
+        module.derived[_SCAN] = scan
     return scan
 
 
 def made_scan(module: Module) -> OpScan | None:
     """The `OpScan` of `module` where another analysis made it already, else None."""
-    last = _last_scan
-    return last[1] if last is not None and last[0] is module else None
+    scan = module.derived.get(_SCAN)
+    return scan if isinstance(scan, OpScan) else None
+
+
+_SCAN = "structure.op_scan"
 
 
 def _calls_and_counts(

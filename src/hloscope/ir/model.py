@@ -673,6 +673,7 @@ class Module:
         "attributes",
         "backend_configs",
         "body",
+        "derived",
         "functions",
         "name",
         "ops",
@@ -721,6 +722,9 @@ class Module:
         self.backend_configs = backend_configs
         self._users: list[tuple[int, ...]] | None = None
         self._names: dict[int, str] | None = None
+        self.derived: dict[str, object] = {}
+        """What analyses work out once per module and share (the scan of op names and
+        attributes that structure, params and placement read), by name."""
 
     # -- navigation -----------------------------------------------------------------
 
