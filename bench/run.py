@@ -343,7 +343,7 @@ def entrypoint_rows() -> list[Row]:
 # --------------------------------------------------------------------------- 5. compiles
 
 
-def compiles_rows(repeats: int = 3) -> list[Row]:
+def compiles_rows(repeats: int = 5) -> list[Row]:
     workload = str(BENCH / "compiles_workload.py")
     plain_loop, plain_total, watched_loop, watched_total = [], [], [], []
     with tempfile.TemporaryDirectory() as folder:
