@@ -336,6 +336,31 @@ async def test_search_and_n_N():
 
 
 @sync
+async def test_workers_do_not_print_the_module_to_describe_themselves(monkeypatch):
+    # textual describes a worker by the repr of its arguments unless given a
+    # description: the whole printed module and session, 100 ms a search at 100k ops.
+    from hloscope.tui.printed import PrintedModule
+    from hloscope.tui.session import Session
+
+    printed_reprs: list[str] = []
+
+    def refuse(self: object) -> str:
+        printed_reprs.append(type(self).__name__)
+        return "<refused>"
+
+    monkeypatch.setattr(PrintedModule, "__repr__", refuse)
+    monkeypatch.setattr(Session, "__repr__", refuse)
+    app = HloscopeApp(MLP)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await search_for(pilot, app, "broadcast_in_dim")
+        assert len(browser(app).hits) == 3
+        await press(pilot, "L")
+        await settle(pilot, app)
+    assert printed_reprs == []
+
+
+@sync
 async def test_search_value_names_and_escape():
     app = HloscopeApp(MLP)
     async with app.run_test(size=SIZE) as pilot:

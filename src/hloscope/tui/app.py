@@ -290,7 +290,7 @@ class HloscopeApp(WorkingApp):
             )
         self.post_message(self.ReportsReady(session, reports))
 
-    @work(thread=True, group="load")
+    @work(thread=True, group="load", description="load")
     def _load(self, target: str, options: loader.LoadOptions, loaded: loader.Loaded | None) -> None:
         try:
             if loaded is None:
@@ -305,7 +305,7 @@ class HloscopeApp(WorkingApp):
                 self.Failed(f"Could not load {target}", describe_failure(exc), fatal=True)
             )
 
-    @work(thread=True, group="load")
+    @work(thread=True, group="load", description="compile")
     def _compile(self, loaded: loader.Loaded) -> None:
         try:
             self.post_message(self.Progress("compiling for the local backend"))
@@ -314,7 +314,7 @@ class HloscopeApp(WorkingApp):
         except BaseException as exc:
             self.post_message(self.Failed("Could not compile", describe_failure(exc), fatal=False))
 
-    @work(thread=True, group="view")
+    @work(thread=True, group="view", description="build a view")
     def _build_view(self, view: ReportView, loaded: loader.Loaded) -> None:
         try:
             self.post_message(self.Progress(view.on_demand or f"building {view.title}"))

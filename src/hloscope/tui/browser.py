@@ -339,7 +339,7 @@ class BrowserPane(Vertical):
             return
         self._set_locations(not self.locations)
 
-    @work(thread=True, exclusive=True, group="locations")
+    @work(thread=True, exclusive=True, group="locations", description="print with locations")
     def _print_with_locations(self, session: Session) -> None:
         try:
             printed = print_module(session.loaded, locations=True)
@@ -400,7 +400,9 @@ class BrowserPane(Vertical):
         self._update_status()
         self._search(self.session, printed, query, jump)
 
-    @work(thread=True, exclusive=True, group="search")
+    # A description of its own: textual's default prints the worker's arguments with
+    # repr, the whole printed module (100 ms at 100k ops) on every search.
+    @work(thread=True, exclusive=True, group="search", description="search")
     def _search(self, session: Session, printed: PrintedModule, query: str, jump: bool) -> None:
         try:
             hits = search(session.loaded.module, printed, query)
