@@ -11,8 +11,8 @@ reachable from the module's roots (its public functions), so that the
 Ops are counted by name, and only the ops whose attributes can name a function are
 read one by one: one pass over the op names and one over their attribute names
 (`scan_ops`, in C) find them. The scan also serves placement, which reads the ops
-whose attributes place, shard or lay them out; the last module's scan is kept, so
-that the analyses of one module make it once.
+whose attributes place, shard or lay them out; it is kept with the module
+(`Module.derived`), so that the analyses of one module make it once.
 
 XLA clones a computation per call site (`remainder_1.9915`, `remainder_1.9533`, ...):
 functions whose names differ only by those numeric suffixes and whose bodies are the
@@ -150,10 +150,11 @@ def op_callees(op: Op, functions: Mapping[str, Function], *, fused: bool = False
 
 
 def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
-    """(callee, call sites) for every function `function` references, in order."""
+    """(callee, call sites) for every function `function` references, in order. Only
+    the ops whose attributes can name a function are read (`scan_ops`)."""
     counts: dict[str, int] = {}
     names = module.functions
-    for op in module.function_ops(function):
+    for op in scan_ops(module).keyed_within(function.op.id + 1, function.op.end):
         for callee in op_callees(op, names):
             counts[callee] = counts.get(callee, 0) + 1
     return list(counts.items())
@@ -317,18 +318,12 @@ def _calls_and_counts(
 ) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Counter[str]]]:
     """Per function: `function_calls`, and its ops that compute counted by name; only
     the ops whose attributes can name a function are read one by one."""
-    functions = module.functions
     scan = scan_ops(module)
     calls: dict[str, list[tuple[str, int]]] = {}
     counts: dict[str, Counter[str]] = {}
-    for name, function in functions.items():
-        first, end = function.op.id + 1, function.op.end
-        called: dict[str, int] = {}
-        for op in scan.keyed_within(first, end):
-            for callee in op_callees(op, functions):
-                called[callee] = called.get(callee, 0) + 1
-        calls[name] = list(called.items())
-        counts[name] = scan.computing_counts(first, end)
+    for name, function in module.functions.items():
+        calls[name] = function_calls(module, function)
+        counts[name] = scan.computing_counts(function.op.id + 1, function.op.end)
     return calls, counts
 
 
