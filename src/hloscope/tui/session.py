@@ -79,9 +79,11 @@ class Session:
         return self.located if locations else self.printed
 
 
-def print_module(loaded: loader.Loaded, locations: bool) -> PrintedModule:
-    """The module's printed text (with locations or not), paired with its ops."""
-    text = loaded.parsed.text(debug_info=locations)
+def print_module(loaded: loader.Loaded, locations: bool, text: str | None = None) -> PrintedModule:
+    """The module's printed text (with locations or not; `text` when printed already),
+    paired with its ops."""
+    if text is None:
+        text = loaded.parsed.text(debug_info=locations)
     return index_printed(loaded.module, text, hlo_native=loaded.source.ir == "hlo-native")
 
 
@@ -110,9 +112,7 @@ def prepare(
     module = loaded.module
     if text is None:
         progress(f"printing {len(module.ops):,} ops")
-        printed = print_module(loaded, locations=False)
-    else:
-        printed = index_printed(module, text, hlo_native=loaded.source.ir == "hlo-native")
+    printed = print_module(loaded, locations=False, text=text)
     progress(f"indexing {len(printed.lines):,} lines")
     if module.value_types:
         # Both are computed on first use; do it here rather than on a keystroke.
