@@ -10,6 +10,8 @@ parser and jaxlib's `hlo_to_stablehlo` (see `hloscope.ir.hlo`). Untrusted input
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hloscope.errors import HloscopeError, one_line
@@ -74,21 +76,13 @@ def parse_mlir(
             except Exception as exc:
                 what = "malformed MLIR bytecode" if is_bytecode else "malformed MLIR"
                 raise _mlir_error(exc, source_name, what) from exc
-        try:
+        with _names_readable(source_name):
             if fmt == "mlir" and _has_stablehlo_op(module):
                 fmt = "stablehlo"
-        except RuntimeError as exc:
-            raise _unreadable_error(str(exc), source_name) from exc
 
     def build() -> Module:
-        with native():
-            try:
-                return build_model(module)
-            except RecursionError:
-                raise
-            except RuntimeError as exc:
-                # nanobind's "conversion error": a name or string that is not valid UTF-8.
-                raise _unreadable_error(str(exc), source_name) from exc
+        with native(), _names_readable(source_name):
+            return build_model(module)
 
     return ParsedModule(
         build if defer_model else build(),
@@ -97,6 +91,18 @@ def parse_mlir(
         mlir_printer(module),
         mlir_writer(module),
     )
+
+
+@contextmanager
+def _names_readable(source_name: str) -> Iterator[None]:
+    """Reading the module's names through jaxlib's bindings: nanobind's "conversion
+    error" (a name or string that is not valid UTF-8) becomes the one-line error."""
+    try:
+        yield
+    except RecursionError:
+        raise
+    except RuntimeError as exc:
+        raise _unreadable_error(str(exc), source_name) from exc
 
 
 def _has_stablehlo_op(module: Any) -> bool:
