@@ -336,6 +336,37 @@ async def test_search_and_n_N():
 
 
 @sync
+async def test_the_printed_module_is_shown_and_scrolls_while_its_model_is_built(monkeypatch):
+    import threading
+
+    from hloscope.ir import parse
+
+    release = threading.Event()
+    real_build = parse.build_model
+
+    def held_build(module):
+        # The model is built only when the test says so: what the browser shows
+        # meanwhile is observed, not raced.
+        release.wait(timeout=60)
+        return real_build(module)
+
+    monkeypatch.setattr(parse, "build_model", held_build)
+    app = HloscopeApp(MLP)
+    async with app.run_test(size=SIZE) as pilot:
+        view = app.query_one(IRView)
+        await until(pilot, lambda: view.printed is not None and app.job is None, "the lines")
+        assert app.session is None
+        assert "building the model" in status(app)
+        assert app.focused is view
+        await pilot.press("j", "j")
+        assert view.cursor == 2
+        release.set()
+        await loaded(app, pilot)
+        assert app.session is not None
+    release.set()
+
+
+@sync
 async def test_workers_do_not_print_the_module_to_describe_themselves(monkeypatch):
     # textual describes a worker by the repr of its arguments unless given a
     # description: the whole printed module and session, 100 ms a search at 100k ops.

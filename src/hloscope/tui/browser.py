@@ -169,7 +169,9 @@ class BrowserPane(Vertical):
         """Show a printed module before its model is built: its lines, to read and
         scroll; what needs the model (selection, search, the tree) waits for
         `show_session`."""
-        self.query_one(IRView).show_module(None, printed, hlo=False)
+        view = self.query_one(IRView)
+        view.show_module(None, printed, hlo=False)
+        focus_now(view)  # the keys that scroll reach it while the model is built
         self.query_one("#browser-status", Static).update(
             Text(f"{len(printed.lines):,} lines · building the model…", style="dim")
         )
