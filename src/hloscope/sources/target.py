@@ -117,6 +117,13 @@ DTYPE_ALIASES = {
     "f8e4m3b11fnuz": "float8_e4m3b11fnuz",
     "f8e4m3fnuz": "float8_e4m3fnuz",
     "f8e5m2fnuz": "float8_e5m2fnuz",
+    "f8e3m4": "float8_e3m4",
+    "f8e4m3": "float8_e4m3",
+    "f8e8m0fnu": "float8_e8m0fnu",
+    "f4e2m1fn": "float4_e2m1fn",
+    "s2": "int2",
+    "u2": "uint2",
+    "i2": "int2",
 }
 
 _HLO_NAMES = {
@@ -125,7 +132,9 @@ _HLO_NAMES = {
 
 
 def hlo_dtype(numpy_name: str) -> str:
-    """HLO spelling of a NumPy/JAX dtype name: `float32` -> `f32`, `bool` -> `pred`."""
+    """HLO spelling of a NumPy/JAX dtype name: `float32` -> `f32`, `bool` -> `pred`,
+    `int4` -> `s4`; a name XLA has no element type for (`key<fry>`, `float0`) is
+    kept as it is."""
     return _HLO_NAMES.get(numpy_name, numpy_name)
 
 

@@ -79,11 +79,14 @@ def donation_text(donated: bool, aliases_output: int | None) -> str:
 
 
 def parameter_shape_text(parameter: Parameter) -> str:
-    """The argument's shape, and its HLO parameter's when that differs (a sharded
-    argument's shape per device)."""
+    """The argument's shape, and its HLO parameter's when that differs: a sharded
+    argument's shape per device, or the array XLA is passed for a type it has none
+    of (`key<fry>[] (as u32[2])`, `float0[2] (as pred[2])`)."""
     shape = parameter.shape
-    if parameter.hlo_shape is not None and parameter.hlo_shape != parameter.shape:
-        shape += f" ({parameter.hlo_shape} per device)"
+    hlo = parameter.hlo_shape
+    if hlo is not None and hlo != shape:
+        same_type = hlo.partition("[")[0] == shape.partition("[")[0]
+        shape += f" ({hlo} per device)" if same_type else f" (as {hlo})"
     return shape
 
 

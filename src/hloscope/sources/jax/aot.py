@@ -18,7 +18,10 @@ from hloscope.errors import HloscopeError, describe_exception, one_line
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import (
     CLI_ARGUMENTS_HINT,
+    aval_shape,
     format_path,
+    is_float0,
+    is_key_dtype,
     kwarg_names,
     require_no_arguments,
 )
@@ -53,7 +56,6 @@ from hloscope.sources.stages import (
     PathRun,
     ResultLeaf,
 )
-from hloscope.sources.target import hlo_dtype
 
 # Seed of the pseudo-random inputs made for shapes (`--arg`, `jax.ShapeDtypeStruct`).
 INPUT_SEED = 0
@@ -415,27 +417,45 @@ def _positional_names(obj: Any) -> list[str]:
 
 def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputLeaf]:
     if isinstance(leaf, jax.ShapeDtypeStruct):
-        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
-            raise HloscopeError(
-                f"cannot make a value for {path} ({leaf.dtype}): give concrete arrays "
-                "(for PRNG keys, jax.random.key(...)) from the --args factory",
-                where=label,
-            )
         try:
             sharding = leaf.sharding
         except Exception as exc:
             raise HloscopeError(
                 f"the sharding of {path}: {one_line(str(exc), 200)}", where=label
             ) from exc
+        if is_key_dtype(leaf.dtype):
+            # Keys of the struct's impl, split from one seeded key: real keys, so the
+            # function's random draws are what it would draw.
+            impl = _key_impl(leaf.dtype, path, label)
+            seed = int(rng.integers(0, 2**31))
+            keys = jax.random.split(jax.random.key(seed, impl=impl), tuple(leaf.shape))
+            data = np.asarray(jax.random.key_data(keys))
+            return _placed_keys(data, impl, sharding), InputLeaf(
+                path, aval_shape(leaf), "generated", _sharding_text(sharding)
+            )
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
+            raise HloscopeError(
+                f"cannot make a value for {path} ({leaf.dtype}): give concrete arrays "
+                "from the --args factory",
+                where=label,
+            )
         host = _random_values(rng, tuple(leaf.shape), np.dtype(leaf.dtype))
         return _placed(host, sharding), InputLeaf(
-            path, _array_shape(host), "generated", _sharding_text(sharding)
+            path, aval_shape(leaf), "generated", _sharding_text(sharding)
         )
     if isinstance(leaf, jax.Array):
         # An array JAX may still move (not committed to a device) is placed as one.
         sharding = leaf.sharding if getattr(leaf, "committed", True) else None
+        if is_key_dtype(leaf.dtype):
+            # A key array is copied through its key data, as any array is (a path may
+            # donate, and so delete, what it is given).
+            impl = jax.random.key_impl(leaf)
+            data = np.asarray(jax.random.key_data(leaf))
+            return _placed_keys(data, impl, sharding), InputLeaf(
+                path, aval_shape(leaf), "given", _sharding_text(sharding)
+            )
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
-            # Keys have no NumPy form; both paths get the array itself.
+            # Another extended dtype has no NumPy form; both paths get the array.
             return (lambda: leaf), InputLeaf(path, str(leaf.dtype), "given", None)
         host = np.asarray(leaf)
         return _placed(host, sharding), InputLeaf(
@@ -445,6 +465,34 @@ def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputL
         host = leaf.copy()
         return (lambda: host.copy()), InputLeaf(path, _array_shape(host), "given", None)
     return (lambda: leaf), InputLeaf(path, type(leaf).__name__, "python", None)
+
+
+def _key_impl(dtype: Any, path: str, label: str) -> Any:
+    """The PRNG implementation of a typed key dtype, as `jax.random.key_impl` names
+    it for a key of that dtype (traced abstractly: no key is made)."""
+    found: list[Any] = []
+
+    def probe(key: Any) -> Any:
+        found.append(jax.random.key_impl(key))
+        return jax.random.key_data(key)
+
+    try:
+        jax.eval_shape(probe, jax.ShapeDtypeStruct((), dtype))
+    except Exception as exc:
+        raise HloscopeError(
+            f"cannot make a key for {path} ({dtype}): {describe_exception(exc)}", where=label
+        ) from exc
+    return found[0]
+
+
+def _placed_keys(data: Any, impl: Any, sharding: Any) -> Any:
+    """A maker of fresh key arrays of `impl` from their key data, placed as given."""
+
+    def make() -> Any:
+        keys = jax.random.wrap_key_data(data.copy(), impl=impl)
+        return jax.device_put(keys) if sharding is None else jax.device_put(keys, sharding)
+
+    return make
 
 
 def _placed(host: Any, sharding: Any) -> Any:
@@ -479,18 +527,24 @@ def _random_values(rng: Any, shape: tuple[int, ...], dtype: Any) -> Any:
 
 
 def _array_shape(value: Any) -> str:
-    dims = ",".join(str(d) for d in value.shape)
-    return f"{hlo_dtype(np.dtype(value.dtype).name)}[{dims}]"
+    return aval_shape(value)
 
 
 def _result_leaves(out: Any) -> tuple[ResultLeaf, ...]:
-    """What a path returned, leaf by leaf, copied to the host."""
+    """What a path returned, leaf by leaf, copied to the host. A typed key is
+    compared through its key data, a `float0` array as booleans (its only value)."""
     leaves = []
     for path, leaf in jax.tree_util.tree_flatten_with_path(out)[0]:
         name = "result" + str(jax.tree_util.keystr(tuple(path)))
-        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
+        dtype = getattr(leaf, "dtype", None)
+        if isinstance(leaf, (jax.Array, np.ndarray)) and is_key_dtype(dtype):
             data = np.asarray(jax.random.key_data(leaf))
-            leaves.append(ResultLeaf(name, str(leaf.dtype), str(leaf.dtype), data))
+            leaves.append(ResultLeaf(name, aval_shape(leaf), str(dtype), data))
+        elif isinstance(leaf, (jax.Array, np.ndarray)) and is_float0(dtype):
+            value = np.zeros(leaf.shape, np.bool_)
+            leaves.append(ResultLeaf(name, aval_shape(leaf), "float0", value))
+        elif isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+            leaves.append(ResultLeaf(name, aval_shape(leaf), str(dtype), None))
         elif isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
             value = np.asarray(leaf)
             leaves.append(ResultLeaf(name, _array_shape(value), value.dtype.name, value))

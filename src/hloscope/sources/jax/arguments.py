@@ -9,6 +9,7 @@ an `(args, kwargs)` tree.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -104,16 +105,84 @@ def require_no_arguments(obj: Any, label: str, arguments_hint: str) -> None:
 
 
 def aval_shape(aval: Any) -> str:
-    hlo = hlo_dtype(np.dtype(aval.dtype).name)
+    """The shape of a leaf as the user knows it, in HLO-like spelling: `f32[4,8]`,
+    `bf16[4]`, `s4[8]`, and for the dtypes XLA has no element type for, JAX's own
+    name: `key<fry>[]` (a typed PRNG key), `float0[2]` (the tangent of an integer)."""
     dims = ",".join(str(d) for d in aval.shape)
-    return f"{hlo}[{dims}]"
+    return f"{dtype_text(aval.dtype)}[{dims}]"
+
+
+def dtype_text(dtype: Any) -> str:
+    """HLO spelling of a dtype (`f32`, `pred`, `s4`); `key<fry>`, `key<rbg>`,
+    `key<urbg>` for typed PRNG keys, as JAX prints them; `float0`."""
+    if is_key_dtype(dtype):
+        return str(dtype)
+    if is_float0(dtype):
+        return "float0"
+    return hlo_dtype(np.dtype(dtype).name)
+
+
+def is_key_dtype(dtype: Any) -> bool:
+    """Whether `dtype` is JAX's dtype of typed PRNG keys (`key<fry>`, any impl)."""
+    try:
+        return bool(jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key))
+    except TypeError:
+        return False
+
+
+def is_float0(dtype: Any) -> bool:
+    """Whether `dtype` is `jax.dtypes.float0` (the tangent type of integers)."""
+    try:
+        return bool(np.dtype(dtype) == jax.dtypes.float0)
+    except TypeError:
+        return False
 
 
 def aval_bytes(aval: Any) -> int | None:
+    """Bytes of the array XLA is passed for a leaf: a typed key's `key_data`
+    (`u32[2]` for `key<fry>[]`), a `float0` array's `pred` array, sub-byte types
+    packed as XLA holds them (`s4[8]`: 4 bytes). None when it cannot be told."""
     try:
-        return int(np.prod(aval.shape, dtype=np.int64)) * int(np.dtype(aval.dtype).itemsize)
+        elements = int(np.prod(aval.shape, dtype=np.int64))
+        bits = element_bits(aval.dtype)
     except Exception:
         return None
+    if bits is None:
+        return None
+    return (elements * bits + 7) // 8
+
+
+def element_bits(dtype: Any) -> int | None:
+    """Bits per element of what XLA is passed for `dtype` (None when unknown)."""
+    if is_key_dtype(dtype):
+        return _key_bits(dtype)
+    if is_float0(dtype):
+        # JAX passes a float0 array as booleans (`pred`, one byte each).
+        return 8
+    try:
+        return int(jax.dtypes.itemsize_bits(dtype))
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=32)
+def _key_bits(dtype: Any) -> int | None:
+    """Bits of one key of a typed key dtype: JAX's `key_data` of a key of that impl
+    (`u32[2]` for threefry, `u32[4]` for rbg), as `jax.eval_shape` reports it."""
+    try:
+        data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct((), dtype))
+        return int(np.prod(data.shape, dtype=np.int64)) * int(jax.dtypes.itemsize_bits(data.dtype))
+    except Exception:
+        return None
+
+
+def key_data_shape(aval: Any) -> tuple[tuple[int, ...], Any] | None:
+    """The shape and dtype of a typed key array's `key_data` (the array XLA is
+    passed): `((3, 2), uint32)` for `key<fry>[3]`. None for any other leaf."""
+    if not is_key_dtype(aval.dtype):
+        return None
+    data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(tuple(aval.shape), aval.dtype))
+    return tuple(data.shape), data.dtype
 
 
 def aval_memory_kind(aval: Any) -> str | None:
