@@ -22,6 +22,7 @@ from hloscope.sources.jax.arguments import (
     format_path,
     is_float0,
     is_key_dtype,
+    key_impl,
     kwarg_names,
     require_no_arguments,
 )
@@ -433,6 +434,10 @@ def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputL
             return _placed_keys(data, impl, sharding), InputLeaf(
                 path, aval_shape(leaf), "generated", _sharding_text(sharding)
             )
+        if is_float0(leaf.dtype):
+            # float0 has one value; JAX passes such arrays as they are.
+            zeros = np.zeros(tuple(leaf.shape), jax.dtypes.float0)
+            return (lambda: zeros.copy()), InputLeaf(path, aval_shape(leaf), "generated", None)
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.extended):
             raise HloscopeError(
                 f"cannot make a value for {path} ({leaf.dtype}): give concrete arrays "
@@ -468,21 +473,12 @@ def _input_leaf(leaf: Any, path: str, rng: Any, label: str) -> tuple[Any, InputL
 
 
 def _key_impl(dtype: Any, path: str, label: str) -> Any:
-    """The PRNG implementation of a typed key dtype, as `jax.random.key_impl` names
-    it for a key of that dtype (traced abstractly: no key is made)."""
-    found: list[Any] = []
-
-    def probe(key: Any) -> Any:
-        found.append(jax.random.key_impl(key))
-        return jax.random.key_data(key)
-
     try:
-        jax.eval_shape(probe, jax.ShapeDtypeStruct((), dtype))
+        return key_impl(dtype)
     except Exception as exc:
         raise HloscopeError(
             f"cannot make a key for {path} ({dtype}): {describe_exception(exc)}", where=label
         ) from exc
-    return found[0]
 
 
 def _placed_keys(data: Any, impl: Any, sharding: Any) -> Any:

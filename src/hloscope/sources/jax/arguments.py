@@ -185,6 +185,36 @@ def key_data_shape(aval: Any) -> tuple[tuple[int, ...], Any] | None:
     return tuple(data.shape), data.dtype
 
 
+def key_impl(dtype: Any) -> Any:
+    """The PRNG implementation of a typed key dtype, as `jax.random.key_impl` names
+    it for a key of that dtype (`threefry2x32`, `rbg`, `unsafe_rbg`, or a custom
+    `PRNGSpec`), traced abstractly: no key is made."""
+    found: list[Any] = []
+
+    def probe(key: Any) -> Any:
+        found.append(jax.random.key_impl(key))
+        return jax.random.key_data(key)
+
+    jax.eval_shape(probe, jax.ShapeDtypeStruct((), dtype))
+    return found[0]
+
+
+def example_value(shape: Any, seed: int = 0) -> Any:
+    """A concrete value for a `jax.ShapeDtypeStruct`, placed as its sharding says:
+    zeros, or real keys of its implementation for a typed key dtype (split from
+    `jax.random.key(seed)`), or a `float0` array."""
+    sharding = getattr(shape, "sharding", None)
+    dims = tuple(shape.shape)
+    if is_key_dtype(shape.dtype):
+        value = jax.random.split(jax.random.key(seed, impl=key_impl(shape.dtype)), dims)
+    elif is_float0(shape.dtype):
+        # JAX passes float0 arrays as they are (device_put keeps them on the host).
+        return np.zeros(dims, jax.dtypes.float0)
+    else:
+        value = np.zeros(dims, shape.dtype)
+    return jax.device_put(value, sharding) if sharding is not None else jax.device_put(value)
+
+
 def aval_memory_kind(aval: Any) -> str | None:
     space = getattr(aval, "memory_space", None)
     if space is None:

@@ -44,6 +44,7 @@ from jax import monitoring
 
 from hloscope.errors import HloscopeError, TimeLimitExceeded, describe_exception, display_path
 from hloscope.sources.jax import private
+from hloscope.sources.jax.arguments import example_value
 from hloscope.sources.stages import (
     ArgumentChange,
     ChangeKind,
@@ -459,11 +460,22 @@ def record_calls(
     if not callable(function):
         raise HloscopeError(f"{type(function).__name__} is not callable", where=label)
     error = None
+    # Values for shapes are made before the recording starts: making them (zeros,
+    # keys split from a seed) compiles JAX ops the function does not run.
+    prepared: list[tuple[Any, Any, Exception | None]] = []
+    for args, kwargs in calls:
+        try:
+            prepared.append((_concrete(args), _concrete(kwargs), None))
+        except Exception as exc:
+            prepared.append(((), {}, exc))
+            break
     start = time.perf_counter()
     with recording() as recorder, _collector_on():
-        for args, kwargs in calls:
+        for args, kwargs, failure in prepared:
             try:
-                jax.block_until_ready(function(*_concrete(args), **_concrete(kwargs)))
+                if failure is not None:
+                    raise failure
+                jax.block_until_ready(function(*args, **kwargs))
             except Exception as exc:
                 error = describe_exception(exc)
                 break
@@ -482,9 +494,7 @@ def _concrete(tree: Any) -> Any:
 
     def leaf(x: Any) -> Any:
         if isinstance(x, jax.ShapeDtypeStruct):
-            zeros = jax.numpy.zeros(x.shape, x.dtype)
-            sharding = getattr(x, "sharding", None)
-            return jax.device_put(zeros, sharding) if sharding is not None else zeros
+            return example_value(x)
         return x
 
     return jax.tree_util.tree_map(leaf, tree, is_leaf=lambda x: isinstance(x, jax.ShapeDtypeStruct))

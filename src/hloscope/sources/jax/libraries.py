@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from hloscope.errors import one_line
-from hloscope.sources.jax.arguments import tree_paths
+from hloscope.sources.jax.arguments import example_value, tree_paths
 from hloscope.sources.stages import ArgumentLeaf, StaticArgument
 
 Library = Literal["flax", "equinox"]
@@ -134,9 +134,7 @@ def concrete_shapes(
     def concrete(leaf: Any) -> Any:
         if not isinstance(leaf, jax.ShapeDtypeStruct):
             return leaf
-        zeros = np.zeros(leaf.shape, leaf.dtype)
-        sharding = getattr(leaf, "sharding", None)
-        return jax.device_put(zeros, sharding) if sharding is not None else jax.device_put(zeros)
+        return example_value(leaf)
 
     is_shape = lambda x: isinstance(x, jax.ShapeDtypeStruct)  # noqa: E731
     new_args, new_kwargs = jax.tree_util.tree_map(concrete, (args, kwargs), is_leaf=is_shape)
