@@ -44,6 +44,8 @@ def test_json_follows_the_contract(cli):
         "uses": 0,
         "aliases_output": None,
         "sharding_attribute": None,
+        "donation_requested": False,
+        "donation_dropped": None,
     }
     assert doc["totals"]["pruned"] == 2
     assert doc["totals"]["bytes_passed"] == 912

@@ -13,9 +13,11 @@ This analysis gives the map, leaf by leaf:
 - `pruned`: it has no HLO parameter at all.
 
 Static arguments are listed apart: they are part of the trace, not parameters.
-For each parameter: its shape and bytes, donation (and the output its buffer
-aliases: `tf.aliasing_output`, `jax.buffer_donor`, the module's
-`mhlo.input_output_alias`), its sharding in readable form (`mhlo.sharding`, or
+For each parameter: its shape and bytes, donation as the module does it (and the
+output its buffer aliases: `tf.aliasing_output`, `jax.buffer_donor`, the module's
+`mhlo.input_output_alias`) beside the donation the caller asked for, with the reason
+where the two differ (JAX drops a donation it cannot use, with a warning, and keeps
+the array), its sharding in readable form (`mhlo.sharding`, or
 `sdy.sharding` with its mesh) and its memory kind. JAX may put implicit parameters
 before the arguments (ordered-effect tokens, the platform index, dimension
 variables); they are listed apart too. Private functions reached by `func.call`
@@ -88,11 +90,23 @@ class Parameter:
     uses: int
     """Ops that read the HLO parameter directly (0 when pruned)."""
     donated: bool
-    """Donated by the caller (`donate_argnums`) or marked donatable in the module."""
+    """What the module does: its parameter carries JAX's donation (`tf.aliasing_output`,
+    `jax.buffer_donor`) or, in an optimized module, XLA aliases it to a result
+    (`input_output_alias`). A donation the caller asked for that JAX dropped is not
+    donated (see `donation_dropped`)."""
     aliases_output: int | None
     """The result whose buffer the parameter's buffer becomes (`tf.aliasing_output`,
     `mhlo.input_output_alias`); None when not aliased (`jax.buffer_donor` leaves
     the choice to XLA)."""
+    donation_requested: bool
+    """The caller asked for its donation (`donate_argnums`, `donate_argnames`, a
+    library's `donate=`); for a dump, which records no request, the same as
+    `donated`."""
+    donation_dropped: str | None
+    """Why a donation the caller asked for is not done, when it is not: JAX's own
+    warning (`Some donated buffers were not usable: float32[4,32]...`: no result of
+    its shape and dtype), the leaf was pruned, or XLA aliased no result to a buffer
+    JAX donated. None when the module does what was asked."""
     sharding: str | None
     """Readable sharding: `P('data', None) over mesh(data=4, model=2)` (the
     `NamedSharding` the caller gave, or the module's `sdy.sharding`), `tiled [4,1],
@@ -164,9 +178,14 @@ class Totals:
     bytes_pruned: int
     """Bytes of the leaves that are not passed at all."""
     bytes_donated: int
-    """Bytes of donated parameters."""
+    """Bytes of donated parameters (as the module does it: dropped donations not
+    included)."""
     private_unused: int
     """Unused parameters of private functions."""
+    donations_dropped: int
+    """Arguments whose donation the caller asked for and the module does not do."""
+    bytes_donation_dropped: int
+    """Their bytes."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +209,11 @@ class ParameterUsage:
 
     def with_status(self, *statuses: str) -> tuple[Parameter, ...]:
         return tuple(p for p in self.parameters if p.status in statuses)
+
+    @property
+    def dropped_donations(self) -> tuple[Parameter, ...]:
+        """The arguments whose donation was asked for and is not done."""
+        return tuple(p for p in self.parameters if p.donation_dropped is not None)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -220,6 +244,7 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
     aliases = _module_aliases(module)
     implicit_count = _implicit_count(entry)
     leaves = lowering.arguments if lowering is not None and lowering.arguments else ()
+    warning = _donation_warning(lowering.notes if lowering is not None else ())
 
     if leaves:
         kept = [leaf for leaf in leaves if leaf.hlo_index is not None]
@@ -235,7 +260,8 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
                     f"kept {len(kept)} arguments; the map may be off"
                 )
         parameters = tuple(
-            _leaf_parameter(live, uses, leaf, arguments, offset, meshes, aliases) for leaf in leaves
+            _leaf_parameter(live, uses, leaf, arguments, offset, meshes, aliases, warning)
+            for leaf in leaves
         )
     else:
         offset = implicit_count
@@ -291,6 +317,7 @@ def _leaf_parameter(
     offset: int,
     meshes: Mapping[str, str],
     aliases: Mapping[int, int],
+    warning: str | None,
 ) -> Parameter:
     argument = None
     if leaf.hlo_index is not None and 0 <= leaf.hlo_index + offset < len(arguments):
@@ -305,8 +332,10 @@ def _leaf_parameter(
             hlo_shape=None,
             bytes=leaf.nbytes,
             uses=0,
-            donated=leaf.donated,
+            donated=False,
             aliases_output=None,
+            donation_requested=leaf.donated,
+            donation_dropped=PRUNED_DONATION if leaf.donated else None,
             sharding=leaf.sharding,
             sharding_attribute=None,
             memory_kind=leaf.memory_kind,
@@ -326,8 +355,10 @@ def _leaf_parameter(
         hlo_shape=argument.shape,
         bytes=leaf.nbytes if leaf.nbytes is not None else _bytes(argument.type),
         uses=ir.uses,
-        donated=leaf.donated or ir.donated,
+        donated=ir.donated,
         aliases_output=ir.aliases_output,
+        donation_requested=leaf.donated,
+        donation_dropped=_dropped(leaf, ir.donated, warning),
         sharding=_leaf_sharding(leaf.sharding, ir.sharding),
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind or leaf.memory_kind,
@@ -353,10 +384,53 @@ def _dump_parameter(
         uses=ir.uses,
         donated=ir.donated,
         aliases_output=ir.aliases_output,
+        donation_requested=ir.donated,
+        donation_dropped=None,
         sharding=ir.sharding,
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind,
     )
+
+
+PRUNED_DONATION: Final = (
+    "pruned: the module has no parameter for it, so nothing is donated (JAX does not "
+    "delete the array)"
+)
+"""Why a pruned argument's donation is not done."""
+
+NOT_ALIASED: Final = (
+    "JAX donated it, but XLA's optimized module aliases no result to its buffer "
+    "(the array is not deleted)"
+)
+"""Why a donation JAX kept (a `jax.buffer_donor`) is not done in the optimized module."""
+
+NO_DONATION_ATTRIBUTE: Final = (
+    "JAX's lowered module gives its parameter no donation (no tf.aliasing_output, no "
+    "jax.buffer_donor): JAX found no result to reuse its buffer for, and keeps the array"
+)
+"""Why a requested donation is not done, when JAX's warning was not recorded (JAX
+warns only when it lowers, not when its cache serves the lowering)."""
+
+_JAX_DONATION_WARNINGS: Final = (
+    "Some donated buffers were not usable",
+    "Donation is not implemented",
+)
+
+
+def _donation_warning(notes: Sequence[str]) -> str | None:
+    """JAX's warning about donations it dropped, among the lowering's notes."""
+    return next((n for n in notes if n.startswith(_JAX_DONATION_WARNINGS)), None)
+
+
+def _dropped(leaf: ArgumentLeaf, donated: bool, warning: str | None) -> str | None:
+    """Why the donation `leaf` asked for is not done in the module; None when it is
+    (or none was asked for)."""
+    if not leaf.donated or donated:
+        return None
+    if leaf.donated_in_module:
+        # The lowered module donates it, the module shown (the optimized one) does not.
+        return NOT_ALIASED
+    return warning or NO_DONATION_ATTRIBUTE
 
 
 def argument_name(argument: Argument) -> str:
@@ -453,6 +527,8 @@ def _totals(
         bytes_pruned=size([p for p in parameters if p.status == PRUNED]),
         bytes_donated=size([p for p in passed if p.donated]),
         private_unused=sum(len(f.unused) for f in functions),
+        donations_dropped=sum(p.donation_dropped is not None for p in parameters),
+        bytes_donation_dropped=size([p for p in parameters if p.donation_dropped is not None]),
     )
 
 

@@ -201,7 +201,8 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
 
 def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
     """The contract's `parameters` list, each object extended with `hlo_shape`, `bytes`,
-    `uses`, `aliases_output` and `sharding_attribute`."""
+    `uses`, `aliases_output`, `sharding_attribute`, `donation_requested` and
+    `donation_dropped`."""
     return [
         {
             "position": p.position,
@@ -217,6 +218,8 @@ def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
             "uses": p.uses,
             "aliases_output": p.aliases_output,
             "sharding_attribute": p.sharding_attribute,
+            "donation_requested": p.donation_requested,
+            "donation_dropped": p.donation_dropped,
         }
         for p in usage.parameters
     ]
@@ -259,6 +262,7 @@ def params_summary_json(usage: ParameterUsage) -> dict[str, Any]:
         "unused": [p.path for p in usage.with_status("unused")],
         "pruned": [p.path for p in usage.with_status("pruned")],
         "static": [s.path for s in usage.static],
+        "donation_dropped": [p.path for p in usage.dropped_donations],
         "functions_with_unused": [
             {"name": f.name, "unused": [p.index for p in f.unused]}
             for f in usage.functions

@@ -25,12 +25,19 @@ class ArgumentLeaf:
     """HLO spelling: `f32[16,4]`."""
     nbytes: int | None
     donated: bool
+    """The caller asked for its donation (`donate_argnums`, `donate_argnames`, a
+    library's `donate=`). Whether JAX kept it is `donated_in_module`."""
     hlo_index: int | None
     """Its index among the kept arguments, None when jit pruned it. This is its HLO
     parameter number unless JAX put implicit parameters first (ordered-effect tokens,
     the platform index, dimension variables): `analyses.params` accounts for those."""
     sharding: str | None
     memory_kind: str | None
+    donated_in_module: bool | None = None
+    """Whether JAX's lowered module donates its parameter (`tf.aliasing_output` or
+    `jax.buffer_donor` on it): False where JAX dropped a donation the caller asked for
+    (no result of the parameter's shape and dtype to reuse its buffer); None when it
+    was pruned or the lowered module is not known."""
 
 
 @dataclasses.dataclass(frozen=True)

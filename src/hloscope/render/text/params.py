@@ -3,6 +3,8 @@ status, donation, sharding and memory kind."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
@@ -62,6 +64,9 @@ def params_summary_text(usage: ParameterUsage) -> Text:
         text.append(f"\nunused: {_listed(unused)}", style=STATUS_STYLES["unused"])
     if pruned:
         text.append(f"\npruned: {_listed(pruned)}", style=STATUS_STYLES["pruned"])
+    dropped = [p.path for p in usage.dropped_donations]
+    if dropped:
+        text.append(f"\ndonation dropped: {_listed(dropped)}", style=DROPPED_STYLE)
     functions = [f for f in usage.functions if f.unused]
     if functions:
         names = [f"{f.name} ({', '.join(p.name for p in f.unused)})" for f in functions]
@@ -72,10 +77,25 @@ def params_summary_text(usage: ParameterUsage) -> Text:
     return text
 
 
-def donation_text(donated: bool, aliases_output: int | None) -> str:
-    if aliases_output is not None:
-        return f"→ out {aliases_output}"
-    return "yes" if donated else ""
+DROPPED_STYLE = "bold yellow"
+"""How a donation asked for and not done stands out."""
+
+
+def donation_text(p: Parameter) -> Text:
+    """The donated column: `→ out N` (aliased to result N), `yes` (a buffer donor:
+    XLA may reuse it), `dropped` (asked for, not done), or nothing."""
+    if p.aliases_output is not None:
+        return Text(f"→ out {p.aliases_output}")
+    if p.donated:
+        return Text("yes")
+    if p.donation_dropped is not None:
+        return Text("dropped", style=DROPPED_STYLE)
+    return Text("")
+
+
+def shows_donation(parameters: Sequence[Parameter]) -> bool:
+    """Whether a donated column is worth showing: something is donated or dropped."""
+    return any(p.donated or p.donation_dropped is not None for p in parameters)
 
 
 def parameter_shape_text(parameter: Parameter) -> str:
@@ -100,6 +120,8 @@ def params_bytes_text(usage: ParameterUsage) -> str:
         parts.append(f"{human_bytes(totals.bytes_pruned)} pruned")
     if totals.bytes_donated:
         parts.append(f"{human_bytes(totals.bytes_donated)} donated")
+    if totals.donations_dropped:
+        parts.append(f"{human_bytes(totals.bytes_donation_dropped)} donation dropped")
     return " · ".join(parts)
 
 
@@ -119,7 +141,7 @@ def parameter_cells(
         human_bytes(p.bytes),
     ]
     if donation:
-        cells.append(donation_text(p.donated, p.aliases_output))
+        cells.append(donation_text(p))
     if sharding:
         cells.append(p.sharding or "")
     if memory:
@@ -129,7 +151,7 @@ def parameter_cells(
 
 def parameters_table(usage: ParameterUsage) -> Table:
     rows = usage.parameters
-    show_donation = any(p.donated for p in rows)
+    show_donation = shows_donation(rows)
     show_sharding = any(p.sharding for p in rows)
     show_memory = any(p.memory_kind for p in rows)
     table = Table(
@@ -163,6 +185,30 @@ def parameters_table(usage: ParameterUsage) -> Table:
     return table
 
 
+DROPPED_TITLE = "Donations dropped (asked for, not done: not counted as donated)"
+
+
+def dropped_donations_table(dropped: Sequence[Parameter]) -> Table:
+    """The arguments whose donation was asked for and is not done, with the reason
+    (JAX's own warning where it gave one)."""
+    table = Table(
+        title=DROPPED_TITLE,
+        title_justify="left",
+        title_style="bold italic",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    table.add_column("argument")
+    table.add_column("shape")
+    table.add_column("bytes", justify="right")
+    table.add_column("why")
+    for p in dropped[:MAX_PARAMETERS]:
+        table.add_row(ElidedPath(p.path), p.shape, human_bytes(p.bytes), p.donation_dropped)
+    if len(dropped) > MAX_PARAMETERS:
+        table.add_row(Text(f"… {len(dropped) - MAX_PARAMETERS} more (see --json)", style="dim"))
+    return table
+
+
 def render_params(report: ParamsReport, console: Console) -> None:
     usage = report.usage
     rows: list[tuple[str, RenderableType]] = [
@@ -191,6 +237,10 @@ def render_params(report: ParamsReport, console: Console) -> None:
         )
         for static in usage.static:
             console.print(f"  {static.path} = {static.value}")
+        console.print()
+    dropped = usage.dropped_donations
+    if dropped:
+        console.print(dropped_donations_table(dropped))
         console.print()
     ignoring = [f for f in usage.functions if f.unused]
     if ignoring:

@@ -88,6 +88,7 @@ def private_argument_leaves(lowered: Any) -> tuple[ArgumentLeaf, ...]:
     avals = list(all_args.in_avals)
     flat_info = jax.tree_util.tree_leaves(lowered.args_info)
     shardings = list(compile_args.get("in_shardings") or ())
+    in_module = _lowered_donations(lowered, len(kept))
     leaves = []
     for position, aval in enumerate(avals):
         info = flat_info[position] if position < len(flat_info) else None
@@ -105,12 +106,29 @@ def private_argument_leaves(lowered: Any) -> tuple[ArgumentLeaf, ...]:
                 shape=aval_shape(aval),
                 nbytes=aval_bytes(aval),
                 donated=bool(getattr(info, "donated", False)),
+                donated_in_module=in_module[hlo_index]
+                if in_module is not None and hlo_index is not None
+                else None,
                 hlo_index=hlo_index,
                 sharding=sharding_text,
                 memory_kind=memory_kind or aval_memory_kind(aval),
             )
         )
     return tuple(leaves)
+
+
+def _lowered_donations(lowered: Any, kept: int) -> tuple[bool, ...] | None:
+    """Per kept argument, whether the lowered module JAX holds donates its parameter
+    (JAX's implicit parameters, which come first, left out); None when unknown."""
+    from hloscope.ir.donation import entry_donations
+
+    try:
+        flags = entry_donations(lowered.compiler_ir("stablehlo"))
+    except Exception:
+        return None
+    if flags is None or len(flags) < kept:
+        return None
+    return flags[len(flags) - kept :]
 
 
 def describe_sharding(sharding: Any) -> tuple[str | None, str | None]:

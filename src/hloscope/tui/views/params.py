@@ -17,10 +17,13 @@ from textual.widgets import Static
 from hloscope.analyses.params import PRUNED, UNUSED
 from hloscope.ir.model import Module
 from hloscope.render.text.params import (
+    DROPPED_STYLE,
+    DROPPED_TITLE,
     STATUS_STYLES,
     parameter_cells,
     params_bytes_text,
     params_counts_text,
+    shows_donation,
 )
 from hloscope.reports import ParamsReport, params_report
 from hloscope.sources.loader import Loaded
@@ -38,6 +41,7 @@ from hloscope.tui.widgets.report_list import (
     table,
     text_line,
 )
+from hloscope.units import human_bytes
 
 NOT_USED = frozenset({UNUSED, PRUNED})
 
@@ -79,7 +83,7 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
     lines: list[Line] = []
     rows = [p for p in usage.parameters if not only_unused or p.status in NOT_USED]
     if rows:
-        donated = any(p.donated for p in rows)
+        donated = shows_donation(rows)
         sharded = any(p.sharding for p in rows)
         memory = any(p.memory_kind for p in rows)
         columns = [
@@ -138,6 +142,35 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
                     tags=frozenset({q.status}),
                 )
                 for q in implicit
+            ],
+        )
+    dropped = usage.dropped_donations
+    if dropped and not only_unused:
+        lines.append(blank())
+        lines += table(
+            DROPPED_TITLE,
+            [
+                Column("argument", width=56, path=True),
+                Column("shape", width=24),
+                Column("bytes", right=True),
+                Column("why", width=140),
+            ],
+            [
+                Row(
+                    [
+                        p.path,
+                        p.shape,
+                        human_bytes(p.bytes),
+                        Text(p.donation_dropped or "", style=DROPPED_STYLE),
+                    ],
+                    jump=(
+                        argument_jump(module, p.hlo_index, p.path)
+                        if p.hlo_index is not None
+                        else None
+                    ),
+                    note=f"{p.path} was pruned: the module has no parameter for it",
+                )
+                for p in dropped
             ],
         )
     if usage.static and not only_unused:
