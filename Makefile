@@ -23,12 +23,15 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # Longer than `make test`: 2,000 fuzzed inputs per loader (new ones each run, more
-# seeds from the corpus), and the corpus sweep with every command loading each file
-# itself. FUZZ_EXAMPLES=N to change the count.
+# seeds from the corpus), the corpus sweep with every command loading each file
+# itself, and 400 new pytrees of every leaf kind JAX accepts (keys, float0, scalars,
+# ml_dtypes, shardings) checked against JAX's parameter map. FUZZ_EXAMPLES=N to
+# change the counts (the leaf kinds take at most 400).
 FUZZ_EXAMPLES ?= 2000
 fuzz: $(STAMP)
 	HLOSCOPE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HLOSCOPE_SWEEP_UNCACHED=1 \
-		$(BIN)/python -m pytest tests/cli/test_fuzz.py tests/corpus/test_corpus_commands.py -s
+		$(BIN)/python -m pytest tests/cli/test_fuzz.py tests/corpus/test_corpus_commands.py \
+		tests/api/test_leaf_kinds.py -s
 
 # Speed and memory against baselines measured in the same run (bench/run.py).
 bench: $(STAMP)
