@@ -99,6 +99,9 @@ SAMPLE_ENTRYPOINTS: list[tuple[str, list[str]]] = [
     ("aot.normalize", sample("aot", "normalize", "normalize_args")),
     ("aot.two_jits", sample("aot", "two_jits", "two_jits_args")),
     ("wrapped.difference", sample("wrapped", "difference")),
+    ("dropout.train_step", sample("dropout", "train_step")),
+    ("dropout.noisy", sample("dropout", "noisy", "noisy_args")),
+    ("dropout.eqx_forward", sample("dropout", "eqx_forward", "eqx_args")),
 ]
 
 SAMPLE_DUMPS = sorted(
@@ -114,6 +117,7 @@ SAMPLE_FUSIONS: list[tuple[str, list[str]]] = [
     ("sharded_mlp.mlp", sample("sharded_mlp", "mlp")),
     ("compute_on.host_inside_jit", sample("compute_on", "host_inside_jit")),
     ("memory_kinds.offload_for_tpu", ["samples/memory_kinds.py:offload_for_tpu"]),
+    ("dropout.train_step", sample("dropout", "train_step")),
 ]
 
 SAMPLE_AOT: list[tuple[str, list[str]]] = [
@@ -126,6 +130,8 @@ SAMPLE_AOT: list[tuple[str, list[str]]] = [
     ("compute_on.host_outside_jit", sample("compute_on", "host_outside_jit")),
     ("wrapped.difference", sample("wrapped", "difference")),
     ("params.train_step", sample("params", "train_step", "train_step_args")),
+    ("dropout.forward", sample("dropout", "forward", "forward_args")),
+    ("dropout.eqx_forward", sample("dropout", "eqx_forward", "eqx_args")),
 ]
 
 SAMPLE_DIFFS: list[tuple[str, list[str]]] = [
