@@ -1,13 +1,17 @@
 """A model of XLA's HLO module itself, for modules whose MLIR conversion fails.
 
 Each computation becomes a function and each instruction an op named
-`hlo.<opcode>`, with shapes and the attributes analyses read taken from XLA's own
-printing of the instruction.
+`hlo.<opcode>`, with the attributes analyses read taken from XLA's own printing of
+the instruction. Shapes, which become bytes, are read by XLA's own parser (long
+tuples carry `/*index=5*/` comments, layouts carry tiles and memory spaces,
+dynamic dimensions their bounds) and written as the MLIR types XLA's converter
+would give them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
 
@@ -39,9 +43,16 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     with native():
         computations = list(hlo_module.computations())
         printed = str(hlo_module.to_string())
+        texts = [
+            [str(instruction.to_string()) for instruction in computation.instructions()]
+            for computation in computations
+        ]
+        types = xla_shapes_as_mlir(
+            _instruction_shape(text) for instructions in texts for text in instructions
+        )
         entry = re.search(r"^ENTRY\s+%?([\w.-]+)", printed, re.MULTILINE)
         entry_name = entry.group(1) if entry else (computations[-1].name if computations else None)
-        for computation in computations:
+        for computation, instruction_texts in zip(computations, texts, strict=True):
             is_entry = computation.name == entry_name
             func_name = "main" if is_entry else computation.name
             func_op = model.Op(
@@ -63,17 +74,18 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
             children: list[model.Op] = []
             arguments: list[model.Argument] = []
             parameters: list[tuple[int, model.Op]] = []
-            for instruction in computation.instructions():
-                text = str(instruction.to_string())
+            for instruction, text in zip(
+                computation.instructions(), instruction_texts, strict=True
+            ):
                 match = _HLO_INSTRUCTION.match(text)
-                shape = match.group("shape") if match else ""
+                shape = _instruction_shape(text)
                 # HloOpcode.kGetTupleElement -> get-tuple-element, as XLA prints it.
                 enum_name = str(instruction.opcode).rsplit(".", 1)[-1].removeprefix("k")
                 opcode = re.sub(r"(?<!^)(?=[A-Z])", "-", enum_name).lower()
                 if match:
                     opcode = match.group("opcode")
                 value = len(value_types)
-                value_types.append(_hlo_shape_to_mlir(shape))
+                value_types.append(types.get(shape, shape))
                 operands = tuple(ids.get(o.name, -1) for o in instruction.operands())
                 op = model.Op(
                     len(ops),
@@ -164,33 +176,98 @@ def _name_loc(name: str) -> str:
     return f'loc("{escaped}")'
 
 
-_HLO_DTYPES = {
-    "pred": "i1",
-    "s8": "i8",
-    "s16": "i16",
-    "s32": "i32",
-    "s64": "i64",
-    "u8": "ui8",
-    "u16": "ui16",
-    "u32": "ui32",
-    "u64": "ui64",
-    "c64": "complex<f32>",
-    "c128": "complex<f64>",
+def _instruction_shape(text: str) -> str:
+    """The shape of an instruction as XLA prints it (`%x = SHAPE opcode(...)`)."""
+    match = _HLO_INSTRUCTION.match(text)
+    return match.group("shape").strip() if match else ""
+
+
+def xla_shapes_as_mlir(shapes: Iterable[str]) -> dict[str, str]:
+    """Each HLO shape, as XLA prints it, read by XLA's own parser and written as an
+    MLIR type: `(f32[2]{0}, /*index=5*/f32[2]{0})` -> `tuple<tensor<2xf32>, ...>`,
+    `f32[8]{0:S(5)}` -> `tensor<8xf32>`, `f32[<=4,3]` -> `tensor<?x3xf32,
+    #stablehlo.bounds<4, ?>>`. A shape XLA cannot read is left out.
+
+    XLA's parser reads shapes as part of a module, so they are read as the
+    parameters of one module (its program shape gives XLA's `Shape` objects back);
+    where that fails, each alone."""
+    import jaxlib._hlo as hlo
+
+    distinct = [shape for shape in dict.fromkeys(shapes) if shape]
+    out: dict[str, str] = {}
+
+    def read(batch: list[str]) -> list[Any] | None:
+        text = "HloModule shapes\n\nENTRY shapes {\n"
+        text += "".join(f"  p{i} = {shape} parameter({i})\n" for i, shape in enumerate(batch))
+        text += "  ROOT r = () tuple()\n}\n"
+        try:
+            module = hlo.hlo_module_from_text(text)
+            program = hlo.XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
+        except Exception:
+            return None
+        parsed = list(program.parameter_shapes())
+        return parsed if len(parsed) == len(batch) else None
+
+    with native():
+        parsed = read(distinct)
+        if parsed is not None:
+            pairs = list(zip(distinct, parsed, strict=True))
+        else:
+            pairs = [(shape, one[0]) for shape in distinct if (one := read([shape])) is not None]
+        for shape, xla in pairs:
+            mlir = _mlir_type(xla)
+            if mlir is not None:
+                out[shape] = mlir
+    return out
+
+
+def _mlir_type(shape: Any) -> str | None:
+    """An XLA `Shape` as the MLIR type XLA's converter gives it; None for element
+    types MLIR has no spelling for here."""
+    if shape.is_tuple():
+        parts = [_mlir_type(part) for part in shape.tuple_shapes()]
+        if any(part is None for part in parts):
+            return None
+        return "tuple<" + ", ".join(parts) + ">"  # type: ignore[arg-type]
+    if shape.is_token():
+        return "!stablehlo.token"
+    element = _mlir_element(str(shape.xla_element_type().name))
+    if element is None:
+        return None
+    dims = [int(d) for d in shape.dimensions()]
+    dynamic = [bool(shape.is_dynamic_dimension(i)) for i in range(len(dims))]
+    body = "".join(("?" if dyn else str(d)) + "x" for d, dyn in zip(dims, dynamic, strict=True))
+    body += element
+    if any(dynamic):
+        # XLA's dimension is the bound of a dynamic one (`f32[<=4]`).
+        bounds = ", ".join(str(d) if dyn else "?" for d, dyn in zip(dims, dynamic, strict=True))
+        body += f", #stablehlo.bounds<{bounds}>"
+    return f"tensor<{body}>"
+
+
+_MLIR_ELEMENTS = {
+    "PRED": "i1",
+    "BF16": "bf16",
+    "F16": "f16",
+    "F32": "f32",
+    "F64": "f64",
+    "C64": "complex<f32>",
+    "C128": "complex<f64>",
 }
 
 
-def _hlo_shape_to_mlir(shape: str) -> str:
-    """`f32[4,8]{1,0}` -> `tensor<4x8xf32>`; tuples become `tuple<...>`."""
-    shape = re.sub(r"\{[^{}]*\}", "", shape).strip()
-    if shape.startswith("("):
-        inner = model.split_top_level(shape[1:-1])
-        return "tuple<" + ", ".join(_hlo_shape_to_mlir(s) for s in inner) + ">"
-    match = re.match(r"^(\w+)\[([^\]]*)\]", shape)
-    if not match:
-        return "!stablehlo.token" if shape.startswith("token") else shape
-    dtype = _HLO_DTYPES.get(match.group(1), match.group(1))
-    dims = [d.strip().lstrip("<=") or "?" for d in match.group(2).split(",") if d.strip()]
-    return "tensor<" + "".join(f"{d}x" for d in dims) + dtype + ">"
+def _mlir_element(name: str) -> str | None:
+    """XLA's `PrimitiveType` name as MLIR spells the element type: `S32` -> `i32`,
+    `U8` -> `ui8`, `F8E4M3FN` -> `f8E4M3FN`."""
+    if name in _MLIR_ELEMENTS:
+        return _MLIR_ELEMENTS[name]
+    if re.fullmatch(r"S\d+", name):
+        return "i" + name[1:]
+    if re.fullmatch(r"U\d+", name):
+        return "ui" + name[1:]
+    if re.fullmatch(r"F\d+E\d+M\d+\w*", name):
+        return "f" + name[1:]
+    return None
 
 
 def _hlo_attributes(text: str) -> dict[str, str]:

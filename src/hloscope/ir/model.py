@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -254,14 +255,27 @@ class TensorType:
     """HLO element type: `f32`, `bf16`, `s32`, `u8`, `pred`, `c64`, `f8e4m3fn`, `token`."""
     shape: tuple[int | None, ...] | None
     """Dimensions (None for a dynamic one); None for an unranked tensor or a token."""
+    bounds: tuple[int | None, ...] | None = None
+    """The bound of each dimension (`#stablehlo.bounds<4, ?>`, XLA's `f32[<=4,3]`):
+    the most a dynamic dimension holds, which XLA allocates; None when not stated."""
 
     @property
     def hlo(self) -> str:
-        """HLO shape syntax: `f32[8,128]`, `s32[]`, `f32[?,4]`."""
+        """HLO shape syntax: `f32[8,128]`, `s32[]`, `f32[?,4]`, `f32[<=8,4]` (bounded)."""
         if self.shape is None:
             return self.dtype if self.dtype == "token" else f"{self.dtype}[*]"
-        dims = ",".join("?" if d is None else str(d) for d in self.shape)
+        dims = ",".join(
+            str(d) if d is not None else f"<={b}" if b is not None else "?"
+            for d, b in zip(self.shape, self._bounds, strict=True)
+        )
         return f"{self.dtype}[{dims}]"
+
+    @property
+    def _bounds(self) -> tuple[int | None, ...]:
+        shape = self.shape or ()
+        if self.bounds is not None and len(self.bounds) == len(shape):
+            return self.bounds
+        return (None,) * len(shape)
 
     @property
     def elements(self) -> int | None:
@@ -274,8 +288,16 @@ class TensorType:
 
     @property
     def nbytes(self) -> int | None:
-        """Size in bytes, or None for dynamic shapes, tokens and unknown dtypes."""
-        elements = self.elements
+        """Size in bytes, or None for unbounded dynamic shapes, tokens and unknown
+        dtypes. A bounded dynamic dimension counts at its bound, as XLA allocates it
+        (XLA's `ShapeUtil::ByteSizeOf` of `f32[<=4]` is 16)."""
+        elements: int | None = None
+        if self.shape is not None:
+            dims = [
+                d if d is not None else b for d, b in zip(self.shape, self._bounds, strict=True)
+            ]
+            if all(d is not None for d in dims):
+                elements = math.prod(dims)  # type: ignore[arg-type]
         bits = element_bits(self.dtype)
         if elements is None or bits is None:
             return None
@@ -349,9 +371,11 @@ def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
     text = mlir_type.strip()
     if text.startswith("tensor<") and text.endswith(">"):
         body = text[len("tensor<") : -1]
-        # Drop an encoding (`, #stablehlo.bounds<...>`, `, #mhlo.type_extensions<...>`).
+        # An encoding (`, #stablehlo.bounds<...>`, `, #mhlo.type_extensions<...>`) may
+        # bound dynamic dimensions.
         pieces = split_top_level(body)
         body = pieces[0] if pieces else body
+        bounds = _bounds(pieces[1]) if len(pieces) > 1 else None
         if body.startswith("*x"):
             return (TensorType(_element_type(body[2:]), None),)
         dims: list[int | None] = []
@@ -362,7 +386,9 @@ def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
                 break
             dims.append(None if match.group(1) == "?" else int(match.group(1)))
             rest = rest[match.end() :]
-        return (TensorType(_element_type(rest), tuple(dims)),)
+        if bounds is not None and len(bounds) != len(dims):
+            bounds = None
+        return (TensorType(_element_type(rest), tuple(dims), bounds),)
     if text.startswith("tuple<") and text.endswith(">"):
         out: list[TensorType] = []
         for part in split_top_level(text[len("tuple<") : -1]):
@@ -377,6 +403,32 @@ def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
     if re.fullmatch(r"u?i\d+|f\d+|bf16|index|f8\w+", text):
         return (TensorType(_element_type(text), ()),)
     return ()
+
+
+_BOUNDS = re.compile(
+    r"#stablehlo\.bounds<(?P<stablehlo>[^>]*)>"
+    r"|#mhlo\.type_extensions<\s*bounds\s*=\s*\[(?P<mhlo>[^\]]*)\]\s*>"
+)
+
+
+def _bounds(encoding: str) -> tuple[int | None, ...] | None:
+    """The dimension bounds a tensor's encoding states: `#stablehlo.bounds<4, ?>`
+    (what XLA's converter writes for `f32[<=4,3]`) or `#mhlo.type_extensions<bounds =
+    [4, ?]>`; None for any other encoding."""
+    match = _BOUNDS.fullmatch(encoding.strip())
+    if match is None:
+        return None
+    text = match.group("stablehlo") if match.group("stablehlo") is not None else match.group("mhlo")
+    out: list[int | None] = []
+    for part in text.split(","):
+        part = part.strip()
+        if part.isdigit():
+            out.append(int(part))
+        elif part in ("?", "-9223372036854775808"):  # MLIR's kDynamic, printed
+            out.append(None)
+        else:
+            return None
+    return tuple(out)
 
 
 def hlo_shape(mlir_type: str) -> str:
