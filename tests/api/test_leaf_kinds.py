@@ -96,7 +96,19 @@ def use(leaf: Any) -> Any:
 
 
 SHAPES = st.sampled_from([(), (2,), (3,), (2, 4)])
-ARRAY_DTYPES = st.sampled_from(["float32", "int32", "bfloat16", "float8_e4m3fn", "int4", "bool"])
+ARRAY_DTYPES = st.sampled_from(
+    [
+        "float32",
+        "int32",
+        "bfloat16",
+        "float8_e4m3fn",
+        "int4",
+        "bool",
+        "float4_e2m1fn",
+        "int2",
+        "uint4",
+    ]
+)
 
 LEAF_KINDS = st.one_of(
     st.tuples(

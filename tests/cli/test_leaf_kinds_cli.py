@@ -13,6 +13,7 @@ TypeError: Cannot interpret 'key<fry>' as a data type`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import textwrap
 from pathlib import Path
@@ -197,6 +198,10 @@ KEYS_MODULE = textwrap.dedent(
 
     def one_key():
         return (jax.random.key(0),)
+
+    @jax.jit
+    def key_data(key, x):
+        return jax.random.key_data(key), x * 2
     """
 )
 
@@ -308,3 +313,41 @@ def test_json_is_one_document_for_each_command() -> None:
         run = run_cli(command, *TRAIN_STEP, "--json")
         assert run.code == 0, run.stderr
         json.loads(run.stdout)
+
+
+def load_module(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("spec", "impl", "shape"),
+    [
+        ("key<fry>[]", "threefry2x32", ()),
+        ("key<rbg>[2]", "rbg", (2,)),
+        ("key<urbg>[3,2]", "unsafe_rbg", (3, 2)),
+    ],
+)
+def test_arg_spec_of_a_typed_key(keys_module: Path, spec: str, impl: str, shape: tuple) -> None:
+    """`--arg key<fry>[]` stands for a typed key array of that implementation."""
+    target = f"{keys_module}:key_data"
+    doc = ok("params", target, "--arg", spec, "--arg", "f32[4]")
+    dtype = jax.random.key(0, impl=impl).dtype
+    args = (jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct((4,), np.float32))
+    check_params_doc(doc, load_module(keys_module).key_data.lower(*args), ["key", "x"])
+    assert doc["parameters"][0]["shape"] == spec
+    run = ok("aot-check", target, "--arg", spec, "--arg", "f32[4]")
+    assert run["verdict"] == "same"
+    assert run["inputs"][0]["shape"] == spec and run["inputs"][0]["origin"] == "generated"
+
+
+def test_arg_spec_of_an_unknown_key_is_one_line(keys_module: Path) -> None:
+    run = run_cli("params", f"{keys_module}:key_data", "--arg", "key<philox>[]", "--arg", "f32[4]")
+    assert run.code == 2
+    assert run.stderr.strip() == (
+        "hloscope: error: bad --arg 'key<philox>[]': unknown PRNG key implementation "
+        "'philox' (known: key<fry>, key<rbg>, key<urbg>)"
+    )

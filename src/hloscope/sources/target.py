@@ -2,7 +2,8 @@
 
 A target is a dump (a file or a folder) or an entrypoint: `pkg.module:attr` or
 `path/to/file.py:attr` (`attr` may be dotted: `Model.apply`). Example argument
-specs use HLO shape syntax: `f32[8,128]`, `bf16[2,3]`, `i32[]`, `pred[4]`.
+specs use HLO shape syntax: `f32[8,128]`, `bf16[2,3]`, `i32[]`, `pred[4]`, and JAX's
+for typed PRNG keys: `key<fry>[]`, `key<rbg>[4]`.
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class ArgSpec:
     """An example argument given as a shape: `f32[8,128]`."""
 
     dtype: str
-    """NumPy/JAX dtype name: `float32`, `bfloat16`, `int32`, `bool`, ..."""
+    """NumPy/JAX dtype name: `float32`, `bfloat16`, `int32`, `bool`, ...; a typed PRNG
+    key's as JAX prints it: `key<fry>`, `key<rbg>`, `key<urbg>`."""
     shape: tuple[int, ...]
     text: str
 
@@ -138,21 +140,39 @@ def hlo_dtype(numpy_name: str) -> str:
     return _HLO_NAMES.get(numpy_name, numpy_name)
 
 
-_ARG_SPEC = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*\[\s*([0-9,\s]*)\]\s*(?:\{[0-9,\s]*\})?\s*")
+# Typed PRNG keys a shape may name, as JAX prints their dtype (`key<fry>`), and the
+# implementation each names (`jax.random.key(..., impl=...)`).
+KEY_IMPLS = {"fry": "threefry2x32", "rbg": "rbg", "urbg": "unsafe_rbg"}
+
+_ARG_SPEC = re.compile(
+    r"\s*([A-Za-z][A-Za-z0-9]*(?:<[A-Za-z0-9_]*>)?)\s*\[\s*([0-9,\s]*)\]\s*(?:\{[0-9,\s]*\})?\s*"
+)
 
 
 def parse_arg_spec(text: str) -> ArgSpec:
-    """Parse `f32[8,128]` (HLO shape syntax; a layout `{1,0}` is allowed and ignored)."""
+    """Parse `f32[8,128]` (HLO shape syntax; a layout `{1,0}` is allowed and ignored),
+    or a typed PRNG key array `key<fry>[]`, `key<rbg>[4]`, `key<urbg>[2]`."""
     match = _ARG_SPEC.fullmatch(text)
     if not match:
         raise HloscopeError(
             f"bad --arg '{text}': expected a shape such as f32[8,128], bf16[2,3], i32[] or pred[4]"
         )
-    dtype = DTYPE_ALIASES.get(match.group(1).lower())
+    element = match.group(1)
+    if element.lower().startswith("key<"):
+        tag = element[4:-1]
+        if tag not in KEY_IMPLS:
+            keys = ", ".join(f"key<{t}>" for t in KEY_IMPLS)
+            raise HloscopeError(
+                f"bad --arg '{text}': unknown PRNG key implementation '{tag}' (known: {keys})"
+            )
+        dtype: str | None = f"key<{tag}>"
+    else:
+        dtype = DTYPE_ALIASES.get(element.lower())
     if dtype is None:
         known = ", ".join(k for k in DTYPE_ALIASES if not k.startswith(("i", "ui", "bool")))
+        known += ", " + ", ".join(f"key<{t}>" for t in KEY_IMPLS)
         raise HloscopeError(
-            f"bad --arg '{text}': unknown element type '{match.group(1)}' (known: {known})"
+            f"bad --arg '{text}': unknown element type '{element}' (known: {known})"
         )
     dims_text = [d.strip() for d in match.group(2).split(",")]
     if dims_text == [""]:

@@ -19,15 +19,21 @@ import numpy as np
 
 from hloscope.errors import HloscopeError, describe_exception
 from hloscope.sources.entrypoint import user_code
-from hloscope.sources.target import ArgSpec, hlo_dtype
+from hloscope.sources.target import KEY_IMPLS, ArgSpec, hlo_dtype
 
 # --------------------------------------------------------------------------- arguments
 
 
 def example_arguments(specs: Sequence[ArgSpec]) -> tuple[Any, ...]:
-    """`jax.ShapeDtypeStruct`s for `--arg` specs."""
+    """`jax.ShapeDtypeStruct`s for `--arg` specs (of a typed key dtype for
+    `key<fry>[]`)."""
     out = []
     for spec in specs:
+        if spec.dtype.startswith("key<"):
+            impl = KEY_IMPLS[spec.dtype[4:-1]]
+            key_dtype = jax.eval_shape(lambda impl=impl: jax.random.key(0, impl=impl)).dtype
+            out.append(jax.ShapeDtypeStruct(spec.shape, key_dtype))
+            continue
         try:
             dtype = np.dtype(getattr(jax.numpy, spec.dtype))
         except (AttributeError, TypeError) as exc:
