@@ -4,21 +4,27 @@ aliases of XLA's compiled module (`memory_analysis().alias_size_in_bytes`) and t
 arrays a call deletes. A donation the caller asked for and JAX dropped (no result
 of its shape and dtype: JAX only warns) is not donated, and says why."""
 
+import importlib.util
 import warnings
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import jaxlib._hlo as xla_hlo
 import optax
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 from jaxlib.mlir import ir
 
 import hloscope
-from hloscope.analyses.params import NOT_ALIASED, PRUNED_DONATION
+from hloscope.analyses.params import NOT_ALIASED, PRUNED_DONATION, analyze_params
+from hloscope.ir.hlo_native import build_hlo_native_model
 from hloscope.render.json import params_json
+from hloscope.render.text.common import describe_source
 from hloscope.render.text.params import params_bytes_text
 from hloscope.tui.views.params import params_lines
+
+TARGETS = "tests/fixtures/collective_targets.py"
 
 # ---------------------------------------------------------------- JAX's own answers
 
@@ -198,3 +204,43 @@ def test_a_buffer_donor_xla_does_not_alias_is_dropped_in_the_optimized_module():
     assert optimized.totals.bytes_donated == 8 * alias == 256
     f(x, y)
     assert [x.is_deleted(), y.is_deleted()] == [p.donated for p in optimized.parameters]
+
+
+# ---------------------------------------------------------------- XLA's own form
+
+
+def test_xla_own_form_of_an_optimized_module_keeps_its_aliases():
+    # An FSDP step with a tuple all-to-all whose groups are `replica_groups=mesh[...]`
+    # does not convert to MLIR; its optimized module is shown in XLA's own form,
+    # whose model once had no `input_output_alias`: every donation read as dropped.
+    spec = importlib.util.spec_from_file_location("collective_targets", TARGETS)
+    targets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(targets)
+    step = jax.jit(targets.fsdp_step.__wrapped__, donate_argnums=(0,))
+    params, x, y = targets.fsdp_step_args()
+    lowered, messages = lowered_with_warning(step, params, x, y)
+    assert messages == []
+    alias = lowered.compile().memory_analysis().alias_size_in_bytes
+
+    inspection = hloscope.inspect(step, params, x, y).optimized()
+    assert "XLA's own form" in describe_source(inspection.source)
+    usage = inspection.params.usage
+    donated = {p.path for p in usage.parameters if p.donated}
+    assert donated == {p.path for p in usage.parameters if p.path.startswith("params")}
+    assert usage.dropped_donations == ()
+    # Every weight is split evenly over the 8 devices: XLA's alias bytes are per device.
+    assert usage.totals.bytes_donated == 8 * alias
+    step(params, x, y)
+    assert all(leaf.is_deleted() for leaf in leaves(params))
+    assert not x.is_deleted() and not y.is_deleted()
+
+
+def test_xla_own_form_of_a_single_device_module_reads_the_same_donation():
+    g = jax.jit(sgd, donate_argnums=(0, 1))
+    w, grads = jnp.ones(32), jnp.ones((4, 32))
+    lowered, _ = lowered_with_warning(g, w, grads)
+    text = lowered.compile().as_text()
+    native = build_hlo_native_model(xla_hlo.hlo_module_from_text(text))
+    usage = analyze_params(native)
+    assert [(p.donated, p.aliases_output) for p in usage.parameters] == [(True, 0), (False, None)]
+    assert usage.totals.bytes_donated == lowered.compile().memory_analysis().alias_size_in_bytes

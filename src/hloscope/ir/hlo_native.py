@@ -19,6 +19,7 @@ from hloscope.ir import model
 from hloscope.ir.context import native
 from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
+from hloscope.ir.proto import proto_message, proto_varints
 
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
@@ -50,6 +51,7 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
         types = xla_shapes_as_mlir(
             _instruction_shape(text) for instructions in texts for text in instructions
         )
+        aliases = input_output_alias(hlo_module.as_serialized_hlo_module_proto())
         entry = re.search(r"^ENTRY\s+%?([\w.-]+)", printed, re.MULTILINE)
         entry_name = entry.group(1) if entry else (computations[-1].name if computations else None)
         for computation, instruction_texts in zip(computations, texts, strict=True):
@@ -131,7 +133,7 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
             )
     built = model.Module(
         name=str(hlo_module.name),
-        attributes={},
+        attributes={"mhlo.input_output_alias": aliases} if aliases else {},
         ops=ops,
         body=tuple(body),
         functions=functions,
@@ -141,6 +143,51 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     )
     record_entry_memory_spaces(built, entry_computation_layout(printed))
     return built
+
+
+_ALIAS_KINDS = {1: "may_alias", 2: "must_alias"}
+
+
+def input_output_alias(proto: bytes) -> str | None:
+    """The module's `input_output_alias` (which parameters' buffers become which
+    results: what XLA does with donated arguments), read from XLA's `HloModuleProto`
+    and written as XLA's converter writes the `mhlo.input_output_alias` attribute;
+    None when there is none."""
+    try:
+        module = proto_message(proto)
+        entries = []
+        for number, message in module:
+            if number != 8 or not isinstance(message, bytes):  # input_output_alias
+                continue
+            for entry_number, entry in proto_message(message):
+                if entry_number != 1 or not isinstance(entry, bytes):  # entries
+                    continue
+                output: list[int] = []
+                parameter = 0
+                parameter_index: list[int] = []
+                kind = 0
+                for field, value in proto_message(entry):
+                    if field == 1:
+                        output += proto_varints(value)
+                    elif field == 2 and isinstance(value, int):
+                        parameter = value
+                    elif field == 3:
+                        parameter_index += proto_varints(value)
+                    elif field == 4 and isinstance(value, int):
+                        kind = value
+                entries.append(
+                    f'{{alias = {{kind = "{_ALIAS_KINDS.get(kind, "undefined_alias")}", '
+                    f"parameter_index = {_i64_array(parameter_index)}, "
+                    f"parameter_number = {parameter} : i64}}, "
+                    f"output_index = {_i64_array(output)}}}"
+                )
+    except ValueError:
+        return None
+    return "[" + ", ".join(entries) + "]" if entries else None
+
+
+def _i64_array(values: list[int]) -> str:
+    return f"array<i64: {', '.join(str(v) for v in values)}>" if values else "array<i64>"
 
 
 def _hlo_backend_config(text: str) -> str | None:

@@ -51,6 +51,67 @@ def proto_field(data: bytes, field: int) -> bytes | None:
     return None
 
 
+def proto_message(data: bytes) -> list[tuple[int, int | bytes]]:
+    """Each field of a message, in order: (number, value), the value an int for a
+    varint and the payload's bytes for a length-delimited field (fixed-width fields
+    are skipped). Raises ValueError if malformed."""
+    pos = 0
+    size = len(data)
+    out: list[tuple[int, int | bytes]] = []
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            if pos >= size or shift > 63:
+                raise ValueError("bad varint")
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    while pos < size:
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            out.append((number, varint()))
+        elif wire == 2:
+            length = varint()
+            if pos + length > size:
+                raise ValueError("truncated field")
+            out.append((number, data[pos : pos + length]))
+            pos += length
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+            if pos > size:
+                raise ValueError("truncated field")
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+    return out
+
+
+def proto_varints(value: int | bytes) -> list[int]:
+    """A repeated integer field's values: one varint, or a packed run of them."""
+    if isinstance(value, int):
+        return [value]
+    out: list[int] = []
+    shift = current = 0
+    for byte in value:
+        current |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+            if shift > 63:
+                raise ValueError("bad varint")
+        else:
+            out.append(current)
+            shift = current = 0
+    if shift:
+        raise ValueError("truncated varint")
+    return out
+
+
 def proto_varint(value: int) -> bytes:
     out = bytearray()
     while True:
