@@ -11,6 +11,9 @@ ignores `params['unused_scale']` and `batch['mask']`.
 - `grad_w`: the gradient with respect to `params` only; `batch['y']` still
   matters, `batch['mask']` does not.
 - `train_step`: donates `params`, and takes `lr` as a keyword argument.
+- `sgd_update`: asks to donate both arguments, but only `w` has a result of its
+  shape and dtype to reuse: JAX drops the donation of `grads` (and warns), so
+  `hloscope params` shows it `dropped`, not donated.
 
     hloscope inspect samples/params.py:loss --args samples/params.py:example_args
 """
@@ -37,6 +40,13 @@ def _train_step(params, batch, *, lr):
 train_step = jax.jit(_train_step, donate_argnums=0)
 
 
+def _sgd_update(w, grads):
+    return w - 0.1 * grads.sum(0)
+
+
+sgd_update = jax.jit(_sgd_update, donate_argnums=(0, 1))
+
+
 def example_params():
     return {
         "w": jax.ShapeDtypeStruct((16, 4), jnp.float32),
@@ -61,3 +71,11 @@ def example_args():
 def train_step_args():
     """(params, batch) and the keyword argument lr."""
     return (example_params(), example_batch()), {"lr": jnp.float32(0.1)}
+
+
+def sgd_args():
+    """(w, per-example grads) as shapes."""
+    return (
+        jax.ShapeDtypeStruct((32,), jnp.float32),
+        jax.ShapeDtypeStruct((4, 32), jnp.float32),
+    )

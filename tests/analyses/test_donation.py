@@ -244,3 +244,18 @@ def test_xla_own_form_of_a_single_device_module_reads_the_same_donation():
     usage = analyze_params(native)
     assert [(p.donated, p.aliases_output) for p in usage.parameters] == [(True, 0), (False, None)]
     assert usage.totals.bytes_donated == lowered.compile().memory_analysis().alias_size_in_bytes
+
+
+def test_a_dropped_donation_keeps_jax_reason_when_jax_serves_a_cached_lowering():
+    # JAX warns only when it lowers: the same function lowered on the same shapes
+    # again comes from its cache, silently. The reason and the notes are what JAX
+    # said of that lowering, whatever the process lowered before.
+    jitted = jax.jit(lambda w, grads: w - 0.1 * grads.sum(0), donate_argnums=(0, 1))
+    shapes = (jax.ShapeDtypeStruct((32,), jnp.float32), jax.ShapeDtypeStruct((4, 32), jnp.float32))
+    _lowered, messages = lowered_with_warning(jitted, *shapes)
+    warning = " ".join(messages[0].split())  # notes are one line each
+    first = hloscope.inspect(jitted, *shapes).params
+    again = hloscope.inspect(jitted, *shapes).params
+    assert [p.donation_dropped for p in again.usage.parameters] == [None, warning]
+    assert again.usage.parameters == first.usage.parameters
+    assert again.notes == first.notes == (warning,)

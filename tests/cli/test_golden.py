@@ -62,6 +62,7 @@ SAMPLE_ENTRYPOINTS: list[tuple[str, list[str]]] = [
     ("params.loss_keep_unused", sample("params", "loss_keep_unused")),
     ("params.grad_w", sample("params", "grad_w")),
     ("params.train_step", sample("params", "train_step", "train_step_args")),
+    ("params.sgd_update", sample("params", "sgd_update", "sgd_args")),
     ("params_nested.ignored_by_callee", sample("params_nested", "ignored_by_callee")),
     ("params_nested.callee_used_twice", sample("params_nested", "callee_used_twice")),
     (

@@ -262,6 +262,9 @@ def render_params(report: ParamsReport, console: Console) -> None:
             table.add_row(Text(f"… {len(ignoring) - MAX_FUNCTIONS} more", style="dim"), "", "")
         console.print(table)
         console.print()
-    notes = notes_group(report.notes)
+    # A warning of JAX's that the dropped donations' table already shows as their
+    # reason is not printed twice.
+    reasons = {p.donation_dropped for p in dropped}
+    notes = notes_group(tuple(n for n in report.notes if n not in reasons))
     if notes is not None:
         console.print(notes)

@@ -52,6 +52,7 @@ from hloscope.sources.jax.private import (
     private_argument_leaves,
     private_caller_frames_hidden,
     private_function_name,
+    private_lowering_notes,
     private_static_argnums,
 )
 from hloscope.sources.stages import ArgumentLeaf, Lowering, LoweringKind, StaticArgument
@@ -136,7 +137,15 @@ def lower(
     static = static_positional(jitted, args) if kind == "jitted" else ()
     static += library_static(jitted, (args, kwargs))
     return from_lowered(
-        lowered, kind, label, elapsed, kwargs, tuple(caught), static, jitted, (args, kwargs)
+        lowered,
+        kind,
+        label,
+        elapsed,
+        kwargs,
+        private_lowering_notes(lowered, tuple(caught)),
+        static,
+        jitted,
+        (args, kwargs),
     )
 
 
@@ -200,7 +209,9 @@ def _from_traced(traced: Any, label: str, kwargs: Mapping[str, Any]) -> Lowering
             f"lowering the jax.stages.Traced raised {describe_exception(exc)}", where=label
         ) from exc
     elapsed = time.perf_counter() - start
-    return from_lowered(lowered, "lowered", label, elapsed, kwargs, tuple(caught))
+    return from_lowered(
+        lowered, "lowered", label, elapsed, kwargs, private_lowering_notes(lowered, tuple(caught))
+    )
 
 
 def _article(noun: str) -> str:

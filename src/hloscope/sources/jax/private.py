@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
 from typing import Any
@@ -32,6 +33,27 @@ from hloscope.sources.stages import ArgumentLeaf, CompiledModule
 def _private_compile_args(lowered: Any) -> Mapping[str, Any]:
     """`Lowered._lowering.compile_args`: JAX's record of kept arguments and shardings."""
     return lowered._lowering.compile_args  # type: ignore[no-any-return]
+
+
+# What JAX warned while lowering, per lowering object (`private_lowering_notes`).
+_LOWERING_NOTES: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def private_lowering_notes(lowered: Any, caught: tuple[str, ...]) -> tuple[str, ...]:
+    """What JAX warned while making `lowered` (`caught`), or, when it warned nothing,
+    what it warned when it first made the same lowering. JAX caches lowerings: the
+    same function lowered on the same shapes again hands back the same
+    `Lowered._lowering` without tracing or warning again ("Some donated buffers
+    were not usable"), so without this a report's notes and reasons would depend on
+    what the process lowered before."""
+    try:
+        key = lowered._lowering
+        if caught:
+            _LOWERING_NOTES[key] = caught
+            return caught
+        return _LOWERING_NOTES.get(key, caught)
+    except (AttributeError, TypeError):
+        return caught
 
 
 def private_static_argnums(jitted: Any) -> tuple[int, ...]:
