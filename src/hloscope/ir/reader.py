@@ -16,6 +16,7 @@ bytes. A reply is a sequence of frames, one per stage the child reached (the
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import os
@@ -182,6 +183,20 @@ class _NativeReader:
             self._process = None
             return Reply(frames, None if timed_out is not None else code, timed_out)
 
+    def close(self) -> None:
+        """End the child kept for reuse (at exit: a child still running when Python
+        exits is reported on stderr as a `ResourceWarning`, after hloscope's one line)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with suppress(OSError):
+            process.stdin.close()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        with suppress(OSError):
+            process.stdout.close()
+
 
 def write_frame(stream: Any, header: dict[str, Any], body: bytes = b"") -> None:
     stream.write(json.dumps({**header, "size": len(body)}).encode() + b"\n" + body)
@@ -201,6 +216,7 @@ def read_frame(stream: Any) -> Frame | None:
 
 
 _reader = _NativeReader()
+atexit.register(_reader.close)
 
 
 def request(kind: RequestKind, payload: bytes, timeout: float | None = None) -> Reply:
