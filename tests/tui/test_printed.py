@@ -70,7 +70,8 @@ def assert_paired(module: Module, printed: PrintedModule, hlo_native: bool = Fal
         assert line >= 0, op
         if printed.own_line[op.id] and hlo_native:
             assert printed.line_op[line] == op.id
-            assert f"%{op.location.name} " in printed.lines[line], (op, printed.lines[line])
+            name = op.hlo_name or op.location.name
+            assert f"%{name} " in printed.lines[line], (op, printed.lines[line])
         elif printed.own_line[op.id]:
             assert printed.line_op[line] == op.id
             token = _TOKEN.match(printed.lines[line])

@@ -65,6 +65,10 @@ SIDE_EFFECT_OPS = frozenset(
         "rng_get_and_update_state",
         "send_done",
         "recv_done",
+        # XLA's own HLO form spells opcodes with hyphens.
+        "send-done",
+        "recv-done",
+        "rng-get-and-update-state",
         "cf.br",
         "cf.cond_br",
     }
@@ -78,8 +82,10 @@ BRANCH_OPS = frozenset({"stablehlo.case", "stablehlo.if", "mhlo.case", "mhlo.if"
 PASS_THROUGH_REGION_OPS = frozenset({"sdy.manual_computation", "sdy.named_computation"})
 # Ops whose result i is operand i.
 IDENTITY_OPS = frozenset({"stablehlo.optimization_barrier", "mhlo.optimization_barrier"})
-TUPLE_OPS = frozenset({"stablehlo.tuple", "mhlo.tuple"})
-GET_TUPLE_ELEMENT_OPS = frozenset({"stablehlo.get_tuple_element", "mhlo.get_tuple_element"})
+TUPLE_OPS = frozenset({"stablehlo.tuple", "mhlo.tuple", "hlo.tuple"})
+GET_TUPLE_ELEMENT_OPS = frozenset(
+    {"stablehlo.get_tuple_element", "mhlo.get_tuple_element", "hlo.get-tuple-element"}
+)
 
 
 # How the worklist treats an op, by name (anything else is GENERIC).
@@ -92,8 +98,18 @@ _KINDS: dict[str, int] = {
     **dict.fromkeys(IDENTITY_OPS, IDENTITY),
     **dict.fromkeys(GET_TUPLE_ELEMENT_OPS, GET_TUPLE_ELEMENT),
 }
-# Attributes through which an op names functions whose results it needs.
-FUNCTION_ATTRIBUTES = ("called_computations", "called_computation", "to_apply")
+# Attributes through which an op names functions whose results it needs (in XLA's own
+# HLO form: a fusion's `calls`, a while's `body` and `condition`, a conditional's
+# `branch_computations`, a reduce's `to_apply`).
+FUNCTION_ATTRIBUTES = (
+    "called_computations",
+    "called_computation",
+    "to_apply",
+    "calls",
+    "body",
+    "condition",
+    "branch_computations",
+)
 
 # Per op name: True (always has side effects), False (never), None (depends on the op).
 _NAME_EFFECTS: dict[str, bool | None] = {}
@@ -193,14 +209,20 @@ class LivenessIndex:
         self.call_sites = call_sites
         self.named_functions = named_functions
         """Op id -> functions it names through `called_computations` and the like."""
+        named_sites: dict[str, list[Op]] = {}
+        for op_id, names in named_functions.items():
+            for name in dict.fromkeys(names):
+                named_sites.setdefault(name, []).append(module.ops[op_id])
+        self.named_sites = named_sites
+        """Function name -> the ops that name it (the inverse of `named_functions`)."""
         self.effect_ops = effect_ops
-        self.returns: dict[str, list[Op]] = {}
-        """Function name -> its return ops."""
+        self.returns: dict[str, list[Returned]] = {}
+        """Function name -> its return ops (in XLA's own HLO form, its ROOT)."""
         self.function_of_op: dict[int, str] = {}
         """func.func op id -> function name."""
         for name, function in module.functions.items():
             self.function_of_op[function.op.id] = name
-            self.returns[name] = list(_terminators(function.op))
+            self.returns[name] = _returns(function.op)
         self.effectful = self._effectful_functions()
         """Functions with side effects, directly or through the functions they call."""
 
@@ -212,10 +234,15 @@ class LivenessIndex:
             if name in effectful:
                 continue
             effectful.add(name)
-            for call in self.call_sites.get(name, ()):
+            for call in self.callers(name):
                 if call.function is not None and call.function not in effectful:
                     stack.append(call.function)
         return effectful
+
+    def callers(self, name: str) -> list[Op]:
+        """The ops that run function `name`: its `func.call`s and the ops that name
+        it (a custom call's `called_computations`, XLA's fusion, while, reduce ...)."""
+        return [*self.call_sites.get(name, ()), *self.named_sites.get(name, ())]
 
 
 def call_sites(module: Module) -> dict[str, list[Op]]:
@@ -229,6 +256,29 @@ def call_sites(module: Module) -> dict[str, list[Op]]:
         if names:
             sites.setdefault(names[0], []).append(op)
     return sites
+
+
+@dataclasses.dataclass(frozen=True)
+class Root:
+    """The ROOT of a computation in XLA's own HLO form, which has no return op: its
+    function's last op (`hloscope.ir.hlo_native` puts the ROOT there), whose result
+    the function returns."""
+
+    operands: tuple[int, ...]
+    """The values the function returns: the ROOT instruction's result."""
+
+
+Returned = Op | Root
+
+
+def _returns(function_op: Op) -> list[Returned]:
+    """A function's return ops; for XLA's own HLO form, which has none, its ROOT."""
+    found: list[Returned] = list(_terminators(function_op))
+    if not found and function_op.regions and function_op.regions[0].blocks:
+        body = function_op.regions[0].blocks[0].ops
+        if body:
+            found.append(Root(body[-1].results))
+    return found
 
 
 def _terminators(op: Op) -> Iterable[Op]:
@@ -407,18 +457,12 @@ def analyze_liveness(
         function = functions.get(name)
         if function is None or function.is_declaration:
             continue
-        if returns.get(name):
-            for i in range(len(function.results)):
-                need_result(name, i)
-        else:
-            # XLA's own HLO form: no return op; the root is the last instruction.
-            body = function.op.regions[0].blocks[0].ops if function.op.regions else ()
-            if body:
-                mark_all(body[-1].results)
+        for i in range(len(function.results)):
+            need_result(name, i)
     for op in index.effect_ops:
         run_with_ancestors(op)
     for name in index.effectful:
-        for call in index.call_sites.get(name, ()):
+        for call in index.callers(name):
             run_with_ancestors(call)
 
     while pending:

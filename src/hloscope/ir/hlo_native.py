@@ -10,8 +10,9 @@ would give them.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -44,19 +45,31 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     with native():
         computations = list(hlo_module.computations())
         printed = str(hlo_module.to_string())
-        texts = [
-            [str(instruction.to_string()) for instruction in computation.instructions()]
+        proto = hlo_module.as_serialized_hlo_module_proto()
+        facts = module_facts(proto)
+        # Each computation's instructions in XLA's order (its schedule, else the
+        # proto's dependency order), the ROOT last: an analysis reads the function's
+        # result as its last op (there is no return op).
+        ordered = [
+            _ordered(list(computation.instructions()), facts.computations.get(computation.name))
             for computation in computations
         ]
+        texts = [[str(instruction.to_string()) for instruction in each] for each in ordered]
         types = xla_shapes_as_mlir(
             _instruction_shape(text) for instructions in texts for text in instructions
         )
-        aliases = input_output_alias(hlo_module.as_serialized_hlo_module_proto())
-        entry = re.search(r"^ENTRY\s+%?([\w.-]+)", printed, re.MULTILINE)
-        entry_name = entry.group(1) if entry else (computations[-1].name if computations else None)
-        for computation, instruction_texts in zip(computations, texts, strict=True):
+        aliases = input_output_alias(proto)
+        entry_name = facts.entry
+        if entry_name is None:
+            entry = re.search(r"^ENTRY\s+%?([\w.-]+)", printed, re.MULTILINE)
+            last = computations[-1].name if computations else None
+            entry_name = entry.group(1) if entry else last
+        for computation, instructions, instruction_texts in zip(
+            computations, ordered, texts, strict=True
+        ):
             is_entry = computation.name == entry_name
             func_name = "main" if is_entry else computation.name
+            computation_facts = facts.computations.get(computation.name)
             func_op = model.Op(
                 len(ops),
                 "func.func",
@@ -72,13 +85,14 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
             )
             ops.append(func_op)
             body.append(func_op)
+            # Every instruction's value first: an operand may come later in the order.
             ids: dict[str, int] = {}
+            for offset, instruction in enumerate(instructions):
+                ids[str(instruction.name)] = len(value_types) + offset
             children: list[model.Op] = []
             arguments: list[model.Argument] = []
             parameters: list[tuple[int, model.Op]] = []
-            for instruction, text in zip(
-                computation.instructions(), instruction_texts, strict=True
-            ):
+            for instruction, text in zip(instructions, instruction_texts, strict=True):
                 match = _HLO_INSTRUCTION.match(text)
                 shape = _instruction_shape(text)
                 # HloOpcode.kGetTupleElement -> get-tuple-element, as XLA prints it.
@@ -86,26 +100,33 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
                 opcode = re.sub(r"(?<!^)(?=[A-Z])", "-", enum_name).lower()
                 if match:
                     opcode = match.group("opcode")
+                name = str(instruction.name)
                 value = len(value_types)
                 value_types.append(types.get(shape, shape))
-                operands = tuple(ids.get(o.name, -1) for o in instruction.operands())
+                operands = tuple(ids.get(str(o.name), -1) for o in instruction.operands())
+                attributes = _hlo_attributes(text)
+                known = computation_facts.instructions.get(name) if computation_facts else None
+                if known is not None:
+                    if known.tuple_index is not None:
+                        attributes["index"] = str(known.tuple_index)
+                    if known.side_effect:
+                        attributes["has_side_effect"] = "true"
                 op = model.Op(
                     len(ops),
                     f"hlo.{opcode}",
                     operands,
                     (value,),
-                    _hlo_attributes(text),
-                    _name_loc(instruction.name),
+                    attributes,
+                    known.location if known is not None else _name_loc(name),
                     func_op,
                     func_name,
-                    hlo_name=str(instruction.name),
+                    hlo_name=name,
                 )
                 if opcode in CONFIGS_KEPT:
                     config = _hlo_backend_config(text)
                     if config:
-                        backend_configs[str(instruction.name)] = config
+                        backend_configs[name] = config
                 value_owner.append(op.id)
-                ids[instruction.name] = value
                 ops.append(op)
                 children.append(op)
                 if opcode == "parameter":
@@ -143,6 +164,275 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     )
     record_entry_memory_spaces(built, entry_computation_layout(printed))
     return built
+
+
+@dataclasses.dataclass(frozen=True)
+class InstructionFacts:
+    """What XLA's `HloInstructionProto` says of an instruction that its printing in
+    the model does not."""
+
+    position: int
+    """Its place in the computation's proto (a dependency order: operands first)."""
+    location: str
+    """Its location, as XLA's converter writes it from the metadata: the JAX op name
+    around the source frames (`loc("jit(f)/mul"(callsite("f"("f.py":3:9) at ...)))`),
+    the op name alone, or the instruction's name where it has no op name."""
+    tuple_index: int | None
+    """A `get-tuple-element`'s index (proto field `tuple_index`)."""
+    side_effect: bool
+    """A custom call's `custom_call_has_side_effect`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputationFacts:
+    """What XLA's `HloComputationProto` says of a computation."""
+
+    root: str | None
+    """The name of its ROOT instruction (proto `root_id`)."""
+    schedule: tuple[str, ...]
+    """Its instructions in the module's schedule, empty where it has none."""
+    instructions: Mapping[str, InstructionFacts]
+    """Per instruction name."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleFacts:
+    """What XLA's `HloModuleProto` says of a module that its Python objects do not."""
+
+    entry: str | None
+    """The entry computation's name."""
+    computations: Mapping[str, ComputationFacts]
+    """Per computation name."""
+
+
+def module_facts(proto: bytes) -> ModuleFacts:
+    """Each computation's ROOT, schedule and instruction facts (location from the
+    metadata and the module's stack frame index, tuple index, side effect), read
+    from XLA's `HloModuleProto`; what a malformed proto does not say is left out."""
+    try:
+        fields = proto_message(proto)
+    except ValueError:
+        return ModuleFacts(None, MappingProxyType({}))
+    entry: str | None = None
+    entry_id: int | None = None
+    frames = _StackFrames(b"")
+    computation_messages: list[bytes] = []
+    sequences: dict[int, list[int]] = {}
+    for number, value in fields:
+        if number == 2 and isinstance(value, bytes):  # entry_computation_name
+            entry = value.decode("utf-8", "replace") or None
+        elif number == 6 and isinstance(value, int):  # entry_computation_id
+            entry_id = value
+        elif number == 3 and isinstance(value, bytes):  # computations
+            computation_messages.append(value)
+        elif number == 17 and isinstance(value, bytes):  # stack_frame_index
+            frames = _StackFrames(value)
+        elif number == 7 and isinstance(value, bytes):  # schedule
+            sequences = _schedule(value)
+    computations: dict[str, ComputationFacts] = {}
+    for message in computation_messages:
+        try:
+            name, identifier, facts = _computation_facts(message, frames, sequences)
+        except ValueError:
+            continue
+        computations[name] = facts
+        if entry is None and entry_id is not None and identifier == entry_id:
+            entry = name
+    return ModuleFacts(entry, MappingProxyType(computations))
+
+
+def _text(value: int | bytes) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else ""
+
+
+def _schedule(message: bytes) -> dict[int, list[int]]:
+    """HloScheduleProto: computation id -> its instruction ids in order."""
+    out: dict[int, list[int]] = {}
+    try:
+        for number, entry in proto_message(message):
+            if number != 1 or not isinstance(entry, bytes):  # sequences (a map)
+                continue
+            key: int | None = None
+            ids: list[int] = []
+            for field, value in proto_message(entry):
+                if field == 1 and isinstance(value, int):
+                    key = value
+                elif field == 2 and isinstance(value, bytes):
+                    for inner, listed in proto_message(value):
+                        if inner == 1:  # instruction_ids
+                            ids += proto_varints(listed)
+            if key is not None:
+                out[key] = ids
+    except ValueError:
+        return {}
+    return out
+
+
+def _computation_facts(
+    message: bytes, frames: _StackFrames, sequences: Mapping[int, list[int]]
+) -> tuple[str, int | None, ComputationFacts]:
+    name = ""
+    identifier: int | None = None
+    root_id: int | None = None
+    by_id: dict[int, str] = {}
+    instructions: dict[str, InstructionFacts] = {}
+    for number, value in proto_message(message):
+        if number == 1:
+            name = _text(value)
+        elif number == 5 and isinstance(value, int):
+            identifier = value
+        elif number == 6 and isinstance(value, int):
+            root_id = value
+        elif number == 2 and isinstance(value, bytes):
+            instruction, instruction_id, facts = _instruction_facts(
+                value, frames, len(instructions)
+            )
+            instructions[instruction] = facts
+            if instruction_id is not None:
+                by_id[instruction_id] = instruction
+    schedule = sequences.get(identifier, []) if identifier is not None else []
+    return (
+        name,
+        identifier,
+        ComputationFacts(
+            root=by_id.get(root_id) if root_id is not None else None,
+            schedule=tuple(by_id[i] for i in schedule if i in by_id),
+            instructions=MappingProxyType(instructions),
+        ),
+    )
+
+
+def _instruction_facts(
+    message: bytes, frames: _StackFrames, position: int
+) -> tuple[str, int | None, InstructionFacts]:
+    name = ""
+    identifier: int | None = None
+    tuple_index: int | None = None
+    side_effect = False
+    opcode = ""
+    metadata = b""
+    for number, value in proto_message(message):
+        if number == 1:
+            name = _text(value)
+        elif number == 2:
+            opcode = _text(value)
+        elif number == 7 and isinstance(value, bytes):
+            metadata = value
+        elif number == 13 and isinstance(value, int):
+            tuple_index = value
+        elif number == 35 and isinstance(value, int):
+            identifier = value
+        elif number == 65 and isinstance(value, int):
+            side_effect = bool(value)
+    if opcode == "get-tuple-element" and tuple_index is None:
+        tuple_index = 0  # proto3 leaves a zero out
+    return (
+        name,
+        identifier,
+        InstructionFacts(position, _location(name, metadata, frames), tuple_index, side_effect),
+    )
+
+
+def _location(name: str, metadata: bytes, frames: _StackFrames) -> str:
+    """An instruction's location as XLA's converter writes it (OpMetadata: op_name 2,
+    source_file 3, source_line 4, stack_frame_id 15, source_column 18)."""
+    op_name = source_file = ""
+    source_line = source_column = stack_frame = 0
+    for number, value in proto_message(metadata) if metadata else ():
+        if number == 2:
+            op_name = _text(value)
+        elif number == 3:
+            source_file = _text(value)
+        elif number == 4 and isinstance(value, int):
+            source_line = value
+        elif number == 15 and isinstance(value, int):
+            stack_frame = value
+        elif number == 18 and isinstance(value, int):
+            source_column = value
+    if not op_name:
+        return _name_loc(name)
+    where = frames.location(stack_frame) if stack_frame else None
+    if where is None and source_file:
+        where = f"{_quoted(source_file)}:{source_line}:{source_column}"
+    return f"loc({_quoted(op_name)}({where}))" if where else f"loc({_quoted(op_name)})"
+
+
+class _StackFrames:
+    """The module's StackFrameIndexProto: 1-based file names (1), function names
+    (2), file locations (3: file 1, function 2, line 3, column 4) and frames (4: file
+    location 1, parent frame 2)."""
+
+    def __init__(self, message: bytes) -> None:
+        self.files: list[str] = []
+        self.functions: list[str] = []
+        self.locations: list[tuple[int, int, int, int]] = []
+        self.frames: list[tuple[int, int]] = []
+        self._cache: dict[int, str | None] = {}
+        try:
+            for number, value in proto_message(message):
+                if number == 1:
+                    self.files.append(_text(value))
+                elif number == 2:
+                    self.functions.append(_text(value))
+                elif number == 3 and isinstance(value, bytes):
+                    fields = dict(proto_message(value))
+                    self.locations.append(
+                        tuple(_int(fields.get(k)) for k in (1, 2, 3, 4))  # type: ignore[arg-type]
+                    )
+                elif number == 4 and isinstance(value, bytes):
+                    fields = dict(proto_message(value))
+                    self.frames.append((_int(fields.get(1)), _int(fields.get(2))))
+        except ValueError:
+            self.frames = []
+
+    def location(self, frame_id: int) -> str | None:
+        """The frame's call stack as MLIR writes it: `"f"("f.py":3:9)`, innermost
+        first in `callsite(inner at outer)`; None for an unknown frame."""
+        if frame_id in self._cache:
+            return self._cache[frame_id]
+        chain: list[str] = []
+        seen: set[int] = set()
+        current = frame_id
+        while 0 < current <= len(self.frames) and current not in seen:
+            seen.add(current)
+            location_id, parent = self.frames[current - 1]
+            if 0 < location_id <= len(self.locations):
+                file_id, function_id, line, column = self.locations[location_id - 1]
+                file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
+                frame = f"{_quoted(file)}:{line}:{column}"
+                if 0 < function_id <= len(self.functions):
+                    frame = f"{_quoted(self.functions[function_id - 1])}({frame})"
+                chain.append(frame)
+            current = parent
+        text: str | None = None
+        for frame in reversed(chain):
+            text = frame if text is None else f"callsite({frame} at {text})"
+        self._cache[frame_id] = text
+        return text
+
+
+def _int(value: int | bytes | None) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _ordered(instructions: list[Any], facts: ComputationFacts | None) -> list[Any]:
+    """A computation's instructions in XLA's order: its schedule where the module
+    has one, else its proto's dependency order; the ROOT last."""
+    if facts is None:
+        return instructions
+    rank = {name: i for i, name in enumerate(facts.schedule)}
+    known = facts.instructions
+    ordered = sorted(
+        instructions,
+        key=lambda instruction: (
+            rank.get(str(instruction.name), len(rank)),
+            known[str(instruction.name)].position if str(instruction.name) in known else 0,
+        ),
+    )
+    if facts.root is not None:
+        roots = [i for i in ordered if str(i.name) == facts.root]
+        ordered = [i for i in ordered if str(i.name) != facts.root] + roots
+    return ordered
 
 
 _ALIAS_KINDS = {1: "may_alias", 2: "must_alias"}
@@ -218,9 +508,13 @@ def _hlo_backend_config(text: str) -> str | None:
     return None
 
 
+def _quoted(text: str) -> str:
+    """A string as MLIR's location syntax quotes it."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _name_loc(name: str) -> str:
-    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
-    return f'loc("{escaped}")'
+    return f"loc({_quoted(name)})"
 
 
 def _instruction_shape(text: str) -> str:
@@ -321,7 +615,7 @@ def _hlo_attributes(text: str) -> dict[str, str]:
     attributes: dict[str, str] = {}
     # While and conditional bodies too, so that the functions that run are reachable.
     keys = ("frontend_attributes", "sharding", "custom_call_target", "kind", "calls")
-    calls = ("calls", "body", "condition", "branch_computations")
+    calls = ("calls", "body", "condition", "branch_computations", "to_apply")
     for key in (*keys, *calls[1:]):
         match = re.search(rf"\b{key}=(\{{[^}}]*\}}|\"[^\"]*\"|[\w.%-]+)", text)
         if match:

@@ -228,7 +228,8 @@ def _pair_hlo(module: Module, lines: Sequence[str]) -> tuple[list[int], list[int
     functions: dict[str, Op] = {}
     instructions: dict[str, Op] = {}
     for op in module.ops:
-        name = op.location.name
+        # An instruction's location holds its JAX op name where it has metadata.
+        name = op.hlo_name or op.location.name
         if name is None:
             continue
         if op.name == "func.func":
