@@ -26,6 +26,13 @@ reported dead:
 - any other op: all its operands and the terminators of all its regions when
   any of its results is needed (or an op inside it has side effects).
 
+XLA's own HLO form (`hloscope.ir.hlo_native`, for optimized modules that do not
+convert to MLIR) has no return ops: a function returns its ROOT, its last op
+(`Root`). Its ops name the computations they run by attribute (a fusion's `calls`,
+a while's `body` and `condition`, a reduce's `to_apply`): those ops are ordinary
+ones that read all their operands, and they run the computations they name, so a
+side effect inside a loop body keeps the loop, and what it reads, live.
+
 Each value and op is visited a bounded number of times, so the analysis is linear
 in the size of the module.
 

@@ -2,7 +2,13 @@
 
 Each computation becomes a function and each instruction an op named
 `hlo.<opcode>`, with the attributes analyses read taken from XLA's own printing of
-the instruction. Shapes, which become bytes, are read by XLA's own parser (long
+the instruction. A function's ops are its instructions in XLA's order (the
+module's schedule, else the proto's dependency order) with the ROOT last: the
+function returns its last op's result (there is no return op). What the Python
+objects do not tell is read from XLA's `HloModuleProto` (`module_facts`): each
+computation's ROOT, a `get-tuple-element`'s `index`, a custom call's
+`has_side_effect`, and each instruction's location as XLA's converter writes it
+from the metadata (the JAX op name around its source frames). Shapes, which become bytes, are read by XLA's own parser (long
 tuples carry `/*index=5*/` comments, layouts carry tiles and memory spaces,
 dynamic dimensions their bounds) and written as the MLIR types XLA's converter
 would give them.
