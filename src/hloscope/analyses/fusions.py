@@ -39,6 +39,9 @@ from typing import Literal
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
 
+UserSourceFrom = Literal["optimized", "lowered"]
+"""Which module's frames a `user_source` was read from."""
+
 # `fusion-start` is how XLA prints an async-wrapped fusion.
 FUSION_OPS = frozenset({"mhlo.fusion", "hlo.fusion", "hlo.fusion-start"})
 
@@ -149,6 +152,15 @@ class Fusion:
     """Bytes the fusion reads from its operands (None if a size is unknown)."""
     result_bytes: int | None
     """Bytes it writes."""
+    user_source: str | None = None
+    """`file.py:LINE` of the innermost frame in the user's own code (outside JAX and
+    installed packages) among the ops inside: the line of *their* code that made
+    this fusion, where `sources` may hold only a library's lines. None when no
+    frame is the user's."""
+    user_source_from: UserSourceFrom | None = None
+    """Where `user_source` was found: `optimized` (the optimized module's own
+    frames) or `lowered` (the lowered module's deeper stack, paired by op name and
+    innermost frame, where the optimized module kept a shorter one)."""
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -178,6 +190,11 @@ class UnfusedOp:
     results: tuple[str, ...]
     """Result shapes."""
     result_bytes: int | None
+    user_source: str | None = None
+    """`file.py:LINE` of the innermost frame in the user's own code (see
+    `Fusion.user_source`)."""
+    user_source_from: UserSourceFrom | None = None
+    """`optimized` or `lowered` (see `Fusion.user_source_from`)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -87,6 +87,11 @@ class LiveBuffer:
     """Last position where it is live."""
     op_id: int | None
     """Its defining op's id in the model (for the browser)."""
+    user_source: str | None = None
+    """`file.py:LINE` of the innermost frame in the user's own code among the frames
+    of the instruction that made it (see `analyses.fusions.Fusion.user_source`)."""
+    user_source_from: str | None = None
+    """`optimized` or `lowered`: which module's frames `user_source` was read from."""
 
 
 @dataclasses.dataclass(frozen=True)
