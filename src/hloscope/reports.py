@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from hloscope.analyses.aot import AotComparison, Program, Verdict
     from hloscope.analyses.compiles import CompilesAnalysis
     from hloscope.analyses.diff import ModuleDiff
-    from hloscope.analyses.fusions import FusionAnalysis, FusionSummary
+    from hloscope.analyses.fusions import FusionAnalysis, FusionSummary, LoweredFrames
     from hloscope.analyses.memory import MemoryAnalysis
     from hloscope.analyses.params import ParameterUsage
     from hloscope.analyses.passes import Census, PassFind, PassStep, PassTable
@@ -219,14 +219,37 @@ class FusionsReport:
     notes: tuple[str, ...]
 
 
+def lowered_frames(loaded: Loaded) -> LoweredFrames | None:
+    """The user frames of the lowered module's ops (JAX's whole Python stack), for
+    `user_source` where the optimized module kept a shorter one: the module loaded
+    when it is the lowered one, else the lowering's module JAX gave (read again from
+    its bytecode, not lowered again); None without one (a dump)."""
+    from hloscope.analyses.fusions import lowered_user_frames
+
+    if loaded.source.stage != OPTIMIZED:
+        return lowered_user_frames(loaded.module)
+    lowering = loaded.lowering
+    if lowering is None or lowering.mlir_bytecode is None:
+        return None
+    from hloscope.ir import parse
+
+    parsed = parse.parse_mlir(
+        lowering.mlir_bytecode,
+        f"{loaded.label} (lowered)",
+        trusted=lowering.kind != "exported",
+    )
+    return lowered_user_frames(parsed.model)
+
+
 def fusions_report(loaded: Loaded) -> FusionsReport:
     """Build the `fusions` report, compiling the target first when what was loaded is
     not the optimized module."""
     from hloscope.analyses.fusions import analyze_fusions, inner_jits, summarize_fusions
 
+    lowered = lowered_frames(loaded)
     if loaded.source.stage != OPTIMIZED:
         loaded = optimized(loaded)
-    analysis = analyze_fusions(loaded.module, source_root=os.getcwd())
+    analysis = analyze_fusions(loaded.module, source_root=os.getcwd(), lowered=lowered)
     notes = loaded.notes
     lowering = loaded.lowering
     jits = inner_jits(analysis)
@@ -747,6 +770,7 @@ def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -
         paths,
         compilation.memory if compilation is not None and not dumped else None,
         source_root=os.getcwd(),
+        lowered=lowered_frames(loaded),
     )
     notes = loaded.notes + analysis.notes
     return MemoryReport(

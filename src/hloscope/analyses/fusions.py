@@ -13,8 +13,23 @@ region holding the fused ops; the HLO name (`broadcast_add_fusion`) is
 `Module.backend_configs`. In XLA's own form (modules whose conversion
 fails) it is an `hlo.fusion` op whose `calls` attribute names the fused
 computation. Source lines come from each op's location: the innermost frame is
-the line of user code that made the op, and the name is JAX's op name
-(`jit(mlp)/jit(dense)/add`).
+the line of code that made the op, and the name is JAX's op name
+(`jit(mlp)/jit(dense)/add`). A fusion's `sources` are the innermost lines of every
+instruction XLA's metadata gives one, the fusion instruction and all of its fused
+computation's (bitcasts and constants included: on real modules, a bitcast is
+often the only instruction that carries the line of a reshape, and XLA's metadata
+gives a constant the line of the code that made it, `jnp.take`'s fill value, not
+the jit call's; hoisted constants carry no metadata and add nothing).
+
+The innermost frame is often a library's (`flax/nnx/nn/linear.py`); `user_source`
+is the innermost frame in the user's own code (`ir.model.is_user_file`) of the
+deepest stack the locations hold. For a fusion it is that of the first op, in this
+order, that has one: the fusion instruction (XLA gives it the metadata of the
+instruction it is named for, its root), then its fused ops from the root
+backwards. When the optimized module's frames of those ops hold no user frame,
+the lowered module's (JAX's whole Python stack) are read: an optimized op is
+paired with the lowered ops of the same JAX op name and innermost frame
+(`lowered_user_frames`), and `user_source_from` says `lowered`.
 
 The ops read are those of the functions that run: the ones a public function
 reaches (the `fused_computation` copies the conversion leaves beside the fusions
@@ -37,10 +52,22 @@ from types import MappingProxyType
 from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
-from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
+from hloscope.ir.model import (
+    Frame,
+    Module,
+    Op,
+    hlo_shape,
+    symbol_references,
+    type_bytes,
+    user_frame,
+)
 
 UserSourceFrom = Literal["optimized", "lowered"]
 """Which module's frames a `user_source` was read from."""
+
+LoweredFrames = Mapping[tuple[str, str | None], Frame]
+"""The user frame of the lowered module's ops, by (JAX op name, innermost frame
+`file:LINE`); see `lowered_user_frames`."""
 
 # `fusion-start` is how XLA prints an async-wrapped fusion.
 FUSION_OPS = frozenset({"mhlo.fusion", "hlo.fusion", "hlo.fusion-start"})
@@ -133,8 +160,9 @@ class Fusion:
     op_count: int
     """Ops inside, terminators excluded."""
     sources: tuple[str, ...]
-    """`file.py:LINE` of the code that made the ops inside (innermost frames),
-    sorted."""
+    """`file.py:LINE` of the code that made the fusion and the ops inside
+    (innermost frames) as XLA's metadata gives them, bitcasts and constants
+    included, sorted."""
     op_names: tuple[str, ...]
     """JAX op names of the ops inside (`jit(f)/jit(g)/mul`), in order of first
     appearance."""
@@ -152,12 +180,13 @@ class Fusion:
     """Bytes the fusion reads from its operands (None if a size is unknown)."""
     result_bytes: int | None
     """Bytes it writes."""
-    user_source: str | None = None
+    user_source: str | None
     """`file.py:LINE` of the innermost frame in the user's own code (outside JAX and
-    installed packages) among the ops inside: the line of *their* code that made
-    this fusion, where `sources` may hold only a library's lines. None when no
-    frame is the user's."""
-    user_source_from: UserSourceFrom | None = None
+    installed packages, `ir.model.is_user_file`) of the first op that has one: the
+    fusion instruction, then its fused ops from the root backwards. The line of
+    *their* code that made this fusion, where `sources` may hold only a library's
+    lines. None when no frame is the user's."""
+    user_source_from: UserSourceFrom | None
     """Where `user_source` was found: `optimized` (the optimized module's own
     frames) or `lowered` (the lowered module's deeper stack, paired by op name and
     innermost frame, where the optimized module kept a shorter one)."""
@@ -184,16 +213,17 @@ class UnfusedOp:
     target: str | None
     """The custom call's target (`__cublas$gemm`), for custom calls."""
     sources: tuple[str, ...]
-    """`file.py:LINE` of the code that made it."""
+    """`file.py:LINE` of the code that made it (and the ops of its regions, a
+    reducer's or comparator's), sorted."""
     op_name: str | None
     """Its JAX op name, if it has one."""
     results: tuple[str, ...]
     """Result shapes."""
     result_bytes: int | None
-    user_source: str | None = None
+    user_source: str | None
     """`file.py:LINE` of the innermost frame in the user's own code (see
-    `Fusion.user_source`)."""
-    user_source_from: UserSourceFrom | None = None
+    `Fusion.user_source`): the op's, else that of the ops of its regions."""
+    user_source_from: UserSourceFrom | None
     """`optimized` or `lowered` (see `Fusion.user_source_from`)."""
 
 
@@ -355,6 +385,67 @@ def jax_op_name(op: Op) -> str | None:
     return _op_name(op)
 
 
+def lowered_user_frames(lowered: Module) -> LoweredFrames:
+    """The innermost user frame (`ir.model.user_frame`) of each op of a lowered
+    module that has one, by (JAX op name, innermost frame `file:LINE`), and by (JAX
+    op name, None) where every op of that name agrees on it: what pairs an
+    optimized op whose frames hold no user frame with the lowered op it came from
+    (the first in module order where several match)."""
+    frames: dict[tuple[str, str | None], Frame] = {}
+    by_name: dict[str, Frame | None] = {}
+    for op in lowered.ops:
+        name = _op_name(op)
+        chain = op.location.frames
+        if name is None or not chain:
+            continue
+        frame = user_frame(chain)
+        if frame is None:
+            continue
+        frames.setdefault((name, chain[0].source), frame)
+        if by_name.setdefault(name, frame) != frame:
+            by_name[name] = None
+    for name, frame in by_name.items():
+        if frame is not None:
+            frames.setdefault((name, None), frame)
+    return MappingProxyType(frames)
+
+
+def op_user_source(
+    op: Op, root: str | None = None, lowered: LoweredFrames | None = None
+) -> tuple[str | None, UserSourceFrom | None]:
+    """`file.py:LINE` of the innermost user frame of an op (relative to `root`) and
+    which module it was read from: the op's own frames (`optimized`), else the
+    lowered op it pairs with in `lowered` (`lowered`); (None, None) when neither
+    holds one."""
+    frame = user_frame(op.location.frames)
+    if frame is not None:
+        return f"{_relative(frame.file, root)}:{frame.line}", "optimized"
+    if lowered:
+        name = _op_name(op)
+        if name is not None:
+            source = op.location.source
+            found = lowered.get((name, source)) or lowered.get((name, None))
+            if found is not None:
+                return f"{_relative(found.file, root)}:{found.line}", "lowered"
+    return None, None
+
+
+def _first_user_source(
+    ops: Sequence[Op], root: str | None, lowered: LoweredFrames | None
+) -> tuple[str | None, UserSourceFrom | None]:
+    """The user source of the first of `ops` whose own frames hold one, else of the
+    first whose lowered op's do."""
+    for op in ops:
+        frame = user_frame(op.location.frames)
+        if frame is not None:
+            return f"{_relative(frame.file, root)}:{frame.line}", "optimized"
+    for op in ops:
+        found = op_user_source(op, root, lowered)
+        if found[0] is not None:
+            return found
+    return None, None
+
+
 def _display_name(module: Module, op: Op) -> str:
     if op.hlo_name:
         return op.hlo_name
@@ -439,11 +530,16 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     return module.descendants(op)
 
 
-def analyze_fusions(module: Module, source_root: str | None = None) -> FusionAnalysis:
+def analyze_fusions(
+    module: Module, source_root: str | None = None, lowered: LoweredFrames | None = None
+) -> FusionAnalysis:
     """The fusions and unfused ops of an optimized `module`.
 
     `source_root`: file paths under it are shown relative to it (the working
     directory, so that `samples/mlp.py:12` reads as the user typed it).
+    `lowered`: the user frames of the lowered module's ops (`lowered_user_frames`),
+    where the optimized module's frames hold none; None for a module without one
+    (a dump).
     """
     fusions: list[Fusion] = []
     unfused: list[UnfusedOp] = []
@@ -465,9 +561,9 @@ def analyze_fusions(module: Module, source_root: str | None = None) -> FusionAna
         for member in (op, *inside):
             if member is not op:
                 kinds[member.name] = kinds.get(member.name, 0) + 1
-            # Constants carry the line of the jit call that hoisted them, not of the
-            # code that uses them: they say nothing about where the work came from.
-            source = _source(member, source_root) if member.short_name not in FREE_OPS else None
+            # Every instruction's line, bitcasts and constants included (see the
+            # module's docstring).
+            source = _source(member, source_root)
             if source is not None:
                 sources.add(source)
                 line_fusions.setdefault(source, {})[name] = None
@@ -482,6 +578,7 @@ def analyze_fusions(module: Module, source_root: str | None = None) -> FusionAna
         all_jits.update(jits)
         operands, operand_bytes = _shapes(module, op.operands)
         results, result_bytes = _shapes(module, op.results)
+        user_source, user_from = _first_user_source((op, *reversed(inside)), source_root, lowered)
         fusions.append(
             Fusion(
                 name=name,
@@ -499,20 +596,32 @@ def analyze_fusions(module: Module, source_root: str | None = None) -> FusionAna
                 results=results,
                 operand_bytes=operand_bytes,
                 result_bytes=result_bytes,
+                user_source=user_source,
+                user_source_from=user_from,
             )
         )
 
     def visit_unfused(op: Op, function: str) -> None:
         name = _display_name(module, op)
+        # A reducer's or comparator's ops run as part of this op; a control-flow op's
+        # regions are visited as ops of their own.
+        inner = (
+            []
+            if op.short_name in CONTROL_FLOW
+            else [o for o in module.descendants(op) if not o.is_terminator]
+        )
         source = _source(op, source_root)
+        sources = {s for s in (source, *(_source(o, source_root) for o in inner)) if s}
         op_name = _op_name(op)
         if op_name is not None:
             path = jit_path(op_name)
             if path is not None:
                 all_jits.add(path)
+        for line in sources:
+            line_unfused.setdefault(line, {})[name] = None
         if source is not None:
-            line_unfused.setdefault(source, {})[name] = None
             line_unfused_ops[source] += 1
+        user_source, user_from = _first_user_source((op, *inner), source_root, lowered)
         category = _category(op)
         target = None
         if category == "custom-call":
@@ -529,10 +638,12 @@ def analyze_fusions(module: Module, source_root: str | None = None) -> FusionAna
                 function=function,
                 op_id=op.id,
                 target=target,
-                sources=(source,) if source is not None else (),
+                sources=tuple(sorted(sources, key=_source_key)),
                 op_name=op_name,
                 results=results,
                 result_bytes=result_bytes,
+                user_source=user_source,
+                user_source_from=user_from,
             )
         )
 

@@ -14,7 +14,8 @@ live bytes falls ("Live ranges at T (peak)"). The numbers here are XLA's:
 
 Each buffer is named by what made it: its defining HLO instruction, the fusion it
 is (or the op), JAX's op name and the source lines of the ops (from the optimized
-module's locations, as `analyses.fusions` reads them), and, for parameters, the
+module's locations, as `analyses.fusions` reads them), the user's own line
+(`user_source`: the one of the fusion or op that made it), and, for parameters, the
 pytree path of the argument (`analyses.params`). Its kind says whose memory it is:
 `parameter` (an argument's buffer), `alias` (a donated argument's buffer, reused
 for a result), `output`, `temporary`, `constant` or `thread-local`.
@@ -26,7 +27,15 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from hloscope.analyses.fusions import FusionAnalysis, analyze_fusions, jax_op_name, op_source
+from hloscope.analyses.fusions import (
+    FusionAnalysis,
+    LoweredFrames,
+    UserSourceFrom,
+    analyze_fusions,
+    jax_op_name,
+    op_source,
+    op_user_source,
+)
 from hloscope.ir.model import Module, Op
 from hloscope.sources.xla_buffers import Allocation, AssignedValue, BufferAssignment, LiveRanges
 
@@ -87,10 +96,10 @@ class LiveBuffer:
     """Last position where it is live."""
     op_id: int | None
     """Its defining op's id in the model (for the browser)."""
-    user_source: str | None = None
-    """`file.py:LINE` of the innermost frame in the user's own code among the frames
-    of the instruction that made it (see `analyses.fusions.Fusion.user_source`)."""
-    user_source_from: str | None = None
+    user_source: str | None
+    """`file.py:LINE` of the innermost frame in the user's own code: that of the
+    fusion or op that made it (see `analyses.fusions.Fusion.user_source`)."""
+    user_source_from: UserSourceFrom | None
     """`optimized` or `lowered`: which module's frames `user_source` was read from."""
 
 
@@ -188,13 +197,16 @@ def analyze_memory(
     parameter_paths: Mapping[int, str],
     totals: Mapping[str, int] | None,
     source_root: str | None = None,
+    lowered: LoweredFrames | None = None,
 ) -> MemoryAnalysis:
     """Name what is live at XLA's peak, and draw the live bytes over the schedule.
     `parameter_paths`: pytree path of each HLO parameter; `totals`: the stats of
-    `memory_analysis()` (`argument_size_in_bytes`, ...) where known."""
+    `memory_analysis()` (`argument_size_in_bytes`, ...) where known; `lowered`: the
+    lowered module's user frames (`analyses.fusions.lowered_user_frames`), None
+    without a lowered module."""
     values = assignment.values()
-    fusions = analyze_fusions(module, source_root=source_root)
-    makers = _Makers(module, fusions, source_root)
+    fusions = analyze_fusions(module, source_root=source_root, lowered=lowered)
+    makers = _Makers(module, fusions, source_root, lowered)
     ranges = {r.name: r for r in live.ranges}
     notes: list[str] = []
 
@@ -222,6 +234,8 @@ def analyze_memory(
             live_from=live_range.start if live_range else live.peak_index,
             live_to=live_range.end if live_range else live.peak_index,
             op_id=made.op_id,
+            user_source=made.user_source,
+            user_source_from=made.user_source_from,
         )
 
     buffers = [live_buffer(p.name, p.bytes) for p in live.peak_values]
@@ -359,14 +373,23 @@ class _Made:
     op_name: str | None = None
     sources: tuple[str, ...] = ()
     op_id: int | None = None
+    user_source: str | None = None
+    user_source_from: UserSourceFrom | None = None
 
 
 class _Makers:
     """Which op of the model made an instruction, by its HLO name."""
 
-    def __init__(self, module: Module, fusions: FusionAnalysis, root: str | None) -> None:
+    def __init__(
+        self,
+        module: Module,
+        fusions: FusionAnalysis,
+        root: str | None,
+        lowered: LoweredFrames | None,
+    ) -> None:
         self._module = module
         self._root = root
+        self._lowered = lowered
         self._fusions = {f.name: f for f in fusions.fusions}
         self._unfused = {u.name: u for u in fusions.unfused}
         self._ops: dict[str, Op] = {}
@@ -386,6 +409,8 @@ class _Makers:
                 op_name=jax_op_name(ops[fusion.op_id]) or next(iter(fusion.op_names), None),
                 sources=fusion.sources,
                 op_id=fusion.op_id,
+                user_source=fusion.user_source,
+                user_source_from=fusion.user_source_from,
             )
         unfused = self._unfused.get(instruction)
         if unfused is not None:
@@ -394,14 +419,19 @@ class _Makers:
                 op_name=unfused.op_name,
                 sources=unfused.sources,
                 op_id=unfused.op_id,
+                user_source=unfused.user_source,
+                user_source_from=unfused.user_source_from,
             )
         op = self._ops.get(instruction)
         if op is None:
             return _Made()
         source = op_source(op, self._root)
+        user_source, user_from = op_user_source(op, self._root, self._lowered)
         return _Made(
             opcode=op.short_name,
             op_name=jax_op_name(op),
             sources=(source,) if source else (),
             op_id=op.id,
+            user_source=user_source,
+            user_source_from=user_from,
         )

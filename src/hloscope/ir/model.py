@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
+import os
 import re
+import sys
+import sysconfig
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
@@ -68,6 +72,58 @@ class Location:
 
 
 UNKNOWN_LOCATION = Location()
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose files are the Python installation's, not the user's: the
+    stdlib (`sysconfig`'s `stdlib`, `platstdlib`), installed packages (`purelib`,
+    `platlib`), the `lib/pythonX.Y` folders of `sys.prefix` and `sys.base_prefix`,
+    and hloscope's own package."""
+    paths = sysconfig.get_paths()
+    roots = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        roots.add(os.path.join(prefix, "lib", version))
+        roots.add(os.path.join(prefix, "lib64", version))
+    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return tuple(sorted(os.path.normpath(r) for r in roots if r))
+
+
+LIBRARY_ROOTS = _library_roots()
+"""Where `is_user_file` finds the installation's files (computed once)."""
+
+
+def is_user_file(path: str, library_roots: Sequence[str] = LIBRARY_ROOTS) -> bool:
+    """Whether a source frame's file is the user's own code, not a library's.
+
+    A file is a library's when it is JAX's (a `jaxlib` folder in its path, or
+    `jax/_src`: an editable JAX checkout too), an installed package's (a
+    `site-packages` or `dist-packages` folder in its path), one of Python's frozen
+    modules (`<frozen runpy>`), or under one of `library_roots` (the stdlib, the
+    installation's `lib/pythonX.Y` folders, hloscope itself). Anything else is the
+    user's: a script in /tmp, a relative path (`samples/mlp.py`, as a dump's
+    metadata may hold), `<stdin>`. Reads no file: the decision is on the path alone.
+    """
+    if path.startswith("<frozen "):
+        return False
+    normal = path.replace("\\", "/")
+    parts = normal.split("/")
+    folders = parts[:-1]
+    if "site-packages" in folders or "dist-packages" in folders or "jaxlib" in folders:
+        return False
+    if any(pair == ("jax", "_src") for pair in itertools.pairwise(folders)):
+        return False
+    if not os.path.isabs(path):
+        return True
+    full = os.path.normpath(path)
+    return not any(full == root or full.startswith(root + os.sep) for root in library_roots)
+
+
+def user_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame (`frames` are innermost first) in the user's own code
+    (`is_user_file`), None when every frame is a library's."""
+    return next((frame for frame in frames if is_user_file(frame.file)), None)
+
 
 _LOC_TOKEN = re.compile(
     r"""\s*(?:
