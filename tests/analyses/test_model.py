@@ -1,11 +1,9 @@
 """The model's pure helpers: locations, types, attributes."""
 
+from hloscope.ir.locations import Frame, Location, parse_location
 from hloscope.ir.model import (
-    Frame,
-    Location,
     hlo_shape,
     parse_dict_attribute,
-    parse_location,
     parse_type,
     string_attribute,
     symbol_references,

@@ -22,13 +22,15 @@ gives a constant the line of the code that made it, `jnp.take`'s fill value, not
 the jit call's; hoisted constants carry no metadata and add nothing).
 
 The innermost frame is often a library's (`flax/nnx/nn/linear.py`); `user_source`
-is the innermost frame in the user's own code (`ir.model.is_user_file`) of the
+is the innermost frame in the user's own code (`ir.locations.is_user_file`) of the
 deepest stack the locations hold. For a fusion it is that of the first op, in this
 order, that has one: the fusion instruction (XLA gives it the metadata of the
 instruction it is named for, its root), then its fused ops from the root
-backwards. When the optimized module's frames of those ops hold no user frame,
-the lowered module's (JAX's whole Python stack) are read: an optimized op is
-paired with the lowered ops of the same JAX op name and innermost frame
+backwards. An op's user frame is read from its own frames in the optimized
+module; where those hold none (XLA drops the frames of instructions it merges,
+joining their op names with `;`), from the lowered module's (JAX's whole Python
+stack): the op is paired with the lowered ops of the same JAX op name and
+innermost frame, or of the same name alone where they all agree
 (`lowered_user_frames`), and `user_source_from` says `lowered`.
 
 The ops read are those of the functions that run: the ones a public function
@@ -52,15 +54,8 @@ from types import MappingProxyType
 from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
-from hloscope.ir.model import (
-    Frame,
-    Module,
-    Op,
-    hlo_shape,
-    symbol_references,
-    type_bytes,
-    user_frame,
-)
+from hloscope.ir.locations import Frame, user_frame
+from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
 
 UserSourceFrom = Literal["optimized", "lowered"]
 """Which module's frames a `user_source` was read from."""
@@ -182,7 +177,7 @@ class Fusion:
     """Bytes it writes."""
     user_source: str | None
     """`file.py:LINE` of the innermost frame in the user's own code (outside JAX and
-    installed packages, `ir.model.is_user_file`) of the first op that has one: the
+    installed packages, `ir.locations.is_user_file`) of the first op that has one: the
     fusion instruction, then its fused ops from the root backwards. The line of
     *their* code that made this fusion, where `sources` may hold only a library's
     lines. None when no frame is the user's."""
@@ -386,7 +381,7 @@ def jax_op_name(op: Op) -> str | None:
 
 
 def lowered_user_frames(lowered: Module) -> LoweredFrames:
-    """The innermost user frame (`ir.model.user_frame`) of each op of a lowered
+    """The innermost user frame (`ir.locations.user_frame`) of each op of a lowered
     module that has one, by (JAX op name, innermost frame `file:LINE`), and by (JAX
     op name, None) where every op of that name agrees on it: what pairs an
     optimized op whose frames hold no user frame with the lowered op it came from
@@ -420,11 +415,14 @@ def op_user_source(
     frame = user_frame(op.location.frames)
     if frame is not None:
         return f"{_relative(frame.file, root)}:{frame.line}", "optimized"
-    if lowered:
-        name = _op_name(op)
-        if name is not None:
-            source = op.location.source
-            found = lowered.get((name, source)) or lowered.get((name, None))
+    name = _op_name(op)
+    if lowered and name is not None:
+        source = op.location.source
+        # XLA joins the op names of instructions it merges with `;` and drops their
+        # frames (`jit(f)/transpose(jvp())/mul;jit(f)/transpose(jvp())/broadcast_in_dim`):
+        # each name is paired in turn.
+        for part in name.split(";"):
+            found = lowered.get((part, source)) or lowered.get((part, None))
             if found is not None:
                 return f"{_relative(found.file, root)}:{found.line}", "lowered"
     return None, None
@@ -433,12 +431,7 @@ def op_user_source(
 def _first_user_source(
     ops: Sequence[Op], root: str | None, lowered: LoweredFrames | None
 ) -> tuple[str | None, UserSourceFrom | None]:
-    """The user source of the first of `ops` whose own frames hold one, else of the
-    first whose lowered op's do."""
-    for op in ops:
-        frame = user_frame(op.location.frames)
-        if frame is not None:
-            return f"{_relative(frame.file, root)}:{frame.line}", "optimized"
+    """The user source (`op_user_source`) of the first of `ops` that has one."""
     for op in ops:
         found = op_user_source(op, root, lowered)
         if found[0] is not None:

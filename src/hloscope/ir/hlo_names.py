@@ -15,6 +15,7 @@ from typing import Any
 from hloscope.ir import model
 from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import mlir_context, native
+from hloscope.ir.locations import parse_location
 from hloscope.ir.proto import proto_rewrite
 
 
@@ -69,7 +70,7 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
             loc = operation.location
             name = locations.get(loc, "")
             if name == "":
-                parsed = model.parse_location(str(loc))
+                parsed = parse_location(str(loc))
                 name = parsed.names[0] if len(parsed.names) == 1 and not parsed.frames else None
                 locations[loc] = name
             names.append((operation.name, name))

@@ -8,10 +8,10 @@ function returns its last op's result (there is no return op). What the Python
 objects do not tell is read from XLA's `HloModuleProto` (`module_facts`): each
 computation's ROOT, a `get-tuple-element`'s `index`, a custom call's
 `has_side_effect`, and each instruction's location as XLA's converter writes it
-from the metadata (the JAX op name around its source frames). Shapes, which become bytes, are read by XLA's own parser (long
-tuples carry `/*index=5*/` comments, layouts carry tiles and memory spaces,
-dynamic dimensions their bounds) and written as the MLIR types XLA's converter
-would give them.
+from the metadata (the JAX op name around its source frames). Shapes, which
+become bytes, are read by XLA's own parser (long tuples carry `/*index=5*/`
+comments, layouts carry tiles and memory spaces, dynamic dimensions their bounds)
+and written as the MLIR types XLA's converter would give them.
 """
 
 from __future__ import annotations
