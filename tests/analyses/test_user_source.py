@@ -29,12 +29,11 @@ def xla_fusion_lines(hlo_text: str) -> dict[str, set[str]]:
     XLA's printed module: its `StackFrames` tables and each instruction's
     `stack_frame_id` (or `source_file`/`source_line`)."""
     files = dict(re.findall(r'^(\d+) "(.*)"$', _section(hlo_text, "FileNames"), re.M))
+    table = _section(hlo_text, "FileLocations")
     locations = {
         number: (files[file], line)
         for number, file, line in re.findall(
-            r"^(\d+) \{file_name_id=(\d+) .*?\bline=(\d+)",
-            _section(hlo_text, "FileLocations"),
-            re.M,
+            r"^(\d+) \{file_name_id=(\d+) .*?\bline=(\d+)", table, re.M
         )
     }
     frames = {
