@@ -168,3 +168,33 @@ def test_compiling_a_dump_keeps_stderr_clean():
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     assert json.loads(run.stdout)["command"] == "fusions"
+
+
+def test_text_shows_the_users_line_first_and_never_cuts_a_line_number(cli):
+    """A Flax NNX step: most fusions' lines are Flax's and Optax's. Each row shows
+    the user's line first, then every library line XLA's metadata gives it, whole
+    (the text report once cut `stochastic.py:…` and showed no user line at all)."""
+    target = sample("dropout", "train_step")
+    doc = cli("fusions", *target, "--json").json()
+    text = cli("fusions", *target).stdout
+    table = text.split("\nFusions (")[1].split("\nUnfused ops (")[0]
+    assert "your line + libs" in table
+    assert "your line: a line of samples/dropout.py" in table
+    # No entry is cut: every `file.py:` is followed by its whole line numbers.
+    assert not re.search(r"\.py:(?![\d,]+(\s|$))", table)
+    shown = {
+        (file, int(line))
+        for file, lines in re.findall(r"([\w.-]+\.py):([\d,]+)", table)
+        for line in lines.split(",")
+    }
+    first_lines = table.splitlines()
+    for fusion in doc["fusions"]:
+        mine = fusion["user_source"]
+        assert mine and mine.startswith("samples/dropout.py:")
+        row = next(r for r in first_lines if r.startswith(f" {fusion['name']} "))
+        # The user's line, then the first library line, on the row's first line.
+        assert re.search(rf"\s{mine.rpartition(':')[2]} \S+\.py:\d", row), row
+        for source in fusion["sources"]:
+            file, _, line = source.rpartition(":")
+            if file != "samples/dropout.py":
+                assert (file.rpartition("/")[2], int(line)) in shown, source

@@ -54,7 +54,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
-from hloscope.ir.locations import Frame, user_frame
+from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
 
 UserSourceFrom = Literal["optimized", "lowered"]
@@ -191,6 +191,11 @@ class Fusion:
         """The kinds of the ops inside, in order of first appearance."""
         return tuple(self.op_counts)
 
+    @property
+    def library_sources(self) -> tuple[str, ...]:
+        """The `sources` in libraries' files (`library_lines`)."""
+        return library_lines(self.sources)
+
 
 @dataclasses.dataclass(frozen=True)
 class UnfusedOp:
@@ -220,6 +225,11 @@ class UnfusedOp:
     `Fusion.user_source`): the op's, else that of the ops of its regions."""
     user_source_from: UserSourceFrom | None
     """`optimized` or `lowered` (see `Fusion.user_source_from`)."""
+
+    @property
+    def library_sources(self) -> tuple[str, ...]:
+        """The `sources` in libraries' files (`library_lines`)."""
+        return library_lines(self.sources)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,6 +447,12 @@ def _first_user_source(
         if found[0] is not None:
             return found
     return None, None
+
+
+def library_lines(sources: Sequence[str]) -> tuple[str, ...]:
+    """The `file.py:LINE`s of `sources` in libraries' files, not the user's own
+    (`ir.locations.is_user_file`): the lines shown beside `user_source`."""
+    return tuple(s for s in sources if not is_user_file(s.rpartition(":")[0]))
 
 
 def _display_name(module: Module, op: Op) -> str:

@@ -33,6 +33,7 @@ from hloscope.analyses.fusions import (
     UserSourceFrom,
     analyze_fusions,
     jax_op_name,
+    library_lines,
     op_source,
     op_user_source,
 )
@@ -101,6 +102,11 @@ class LiveBuffer:
     fusion or op that made it (see `analyses.fusions.Fusion.user_source`)."""
     user_source_from: UserSourceFrom | None
     """`optimized` or `lowered`: which module's frames `user_source` was read from."""
+
+    @property
+    def library_sources(self) -> tuple[str, ...]:
+        """The `sources` in libraries' files (`analyses.fusions.library_lines`)."""
+        return library_lines(self.sources)
 
 
 @dataclasses.dataclass(frozen=True)

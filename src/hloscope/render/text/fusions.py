@@ -3,12 +3,18 @@ what became of each source line."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from hloscope.analyses.fusions import Fusion, FusionSummary, SourceLine, UnfusedOp
+from hloscope.analyses.fusions import (
+    Fusion,
+    FusionSummary,
+    SourceLine,
+    UnfusedOp,
+    library_lines,
+)
 from hloscope.render.text.common import (
     clip,
     describe_source,
@@ -18,6 +24,7 @@ from hloscope.render.text.common import (
     simple_table,
     timings_text,
 )
+from hloscope.render.text.source_lines import ElidedSource, SourceColumn
 from hloscope.reports import FusionsReport
 from hloscope.units import human_bytes
 
@@ -56,26 +63,6 @@ def short_ops(counts: Mapping[str, int]) -> str:
     return ", ".join(parts)
 
 
-def _grouped_sources(sources: tuple[str, ...], only_file: str | None = None) -> str:
-    """`a.py:3`, `a.py:7`, `b.py:1` -> `a.py:3,7 b.py:1`; just `3,7` when every
-    source is in `only_file`."""
-    by_file: dict[str, list[str]] = {}
-    for source in sources:
-        file, _, line = source.rpartition(":")
-        by_file.setdefault(file, []).append(line)
-    if only_file is not None and set(by_file) <= {only_file}:
-        return ",".join(by_file.get(only_file, []))
-    return " ".join(
-        f"{file.rpartition('/')[2]}:{','.join(lines)}" for file, lines in by_file.items()
-    )
-
-
-def _single_file(sources: Iterable[str]) -> str | None:
-    """The one file all `sources` are in, if they are all in one."""
-    files = {source.rpartition(":")[0] for source in sources}
-    return files.pop() if len(files) == 1 else None
-
-
 def fusion_kind_text(fusion: Fusion) -> str:
     # A backend kind (`__triton_gemm`) says more than the kCustom it comes with.
     return fusion.backend_kind or fusion.kind
@@ -102,6 +89,17 @@ def unfused_name_text(op: UnfusedOp) -> Text:
     name = Text(op.name, style="bold")
     if op.function != "main":
         name.append(f" in {op.function}", style="dim")
+    return name
+
+
+def below_name(name: Text, function: str) -> Text:
+    """A name cell whose ` in FUNCTION` goes on a line of its own: the column is
+    only as wide as the longest name, so that the source lines keep their room."""
+    suffix = f" in {function}"
+    if function != "main" and name.plain.endswith(suffix):
+        name = name.copy()
+        name.right_crop(len(suffix))
+        name.append(f"\n in {function}", style="dim")
     return name
 
 
@@ -146,8 +144,8 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         rows.append(("jits", _crossing_text(crossing)))
     console.print(header_table(rows))
 
-    only_file = _single_file(line.source for line in analysis.lines)
-    lines_header = "lines" if only_file else "source lines"
+    shown_fusions = analysis.fusions[:MAX_FUSION_ROWS]
+    fusion_sources = SourceColumn(shown_fusions)
     fusions = simple_table(
         f"Fusions ({len(analysis.fusions)})",
         [
@@ -156,30 +154,31 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
             ("ops", "left", False),
             ("result", "left", False),
             ("bytes in → out", "right", True),
-            (lines_header, "left", False),
         ],
     )
-    for fusion in analysis.fusions[:MAX_FUSION_ROWS]:
+    fusion_sources.add_to(fusions)
+    for fusion in shown_fusions:
         fusions.add_row(
-            fusion_name_text(fusion),
+            below_name(fusion_name_text(fusion), fusion.function),
             fusion_kind_text(fusion),
             short_ops(fusion.op_counts),
             ", ".join(fusion.results),
             fusion_bytes_text(fusion),
-            _grouped_sources(fusion.sources, only_file) or Text("-", style="dim"),
+            fusion_sources.cell(fusion),
         )
     if len(analysis.fusions) > MAX_FUSION_ROWS:
         fusions.add_row(
             Text(f"… {len(analysis.fusions) - MAX_FUSION_ROWS} more (--json lists all)", "dim")
         )
-    if only_file:
-        fusions.caption = f"lines of {only_file}"
-        fusions.caption_justify = "left"
+    fusions.caption = fusion_sources.caption()
+    fusions.caption_justify = "left"
     if analysis.fusions:
         console.print()
         console.print(fusions)
 
     if analysis.unfused:
+        shown_unfused = analysis.unfused[:MAX_UNFUSED_ROWS]
+        unfused_sources = SourceColumn(shown_unfused)
         unfused = simple_table(
             f"Unfused ops ({analysis.unfused_ops})",
             [
@@ -188,25 +187,24 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
                 ("what", "left", False),
                 ("results", "left", False),
                 ("bytes", "right", True),
-                (lines_header, "left", False),
             ],
         )
-        for op in analysis.unfused[:MAX_UNFUSED_ROWS]:
+        unfused_sources.add_to(unfused)
+        for op in shown_unfused:
             unfused.add_row(
-                unfused_name_text(op),
+                below_name(unfused_name_text(op), op.function),
                 op.category,
                 unfused_what_text(op),
                 ", ".join(op.results),
                 human_bytes(op.result_bytes),
-                _grouped_sources(op.sources, only_file) or Text("-", style="dim"),
+                unfused_sources.cell(op),
             )
         if len(analysis.unfused) > MAX_UNFUSED_ROWS:
             unfused.add_row(
                 Text(f"… {len(analysis.unfused) - MAX_UNFUSED_ROWS} more (--json lists all)", "dim")
             )
-        if only_file:
-            unfused.caption = f"lines of {only_file}"
-            unfused.caption_justify = "left"
+        unfused.caption = unfused_sources.caption()
+        unfused.caption_justify = "left"
         console.print()
         console.print(unfused)
 
@@ -214,7 +212,8 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         lines = simple_table(
             f"Source lines ({len(analysis.lines)}): what XLA made of each",
             [
-                ("line", "left", True),
+                # Shrinks by eliding the path's middle (`ElidedSource`).
+                ("line", "left", False),
                 ("code", "left", True),
                 ("fused", "right", True),
                 ("unfused", "right", True),
@@ -223,7 +222,8 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         )
         for line in analysis.lines[:MAX_LINE_ROWS]:
             lines.add_row(
-                line.source,
+                # A library's long path loses its middle, never its line number.
+                ElidedSource(line.source, style="" if library_lines((line.source,)) else "bold"),
                 Text(clip(report.line_texts.get(line.source, ""), MAX_CODE_CHARS), style="cyan"),
                 str(line.fused_ops),
                 str(line.unfused_ops),

@@ -19,8 +19,8 @@ from hloscope.render.text.common import (
     plural,
     short_source,
     simple_table,
-    sources_text,
 )
+from hloscope.render.text.source_lines import SourceColumn
 from hloscope.reports import MemoryReport
 from hloscope.units import human_bytes
 
@@ -189,6 +189,8 @@ def render_memory(report: MemoryReport, console: Console) -> None:
 def _buffers_table(
     title: str, buffers: Sequence[LiveBuffer], module: str | None, limit: int
 ) -> Table:
+    shown = buffers[:limit]
+    sources = SourceColumn(shown)
     table = simple_table(
         title,
         [
@@ -196,22 +198,25 @@ def _buffers_table(
             ("kind", "left", True),
             ("shape", "left", True),
             ("instruction", "left", True),
-            ("op name", "left", True),
-            ("source", "left", True),
+            # Wraps at its slashes, so the source lines keep their room.
+            ("op name", "left", False),
         ],
     )
-    for buffer in buffers[:limit]:
+    sources.add_to(table)
+    for buffer in shown:
         table.add_row(
             human_bytes(buffer.bytes),
             _kind_text(buffer),
             shape_text(buffer.shape),
             _instruction_text(buffer),
             _op_name_text(buffer.op_name, module) or Text("-", style="dim"),
-            _source_text(buffer) or Text("-", style="dim"),
+            sources.cell(buffer),
         )
+    captions = [sources.caption()]
     if len(buffers) > limit:
-        table.caption = f"… {len(buffers) - limit} more (--json lists all)"
-        table.caption_justify = "left"
+        captions.append(f"… {len(buffers) - limit} more (--json lists all)")
+    table.caption = "\n".join(c for c in captions if c) or None
+    table.caption_justify = "left"
     return table
 
 
@@ -248,10 +253,6 @@ def _instruction_text(buffer: LiveBuffer) -> str:
     if buffer.opcode and buffer.opcode != "fusion" and buffer.opcode not in name:
         return f"{name} ({buffer.opcode})"
     return name
-
-
-def _source_text(buffer: LiveBuffer) -> str:
-    return sources_text(buffer.sources, limit=3)
 
 
 def _lines_group(report: MemoryReport) -> RenderableType | None:

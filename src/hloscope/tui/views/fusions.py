@@ -14,10 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hloscope.analyses.fusions import FusionAnalysis
-from hloscope.render.text.common import (
-    short_source,
-    sources_text,
-)
+from hloscope.render.text.common import short_source
 from hloscope.render.text.fusions import (
     fusion_bytes_text,
     fusion_kind_text,
@@ -28,6 +25,7 @@ from hloscope.render.text.fusions import (
     unfused_name_text,
     unfused_what_text,
 )
+from hloscope.render.text.source_lines import SourceColumn, elide_source
 from hloscope.reports import FusionsReport, fusions_report
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
@@ -45,6 +43,11 @@ from hloscope.tui.widgets.report_list import (
 )
 from hloscope.units import human_bytes
 
+SOURCES_WIDTH = 60
+"""Cells of the source lines column: whole entries that fit, then `… N more`."""
+LINE_WIDTH = 40
+"""Cells of the line column of the source lines table."""
+
 
 def _ops_by_name(analysis: FusionAnalysis) -> dict[str, list[int]]:
     by_name: dict[str, list[int]] = defaultdict(list)
@@ -60,6 +63,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
     lines: list[Line] = []
     if analysis.fusions:
         rows = []
+        fusion_sources = SourceColumn(analysis.fusions)
         for fusion in analysis.fusions:
             found = Jump((fusion.op_id,), fusion.name)
             rows.append(
@@ -70,7 +74,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                         short_ops(fusion.op_counts),
                         ", ".join(fusion.results),
                         fusion_bytes_text(fusion),
-                        sources_text(fusion.sources, limit=6) or "-",
+                        fusion_sources.fitted(fusion, SOURCES_WIDTH),
                     ],
                     jump=fixed(found),
                 )
@@ -83,7 +87,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                 Column("ops", width=40),
                 Column("result", width=24),
                 Column("bytes in → out", right=True, width=24),
-                Column("source lines", width=60),
+                Column(fusion_sources.header(name_file=True), width=SOURCES_WIDTH),
             ],
             rows,
         )
@@ -91,6 +95,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
         if lines:
             lines.append(blank())
         rows = []
+        unfused_sources = SourceColumn(analysis.unfused)
         for op in analysis.unfused:
             found = Jump((op.op_id,), op.name)
             rows.append(
@@ -101,7 +106,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                         unfused_what_text(op),
                         ", ".join(op.results),
                         human_bytes(op.result_bytes),
-                        sources_text(op.sources, limit=6) or "-",
+                        unfused_sources.fitted(op, SOURCES_WIDTH),
                     ],
                     jump=fixed(found),
                 )
@@ -114,7 +119,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                 Column("what", width=34),
                 Column("results", width=30),
                 Column("bytes", right=True),
-                Column("source lines", width=60),
+                Column(unfused_sources.header(name_file=True), width=SOURCES_WIDTH),
             ],
             rows,
         )
@@ -132,7 +137,8 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
             rows.append(
                 Row(
                     [
-                        short_source(line.source),
+                        # A long path loses its middle, never its line number.
+                        elide_source(short_source(line.source), LINE_WIDTH),
                         Text(report.line_texts.get(line.source, ""), style="cyan"),
                         str(line.fused_ops),
                         str(line.unfused_ops),
@@ -144,7 +150,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
         lines += table(
             f"Source lines ({len(analysis.lines)}): what XLA made of each",
             [
-                Column("line", width=40),
+                Column("line", width=LINE_WIDTH),
                 Column("code", width=40),
                 Column("fused", right=True),
                 Column("unfused", right=True),

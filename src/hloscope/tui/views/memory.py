@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from hloscope.analyses.memory import LiveBuffer
 from hloscope.ir.model import Module
-from hloscope.render.text.common import short_source, sources_text
+from hloscope.render.text.common import short_source
 from hloscope.render.text.memory import (
     KIND_STYLES,
     peak_text,
@@ -24,6 +24,7 @@ from hloscope.render.text.memory import (
     shape_text,
     totals_text,
 )
+from hloscope.render.text.source_lines import SourceColumn
 from hloscope.reports import MemoryReport, loaded_memory_report
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView
@@ -55,8 +56,13 @@ def _defining_op(module: Module, buffer: LiveBuffer) -> Jump | None:
     return Jump((found[-1],), buffer.instruction)
 
 
+SOURCES_WIDTH = 60
+"""Cells of the source lines column: whole entries that fit, then `… N more`."""
+
+
 def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> list[Line]:
     rows = []
+    sources = SourceColumn(buffers)
     for buffer in buffers:
         name = buffer.instruction if buffer.name.endswith("{}") else buffer.name
 
@@ -71,7 +77,7 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
                     shape_text(buffer.shape),
                     f"{name} ({buffer.path})" if buffer.path else name,
                     buffer.op_name or "-",
-                    sources_text(buffer.sources, limit=4) or "-",
+                    sources.fitted(buffer, SOURCES_WIDTH),
                 ],
                 jump=None if buffer.op_id is None else jump,
                 note=""
@@ -87,7 +93,7 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
             Column("shape", width=32),
             Column("instruction", width=40),
             Column("op name", width=48),
-            Column("source", width=60),
+            Column(sources.header(name_file=True), width=SOURCES_WIDTH),
         ],
         rows,
     )
