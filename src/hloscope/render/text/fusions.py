@@ -40,6 +40,9 @@ MAX_LINE_ROWS = 60
 MAX_CODE_CHARS = 40
 
 
+MAX_LINE_CHARS = 32
+
+
 def fusion_summary_text(summary: FusionSummary) -> str:
     """`8 fusions (5 kLoop, 3 __ynn_fusion) holding 24 ops · 2 unfused ops (...)`."""
     kinds = ", ".join(f"{count} {kind}" for kind, count in summary.by_kind.items())
@@ -212,14 +215,15 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         lines = simple_table(
             f"Source lines ({len(analysis.lines)}): what XLA made of each",
             [
-                # Shrinks by eliding the path's middle (`ElidedSource`).
-                ("line", "left", False),
+                ("line", "left", True),
                 ("code", "left", True),
                 ("fused", "right", True),
                 ("unfused", "right", True),
                 ("in fusions / unfused ops", "left", False),
             ],
         )
+        # At most this wide: a library's long path loses its middle (`ElidedSource`).
+        lines.columns[0].max_width = MAX_LINE_CHARS
         for line in analysis.lines[:MAX_LINE_ROWS]:
             lines.add_row(
                 # A library's long path loses its middle, never its line number.
