@@ -43,8 +43,9 @@ from hloscope.tui.widgets.report_list import (
 )
 from hloscope.units import human_bytes
 
-SOURCES_WIDTH = 60
-"""Cells of the source lines column: whole entries that fit, then `… N more`."""
+SOURCES_WIDTH = 40
+"""Cells of the source lines column, the second, so that a narrow terminal shows
+it: whole entries that fit, then `… N more`."""
 LINE_WIDTH = 40
 """Cells of the line column of the source lines table."""
 
@@ -70,11 +71,11 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                 Row(
                     [
                         fusion_name_text(fusion),
+                        fusion_sources.fitted(fusion, SOURCES_WIDTH),
                         fusion_kind_text(fusion),
                         short_ops(fusion.op_counts),
                         ", ".join(fusion.results),
                         fusion_bytes_text(fusion),
-                        fusion_sources.fitted(fusion, SOURCES_WIDTH),
                     ],
                     jump=fixed(found),
                 )
@@ -83,11 +84,11 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
             f"Fusions ({len(analysis.fusions)})",
             [
                 Column("fusion", width=34),
+                Column(fusion_sources.header(name_file=True), width=SOURCES_WIDTH),
                 Column("kind", width=16),
                 Column("ops", width=40),
                 Column("result", width=24),
                 Column("bytes in → out", right=True, width=24),
-                Column(fusion_sources.header(name_file=True), width=SOURCES_WIDTH),
             ],
             rows,
         )
@@ -102,11 +103,11 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
                 Row(
                     [
                         unfused_name_text(op),
+                        unfused_sources.fitted(op, SOURCES_WIDTH),
                         op.category,
                         unfused_what_text(op),
                         ", ".join(op.results),
                         human_bytes(op.result_bytes),
-                        unfused_sources.fitted(op, SOURCES_WIDTH),
                     ],
                     jump=fixed(found),
                 )
@@ -115,11 +116,11 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
             f"Unfused ops ({analysis.unfused_ops})",
             [
                 Column("op", width=34),
+                Column(unfused_sources.header(name_file=True), width=SOURCES_WIDTH),
                 Column("kind", width=14),
                 Column("what", width=34),
                 Column("results", width=30),
                 Column("bytes", right=True),
-                Column(unfused_sources.header(name_file=True), width=SOURCES_WIDTH),
             ],
             rows,
         )

@@ -56,8 +56,9 @@ def _defining_op(module: Module, buffer: LiveBuffer) -> Jump | None:
     return Jump((found[-1],), buffer.instruction)
 
 
-SOURCES_WIDTH = 60
-"""Cells of the source lines column: whole entries that fit, then `… N more`."""
+SOURCES_WIDTH = 40
+"""Cells of the source lines column, before the op name so that a narrow terminal
+shows it: whole entries that fit, then `… N more`."""
 
 
 def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> list[Line]:
@@ -76,8 +77,8 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
                     Text(buffer.kind, style=KIND_STYLES.get(buffer.kind, "")),
                     shape_text(buffer.shape),
                     f"{name} ({buffer.path})" if buffer.path else name,
-                    buffer.op_name or "-",
                     sources.fitted(buffer, SOURCES_WIDTH),
+                    buffer.op_name or "-",
                 ],
                 jump=None if buffer.op_id is None else jump,
                 note=""
@@ -92,8 +93,8 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
             Column("kind", width=12),
             Column("shape", width=32),
             Column("instruction", width=40),
-            Column("op name", width=48),
             Column(sources.header(name_file=True), width=SOURCES_WIDTH),
+            Column("op name", width=48),
         ],
         rows,
     )
