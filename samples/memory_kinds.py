@@ -1,36 +1,29 @@
 """Which memory does this value live in? Host memory kinds and transfers.
 
 JAX places arrays in device memory or in host memory (`memory_kind="pinned_host"`,
-`jax.memory.Space.Host`). The placement reaches the IR as `mhlo.memory_kind` on
-the entry function's arguments and results and as `annotate_device_placement`
-custom calls (`_xla_buffer_placement`) where a value moves; after XLA's
-optimizations a host buffer has memory space 5 in its layout (`{1,0:S(5)}`).
+`jax.memory.Space.Host`). The placement reaches the IR as `mhlo.memory_kind` on the entry
+function's arguments and results and as `annotate_device_placement` custom calls
+(`_xla_buffer_placement`) where a value moves; after XLA's optimizations a host buffer
+has memory space 5 in its layout (`{1,0:S(5)}`).
 
-- `host_output`: `out_shardings` with `memory_kind="pinned_host"`: the result is
-  written to host memory (an `annotate_device_placement` to `pinned_host`; after
-  `--compile`, `S(5)` in the entry layout).
-- `host_input`: `in_shardings` in `pinned_host`, computed on directly: device
-  compute on a value in host memory (XLA streams it in).
-- `offload`: `jax.device_put` to host memory and back inside a jit. On the CPU,
-  JAX lowers `device_put` inside jit to nothing (CPU memory is host memory), so
-  the lowered module shows no transfer: `offload_for_tpu` lowers the same
-  function for the TPU (no TPU needed) and shows both transfers; `--compile`
-  compiles that module for the CPU, whose pipeline strips the annotations and
-  keeps the host output in `S(5)`.
-- `host_compute_to_host_memory`: the newer `compute_on2` form: a call marked
-  `_xla_compute_type = "host"` whose result is annotated into `pinned_host`.
-- `with_callback`: `jax.pure_callback` sends its operand to Python on the host and
-  takes the result back (a custom call to JAX's Python callback).
+- `host_output`: `out_shardings` with `memory_kind="pinned_host"`: the result is written
+  to host memory (an `annotate_device_placement` to `pinned_host`; after `--compile`,
+  `S(5)` in the entry layout).
+- `host_input`: `in_shardings` in `pinned_host`, computed on directly: device compute on
+  a value in host memory (XLA streams it in).
+- `offload`: `jax.device_put` to host memory and back inside a jit. On the CPU, JAX
+  lowers `device_put` inside jit to nothing (CPU memory is host memory), so the lowered
+  module shows no transfer: `offload_for_tpu` lowers the same function for the TPU (no
+  TPU needed) and shows both transfers; `--compile` compiles that module for the CPU,
+  whose pipeline strips the annotations and keeps the host output in `S(5)`.
+- `host_compute_to_host_memory`: the `compute_on2` form (JAX 0.10; tracing it raises on
+  older JAX): a call marked `_xla_compute_type = "host"`, its result in `pinned_host`.
+- `with_callback`: `jax.pure_callback` sends its operand to Python on the host and takes
+  the result back (a custom call to JAX's Python callback).
 
-JAX never writes `MoveToHost`/`MoveToDevice`: XLA's TPU and GPU pipelines turn
-`annotate_device_placement` into them (the CPU pipeline strips the annotations
-instead), so they are seen in XLA's pass dumps; the tests read corpus modules.
+JAX never writes `MoveToHost`/`MoveToDevice`: XLA's TPU and GPU pipelines make them (see
+its pass dumps). Importing this module asks JAX for 8 CPU devices, as `sharded_mlp.py` does.
 
-Importing this module asks JAX for 8 CPU devices, as `sharded_mlp.py` does, so that
-either may be imported first in one process.
-
-    hloscope placement samples/memory_kinds.py:host_output \
-        --args samples/memory_kinds.py:example_args
     hloscope placement samples/memory_kinds.py:offload_for_tpu
 """
 
@@ -39,8 +32,15 @@ import contextlib
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental.compute_on import compute_on2
 from jax.sharding import SingleDeviceSharding
+
+try:
+    from jax.experimental.compute_on import compute_on2
+except ImportError:  # JAX 0.8 and 0.9: what it decorates raises when traced
+
+    def compute_on2(**_):
+        return lambda _f: lambda *_a: _compute_on2_missing()
+
 
 # The update raises when a backend exists already.
 with contextlib.suppress(RuntimeError):
@@ -94,3 +94,10 @@ def with_callback(x):
 def example_args():
     """One f32[256,1024] array (1 MiB)."""
     return (jax.ShapeDtypeStruct((256, 1024), jnp.float32),)
+
+
+def _compute_on2_missing():
+    raise NotImplementedError(
+        "jax.experimental.compute_on.compute_on2 came with JAX 0.10; "
+        f"JAX {jax.__version__} is installed"
+    )
