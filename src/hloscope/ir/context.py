@@ -50,6 +50,21 @@ def make_context() -> Any:
     return context
 
 
+def xla_hlo() -> Any:
+    """jaxlib's module holding XLA's HLO bindings (`HloModule`, `hlo_module_from_text`,
+    `XlaComputation`): `jaxlib._hlo` since jaxlib 0.10, `jaxlib._jax` before."""
+    import importlib
+
+    for name in ("jaxlib._hlo", "jaxlib._jax"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "hlo_module_from_text") and hasattr(module, "HloModule"):
+            return module
+    raise ImportError("jaxlib has no HLO bindings (HloModule, hlo_module_from_text)")
+
+
 def portable_context() -> Any:
     """A context for deserializing portable artifacts. StableHLO's deserializer loads
     dialects (quant) into the context it is given; keeping that out of the main

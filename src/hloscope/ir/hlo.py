@@ -18,7 +18,7 @@ from typing import Any
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import reader
 from hloscope.ir.build import build_model
-from hloscope.ir.context import mlir_context, native
+from hloscope.ir.context import mlir_context, native, xla_hlo
 from hloscope.ir.hlo_names import HloNames, attach_hlo_names, hlo_instruction_names, wants_names
 from hloscope.ir.hlo_native import build_hlo_native_model
 from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
@@ -45,7 +45,7 @@ def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: st
         # The child parsed it without crashing, so parsing here is safe too.
         module = hlo_module_from_proto(stages[reader.STAGE_PARSED][1])
         if module is None and kind == "text":
-            import jaxlib._hlo as hlo
+            hlo = xla_hlo()
 
             with native():
                 module = hlo.hlo_module_from_text(payload.decode("utf-8"))
@@ -82,7 +82,7 @@ def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: st
 
 def hlo_module_from_proto(data: bytes) -> Any | None:
     """XLA's `HloModule` from proto bytes, or None if they are not one."""
-    import jaxlib._hlo as hlo
+    hlo = xla_hlo()
 
     candidates = [data]
     inner = proto_field(data, 1)

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
-from hloscope.ir.context import native
+from hloscope.ir.context import native, xla_hlo
 from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
 from hloscope.ir.proto import proto_message, proto_varints
@@ -538,7 +538,7 @@ def xla_shapes_as_mlir(shapes: Iterable[str]) -> dict[str, str]:
     XLA's parser reads shapes as part of a module, so they are read as the
     parameters of one module (its program shape gives XLA's `Shape` objects back);
     where that fails, each alone."""
-    import jaxlib._hlo as hlo
+    hlo = xla_hlo()
 
     distinct = [shape for shape in dict.fromkeys(shapes) if shape]
     out: dict[str, str] = {}

@@ -15,7 +15,7 @@ from typing import Any
 from hloscope.errors import native_stderr_captured
 from hloscope.ir import hlo_names, reader
 from hloscope.ir.build import read_names
-from hloscope.ir.context import make_context
+from hloscope.ir.context import make_context, xla_hlo
 from hloscope.ir.hlo import hlo_module_from_proto
 from hloscope.ir.layout import entry_computation_layout
 
@@ -80,8 +80,9 @@ def main() -> int:
 
 
 def _read_hlo(kind: Any, payload: bytes, replies: Any) -> None:
-    import jaxlib._hlo as hlo
     import jaxlib._jax as jax_ext
+
+    hlo = xla_hlo()
 
     module: Any = None
     try:
