@@ -174,27 +174,35 @@ def test_text_shows_the_users_line_first_and_never_cuts_a_line_number(cli):
     """A Flax NNX step: most fusions' lines are Flax's and Optax's. Each row shows
     the user's line first, then every library line XLA's metadata gives it, whole
     (the text report once cut `stochastic.py:…` and showed no user line at all)."""
+    from hloscope.render.text.source_lines import SourceColumn
+    from hloscope.reports import fusions_report
+    from hloscope.sources import loader
+
     target = sample("dropout", "train_step")
-    doc = cli("fusions", *target, "--json").json()
     text = cli("fusions", *target).stdout
     table = text.split("\nFusions (")[1].split("\nUnfused ops (")[0]
     assert "your line + libs" in table
     assert "your line: a line of samples/dropout.py" in table
-    # No entry is cut: every `file.py:` is followed by its whole line numbers.
-    assert not re.search(r"\.py:(?![\d,]+(\s|$))", table)
-    shown = {
-        (file, int(line))
-        for file, lines in re.findall(r"([\w.-]+\.py):([\d,]+)", table)
-        for line in lines.split(",")
-    }
-    first_lines = table.splitlines()
-    for fusion in doc["fusions"]:
-        mine = fusion["user_source"]
-        assert mine and mine.startswith("samples/dropout.py:")
-        row = next(r for r in first_lines if r.startswith(f" {fusion['name']} "))
-        # The user's line, then the first library line, on the row's first line.
-        assert re.search(rf"\s{mine.rpartition(':')[2]} \S+\.py:\d", row), row
-        for source in fusion["sources"]:
+    # Nothing is cut: every `file.py:` is followed by a whole line number (a
+    # library file's further numbers wrap after a comma), no number by an ellipsis.
+    assert not re.search(r"\.py:(?!\d+(,|\s|$))", table)
+    assert not re.search(r"\d…", table)
+    # Each row's cell: the user's line, then every library line of the fusion.
+    report = fusions_report(
+        loader.load(target[0], loader.LoadOptions(args_factory=target[2], optimized=True))
+    )
+    fusions = report.analysis.fusions
+    column = SourceColumn(fusions)
+    for fusion in fusions:
+        assert fusion.user_source and fusion.user_source.startswith("samples/dropout.py:")
+        cell = column.cell(fusion).plain.split()
+        assert cell[0] == fusion.user_source.rpartition(":")[2]
+        for source in fusion.library_sources:
             file, _, line = source.rpartition(":")
-            if file != "samples/dropout.py":
-                assert (file.rpartition("/")[2], int(line)) in shown, source
+            name = file.rpartition("/")[2]
+            at = next(i for i, word in enumerate(cell) if word.startswith(f"{name}:"))
+            numbers = [cell[at].partition(":")[2]]
+            while numbers[-1].endswith(","):
+                at += 1
+                numbers.append(cell[at])
+            assert line in [n.rstrip(",") for n in numbers], source

@@ -108,6 +108,12 @@ def _single_file(sources: Iterable[str]) -> str | None:
     return files.pop() if len(files) == 1 else None
 
 
+def _spaced(entry: str) -> str:
+    """`transform.py:294,298` -> `transform.py:294, 298`: a library file's many lines
+    wrap between numbers, never inside one."""
+    return entry.replace(",", ", ")
+
+
 class SourceColumn:
     """The source-line column of a table of fusions, unfused ops or buffers. Where every
     line is the user's: the lines (just the numbers when they are all in one file,
@@ -122,7 +128,7 @@ class SourceColumn:
             self.only_file = _single_file(row.user_source for row in rows if row.user_source)
         else:
             self.only_file = _single_file(s for row in rows for s in row.sources)
-        self.width = max((widest(self._entries(row)) for row in rows), default=0)
+        self.width = max((widest(self._words(row)) for row in rows), default=0)
 
     def _mine(self, row: WithSources) -> str | None:
         if row.user_source is None:
@@ -136,6 +142,13 @@ class SourceColumn:
             return grouped_sources(row.sources, self.only_file)
         mine = self._mine(row)
         return [*([mine] if mine else []), *grouped_sources(row.library_sources)]
+
+    def _words(self, row: WithSources) -> list[str]:
+        """What the text report's cell may wrap between: entries, and the line
+        numbers of a library's file (`transform.py:294,` `298`)."""
+        if not self.split:
+            return self._entries(row)
+        return [word for entry in self._entries(row) for word in _spaced(entry).split()]
 
     def header(self, name_file: bool = False) -> str:
         """The column's header; with `name_file`, the one file (where there is one)
@@ -159,7 +172,7 @@ class SourceColumn:
         text.append(mine or "-", style="bold" if mine else "dim")
         for entry in grouped_sources(row.library_sources):
             text.append(" ")
-            text.append(entry, style="dim")
+            text.append(_spaced(entry), style="dim")
         return text
 
     def fitted(self, row: WithSources, width: int) -> Text:
