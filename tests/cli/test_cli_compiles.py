@@ -142,7 +142,8 @@ def test_sharding_change_on_eight_devices(tmp_path: Path) -> None:
         def by_sharding(x):
             return x + 1
 
-        mesh = jax.make_mesh((8,), ("d",))
+        # Explicit axes, JAX's default since 0.9 (0.8's was Auto: no sharding in types).
+        mesh = jax.make_mesh((8,), ("d",), axis_types=(jax.sharding.AxisType.Explicit,))
         x = jnp.ones((16, 4))
         by_sharding(x)
         by_sharding(jax.device_put(x, NamedSharding(mesh, P("d"))))

@@ -115,11 +115,24 @@ class CompileRecorder:
     def elapsed(self) -> float:
         return time.perf_counter() - self._start
 
-    # JAX's explanation, logged before the function is traced again.
+    # JAX's explanation, logged before the function is traced again (after, in JAX
+    # 0.8: then it belongs to the trace just seen).
     def on_explanation(self, message: str) -> None:
-        explanation = parse_explanation(message)
-        if explanation is not None:
-            with self._lock:
+        words = private.explanation_in_current_words(message, sys._getframe(1))
+        explanation = parse_explanation(words)
+        if explanation is None:
+            return
+        with self._lock:
+            pending = self._pending
+            if (
+                private.EXPLAINED_AFTER_TRACING
+                and pending is not None
+                and not pending.compiling
+                and pending.explanation is None
+                and pending.function == explanation.function
+            ):
+                pending.explanation = explanation
+            else:
                 self._explanations.append(explanation)
 
     def on_duration(self, event: str, seconds: float, **kwargs: str | int) -> None:
@@ -142,8 +155,11 @@ class CompileRecorder:
     def _on_trace(self, name: str, seconds: float) -> None:
         # Explanations of functions traced inside this one (nested jits) come first
         # and compile nothing of their own: the last one naming this function is its.
+        # JAX 0.9 reports the traces of those nested functions too (and of jnp's
+        # jitted functions), before this one's: an explanation naming another
+        # function stays for that function's trace, until a compilation ends.
         explanation = next((e for e in reversed(self._explanations) if e.function == name), None)
-        self._explanations.clear()
+        self._explanations[:] = [e for e in self._explanations if e.function != name]
         self._pending = _Pending(
             function=name,
             started=self.elapsed - seconds,
@@ -180,6 +196,7 @@ class CompileRecorder:
         if pending is None or not pending.compiling:
             return
         self._pending = None
+        self._explanations.clear()
         explanation = pending.explanation if not pending.eager else None
         self.compiles.append(
             RecordedCompile(

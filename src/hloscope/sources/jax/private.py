@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import re
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
@@ -22,6 +23,7 @@ from jax._src import compilation_cache as _jax_compilation_cache
 from jax._src import compiler as _jax_compiler
 from jax._src import dispatch as _jax_dispatch
 from jax._src import pjit as _jax_pjit
+from jax._src import xla_bridge as _jax_xla_bridge
 from jax._src.interpreters import partial_eval as _jax_partial_eval
 from jax._src.lib import xla_client as _xla_client
 
@@ -89,6 +91,13 @@ def private_device_assignment(assignment: Any) -> Any:
 def private_device_list(devices: tuple[Any, ...]) -> Any:
     """`jax._src.lib.xla_client.DeviceList`: the devices an executable is loaded on."""
     return _xla_client.DeviceList(devices)
+
+
+def private_backends_started() -> bool:
+    """Whether JAX has started its backends in this process
+    (`jax._src.xla_bridge.backends_are_initialized`): asking for the default backend
+    before then starts them, which a report must not do for a dump it only reads."""
+    return bool(_jax_xla_bridge.backends_are_initialized())
 
 
 def private_function_name(lowered: Any) -> str | None:
@@ -245,7 +254,34 @@ TRACE_EVENT = _jax_dispatch.JAXPR_TRACE_EVENT
 LOWER_EVENT = _jax_dispatch.JAXPR_TO_MLIR_MODULE_EVENT
 COMPILE_EVENT = _jax_dispatch.BACKEND_COMPILE_EVENT
 PERSISTENT_CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-EXPLAIN_LOGGER = _jax_partial_eval.logger.name
+
+
+def _explain_function() -> Any:
+    """JAX's function that explains a tracing cache miss: `partial_eval.explain`
+    (JAX 0.9 and newer), `pjit.explain_tracing_cache_miss` (JAX 0.8); None when
+    neither is there."""
+    for module, name in ((_jax_partial_eval, "explain"), (_jax_pjit, "explain_tracing_cache_miss")):
+        function = getattr(module, name, None)
+        if callable(function):
+            return function
+    return None
+
+
+def _explain_logger_name() -> str:
+    """The logger JAX's explanations go to: the `logger` of the module that defines
+    the explaining function (found, not assumed: JAX 0.8 explained from `pjit`)."""
+    function = _explain_function()
+    logger = getattr(function, "__globals__", {}).get("logger")
+    name = getattr(logger, "name", None)
+    return name if isinstance(name, str) else _jax_partial_eval.__name__
+
+
+EXPLAIN_LOGGER = _explain_logger_name()
+# Whether JAX explains a cache miss after tracing the function (JAX 0.8, whose
+# explanation says what the tracing cost) rather than before (0.9 and newer).
+EXPLAINED_AFTER_TRACING = "elapsed_sec" in getattr(
+    getattr(_explain_function(), "__code__", None), "co_varnames", ()
+)
 # Loggers whose persistent-cache messages JAX raises from DEBUG to WARNING while it
 # explains cache misses, and those messages' format strings.
 EXPLAIN_RAISED_LOGGERS = (_jax_compiler.logger.name, _jax_compilation_cache.logger.name)
@@ -255,6 +291,107 @@ EXPLAIN_RAISED_MESSAGES = (
     "Writing %s to persistent compilation cache",
     "_get_cache: Unsupported runtime",
 )
+
+
+_OLD_HEADER = re.compile(r"^(?P<head>TRACING CACHE MISS at .*?) costing [\d.]+ ms because:$")
+_OLD_PREAMBLES = (
+    "all previously seen cache keys are different. Closest previous key:",
+    "all previously seen cache keys are different. Several previous keys are closest:",
+)
+_OLD_WEAK_TYPE_HINT = ("where weak_type=True", "weak_type=False means", "See https://")
+_OLD_TREE_PATH = re.compile(r"^(?P<indent>\s*)\* at (?P<side>args|kwargs)(?P<rest>.*)$")
+_STATIC_NODE = "<class 'jax._src.tree_util.Static'> with pytree metadata Static(val={})"
+
+
+def explanation_in_current_words(message: str, frame: FrameType | None = None) -> str:
+    """One of JAX's tracing cache-miss explanations in the words of JAX 0.9 and newer,
+    which `hloscope.sources.jax.capture` reads. JAX 0.8 (`pjit.explain_tracing_cache_miss`)
+    says the same things shaped otherwise: a cost in the first line, each closest key
+    as `* key with ...`, pytree paths as `args[0]...`, static arguments as `now 3 and
+    before 2` (positional, in the order of `static_argnums`, read from the `jax.jit`
+    call on `frame`'s stack) or `now {n: 3} and before {n: 2}` (keywords); those are
+    rewritten, and the words of each difference are kept. A message in the newer words
+    comes back as it is."""
+    lines = message.splitlines()
+    header = _OLD_HEADER.match(lines[0]) if lines else None
+    if header is None:
+        return message
+    out = [header["head"] + ":"]
+    kind = None
+    for line in lines[1:]:
+        text = line.strip()
+        if text in _OLD_PREAMBLES:
+            out.append("  all previously seen cache keys differ. For the closest previous key:")
+            continue
+        if text.startswith("* key with "):
+            if kind is not None:  # several keys are closest: the first, as JAX 0.9 gives one
+                break
+            kind = text.removeprefix("* key with ")
+            if kind not in _OLD_STATIC_KINDS:
+                out.append(f"  {kind}")
+            continue
+        if text.startswith(("types now: ", "now: PyTreeDef", "before: PyTreeDef")):
+            continue
+        if text.startswith(_OLD_WEAK_TYPE_HINT):
+            continue
+        if kind in _OLD_STATIC_KINDS:
+            changes = _static_changes(kind, text, frame)
+            out.extend(["  different input pytree:", *changes] if changes else [f"  {kind}", line])
+            continue
+        tree_path = _OLD_TREE_PATH.match(line)
+        if tree_path:
+            side = "[0]" if tree_path["side"] == "args" else "[1]"
+            out.append(f"  * at input path {side}{tree_path['rest']}")
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+_OLD_STATIC_KINDS = ("different value of static args:", "different value of static kwargs:")
+_OLD_STATIC_VALUES = re.compile(r"^now (?P<now>.*) and before (?P<before>.*)$")
+
+
+def _static_changes(kind: str, text: str, frame: FrameType | None) -> list[str]:
+    """JAX 0.8's changed static values as JAX 0.9 says them, one line per argument
+    whose value changed; empty where they cannot be told apart."""
+    values = _OLD_STATIC_VALUES.match(text)
+    if values is None:
+        return []
+    if kind == "different value of static kwargs:":
+        now = _keyword_values(values["now"].removeprefix("{").removesuffix("}"))
+        before = _keyword_values(values["before"].removeprefix("{").removesuffix("}"))
+        paths = {key: f"[1][{key!r}]" for key in dict.fromkeys([*now, *before])}
+    else:
+        # Each value's repr, joined with ', ': one part per static argument, unless a
+        # repr holds ', ' itself (then there are more parts than arguments).
+        argnums = _static_argnums_on_stack(frame)
+        now_parts, before_parts = values["now"].split(", "), values["before"].split(", ")
+        if argnums is None or not len(now_parts) == len(before_parts) == len(argnums):
+            return []
+        now = {str(i): v for i, v in zip(argnums, now_parts, strict=True)}
+        before = {str(i): v for i, v in zip(argnums, before_parts, strict=True)}
+        paths = {str(i): f"[0][{i}]" for i in argnums}
+    return [
+        f"  * at input path {path}, now {_STATIC_NODE.format(now.get(key))} and before "
+        f"{_STATIC_NODE.format(before.get(key))}, so the pytree node metadata does not match"
+        for key, path in paths.items()
+        if now.get(key) != before.get(key)
+    ]
+
+
+def _static_argnums_on_stack(frame: FrameType | None) -> tuple[int, ...] | None:
+    """The `static_argnums` of the `jax.jit` call tracing on `frame`'s stack."""
+    jit_info = _jitted_call_locals(frame)[1]
+    try:
+        return tuple(int(i) for i in jit_info.static_argnums)
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _keyword_values(text: str) -> dict[str, str]:
+    """`{n: 3, name: 'a, b'}`'s inside as {"n": "3", "name": "'a, b'"}."""
+    parts = re.split(r"(?:^|, )([A-Za-z_]\w*): ", text)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
 def private_eager_dispatch(frame: FrameType | None) -> bool:
@@ -275,13 +412,23 @@ def private_jitted_call(frame: FrameType | None) -> tuple[Any | None, str | None
     signature JAX traced it for (argument avals with weak types and shardings, and
     the input pytree, static values included): the `fun` and `p` of
     `jax._src.pjit._run_python_pjit`. (None, None) when no such call is on the stack."""
+    local, jit_info = _jitted_call_locals(frame)
+    if local is None:
+        return None, None
+    statics = _static_values(jit_info, local.get("args"), local.get("kwargs"))
+    return local.get("fun"), _signature(local.get("p"), statics)
+
+
+def _jitted_call_locals(frame: FrameType | None) -> tuple[Mapping[str, Any] | None, Any]:
+    """The locals of the `jax.jit` call tracing or compiling on `frame`'s stack (see
+    `_run_python_pjit_code`), and its `jit_info`; (None, None) when there is none."""
     while frame is not None:
         if frame.f_code is _RUN_PYTHON_PJIT_CODE:
             local = frame.f_locals
-            caller = frame.f_back
-            jit_info = caller.f_locals.get("jit_info") if caller is not None else None
-            statics = _static_values(jit_info, local.get("args"), local.get("kwargs"))
-            return local.get("fun"), _signature(local.get("p"), statics)
+            jit_info = local.get("jit_info")
+            if jit_info is None and frame.f_back is not None:
+                jit_info = frame.f_back.f_locals.get("jit_info")
+            return local, jit_info
         frame = frame.f_back
     return None, None
 
@@ -319,7 +466,19 @@ def _signature(params: Any, statics: list[str]) -> str | None:
         return None
 
 
-_RUN_PYTHON_PJIT_CODE = getattr(getattr(_jax_pjit, "_run_python_pjit", None), "__code__", None)
+def _run_python_pjit_code() -> Any:
+    """The code of the function a `jax.jit` call runs when it traces and compiles:
+    `_run_python_pjit(p, args_flat, fun, args, kwargs)` (JAX 0.9 and newer, with
+    `jit_info` in its caller), `_python_pjit_helper(fun, jit_info, *args, **kwargs)`
+    (JAX 0.8, which makes `p` itself)."""
+    for name in ("_run_python_pjit", "_python_pjit_helper"):
+        code = getattr(getattr(_jax_pjit, name, None), "__code__", None)
+        if code is not None:
+            return code
+    return None
+
+
+_RUN_PYTHON_PJIT_CODE = _run_python_pjit_code()
 
 
 def _compiled_module(computation: Any) -> CompiledModule:
@@ -369,6 +528,8 @@ def private_api_ok() -> list[str]:
         not in inspect.signature(_jax_compiler.get_compile_options).parameters
     ):
         missing.append("jax._src.compiler.get_compile_options(env_options_overrides=)")
+    if not callable(getattr(_jax_xla_bridge, "backends_are_initialized", None)):
+        missing.append("jax._src.xla_bridge.backends_are_initialized")
     for name in ("DeviceAssignment", "DeviceList"):
         if not hasattr(_xla_client, name):
             missing.append(f"jax._src.lib.xla_client.{name}")
@@ -416,7 +577,10 @@ def _compile_events_missing() -> list[str]:
     if _RUN_PYTHON_PJIT_CODE is None or not {"fun", "p", "args", "kwargs"} <= set(
         _RUN_PYTHON_PJIT_CODE.co_varnames
     ):
-        missing.append("jax._src.pjit._run_python_pjit(p, args_flat, fun, args, kwargs)")
+        missing.append(
+            "jax._src.pjit._run_python_pjit(p, args_flat, fun, args, kwargs) "
+            "(_python_pjit_helper(fun, jit_info, *args, **kwargs) before JAX 0.9)"
+        )
     fields = getattr(getattr(_jax_pjit, "PjitParams", None), "_fields", ())
     for field in ("in_avals", "in_tree", "arg_names"):
         if field not in fields:
@@ -426,8 +590,13 @@ def _compile_events_missing() -> list[str]:
         not in _jax_pjit._cpp_pjit.__code__.co_cellvars + _jax_pjit._cpp_pjit.__code__.co_varnames
     ):
         missing.append("jax._src.pjit._cpp_pjit(fun, jit_info)")
-    if not callable(getattr(_jax_partial_eval, "explain", None)):
-        missing.append("jax._src.interpreters.partial_eval.explain")
+    if _explain_function() is None:
+        missing.append(
+            "jax._src.interpreters.partial_eval.explain "
+            "(jax._src.pjit.explain_tracing_cache_miss before JAX 0.9)"
+        )
+    elif not hasattr(_explain_function().__globals__.get("logger"), "name"):
+        missing.append("the logger of JAX's cache-miss explanations")
     for module in (_jax_compiler, _jax_compilation_cache):
         if not hasattr(getattr(module, "logger", None), "name"):
             missing.append(f"{module.__name__}.logger")
