@@ -63,11 +63,22 @@ def corpus() -> Path:
 CORPUS_NOT_MODULES = frozenset({"LICENSE", "COMMIT", "README.md"})
 
 
+def corpus_sample_step() -> int:
+    """`HLOSCOPE_CORPUS_SAMPLE=N`: the corpus tests read every N-th file only (the
+    smoke tier on older JAX releases, `make smoke-jax`); 1, every file, by default."""
+    text = os.environ.get("HLOSCOPE_CORPUS_SAMPLE", "1")
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"HLOSCOPE_CORPUS_SAMPLE={text!r}: expected a whole number >= 1")
+    return int(text)
+
+
 def corpus_files() -> list[Path]:
-    """Every module file of the shared corpus (none when it is absent)."""
+    """Every module file of the shared corpus (none when it is absent), or every N-th
+    in name order with `HLOSCOPE_CORPUS_SAMPLE=N`."""
     if not CORPUS.is_dir():
         return []
-    return sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in CORPUS_NOT_MODULES)
+    files = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in CORPUS_NOT_MODULES)
+    return files[:: corpus_sample_step()]
 
 
 def corpus_if_present() -> Path | None:
@@ -103,6 +114,21 @@ def sample(name: str, attr: str, factory: str = "example_args") -> list[str]:
 
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+# How tests/cli/test_golden.py compared its cases: byte for byte ("full"), or, on
+# another JAX release than the goldens', by outline or as a feature that release lacks
+# (tests/cli/version_dependent.txt). Reported at the end of the run.
+GOLDEN_COMPARED = {"full": 0, "outline": 0, "unavailable": 0}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if GOLDEN_COMPARED["outline"] or GOLDEN_COMPARED["unavailable"]:
+        terminalreporter.write_line(
+            f"golden outputs: {GOLDEN_COMPARED['full']} compared byte for byte, "
+            f"{GOLDEN_COMPARED['outline']} by exit code, stderr and JSON keys, "
+            f"{GOLDEN_COMPARED['unavailable']} as features this JAX release lacks "
+            "(tests/cli/version_dependent.txt)"
+        )
 
 
 def line_of(path: Path, needle: str) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, corpus_files, run_cli
+from conftest import CORPUS, corpus_files, corpus_sample_step, run_cli
 
 
 def jaxlib_accepts(path: Path) -> bool:
@@ -29,9 +29,9 @@ def jaxlib_accepts(path: Path) -> bool:
         except Exception:
             pass
         try:
-            import jaxlib._hlo as hlo
+            from hloscope.ir.context import xla_hlo
 
-            hlo.hlo_module_from_text(data.decode("utf-8"))
+            xla_hlo().hlo_module_from_text(data.decode("utf-8"))
             return True
         except Exception:
             pass
@@ -85,4 +85,4 @@ def test_corpus_sweep():
             failures.append(f"{path.relative_to(CORPUS)}: {problem}")
     print(f"corpus: {len(files)} files, {loaded} loaded, {refused} refused, {len(failures)} bad")
     assert not failures, "\n".join(failures[:40])
-    assert loaded > 1000
+    assert loaded > 1000 // corpus_sample_step()

@@ -65,6 +65,19 @@ def xla_hlo() -> Any:
     raise ImportError("jaxlib has no HLO bindings (HloModule, hlo_module_from_text)")
 
 
+def hlo_computations(hlo_module: Any) -> list[Any]:
+    """The computations of XLA's `HloModule`, each with `name` and `instructions()`
+    (each with `name`, `opcode`, `operands()` and `to_string()`), as jaxlib 0.10 binds
+    them. jaxlib 0.8 and 0.9 bind no instructions: there they are read from the
+    module's proto and XLA's printing of it (`hloscope.ir.hlo_listing`)."""
+    computations = list(hlo_module.computations())
+    if all(hasattr(computation, "instructions") for computation in computations):
+        return computations
+    from hloscope.ir.hlo_listing import listed_computations
+
+    return list(listed_computations(hlo_module))
+
+
 def portable_context() -> Any:
     """A context for deserializing portable artifacts. StableHLO's deserializer loads
     dialects (quant) into the context it is given; keeping that out of the main

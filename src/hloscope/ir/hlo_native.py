@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
-from hloscope.ir.context import native, xla_hlo
+from hloscope.ir.context import hlo_computations, native, xla_hlo
 from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
 from hloscope.ir.proto import proto_message, proto_varints
@@ -49,7 +49,7 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     body: list[model.Op] = []
     backend_configs: dict[str, str] = {}
     with native():
-        computations = list(hlo_module.computations())
+        computations = hlo_computations(hlo_module)
         printed = str(hlo_module.to_string())
         proto = hlo_module.as_serialized_hlo_module_proto()
         facts = module_facts(proto)
