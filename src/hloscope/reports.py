@@ -746,20 +746,28 @@ def loaded_memory_report(loaded: Loaded) -> MemoryReport:
 def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> MemoryReport:
     from hloscope.analyses.memory import analyze_memory
     from hloscope.analyses.params import analyze_params
-    from hloscope.sources.xla_buffers import parse_buffer_assignment, parse_live_ranges
+    from hloscope.sources.xla_buffers import (
+        embedded_live_ranges,
+        parse_buffer_assignment,
+        parse_live_ranges,
+    )
 
     assignment_label = display_path(files.buffer_assignment)
-    assignment = parse_buffer_assignment(
-        _text(files.buffer_assignment, assignment_label), assignment_label
-    )
-    if files.live_range is None:
+    assignment_text = _text(files.buffer_assignment, assignment_label)
+    assignment = parse_buffer_assignment(assignment_text, assignment_label)
+    read: tuple[str, ...] = (assignment_label,)
+    if files.live_range is not None:
+        live_label = display_path(files.live_range)
+        live = parse_live_ranges(_text(files.live_range, live_label), live_label)
+        read += (live_label,)
+    elif (embedded := embedded_live_ranges(assignment_text)) is not None:
+        live = parse_live_ranges(embedded, assignment_label)  # older XLA's one file
+    else:
         raise HloscopeError(
             "XLA wrote the buffer assignment without its live ranges (-live-range.txt): "
             "dump again with --xla_dump_buffer_assignment_analysis=true",
             where=assignment_label,
         )
-    live_label = display_path(files.live_range)
-    live = parse_live_ranges(_text(files.live_range, live_label), live_label)
     usage = analyze_params(loaded.module, loaded.lowering)
     paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
     compilation = loaded.compilation
@@ -777,7 +785,7 @@ def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -
         source=loaded.source,
         module=loaded.module.name,
         analysis=analysis,
-        files=(assignment_label, live_label) if dumped else (),
+        files=read if dumped else (),
         line_texts=_line_texts(
             s
             for b in (

@@ -8,11 +8,12 @@ With `xla_dump_to`, XLA writes beside the optimized module
   maybe-live-out:`) with the values placed in it (` value: <31 x.1 @0>
   (size=1048576,offset=0): f32[1024,256]{1,0}`); older XLA adds `Total bytes used`
   and a `Used values:` listing;
-- `...-live-range.txt` (with `xla_dump_buffer_assignment_analysis`, on by default):
-  `HloLiveRange (max N):`, the schedule (`InstructionSequence`), the live range of
-  every value (`BufferLiveRange`, `name{index}:start-end`, both ends included), and
-  `Live ranges at T (peak):` listing the values live at XLA's peak with their bytes
-  and the running total.
+- `...-live-range.txt` (with `xla_dump_buffer_assignment_analysis`, on by default;
+  the XLA of jaxlib 0.8 and 0.9 writes it at the end of the buffer assignment instead,
+  after `Used values:`, see `embedded_live_ranges`): `HloLiveRange (max N):`, the
+  schedule (`InstructionSequence`), the live range of every value (`BufferLiveRange`,
+  `name{index}:start-end`, both ends included), and `Live ranges at T (peak):`
+  listing the values live at XLA's peak with their bytes and the running total.
 
 XLA has no Python API for these, so they are read here: strictly. A line that is
 none of the forms above is refused with its file and line, never guessed at. Pure
@@ -184,6 +185,8 @@ def parse_buffer_assignment(text: str, where: str) -> BufferAssignment:
 
     while number < len(lines):
         line = lines[number].rstrip()
+        if _LIVE_HEADER.fullmatch(line):
+            break  # the live ranges older XLA appends (`embedded_live_ranges`)
         header = _ALLOCATION.fullmatch(line)
         value = _VALUE.fullmatch(line)
         if header:
@@ -281,6 +284,18 @@ _RANGE = re.compile(r" {4}([^\s{}:]+)(\{[\d,]*\}):(-?\d+)-(-?\d+)")
 _PEAK_HEADER = re.compile(r" {2}Live ranges at (\d+) \(peak\):")
 _PEAK_VALUE = re.compile(r" {4}([^\s{}:]+)(\{[\d,]*\}): (\d+) bytes \(cumulative: (\d+) bytes\)")
 _STACK_HEADER = re.compile(r" {2}Stack trace breakdown for peak usage: .*")
+
+
+def embedded_live_ranges(buffer_assignment: str) -> str | None:
+    """The live ranges that the XLA of jaxlib 0.8 and 0.9 writes at the end of the
+    buffer assignment (from `HloLiveRange (max N):` on), for `parse_live_ranges`, with
+    the lines before them blank so that errors name the line of the file; None where
+    the file holds none."""
+    lines = buffer_assignment.splitlines()
+    for number, line in enumerate(lines):
+        if _LIVE_HEADER.fullmatch(line.rstrip()):
+            return "\n" * number + "\n".join(lines[number:])
+    return None
 
 
 def parse_live_ranges(text: str, where: str) -> LiveRanges:
