@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from hloscope import __version__, reports
+from hloscope import reports
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
 from hloscope.ir.build import gc_paused
 from hloscope.render import json as json_render
@@ -118,7 +118,11 @@ TimeoutOption = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        sys.stdout.write(f"hloscope {__version__}\n")
+        from hloscope.environment import environment, version_text
+
+        with command_edge(False):
+            text = version_text(environment(start_backend=True))
+        sys.stdout.write(text)
         raise typer.Exit()
 
 
@@ -126,7 +130,12 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Show the versions of hloscope, JAX and jaxlib, and JAX's default backend.",
+        ),
     ] = False,
 ) -> None:
     """hloscope: a terminal tool for JAX/XLA compiler IR."""
@@ -157,7 +166,10 @@ def emit(
         with time_limit(timeout, what):
             report = build()
         if as_json:
-            sys.stdout.write(json_render.dumps(to_json(report)) + "\n")
+            from hloscope.environment import environment_json
+
+            document = {**to_json(report), "environment": environment_json()}
+            sys.stdout.write(json_render.dumps(document) + "\n")
         else:
             from hloscope.render.text.common import make_console
 

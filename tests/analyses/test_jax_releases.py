@@ -150,7 +150,7 @@ def test_xla_own_form_from_the_listing_equals_the_bound_one(
 ) -> None:
     # XLA's own form of a module (when its MLIR conversion fails) read its instructions
     # from `HloComputation.instructions()`, which jaxlib 0.8 and 0.9 lack: an internal
-    # error on every such module there (20 corpus files on 0.9.2).
+    # error on every such module there (34 corpus files on 0.9.2).
     for name in ("mlp.after_optimizations.hlo", "host_call.after_optimizations.hlo"):
         module = _module(name)
         built = hlo_native.build_hlo_native_model(module)

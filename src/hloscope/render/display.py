@@ -111,11 +111,13 @@ class Displayed:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document the command's `--json` prints, as Python values."""
+        from hloscope.environment import environment_json
         from hloscope.render import json as json_render
 
         # Through the printed text: exactly what the command line prints (lists,
         # not tuples; NaN as null).
-        loaded: dict[str, Any] = json.loads(json_render.dumps(self._json_document()))
+        document = {**self._json_document(), "environment": environment_json()}
+        loaded: dict[str, Any] = json.loads(json_render.dumps(document))
         return loaded
 
     def render(self, width: int | None = None) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from hloscope.environment import xla_of_jaxlib
 from hloscope.errors import HloscopeError, describe_exception, one_line
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import (
@@ -345,7 +346,7 @@ def _aot_compiled(
             compiled = lowered.compile()
     except Exception as exc:
         raise HloscopeError(
-            f"XLA failed to compile the AOT path's module: {one_line(str(exc), 300)}",
+            f"{xla_of_jaxlib()} failed to compile the AOT path's module: {one_line(str(exc), 300)}",
             where=label,
         ) from exc
     return lowering, compiled, time.perf_counter() - start

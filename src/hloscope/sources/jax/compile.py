@@ -14,6 +14,7 @@ import jax
 import jax.extend
 import numpy as np
 
+from hloscope.environment import xla_of_jaxlib
 from hloscope.errors import HloscopeError, native_stderr_captured, one_line
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.private import (
@@ -46,7 +47,7 @@ def compile_lowering(
                 compiled = handle.compile(compiler_options=dict(compiler_options) or None)
         except Exception as exc:
             raise HloscopeError(
-                f"XLA failed to compile it: {one_line(str(exc), 300)}", where=label
+                f"{xla_of_jaxlib()} failed to compile it: {one_line(str(exc), 300)}", where=label
             ) from exc
         return _compilation(compiled, time.perf_counter() - start, label)
     if lowering.mlir_bytecode is not None:
@@ -94,7 +95,7 @@ def compile_module(
             )
     except Exception as exc:
         raise HloscopeError(
-            f"XLA failed to compile it: {one_line(str(exc), 300)}", where=label
+            f"{xla_of_jaxlib()} failed to compile it: {one_line(str(exc), 300)}", where=label
         ) from exc
     elapsed = time.perf_counter() - start
     return _with_analyses(

@@ -1,0 +1,79 @@
+"""What hloscope runs with: its version, JAX's and jaxlib's, and JAX's default backend
+(`hloscope --version`, and the `environment` of every JSON report).
+
+The versions are read from the installed packages' metadata (hloscope's too: the
+`hloscope` package imports what imports this module), which imports neither JAX nor
+jaxlib; the backend is asked of JAX only where JAX runs (`hloscope.sources.jax`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """The versions a report was made with."""
+
+    hloscope: str
+    """hloscope's version."""
+    jax: str | None
+    """The installed JAX's version (None when JAX is not installed)."""
+    jaxlib: str | None
+    """The installed jaxlib's version: its MLIR bindings and XLA parse and compile."""
+    python: str
+    """The Python running hloscope."""
+    backend: str | None
+    """The platform of JAX's default backend (`cpu`, `gpu`, `tpu`), or None where the
+    command did not start JAX's backends (reading a dump starts none)."""
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def xla_of_jaxlib() -> str:
+    """`XLA (jaxlib 0.9.2)`: which XLA a compile error comes from, since what XLA
+    compiles differs by release."""
+    return f"XLA (jaxlib {package_version('jaxlib') or 'unknown'})"
+
+
+def environment(*, start_backend: bool = False) -> Environment:
+    """The environment of this process. `start_backend`: start JAX's backends to name
+    the default one (`--version`); otherwise it is named only where this process
+    started them already."""
+    backend = None
+    if start_backend or "jax" in sys.modules:
+        from hloscope.sources.jax.backend import default_backend
+
+        backend = default_backend(start=start_backend)
+    return Environment(
+        hloscope=package_version("hloscope") or "unknown",
+        jax=package_version("jax"),
+        jaxlib=package_version("jaxlib"),
+        python=platform.python_version(),
+        backend=backend,
+    )
+
+
+def environment_json(env: Environment | None = None) -> dict[str, Any]:
+    """The `environment` of a JSON report."""
+    return dataclasses.asdict(env if env is not None else environment())
+
+
+def version_text(env: Environment) -> str:
+    """What `hloscope --version` prints."""
+    return (
+        f"hloscope {env.hloscope}\n"
+        f"jax {env.jax or 'not installed'}\n"
+        f"jaxlib {env.jaxlib or 'not installed'}\n"
+        f"backend {env.backend or 'none'}\n"
+        f"python {env.python}\n"
+    )

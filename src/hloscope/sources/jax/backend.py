@@ -1,0 +1,21 @@
+"""JAX's default backend, for `hloscope --version` and the `environment` of reports."""
+
+from __future__ import annotations
+
+import jax
+
+from hloscope.errors import one_line
+from hloscope.sources.jax.private import private_backends_started
+
+
+def default_backend(*, start: bool) -> str | None:
+    """The platform of JAX's default backend (`cpu`, `gpu`, `tpu`, ...). With `start`
+    False, None unless this process has started JAX's backends already (starting them
+    takes a TPU's lock and a GPU's memory). A backend that fails to start is described
+    in one line (`unavailable: ...`)."""
+    if not start and not private_backends_started():
+        return None
+    try:
+        return str(jax.default_backend())
+    except Exception as exc:
+        return f"unavailable: {one_line(str(exc), 200)}"

@@ -1,0 +1,156 @@
+"""Every command on the samples, checked against the JSON contract (DESIGN.md) rather
+than recorded outputs, so that it holds on every JAX release hloscope supports: what
+the smoke tier (`make smoke-jax`) runs on JAX 0.8 and 0.9 for the commands the goldens
+do not cover (`memory`, `passes`, `compiles`), and for `--version` and the
+`environment` every JSON report carries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, run_cli, sample
+
+MEMORY_TOTALS = {"argument_bytes", "output_bytes", "temp_bytes", "alias_bytes"}
+BUFFER_KEYS = {"name", "bytes", "shape", "kind", "instruction", "fusion", "op_name", "sources"}
+
+CASES: list[tuple[str, list[str]]] = [
+    ("memory", sample("memory_peak", "rank_scores")),
+    ("memory", sample("nested_jits", "mlp")),
+    ("memory", ["samples/dumps/mlp.before_optimizations.hlo"]),
+    ("passes", sample("nested_jits", "mlp")),
+    ("passes", [*sample("nested_jits", "mlp"), "--find", "fusion"]),
+    ("compiles", ["samples/recompiles.py"]),
+    ("compiles", sample("params", "loss_keep_unused")),
+    ("inspect", sample("flax_nnx", "train_step")),
+    ("params", sample("equinox_model", "forward")),
+    ("fusions", sample("scanned_layers", "deep_mlp")),
+    ("placement", [*sample("sharded_mlp", "mlp"), "--compile"]),
+    ("aot-check", sample("aot", "step")),
+    ("diff", ["samples/dumps/mlp.stablehlo.mlir", "samples/dumps/mlp.exported.bin"]),
+]
+
+
+def check_contract(command: str, doc: dict[str, Any]) -> None:
+    assert doc["schema_version"] == 1 and doc["command"] == command
+    assert isinstance(doc["target"], str)
+    if command == "memory":
+        assert doc["totals"].keys() >= MEMORY_TOTALS
+        assert isinstance(doc["peak_bytes"], int) and doc["peak_bytes"] > 0
+        assert doc["peak_at"].keys() >= {"index", "instruction"}
+        assert doc["profile"] and all(p.keys() >= {"index", "bytes"} for p in doc["profile"])
+        sizes = [b["bytes"] for b in doc["buffers_at_peak"]]
+        assert sum(sizes) == doc["peak_bytes"]
+        assert all(b.keys() >= BUFFER_KEYS for b in doc["buffers_at_peak"])
+    elif command == "passes":
+        steps = doc["passes"]
+        assert steps and [s["index"] for s in steps] == sorted(s["index"] for s in steps)
+        assert all(
+            s.keys() >= {"index", "pipeline", "pass", "file", "ops", "ops_delta", "changed_kinds"}
+            for s in steps
+        )
+        if "find" in doc:
+            assert doc["find"].keys() >= {"pattern", "first_seen", "gone_at", "changes"}
+            assert doc["find"]["first_seen"] is not None
+    elif command == "compiles":
+        summary = doc["summary"]
+        assert summary["compiles"] + summary["eager_compiles"] == len(doc["compiles"])
+        assert summary["functions"] == len(doc["functions"]) > 0
+        assert all(
+            c.keys() >= {"function", "source", "call_site", "eager", "cause", "changes"}
+            for c in doc["compiles"]
+        )
+    elif command == "inspect":
+        assert doc["functions"] and doc["op_counts"]
+    elif command == "params":
+        assert doc["parameters"] and all(
+            p["status"] in {"used", "unused", "pruned"} for p in doc["parameters"]
+        )
+    elif command == "fusions":
+        assert doc["fusions"] and all(f["kind"].startswith("k") for f in doc["fusions"])
+    elif command == "placement":
+        assert doc["summary"] and doc["shardings"]
+    elif command == "aot-check" or command == "diff":
+        assert doc["verdict"] == "same"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "argv"), CASES, ids=[f"{c}-{' '.join(a[:1])}" for c, a in CASES]
+)
+def test_every_command_on_the_samples(command: str, argv: list[str]) -> None:
+    run = run_cli(command, *argv, "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    check_contract(command, doc)
+    environment = doc["environment"]
+    assert environment["jax"] == metadata.version("jax")
+    assert environment["jaxlib"] == metadata.version("jaxlib")
+    # The diff of two dumps may start no backend; every other case runs JAX.
+    if command != "diff":
+        import jax
+
+        assert environment["backend"] == jax.default_backend()
+
+
+def console(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hloscope", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ},
+        check=False,
+    )
+
+
+def test_version_names_hloscope_jax_jaxlib_and_the_backend() -> None:
+    import jax
+
+    import hloscope
+
+    run = console("--version")
+    assert run.returncode == 0, run.stderr
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines["hloscope"] == hloscope.__version__ == metadata.version("hloscope")
+    assert lines["jax"] == jax.__version__ == metadata.version("jax")
+    assert lines["jaxlib"] == metadata.version("jaxlib")
+    assert lines["backend"] == jax.default_backend()
+    assert lines["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_a_dump_read_without_jax_names_no_backend() -> None:
+    # Reading a dump starts no JAX backend (on a TPU VM, that would take the TPU from
+    # the program being debugged): the versions are there, the backend is null.
+    run = console("params", "samples/dumps/mlp.stablehlo.mlir", "--json")
+    assert run.returncode == 0, run.stderr
+    environment = json.loads(run.stdout)["environment"]
+    assert environment == {
+        "hloscope": metadata.version("hloscope"),
+        "jax": metadata.version("jax"),
+        "jaxlib": metadata.version("jaxlib"),
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "backend": None,
+    }
+    # Compiling it starts one.
+    run = console("params", "samples/dumps/mlp.stablehlo.mlir", "--compile", "--json")
+    assert run.returncode == 0, run.stderr
+    import jax
+
+    assert json.loads(run.stdout)["environment"]["backend"] == jax.default_backend()
+
+
+def test_the_python_api_json_carries_the_environment_too() -> None:
+    import hloscope
+
+    doc = hloscope.inspect("samples/dumps/mlp.stablehlo.mlir").params.to_json()
+    assert doc["environment"]["jaxlib"] == metadata.version("jaxlib")
+    cli_doc = run_cli("params", "samples/dumps/mlp.stablehlo.mlir", "--json").json()
+    assert doc == cli_doc
