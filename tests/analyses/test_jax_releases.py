@@ -9,6 +9,7 @@ newest release checks the rewriting too.
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from conftest import DUMPS, run_cli
 from hloscope.ir import hlo_native
-from hloscope.ir.context import hlo_computations, xla_hlo
+from hloscope.ir.context import bytecode_producer, hlo_computations, release_note, xla_hlo
 from hloscope.ir.hlo_listing import instruction_texts, listed_computations
 from hloscope.sources.jax.capture import parse_explanation
 from hloscope.sources.jax.private import explanation_in_current_words
@@ -166,3 +167,37 @@ def test_xla_own_form_from_the_listing_equals_the_bound_one(
 
         assert ops(listed) == ops(built)
         assert listed.value_types == built.value_types
+
+
+def test_a_file_a_newer_release_wrote_names_the_releases(tmp_path: Path) -> None:
+    # An opcode the installed XLA does not know (`scan` came with a newer XLA than
+    # jaxlib 0.8's): the refusal names the installed jaxlib, as the file says nothing
+    # of who wrote it.
+    hlo = tmp_path / "newer.hlo"
+    hlo.write_text(
+        "HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n"
+        "  ROOT r = f32[4] frobnicate(p)\n}\n"
+    )
+    run = run_cli("inspect", str(hlo))
+    jaxlib = metadata.version("jaxlib")
+    assert run.code == 2 and run.stderr.count("\n") == 1
+    assert "Unknown opcode: frobnicate" in run.stderr
+    assert f"(installed: jaxlib {jaxlib}, StableHLO " in run.stderr
+    assert "a newer release may have written it" in run.stderr
+    # MLIR bytecode names its producer: a bytecode version the installed MLIR does not
+    # read is refused with both.
+    data = bytearray((DUMPS / "mlp.mlirbc").read_bytes())
+    assert bytecode_producer(bytes(data)) == "MLIR23.0.0git"
+    data[4] = 0x63  # bytecode version 49, as a one-byte prefix varint
+    newer = tmp_path / "newer.mlirbc"
+    newer.write_bytes(bytes(data))
+    run = run_cli("inspect", str(newer))
+    assert run.code == 2 and run.stderr.count("\n") == 1
+    assert "bytecode version 49 is newer than the current version" in run.stderr
+    assert f"(written by MLIR23.0.0git; installed: jaxlib {jaxlib}, StableHLO " in run.stderr
+    assert bytecode_producer((DUMPS / "mlp.vhlo.mlirbc").read_bytes()) == "StableHLO_v1.15.0"
+
+
+def test_a_refusal_of_something_else_names_no_release() -> None:
+    assert release_note("expects opcode but sees: }") == ""
+    assert release_note("Dialect `check' not found for custom op 'check.expect_eq'") == ""

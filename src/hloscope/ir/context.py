@@ -9,6 +9,7 @@ used: loading a dump must not pay for importing `jax`.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,3 +97,61 @@ def mlir_context() -> Any:
         if _context is None:
             _context = make_context()
         return _context
+
+
+# What jaxlib's parsers say of a construct they do not know: what a newer XLA or
+# StableHLO than the installed one writes (an opcode, an attribute, a type of JAX's
+# own dialects, a bytecode version).
+_UNKNOWN_CONSTRUCT = re.compile(
+    r"Unknown opcode|unexpected attribute|error parsing attribute"
+    r"|unknown (?:stablehlo|mhlo|chlo|sdy|vhlo|mpmd) (?:type|attribute)"
+    r"|custom op '(?:stablehlo|mhlo|chlo|sdy|vhlo|mpmd)\.[\w.]+' is unknown"
+    r"|unregistered operation '(?:stablehlo|mhlo|chlo|sdy|vhlo|mpmd)\."
+    r"|is newer than the current version|newer than the current"
+)
+
+
+def bytecode_producer(data: bytes) -> str | None:
+    """Who wrote an MLIR bytecode file, as its header says after the magic and the
+    bytecode version: `StableHLO_v1.15.0` (a portable artifact), `MLIR23.0.0git`."""
+    if not data.startswith(b"ML\xefR") or len(data) < 6:
+        return None
+    first = data[4]
+    # MLIR's prefix varint: the trailing zero bits of the first byte, plus one, bytes.
+    size = 9 if first == 0 else (first & -first).bit_length()
+    end = data.find(b"\0", 4 + size, 4 + size + 128)
+    if end < 0:
+        return None
+    producer = data[4 + size : end].decode("ascii", "replace")
+    return producer if producer.isprintable() and producer else None
+
+
+def installed_release() -> str:
+    """`jaxlib 0.9.2, StableHLO 1.14.0`: the parsers this process reads with."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        from jaxlib.mlir.dialects import stablehlo
+
+        return f"jaxlib {version}, StableHLO {stablehlo.get_current_version()}"
+    except Exception:
+        return f"jaxlib {version}"
+
+
+def release_note(message: str, data: bytes | None = None) -> str:
+    """What to add to a parser's refusal that may come from a newer release than the
+    installed one having written the file: which release wrote it, where the file says
+    (MLIR bytecode names its producer), and which one is installed. Empty where the
+    refusal is of something else."""
+    producer = bytecode_producer(data) if data is not None else None
+    if producer is not None and producer.startswith("StableHLO_v"):
+        producer = "StableHLO " + producer.removeprefix("StableHLO_v")
+    if _UNKNOWN_CONSTRUCT.search(message) is None:
+        return ""
+    if producer is not None:
+        return f" (written by {producer}; installed: {installed_release()})"
+    return f" (installed: {installed_release()}; a newer release may have written it)"

@@ -18,7 +18,7 @@ from typing import Any
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import reader
 from hloscope.ir.build import build_model
-from hloscope.ir.context import mlir_context, native, xla_hlo
+from hloscope.ir.context import mlir_context, native, release_note, xla_hlo
 from hloscope.ir.hlo_names import HloNames, attach_hlo_names, hlo_instruction_names, wants_names
 from hloscope.ir.hlo_native import build_hlo_native_model
 from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
@@ -109,15 +109,16 @@ def _hlo_error(message: str, source_name: str) -> HloscopeError:
         match = re.match(r"^(?:was parsing\s+)?(\d+):(\d+):\s*(?:error:)?\s*(.*)$", line)
         if match and match.group(3) not in [m for _, _, m in found]:
             found.append((match.group(1), match.group(2), match.group(3)))
+    note = release_note(message)
     if found:
         line, column, _ = found[0]
         text = "; ".join(m for _, _, m in found[:2])
         return HloscopeError(
-            f"malformed HLO: {one_line(text, 300)}", where=f"{source_name}:{line}:{column}"
+            f"malformed HLO: {one_line(text, 300)}{note}", where=f"{source_name}:{line}:{column}"
         )
     text = next((line for line in reversed(lines) if not line.endswith(":")), message)
     text = re.sub(r"^[A-Z_]+:\s*", "", text)
-    return HloscopeError(f"malformed HLO: {one_line(text, 300)}", where=source_name)
+    return HloscopeError(f"malformed HLO: {one_line(text, 300)}{note}", where=source_name)
 
 
 def from_hlo_module(hlo_module: Any, source_name: str, logged: list[str]) -> ParsedModule:

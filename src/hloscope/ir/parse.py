@@ -17,7 +17,7 @@ from typing import Any
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import hlo, reader
 from hloscope.ir.build import build_model
-from hloscope.ir.context import mlir_context, native, portable_context
+from hloscope.ir.context import mlir_context, native, portable_context, release_note
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import (
     ParsedFormat,
@@ -68,14 +68,14 @@ def parse_mlir(
                 module = stablehlo.deserialize_portable_artifact(portable_context(), data)
                 fmt = "vhlo"
             except Exception as exc:
-                raise _portable_error(str(exc), source_name) from exc
+                raise _portable_error(str(exc), source_name, data) from exc  # type: ignore[arg-type]
         else:
             try:
                 with context:
                     module = ir.Module.parse(data)
             except Exception as exc:
                 what = "malformed MLIR bytecode" if is_bytecode else "malformed MLIR"
-                raise _mlir_error(exc, source_name, what) from exc
+                raise _mlir_error(exc, source_name, what, data) from exc
         with _names_readable(source_name):
             if fmt == "mlir" and _has_stablehlo_op(module):
                 fmt = "stablehlo"
@@ -160,9 +160,10 @@ def _diagnostic_where(location: str, source_name: str) -> str:
     return source_name
 
 
-def _mlir_error(exc: Exception, source_name: str, what: str) -> HloscopeError:
+def _mlir_error(exc: Exception, source_name: str, what: str, data: str | bytes) -> HloscopeError:
     from jaxlib.mlir import ir
 
+    raw = data if isinstance(data, bytes) else None
     if isinstance(exc, ir.MLIRError) and exc.error_diagnostics:
         first = exc.error_diagnostics[0]
         message = first.message
@@ -170,16 +171,18 @@ def _mlir_error(exc: Exception, source_name: str, what: str) -> HloscopeError:
         if notes and "bytecode" in " ".join(notes):
             message = f"{message} ({notes[0]})"
         return HloscopeError(
-            f"{what}: {one_line(message, 300)}",
+            f"{what}: {one_line(message, 300)}{release_note(message, raw)}",
             where=_diagnostic_where(str(first.location), source_name),
         )
-    return HloscopeError(f"{what}: {one_line(str(exc), 300)}", where=source_name)
+    note = release_note(str(exc), raw)
+    return HloscopeError(f"{what}: {one_line(str(exc), 300)}{note}", where=source_name)
 
 
-def _portable_error(message: str, source_name: str) -> HloscopeError:
+def _portable_error(message: str, source_name: str, data: bytes) -> HloscopeError:
     reason = one_line(message.replace("failed to deserialize module", ""), 300).strip(" :")
     return HloscopeError(
-        f"cannot read this portable StableHLO artifact: {reason or 'it is malformed'}",
+        f"cannot read this portable StableHLO artifact: {reason or 'it is malformed'}"
+        f"{release_note(message, data)}",
         where=source_name,
     )
 
@@ -196,10 +199,11 @@ def _probe_bytecode(
         header = stages[reader.STAGE_ERROR][0]
         message = str(header.get("message", ""))
         if portable:
-            raise _portable_error(message, source_name)
+            raise _portable_error(message, source_name, data)
         where = _diagnostic_where(str(header.get("location", "")), source_name)
         what = "malformed MLIR" if is_text else "malformed MLIR bytecode"
-        raise HloscopeError(f"{what}: {one_line(message, 300)}", where=where)
+        note = release_note(message, None if is_text else data)
+        raise HloscopeError(f"{what}: {one_line(message, 300)}{note}", where=where)
     if reader.STAGE_PARSED not in stages:
         if is_text:
             native_reader = "MLIR's parser"
