@@ -43,7 +43,7 @@ app = typer.Typer(
     help="See what XLA was given and what it made of it: StableHLO and HLO, "
     "from a JAX entrypoint or a dump.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -154,3 +154,28 @@ def test_the_python_api_json_carries_the_environment_too() -> None:
     assert doc["environment"]["jaxlib"] == metadata.version("jaxlib")
     cli_doc = run_cli("params", "samples/dumps/mlp.stablehlo.mlir", "--json").json()
     assert doc == cli_doc
+
+
+def test_shell_completion_installs_and_completes(tmp_path) -> None:
+    # typer's completion was turned off: `--install-completion` was 'No such option'.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "SHELL": "/bin/bash"}
+    run = subprocess.run(
+        [sys.executable, "-m", "hloscope", "--install-completion", "bash"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    script = home / ".bash_completions" / "hloscope.sh"
+    assert script.is_file() and str(script) in (home / ".bashrc").read_text()
+    assert "_HLOSCOPE_COMPLETE=complete_bash" in script.read_text()
+    # What bash asks when the user presses TAB after `hloscope ins`.
+    env |= {"_HLOSCOPE_COMPLETE": "complete_bash", "COMP_WORDS": "hloscope ins", "COMP_CWORD": "1"}
+    run = subprocess.run(
+        [sys.executable, "-m", "hloscope"], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.stdout.split() == ["inspect"], run.stderr
