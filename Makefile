@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test check lint typecheck format bench bench-quick fuzz clean
+.PHONY: install run test smoke-jax check lint typecheck format bench bench-quick fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,44 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The smoke tier on the older JAX releases hloscope supports (the full suite runs on
+# the newest, in .venv): for each release, its own environment (.venv-jax-0.8.3, ...,
+# made with uv from PyPI), JAX installed first and hloscope after it, which must keep
+# that JAX; then the samples through every command (the goldens, byte for byte where
+# the output does not depend on the release, tests/cli/version_dependent.txt says how
+# the rest are checked), the private-API checks, the compile recorder, and the corpus
+# sweep on every 8th file (skipped, saying so, without ../shared/corpus).
+# SMOKE_JAX="0.9.2" to run one release.
+SMOKE_JAX ?= 0.8.3 0.9.2
+UV := .venv-uv/bin/uv
+SMOKE_TESTS := tests/house tests/analyses/test_jax_releases.py \
+	tests/analyses/test_xla_buffers.py tests/cli/test_every_command.py \
+	tests/cli/test_cli_compiles.py tests/cli/test_startup.py \
+	tests/cli/test_golden.py::test_sample_output_is_unchanged \
+	tests/cli/test_golden.py::test_the_version_dependent_cases_are_cases \
+	tests/corpus/test_corpus.py::test_corpus_sweep
+
+$(UV):
+	$(PYTHON) -m venv .venv-uv
+	.venv-uv/bin/python -m pip install --quiet uv
+
+.venv-jax-%/.installed-stamp: pyproject.toml | $(UV)
+	rm -rf .venv-jax-$*
+	$(UV) venv --quiet --python $(PYTHON) .venv-jax-$*
+	$(UV) pip install --quiet --python .venv-jax-$*/bin/python "jax==$*" "jaxlib==$*"
+	$(UV) pip install --quiet --python .venv-jax-$*/bin/python -e '.[dev]'
+	.venv-jax-$*/bin/python -c "import importlib.metadata as m, sys; \
+		found = (m.version('jax'), m.version('jaxlib')); \
+		sys.exit(None if found == ('$*', '$*') else f'installing hloscope replaced JAX $* with {found}')"
+	touch $@
+
+smoke-jax: $(foreach v,$(SMOKE_JAX),.venv-jax-$(v)/.installed-stamp)
+	@set -e; for v in $(SMOKE_JAX); do \
+		echo "== smoke tier on JAX $$v"; \
+		HLOSCOPE_CORPUS_SAMPLE=8 .venv-jax-$$v/bin/python -m pytest -p no:cacheprovider \
+			$(SMOKE_TESTS); \
+	done
 
 # Longer than `make test`: 2,000 fuzzed inputs per loader (new ones each run, more
 # seeds from the corpus), the corpus sweep with every command loading each file
@@ -54,4 +92,4 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests samples bench
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-jax-* .venv-uv build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
