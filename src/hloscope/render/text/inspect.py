@@ -23,7 +23,7 @@ from hloscope.render.text.fusions import fusion_summary_text
 from hloscope.render.text.params import params_summary_text
 from hloscope.render.text.placement import placement_line, placement_warnings
 from hloscope.reports import InspectReport
-from hloscope.units import human_bytes, human_count
+from hloscope.units import counted, human_bytes, human_count
 
 MAX_OP_KINDS = 15
 
@@ -183,8 +183,8 @@ def render_inspect(report: InspectReport, console: Console) -> None:
             ("folder", f"{source.folder_module} (one of {len(source.folder_modules)} modules)")
         )
     rows.append(("module", f"{structure.module or '(unnamed)'} · entry {structure.entry or '-'}"))
-    ops_line = f"{structure.total_ops} ops in {sum(f.reachable for f in structure.functions)} "
-    ops_line += "reachable functions"
+    reachable = sum(f.reachable for f in structure.functions)
+    ops_line = f"{structure.total_ops} ops in {counted(reachable, 'reachable function')}"
     if structure.call_depth:
         entry = structure.function(structure.entry or "")
         if entry is not None:
