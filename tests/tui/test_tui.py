@@ -85,6 +85,23 @@ async def test_opens_a_dump_on_the_ir_tab():
 
 
 @sync
+async def test_the_first_screen_of_an_optimized_module_shows_the_entry_function():
+    """An optimized module prints its fused computations first and `main` far below;
+    the cursor starts on `main`, and the first screen shows it (the status bar once
+    said `line 59/120` while the pane showed lines 1-25)."""
+    target = str(DUMPS.relative_to(ROOT) / "mlp.after_optimizations.hlo")
+    app = HloscopeApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await quiet(pilot)
+        view = app.query_one(IRView)
+        assert view.cursor_line is not None and view.cursor_line > SIZE[1]
+        assert "func.func @main" in cursor_text(app)
+        assert any("func.func @main" in row for row in visible_ir(app))
+        assert f"line {view.cursor_line + 1}/" in status(app)
+
+
+@sync
 async def test_an_entrypoint_loads_in_a_worker_with_progress():
     app = HloscopeApp(
         "samples/nested_jits.py:mlp",
