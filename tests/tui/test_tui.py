@@ -69,6 +69,8 @@ async def test_opens_a_dump_on_the_ir_tab():
         await loaded(app, pilot)
         assert app.failure is None
         assert app.jobs == [f"Loading {MLP}"]
+        # A dump says what loading it does (it once said an entrypoint is imported).
+        assert app.steps[0] == "reading the module file"
         assert app.query_one(TabbedContent).active == "tab-ir"
         assert isinstance(app.focused, IRView)
         rows = visible_ir(app)
@@ -110,7 +112,7 @@ async def test_an_entrypoint_loads_in_a_worker_with_progress():
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         assert app.jobs == ["Loading samples/nested_jits.py:mlp"]
-        assert app.steps[0].startswith("loading")
+        assert app.steps[0] == "importing and lowering the entrypoint"
         # Paint first: the module is printed and shown, then its model is built.
         steps = app.steps
         assert steps.index("printing the module") < steps.index("building the model")

@@ -151,6 +151,18 @@ class Loaded:
         return self.source.target
 
 
+def loading_step(target: str) -> str:
+    """What loading `target` does, for a progress line: `importing and lowering the
+    entrypoint`, `reading the module file`, `reading the dump folder`."""
+    try:
+        parsed = parse_target(target)
+    except HloscopeError:
+        return "loading"
+    if isinstance(parsed, EntrypointTarget):
+        return "importing and lowering the entrypoint"
+    return "reading the dump folder" if parsed.path.is_dir() else "reading the module file"
+
+
 def load(target: str, options: LoadOptions | None = None, call: Call | None = None) -> Loaded:
     """Load `target` (a path or an entrypoint) as `options` say. `call` gives an
     entrypoint's example arguments as Python values instead of `--arg`/`--args`."""
