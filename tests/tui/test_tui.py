@@ -336,6 +336,9 @@ async def search_for(pilot, app: HloscopeApp, query: str) -> None:
 @sync
 async def test_search_and_n_N():
     app = HloscopeApp(MLP)
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await search_for(pilot, app, "broadcast_in_dim")
@@ -346,9 +349,11 @@ async def test_search_and_n_N():
         await press(pilot, "n")
         assert "2/3 matches" in status(app)
         await press(pilot, "n", "n")
-        assert "1/3 matches" in status(app)  # wraps around
+        assert "1/3 matches" in status(app)  # wraps around, and says so, as vim does
+        assert "search hit BOTTOM, continuing at TOP" in said
         await press(pilot, "N")
         assert "3/3 matches" in status(app)
+        assert "search hit TOP, continuing at BOTTOM" in said
         # Jumps to matches are remembered.
         await press(pilot, "backspace")
         assert "1/3 matches" in status(app)

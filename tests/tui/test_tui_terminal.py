@@ -26,10 +26,13 @@ POLLS = 1200
 
 
 class Terminal:
-    """A detached tmux session of 120x40 running one command."""
+    """A detached tmux session of 120x40 running one command, on a tmux server of its
+    own (`-L`): another run of the suite, or a person's `tmux kill-server`, cannot
+    touch it."""
 
     def __init__(self, command: list[str]) -> None:
         self.name = f"hloscope-test-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]
         env = {
             "PYTHONPATH": str(ROOT / "src"),
             "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
@@ -43,13 +46,13 @@ class Terminal:
             "echo EXIT=$?; sleep 600"
         )
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "120", "-y", "40", script],
+            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", "120", "-y", "40", script],
             check=True,
         )
 
     def screen(self) -> str:
         return subprocess.run(
-            ["tmux", "capture-pane", "-t", self.name, "-p"],
+            [*self.tmux, "capture-pane", "-t", self.name, "-p"],
             capture_output=True,
             text=True,
             check=True,
@@ -57,7 +60,7 @@ class Terminal:
 
     def keys(self, *keys: str) -> None:
         for key in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            subprocess.run([*self.tmux, "send-keys", "-t", self.name, key], check=True)
             # An escape followed at once by a key reads as alt+key; type like a person.
             time.sleep(0.15)
 
@@ -70,7 +73,7 @@ class Terminal:
         raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
+        subprocess.run([*self.tmux, "kill-server"], check=False)
 
 
 @pytest.fixture
