@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import shlex
+import subprocess
+import time
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -13,6 +18,7 @@ from textual.keys import _character_to_key
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from conftest import ROOT
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.widgets.details import OpDetails
 from hloscope.tui.widgets.ir_view import IRView
@@ -148,3 +154,71 @@ def selected_name(app: HloscopeApp) -> str:
     assert session is not None
     browser = app.query_one("#browser")
     return session.loaded.module.ops[browser.selected].name  # type: ignore[attr-defined]
+
+
+class Terminal:
+    """A detached tmux session of 120x40 running one shell command in `cwd`, on a
+    tmux server of its own (`-L`): another run of the suite, or a person's `tmux
+    kill-server`, cannot touch it. Polls the screen every 0.1 s."""
+
+    def __init__(self, command: str, cwd: str) -> None:
+        self.name = f"hloscope-test-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]
+        env = {
+            "PYTHONPATH": str(ROOT / "src"),
+            "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+            "TERM": "xterm-256color",
+        }
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        script = (
+            # COLUMNS and LINES (set under pytest) would override the terminal's size.
+            f"cd {shlex.quote(cwd)} && env -u COLUMNS -u LINES {exports} {command}; "
+            "echo EXIT=$?; sleep 600"
+        )
+        subprocess.run(
+            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", "120", "-y", "40", script],
+            check=True,
+        )
+
+    def screen(self) -> str:
+        return subprocess.run(
+            [*self.tmux, "capture-pane", "-t", self.name, "-p"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    def type(self, line: str) -> None:
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, "-l", line], check=True)
+        time.sleep(0.1)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, "Enter"], check=True)
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            subprocess.run([*self.tmux, "send-keys", "-t", self.name, key], check=True)
+            # An escape followed at once by a key reads as alt+key; type like a person.
+            time.sleep(0.15)
+
+    def wait_for(self, seen: Callable[[str], bool], what: str, polls: int = 1200) -> str:
+        """The screen once `seen` holds for it (a load imports JAX and lowers the
+        function: up to two minutes)."""
+        for _ in range(polls):
+            screen = self.screen()
+            if seen(screen):
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
+
+    def press_until(self, key: str, seen: Callable[[str], bool], what: str) -> str:
+        """Press `key` until the screen shows `seen` (a key pressed in the moment the
+        module appears can be undone by the app showing its first tab)."""
+        for _ in range(20):
+            self.keys(key)
+            try:
+                return self.wait_for(seen, what, polls=30)
+            except AssertionError:
+                continue
+        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run([*self.tmux, "kill-server"], check=False)

@@ -1,4 +1,6 @@
-"""Numbers for people: sizes in bytes and large counts, as every report writes them.
+"""Numbers for people: sizes in bytes, large counts and a count with its noun, as
+every report and message writes them (and the article a message puts before a
+type's name).
 
 The analyses write sizes into their warnings and the renderers into their tables;
 both use these, so a size reads the same wherever it appears.
@@ -25,3 +27,15 @@ def human_count(value: float) -> str:
         if abs(value) >= size:
             return f"{value / size:.2f}{unit}"
     return f"{value:g}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 reachable function`, `3 reachable functions`: a count with its noun."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+def with_article(word: str) -> str:
+    """`an int`, `a float`, `an ArrayImpl`: a word (a type's name) after `a` or `an`,
+    by its first letter (names of types are read letter by letter: `a uint8`)."""
+    article = "an" if word[:1].lower() in "aeio" else "a"
+    return f"{article} {word}"

@@ -442,7 +442,7 @@ def test_errors_are_raised_to_the_caller():
         hloscope.inspect(raises, jnp.ones(3))
     with pytest.raises(HloscopeError, match=r"^<string>:1:\d+: malformed MLIR"):
         hloscope.inspect("module { nope.op }")
-    with pytest.raises(HloscopeError, match="it is a int, not a function"):
+    with pytest.raises(HloscopeError, match="it is an int, not a function"):
         hloscope.inspect(42)
     with pytest.raises(HloscopeError, match="no such file or directory"):
         hloscope.inspect(Path("samples/dumps/missing.mlir"))

@@ -246,7 +246,7 @@ def test_an_entrypoint_that_returns_nothing_is_fine(cli):
     [
         ("strings", "tracing it raised TypeError: Error interpreting argument to"),
         ("a_dict", "the --args factory returned a dict; expected a tuple of positional arguments"),
-        ("an_object", "the --args factory returned a object; expected a tuple"),
+        ("an_object", "the --args factory returned an object; expected a tuple"),
     ],
 )
 def test_a_factory_that_returns_what_is_not_arrays(cli, factory, message):

@@ -158,7 +158,7 @@ ENTRY = "tests/fixtures/entrypoints.py"
         (["missing.py:f"], "missing.py: no such file"),
         (["samples/dumps/mlp.stablehlo.mlir", "--module", "x"], "--module picks a module"),
         ([f"{ENTRY}:nothere"], "has no attribute 'nothere'"),
-        ([f"{ENTRY}:not_a_function"], "it is a int, not a function"),
+        ([f"{ENTRY}:not_a_function"], "it is an int, not a function"),
         ([f"{ENTRY}:needs_two"], "takes 2 arguments (a, b) but no example arguments were given"),
         ([f"{ENTRY}:needs_two", "--arg", "f32[2,"], "bad --arg 'f32[2,'"),
         ([f"{ENTRY}:needs_two", "--arg", "q8[2]"], "unknown element type 'q8'"),
@@ -166,7 +166,7 @@ ENTRY = "tests/fixtures/entrypoints.py"
             [f"{ENTRY}:needs_two", "--args", f"{ENTRY}:bad_factory"],
             "the --args factory raised KeyError",
         ),
-        ([f"{ENTRY}:needs_two", "--args", f"{ENTRY}:factory_returns_int"], "returned a int"),
+        ([f"{ENTRY}:needs_two", "--args", f"{ENTRY}:factory_returns_int"], "returned an int"),
         (
             ["tests/fixtures/broken_import.py:f"],
             "raised KeyError: 'tpu' (at tests/fixtures/broken_import.py:4)",
@@ -204,8 +204,8 @@ def test_tracing_error_names_the_users_frame(cli):
             b"HloModule m\n\nENTRY e {\n  p = f32[4] parameterr(0)\n}\n",
             "bad.mlir:4:14: malformed HLO",
         ),
-        (b"just some words\n", "unknown format"),
-        (bytes(range(7, 250)) * 3, "unknown format"),
+        (b"just some words\n", "not a module"),
+        (bytes(range(7, 250)) * 3, "not a module"),
         (b"ML\xefR\x06\x00junk", "malformed MLIR bytecode"),
         (b"\n\n", "empty"),
     ],
@@ -275,3 +275,51 @@ def test_json_path_never_imports_the_browser_or_jax_for_a_dump():
     )
     assert json.loads(run.stdout)["command"] == "inspect"
     assert run.stderr == "[]"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        # The likeliest first mistake: the `:function` forgotten. The file is read with
+        # `ast`, never run, to name what it defines.
+        (
+            "samples/nested_jits.py",
+            "samples/nested_jits.py: a Python file, not a module: name a function in it, as "
+            "samples/nested_jits.py:dense (it defines dense, head, mlp, "
+            "mlp_without_outer_jit, example_args)",
+        ),
+        # A file that is not a module says what hloscope reads, not where a parser
+        # stumbled (README.md once gave `malformed MLIR: invalid attribute name`).
+        ("README.md", "README.md: not a module: a text file that is neither MLIR"),
+        ("pyproject.toml", "hloscope reads StableHLO/MLIR text or bytecode, HLO text"),
+        # A typo gets the closest names.
+        ("samples/nested_jits.py:mpl", "has no attribute 'mpl' (did you mean: mlp?)"),
+        ("samples/nested_jits.py:MLP", "(did you mean: mlp, mlp_without_outer_jit?)"),
+    ],
+)
+def test_first_mistakes_say_what_to_do(cli, target, message):
+    run = cli("inspect", target, "--print")
+    assert run.code == 2
+    assert run.stderr.count("\n") == 1
+    assert message in run.stderr
+
+
+def test_a_python_file_named_without_a_function_is_not_run(cli, tmp_path):
+    script = tmp_path / "train.py"
+    marker = tmp_path / "ran"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n\ndef step(x):\n    return x\n")
+    run = cli("params", str(script))
+    assert run.code == 2
+    assert "(it defines step)" in run.stderr
+    assert not marker.exists()
+
+
+def test_a_plain_folder_of_modules_reads_each_files_stage_from_its_content(cli):
+    """`samples/dumps` is no XLA or JAX dump folder, only modules side by side: the
+    one picked is read as the file alone would be (its after-optimization HLO once
+    read as a lowered module, and `--compile` then failed inside XLA)."""
+    folder = cli("inspect", "samples/dumps", "--json").json()
+    alone = cli("inspect", folder["source"]["path"], "--json")
+    assert folder["source"]["stage"] == alone.json()["source"]["stage"] == "optimized"
+    compiled = cli("fusions", "samples/dumps")
+    assert compiled.code == 0, compiled.stderr

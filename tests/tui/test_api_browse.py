@@ -11,8 +11,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
-import uuid
 from collections.abc import Callable
 
 import jax
@@ -25,7 +23,7 @@ from conftest import DUMPS, ROOT
 from hloscope import HloscopeError
 from hloscope.tui import app as tui_app
 from hloscope.tui.app import HloscopeApp
-from tui_support import SIZE, loaded, status, visible_ir
+from tui_support import SIZE, Terminal, loaded, status, visible_ir
 
 
 def drive(steps: Callable[[HloscopeApp, object], object], seen: list[HloscopeApp]):
@@ -154,67 +152,6 @@ def step(x, w):
 step(jnp.ones((8, 16)), jnp.ones((16, 4)))
 print("AFTER-PDB")
 """
-
-
-class Terminal:
-    """A detached tmux session of 120x40 running one command."""
-
-    def __init__(self, command: str, cwd: str) -> None:
-        self.name = f"hloscope-api-test-{uuid.uuid4().hex[:8]}"
-        env = {
-            "PYTHONPATH": str(ROOT / "src"),
-            "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
-            "TERM": "xterm-256color",
-        }
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        script = (
-            f"cd {shlex.quote(cwd)} && env -u COLUMNS -u LINES {exports} {command}; "
-            "echo EXIT=$?; sleep 600"
-        )
-        subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "120", "-y", "40", script],
-            check=True,
-        )
-
-    def screen(self) -> str:
-        return subprocess.run(
-            ["tmux", "capture-pane", "-t", self.name, "-p"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-
-    def type(self, line: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", line], check=True)
-        time.sleep(0.1)
-        subprocess.run(["tmux", "send-keys", "-t", self.name, "Enter"], check=True)
-
-    def keys(self, *keys: str) -> None:
-        for key in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
-            time.sleep(0.15)
-
-    def press_until(self, key: str, seen: Callable[[str], bool], what: str) -> str:
-        """Press `key` until the screen shows `seen` (a key pressed in the moment the
-        module appears can be undone by the app showing its first tab)."""
-        for _ in range(20):
-            self.keys(key)
-            try:
-                return self.wait_for(seen, what, polls=30)
-            except AssertionError:
-                continue
-        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
-
-    def wait_for(self, seen: Callable[[str], bool], what: str, polls: int = 1200) -> str:
-        for _ in range(polls):
-            screen = self.screen()
-            if seen(screen):
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
 
 
 def prompts(screen: str) -> int:

@@ -69,6 +69,8 @@ async def test_opens_a_dump_on_the_ir_tab():
         await loaded(app, pilot)
         assert app.failure is None
         assert app.jobs == [f"Loading {MLP}"]
+        # A dump says what loading it does (it once said an entrypoint is imported).
+        assert app.steps[0] == "reading the module file"
         assert app.query_one(TabbedContent).active == "tab-ir"
         assert isinstance(app.focused, IRView)
         rows = visible_ir(app)
@@ -85,6 +87,23 @@ async def test_opens_a_dump_on_the_ir_tab():
 
 
 @sync
+async def test_the_first_screen_of_an_optimized_module_shows_the_entry_function():
+    """An optimized module prints its fused computations first and `main` far below;
+    the cursor starts on `main`, and the first screen shows it (the status bar once
+    said `line 59/120` while the pane showed lines 1-25)."""
+    target = str(DUMPS.relative_to(ROOT) / "mlp.after_optimizations.hlo")
+    app = HloscopeApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await quiet(pilot)
+        view = app.query_one(IRView)
+        assert view.cursor_line is not None and view.cursor_line > SIZE[1]
+        assert "func.func @main" in cursor_text(app)
+        assert any("func.func @main" in row for row in visible_ir(app))
+        assert f"line {view.cursor_line + 1}/" in status(app)
+
+
+@sync
 async def test_an_entrypoint_loads_in_a_worker_with_progress():
     app = HloscopeApp(
         "samples/nested_jits.py:mlp",
@@ -93,7 +112,7 @@ async def test_an_entrypoint_loads_in_a_worker_with_progress():
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         assert app.jobs == ["Loading samples/nested_jits.py:mlp"]
-        assert app.steps[0].startswith("loading")
+        assert app.steps[0] == "importing and lowering the entrypoint"
         # Paint first: the module is printed and shown, then its model is built.
         steps = app.steps
         assert steps.index("printing the module") < steps.index("building the model")
@@ -317,6 +336,9 @@ async def search_for(pilot, app: HloscopeApp, query: str) -> None:
 @sync
 async def test_search_and_n_N():
     app = HloscopeApp(MLP)
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await search_for(pilot, app, "broadcast_in_dim")
@@ -327,9 +349,11 @@ async def test_search_and_n_N():
         await press(pilot, "n")
         assert "2/3 matches" in status(app)
         await press(pilot, "n", "n")
-        assert "1/3 matches" in status(app)  # wraps around
+        assert "1/3 matches" in status(app)  # wraps around, and says so, as vim does
+        assert "search hit BOTTOM, continuing at TOP" in said
         await press(pilot, "N")
         assert "3/3 matches" in status(app)
+        assert "search hit TOP, continuing at BOTTOM" in said
         # Jumps to matches are remembered.
         await press(pilot, "backspace")
         assert "1/3 matches" in status(app)

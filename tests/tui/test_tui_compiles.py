@@ -50,6 +50,14 @@ async def test_rows_details_and_enter_asks_for_the_module(tmp_path: Path) -> Non
         assert "2 compilations of 1 function (1 recompiled)" in plain(
             app.query_one("#compiles-summary", Static).content
         )
+        # j and k move as in every list; the cursor stops at the edges.
+        table.move_cursor(row=0)
+        await pilot.press("j")
+        await quiet(pilot)
+        assert table.cursor_row == min(1, table.row_count - 1)
+        await pilot.press("k", "k")
+        await quiet(pilot)
+        assert table.cursor_row == 0
         table.move_cursor(row=second)
         await quiet(pilot)
         details = plain(app.query_one("#compiles-details", Static).content)

@@ -2,75 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from conftest import ROOT, line_of
+from tui_support import Terminal
 
 pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None, reason="tmux is not installed: cannot drive a terminal"
 )
-
-# How often and how many times to look at the screen before giving up (a load
-# imports JAX and lowers the function).
-POLL_SECONDS = 0.1
-POLLS = 1200
-
-
-class Terminal:
-    """A detached tmux session of 120x40 running one command."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.name = f"hloscope-test-{uuid.uuid4().hex[:8]}"
-        env = {
-            "PYTHONPATH": str(ROOT / "src"),
-            "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
-            "TERM": "xterm-256color",
-        }
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-        script = (
-            # COLUMNS and LINES (set under pytest) would override the terminal's size.
-            f"cd {shlex.quote(str(ROOT))} && env -u COLUMNS -u LINES {exports} "
-            f"{shlex.join(command)}; "
-            "echo EXIT=$?; sleep 600"
-        )
-        subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "120", "-y", "40", script],
-            check=True,
-        )
-
-    def screen(self) -> str:
-        return subprocess.run(
-            ["tmux", "capture-pane", "-t", self.name, "-p"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-
-    def keys(self, *keys: str) -> None:
-        for key in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
-            # An escape followed at once by a key reads as alt+key; type like a person.
-            time.sleep(0.15)
-
-    def wait_for(self, seen: Callable[[str], bool], what: str) -> str:
-        for _ in range(POLLS):
-            screen = self.screen()
-            if seen(screen):
-                return screen
-            time.sleep(POLL_SECONDS)
-        raise AssertionError(f"never saw {what}; the screen was:\n{self.screen()}")
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], check=False)
 
 
 @pytest.fixture
@@ -78,7 +22,7 @@ def terminal() -> Iterator[Callable[[list[str]], Terminal]]:
     opened: list[Terminal] = []
 
     def open_(args: list[str]) -> Terminal:
-        term = Terminal([sys.executable, "-m", "hloscope", *args])
+        term = Terminal(shlex.join([sys.executable, "-m", "hloscope", *args]), str(ROOT))
         opened.append(term)
         return term
 

@@ -104,6 +104,17 @@ async def test_parameters_tab_lists_every_argument_and_pruned_ones_stand_out():
             line for line in listing(app, "params").lines if "params['w']" in line.text.plain
         )
         assert "green" in style_of(used.text, "used")
+        # j on the last row stays there, k on the first too (less and vim stop).
+        params_list = listing(app, "params")
+        params_list.focus()
+        await press(pilot, "G")
+        last = params_list.highlighted
+        await press(pilot, "j")
+        assert params_list.highlighted == last
+        await press(pilot, "g")
+        first = params_list.highlighted
+        await press(pilot, "k")
+        assert params_list.highlighted == first and first != last
         # A pruned argument has nothing in the IR: it says so and stays.
         await choose(pilot, app, "params", "3 ")
         assert active(app) == "tab-params"

@@ -160,12 +160,18 @@ def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
     return list(counts.items())
 
 
-# XLA's suffixes: a unique id (`.9915`), repeated when a clone is cloned again.
-CLONE_SUFFIX = re.compile(r"(?:\.\d+)+$")
+# XLA's suffixes: a unique id (`.9915`), repeated when a clone is cloned again, and
+# `.clone` (`compare_greater_than.6.1251.clone`).
+CLONE_SUFFIX = re.compile(r"(?:\.(?:\d+|clone))+$")
+
+
+# The same suffixes on the functions an op names (`@region_0.3.clone`).
+CALLED_SUFFIX = re.compile(r"(?:\.(?:\d+|clone))+\b")
 
 
 def clone_base(name: str) -> str:
-    """`remainder_1.9915` → `remainder_1`: the name without XLA's numeric suffixes."""
+    """`remainder_1.9915` → `remainder_1`, `compare.6.1251.clone` → `compare`: the
+    name without XLA's suffixes."""
     return CLONE_SUFFIX.sub("", name) or name
 
 
@@ -176,7 +182,7 @@ def _body_key(module: Module, function: Function) -> tuple[object, ...]:
     for op in module.function_ops(function):
         attributes = tuple(
             sorted(
-                (key, re.sub(r"\.\d+\b", "", text) if key in _CALL_KEYS else text)
+                (key, CALLED_SUFFIX.sub("", text) if key in _CALL_KEYS else text)
                 for key, text in op.attributes.items()
             )
         )

@@ -53,6 +53,11 @@ _MLIR_START = re.compile(
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?[\w.-]+\s*=\s*(?:\(|[a-z][a-z0-9]*\[|token\[\]|token\b)", re.MULTILINE
 )
+_MODULE_START = re.compile(
+    r"""^(?:HloModule\b|module\b|builtin\.module\b|func\.func\b|\{-\#|
+        [\#!%^][\w.$-]|"[a-z_][\w]*\.[\w.]+"|[a-z_][a-z0-9_]*\.[a-z_][\w.]*)""",
+    re.VERBOSE,
+)
 _MLIR_OP_LINE = re.compile(r"^\s*%[\w#:]+\s*=\s*(?:\"|[a-z_][\w]*\.[\w.]+)", re.MULTILINE)
 
 
@@ -96,6 +101,15 @@ def sniff_text(text: str) -> Sniffed:
     if mlir_lines or "func.func" in window:
         return MLIR_TEXT
     return UNKNOWN_TEXT
+
+
+def starts_like_a_module(text: str) -> bool:
+    """Whether the text's first line (after `//` comments) can begin a module:
+    `HloModule`, `module`, an op, an attribute or type alias (`#map =`, `!t =`), a
+    value (`%0 =`) or a generic op (`"stablehlo.add"(`). A Markdown heading (`# `), a
+    TOML table or prose cannot."""
+    head = strip_leading_comments(text)
+    return bool(_MODULE_START.match(head))
 
 
 def sniff_bytes(data: bytes) -> Sniffed:

@@ -8,7 +8,9 @@ settings are ignored once a backend exists.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import difflib
 import importlib
 import importlib.util
 import io
@@ -105,9 +107,57 @@ def import_target(target: EntrypointTarget, notes: list[str] | None = None) -> A
 
 
 def _suggest(obj: Any, missing: str) -> str:
+    """` (did you mean: mlp?)`: the names of `obj` closest to `missing` (a typo, a
+    changed case, a shared start), or the names it has when there are few."""
     names = [n for n in dir(obj) if not n.startswith("_")]
-    close = [n for n in names if n.lower().startswith(missing[:2].lower())][:5]
-    return f" (did you mean: {', '.join(close)}?)" if close else ""
+    if isinstance(obj, type(sys)):
+        # A module's own names: not those it imported (`jax`, `jnp`).
+        names = [n for n in names if _defined_in(obj, n)]
+    close = difflib.get_close_matches(missing, names, n=5, cutoff=0.6)
+    close += [n for n in names if n.lower() == missing.lower() and n not in close]
+    close += [n for n in names if n.lower().startswith(missing[:3].lower()) and n not in close][
+        : 5 - len(close)
+    ]
+    if close:
+        return f" (did you mean: {', '.join(close)}?)"
+    if 0 < len(names) <= 8:
+        return f" (it has: {', '.join(sorted(names))})"
+    return ""
+
+
+def _defined_in(module: Any, name: str) -> bool:
+    value = getattr(module, name, None)
+    origin = getattr(value, "__module__", None)
+    return origin is None or origin == module.__name__
+
+
+def python_file_functions(path: Path) -> list[str]:
+    """The top-level functions and classes a Python file defines, read with `ast`
+    (nothing runs); empty when it cannot be read or parsed."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [node.name for node in tree.body if isinstance(node, kinds)]
+
+
+def python_file_error(path: Path) -> HloscopeError:
+    """What to say when a Python file is named without `:function`: the form that
+    works, and the functions it defines."""
+    where = display_path(path)
+    names = [n for n in python_file_functions(path) if not n.startswith("_")]
+    if not names:
+        return HloscopeError(
+            f"a Python file, not a module: name a function in it, as {where}:FUNCTION",
+            where=where,
+        )
+    shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
+    return HloscopeError(
+        f"a Python file, not a module: name a function in it, as {where}:{names[0]} "
+        f"(it defines {shown})",
+        where=where,
+    )
 
 
 def _import_module(target: EntrypointTarget) -> Any:

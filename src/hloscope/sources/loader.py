@@ -151,6 +151,18 @@ class Loaded:
         return self.source.target
 
 
+def loading_step(target: str) -> str:
+    """What loading `target` does, for a progress line: `importing and lowering the
+    entrypoint`, `reading the module file`, `reading the dump folder`."""
+    try:
+        parsed = parse_target(target)
+    except HloscopeError:
+        return "loading"
+    if isinstance(parsed, EntrypointTarget):
+        return "importing and lowering the entrypoint"
+    return "reading the dump folder" if parsed.path.is_dir() else "reading the module file"
+
+
 def load(target: str, options: LoadOptions | None = None, call: Call | None = None) -> Loaded:
     """Load `target` (a path or an entrypoint) as `options` say. `call` gives an
     entrypoint's example arguments as Python values instead of `--arg`/`--args`."""
@@ -442,6 +454,10 @@ def load_runs(
     example arguments as Python values instead of `--arg`/`--args`."""
     start = time.perf_counter()
     parsed_target = parse_target(target)
+    if isinstance(parsed_target, DumpTarget) and parsed_target.path.suffix == ".py":
+        from hloscope.sources.entrypoint import python_file_error
+
+        raise python_file_error(parsed_target.path)
     if not isinstance(parsed_target, EntrypointTarget):
         raise HloscopeError(
             "aot-check runs a function: name an entrypoint (file.py:function or "
@@ -562,13 +578,20 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
         if options.optimized and picked.after is not None:
             file, stage_hint = picked.after, OPTIMIZED
         elif picked.before is not None:
-            file, stage_hint = picked.before, LOWERED
+            # A plain folder of modules names no stage: each file's content (and
+            # name) says it, as for the file alone.
+            file = picked.before
+            stage_hint = LOWERED if folder.kind != "folder" else None
         elif picked.after is not None:
             file, stage_hint = picked.after, OPTIMIZED
         else:
             # Only per-pass files: the module after the last pass dumped.
             file, stage_hint = picked.passes[-1].path, OPTIMIZED
     else:
+        if path.suffix == ".py":
+            from hloscope.sources.entrypoint import python_file_error
+
+            raise python_file_error(path)
         if options.module is not None:
             raise HloscopeError("--module picks a module of a dump folder; this is a file")
         file = path
@@ -654,8 +677,7 @@ def _parse_dump(
         return fmt, parsed, lowering
     if fmt == dumps.UNKNOWN_BINARY:
         raise HloscopeError(
-            "unknown format: a binary file that is not MLIR bytecode, an HLO module proto "
-            "or a serialized jax.export.Exported",
+            f"not a module: a binary file in none of the formats hloscope reads ({READ_FORMATS})",
             where=label,
         )
     text = dumps.decode_text(data) or ""
@@ -666,10 +688,7 @@ def _parse_dump(
                 return attempt, _parse_text(attempt, text, label, defer_model), None
             except HloscopeError:
                 continue
-        raise HloscopeError(
-            "unknown format: a text file that is neither MLIR (StableHLO) nor HLO text",
-            where=label,
-        )
+        raise _not_a_module_text(label)
     try:
         return fmt, _parse_text(fmt, text, label, defer_model), None
     except HloscopeError as first:
@@ -677,7 +696,24 @@ def _parse_dump(
         try:
             return other, _parse_text(other, text, label, defer_model), None
         except HloscopeError:
+            if not dumps.starts_like_a_module(text):
+                # A README or a config file: where its parse failed says nothing.
+                raise _not_a_module_text(label) from None
             raise first from None
+
+
+READ_FORMATS = (
+    "hloscope reads StableHLO/MLIR text or bytecode, HLO text or an HloModuleProto, a "
+    "serialized jax.export.Exported, an XLA or JAX dump folder, or a Python function "
+    "as file.py:function"
+)
+
+
+def _not_a_module_text(label: str) -> HloscopeError:
+    return HloscopeError(
+        f"not a module: a text file that is neither MLIR (StableHLO) nor HLO text ({READ_FORMATS})",
+        where=label,
+    )
 
 
 def _parse_text(fmt: DumpFormat, text: str, label: str, defer_model: bool) -> ParsedModule:

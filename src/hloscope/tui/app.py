@@ -294,9 +294,7 @@ class HloscopeApp(WorkingApp):
     def _load(self, target: str, options: loader.LoadOptions, loaded: loader.Loaded | None) -> None:
         try:
             if loaded is None:
-                self.post_message(
-                    self.Progress("loading (an entrypoint is imported and lowered first)")
-                )
+                self.post_message(self.Progress(loader.loading_step(target)))
                 loaded = loader.load(target, dataclasses.replace(options, defer_model=True))
             self._prepare_and_build(loaded)
         except BaseException as exc:

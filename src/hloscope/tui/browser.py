@@ -462,6 +462,14 @@ class BrowserPane(Vertical):
             index = bisect.bisect_right(self.hits, line)
         else:
             index = bisect.bisect_left(self.hits, line) - 1
+        if not 0 <= index < len(self.hits):
+            # As vim does: go round, and say so.
+            self.notify(
+                "search hit BOTTOM, continuing at TOP"
+                if direction > 0
+                else "search hit TOP, continuing at BOTTOM",
+                timeout=2,
+            )
         self._go_to_hit(index % len(self.hits))
 
     def _go_to_hit(self, index: int) -> None:

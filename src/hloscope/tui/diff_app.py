@@ -463,7 +463,10 @@ class DiffApp(WorkingApp):
     @work(thread=True, group="load")
     def _load(self) -> None:
         try:
-            self._report_step("loading A and B (an entrypoint is imported and lowered first)")
+            steps = (loader.loading_step(self.target_a), loader.loading_step(self.target_b))
+            self._report_step(
+                f"A: {steps[0]}; B: {steps[1]}" if steps[0] != steps[1] else f"A and B: {steps[0]}"
+            )
             a, b = loader.load_diff_sides(self.target_a, self.target_b, self.options)
             session = diff_session(a, b, self)
         except BaseException as exc:

@@ -37,6 +37,7 @@ from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.screens.search import SearchScreen
 from hloscope.tui.session import describe_failure
+from hloscope.tui.widgets.lists import RowTable
 
 FIND_HINT = (
     "an op kind (all-gather, fusion, copy), a custom-call target, attribute text "
@@ -130,7 +131,7 @@ class PassesApp(WorkingApp):
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), id="title-bar")
         yield Static(id="passes-summary")
-        yield DataTable(id="passes-table", cursor_type="row", zebra_stripes=True)
+        yield RowTable(id="passes-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:

@@ -23,7 +23,7 @@ from hloscope.render.text.fusions import fusion_summary_text
 from hloscope.render.text.params import params_summary_text
 from hloscope.render.text.placement import placement_line, placement_warnings
 from hloscope.reports import InspectReport
-from hloscope.units import human_bytes, human_count
+from hloscope.units import counted, human_bytes, human_count
 
 MAX_OP_KINDS = 15
 
@@ -68,10 +68,11 @@ def functions_table(structure: Structure) -> Table:
         elif group.functions not in seen_groups:
             seen_groups.add(group.functions)
             listed.append((info, len(group.functions)))
-    title = f"Functions ({len(structure.functions)})"
+    title = f"Functions ({len(structure.functions):,})"
     if structure.groups:
         title = (
-            f"Functions ({len(structure.functions)}: {len(listed)} once XLA's clones are grouped)"
+            f"Functions ({len(structure.functions):,}: {len(listed):,} once XLA's clones "
+            "are grouped)"
         )
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for column, justify in (
@@ -99,10 +100,10 @@ def functions_table(structure: Structure) -> Table:
         table.add_row(
             name,
             info.visibility,
-            str(info.ops),
-            str(info.inlined_ops),
-            str(info.parameters),
-            str(info.results),
+            f"{info.ops:,}",
+            f"{info.inlined_ops:,}",
+            f"{info.parameters:,}",
+            f"{info.results:,}",
             calls,
         )
     if len(listed) > MAX_FUNCTIONS:
@@ -183,12 +184,12 @@ def render_inspect(report: InspectReport, console: Console) -> None:
             ("folder", f"{source.folder_module} (one of {len(source.folder_modules)} modules)")
         )
     rows.append(("module", f"{structure.module or '(unnamed)'} · entry {structure.entry or '-'}"))
-    ops_line = f"{structure.total_ops} ops in {sum(f.reachable for f in structure.functions)} "
-    ops_line += "reachable functions"
+    reachable = sum(f.reachable for f in structure.functions)
+    ops_line = f"{structure.total_ops:,} ops in {counted(reachable, 'reachable function')}"
     if structure.call_depth:
         entry = structure.function(structure.entry or "")
         if entry is not None:
-            ops_line += f" · {entry.inlined_ops} once calls are inlined"
+            ops_line += f" · {entry.inlined_ops:,} once calls are inlined"
     rows.append(("ops", ops_line))
     rows.append(("timings", timings_text(report.timings)))
     if report.cost is not None:

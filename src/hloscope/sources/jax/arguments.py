@@ -20,6 +20,7 @@ import numpy as np
 from hloscope.errors import HloscopeError, describe_exception
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.target import KEY_IMPLS, ArgSpec, hlo_dtype
+from hloscope.units import with_article
 
 # --------------------------------------------------------------------------- arguments
 
@@ -67,7 +68,8 @@ def factory_arguments(factory: Any, label: str) -> tuple[tuple[Any, ...], dict[s
         value = tuple(value)
     if not isinstance(value, tuple):
         raise HloscopeError(
-            f"the --args factory returned a {type(value).__name__}; expected a tuple of "
+            f"the --args factory returned {with_article(type(value).__name__)}; expected a "
+            "tuple of "
             "positional arguments or a pair (args_tuple, kwargs_dict)",
             where=label,
         )

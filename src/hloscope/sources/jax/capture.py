@@ -52,6 +52,7 @@ from hloscope.sources.stages import (
     RecordedCompile,
     RecordedRun,
 )
+from hloscope.units import with_article
 
 # The modules kept for the browser: the latest ones, up to both bounds.
 KEEP_MODULES = 64
@@ -453,7 +454,8 @@ def _argument_sets(factory: Any, label: str) -> list[tuple[tuple[Any, ...], dict
         ) from exc
     if not isinstance(value, list):
         raise HloscopeError(
-            f"the --calls factory returned a {type(value).__name__}; expected a list of "
+            f"the --calls factory returned {with_article(type(value).__name__)}; expected a "
+            "list of "
             "argument sets (each a tuple, or a pair (args_tuple, kwargs_dict))",
             where=label,
         )

@@ -56,6 +56,7 @@ from hloscope.sources.jax.private import (
     private_static_argnums,
 )
 from hloscope.sources.stages import ArgumentLeaf, Lowering, LoweringKind, StaticArgument
+from hloscope.units import with_article
 
 
 def is_stage(obj: Any) -> bool:
@@ -113,7 +114,7 @@ def lower(
         return from_exported(stage, label)
     if not callable(obj):
         raise HloscopeError(
-            f"it is a {_type_name(obj)}, not {ACCEPTED}",
+            f"it is {with_article(_type_name(obj))}, not {ACCEPTED}",
             where=label,
         )
     if not args and not kwargs:
@@ -192,7 +193,8 @@ def lowered_stage(produced: Any, label: str) -> Any:
     if isinstance(stage, jax.stages.Lowered):
         return stage
     raise HloscopeError(
-        f"its .lower(...) returned a {_type_name(produced)}, which holds no jax.stages.Lowered",
+        f"its .lower(...) returned {with_article(_type_name(produced))}, which holds no "
+        "jax.stages.Lowered",
         where=label,
     )
 

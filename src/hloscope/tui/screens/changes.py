@@ -15,6 +15,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from hloscope.analyses.diff import ChangeGroup, ModuleDiff
+from hloscope.tui.widgets.lists import RowList
 
 GROUP_STYLES = {"added": "bold green", "removed": "bold red", "changed": "bold yellow"}
 # Renames listed on the screen (every one is in --json `renames`).
@@ -75,7 +76,7 @@ class ChangesScreen(ModalScreen[int | None]):
         with Vertical(id="changes-box") as box:
             box.border_title = f"Changes: {len(groups)} distinct, {total} in all"
             box.border_subtitle = "enter goes to the first · escape closes"
-            yield OptionList(
+            yield RowList(
                 *(Option(group_text(group), id=str(i)) for i, group in enumerate(groups)),
                 id="changes-list",
             )

@@ -24,6 +24,7 @@ from hloscope.render.text.common import seconds, short_source
 from hloscope.render.text.compiles import change_text, summary_text
 from hloscope.reports import CompilesReport
 from hloscope.sources.stages import RecordedCompile
+from hloscope.tui.widgets.lists import RowTable
 
 
 class OpenCompile(Message):
@@ -113,7 +114,7 @@ class CompilesView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(summary_text(self.report.analysis), id="compiles-summary")
-        yield DataTable(id="compiles-table", cursor_type="row", zebra_stripes=True)
+        yield RowTable(id="compiles-table", cursor_type="row", zebra_stripes=True)
         yield Static(id="compiles-details")
 
     def on_mount(self) -> None:

@@ -22,6 +22,7 @@ from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure
 from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op, hlo_shape, symbol_references
 from hloscope.tui.printed import PrintedModule
+from hloscope.tui.widgets.lists import RowList
 
 MAX_USERS = 50
 MAX_ATTRIBUTE_CHARS = 400
@@ -278,15 +279,11 @@ def _location_rows(op: Op) -> list[Row]:
     return rows
 
 
-class OpDetails(OptionList):
+class OpDetails(RowList):
     """The detail pane: rows of facts, with links as the selectable rows."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Follow the link", show=False),
-        Binding("j", "cursor_down", "Next link", show=False),
-        Binding("k", "cursor_up", "Previous link", show=False),
-        Binding("g", "first", "First link", show=False),
-        Binding("G", "last", "Last link", show=False),
     ]
 
     class Follow(Message):

@@ -233,6 +233,13 @@ class IRView(ScrollView, can_focus=True):
         self._lead()
 
     def scroll_to_cursor(self, *, centre: bool = False) -> None:
+        if not self.allow_vertical_scroll and self.virtual_size.height > self.size.height:
+            # Lines shown before the layout has given the view its scrollbar (the
+            # first screen): scrolling now does nothing, so scroll again once it has.
+            self.call_after_refresh(self._scroll_to_cursor, centre)
+        self._scroll_to_cursor(centre)
+
+    def _scroll_to_cursor(self, centre: bool) -> None:
         height = max(1, self.scrollable_content_region.height)
         top = round(self.scroll_y)
         if centre or not top <= self.cursor < top + height:

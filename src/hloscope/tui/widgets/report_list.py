@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 
 from hloscope.render.text.common import elide_path
 from hloscope.tui.views.base import ShowOps
+from hloscope.tui.widgets.lists import RowList
 
 GAP = "  "
 TITLE = Style(bold=True)
@@ -133,17 +134,13 @@ def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Li
     return lines
 
 
-class ReportList(OptionList):
+class ReportList(RowList):
     """Lines of a report; enter on a row shows its ops in the IR."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "enter", "select", "Show in IR", tooltip="Show the row's ops in the IR tab", show=True
         ),
-        Binding("j", "cursor_down", "Next row", show=False),
-        Binding("k", "cursor_up", "Previous row", show=False),
-        Binding("g", "first", "First row", show=False),
-        Binding("G", "last", "Last row", show=False),
     ]
 
     def __init__(self, lines: Sequence[Line] = (), *, id: str | None = None) -> None:
