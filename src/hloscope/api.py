@@ -44,7 +44,8 @@ if TYPE_CHECKING:
         PassesReport,
         PlacementReport,
     )
-    from hloscope.sources.loader import Call, Loaded, LoadOptions, Source
+    from hloscope.sources.loader import Call, Loaded, LoadOptions
+    from hloscope.stages import Source
 
 __all__ = ["Inspection", "Watch", "diff", "inspect", "watch"]
 
@@ -448,7 +449,7 @@ class Watch(Displayed):
         import time
 
         from hloscope import reports
-        from hloscope.sources.stages import RecordedRun
+        from hloscope.stages import RecordedRun
 
         if self._recorder is None:
             raise HloscopeError("nothing recorded: use it as `with hloscope.watch() as w:`")

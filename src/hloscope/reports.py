@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.source_text import line_texts
-from hloscope.sources.loader import OPTIMIZED, Loaded, LoadedRuns, Source
+from hloscope.stages import OPTIMIZED, Source
 
 # Each builder imports the analyses it runs, so a command loads only its own
 # (`aot-check`'s bring numpy, `diff`'s and `passes`' are large): start-up is part of
@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     from hloscope.analyses.placement import Placement
     from hloscope.analyses.structure import Structure
     from hloscope.ir.parsed import ParsedModule
+    from hloscope.sources.loader import Loaded, LoadedRuns
     from hloscope.sources.memory import BufferDumps
     from hloscope.sources.passes import PassDumps
-    from hloscope.sources.stages import InputLeaf, RecordedRun
+    from hloscope.stages import InputLeaf, RecordedRun
 
 __all__ = [
     "AotReport",

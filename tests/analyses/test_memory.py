@@ -126,8 +126,8 @@ def test_a_donated_buffer_reused_at_the_peak_is_an_alias():
 
 def test_buffers_per_memory_space(report):
     from hloscope.analyses.memory import analyze_memory
+    from hloscope.ir.xla_buffers import parse_buffer_assignment, parse_live_ranges
     from hloscope.sources.loader import load, optimized
-    from hloscope.sources.xla_buffers import parse_buffer_assignment, parse_live_ranges
 
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "xla_memory"
     [assignment_file] = fixture.glob("*-buffer-assignment.txt")

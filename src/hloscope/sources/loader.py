@@ -23,14 +23,13 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
 from hloscope.ir.model import Module, int_attribute
-from hloscope.ir.parsed import ParsedFormat, ParsedModule
+from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
-from hloscope.sources.dumps import DumpFormat
 from hloscope.sources.entrypoint import import_target
 from hloscope.sources.target import (
     DumpTarget,
@@ -38,25 +37,23 @@ from hloscope.sources.target import (
     parse_arg_spec,
     parse_target,
 )
+from hloscope.stages import (
+    LOWERED,
+    OPTIMIZED,
+    DumpFormat,
+    Source,
+    SourceFormat,
+    Stage,
+)
 
 if TYPE_CHECKING:
-    from hloscope.sources.stages import (
+    from hloscope.stages import (
         AotRuns,
         Compilation,
         CompiledModule,
         CompilerOptions,
         Lowering,
     )
-
-Stage = Literal["lowered", "optimized"]
-"""Before XLA's optimizations (what JAX hands XLA) or after them."""
-LOWERED: Final = "lowered"
-OPTIMIZED: Final = "optimized"
-
-SourceKind = Literal["entrypoint", "dump"]
-"""A Python entrypoint (or object in hand) or a dumped module."""
-SourceFormat = DumpFormat | Literal["entrypoint", "python-object"]
-"""What was read to get the module."""
 
 PYTHON_OBJECT: Final = "python-object"
 """`Source.format` of a Python object given in hand (the Python API)."""
@@ -106,29 +103,6 @@ class LoadOptions:
     defer_model: bool = False
     """Build the model of a module parsed as MLIR when it is first asked for
     (`ParsedModule.model`), not while loading: the browser prints a module first."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """Where the module came from."""
-
-    target: str
-    """The target as the user gave it."""
-    kind: SourceKind
-    """`entrypoint` or `dump`."""
-    format: SourceFormat
-    """What was read: `entrypoint`, `mlir-text`, `mlir-bytecode`, `hlo-text`,
-    `hlo-proto`, `jax-exported`."""
-    ir: ParsedFormat
-    """What the model was built from: `stablehlo`, `mlir`, `vhlo`, `hlo`, `hlo-native`."""
-    stage: Stage
-    """`lowered` (before XLA's optimizations) or `optimized`."""
-    path: str | None
-    """The file read, for dumps."""
-    folder_module: str | None = None
-    """The module picked in a dump folder."""
-    folder_modules: tuple[str, ...] = ()
-    """Every module of the dump folder."""
 
 
 class Program(Protocol):

@@ -12,15 +12,16 @@ import dataclasses
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, display_path
-from hloscope.sources import dumps
-from hloscope.sources.loader import OPTIMIZED, Call, Loaded, LoadOptions, load
-from hloscope.sources.xla_buffers import (
+from hloscope.ir.xla_buffers import (
     DUMP_FLAGS_HINT,
     BufferAssignment,
     LiveRanges,
     parse_buffer_assignment,
     parse_live_ranges,
 )
+from hloscope.sources import dumps
+from hloscope.sources.loader import Call, Loaded, LoadOptions, load
+from hloscope.stages import OPTIMIZED
 
 
 @dataclasses.dataclass(frozen=True)
