@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test smoke-jax check lint typecheck format bench bench-quick fuzz clean
+.PHONY: install run test smoke-jax check lint typecheck imports format bench bench-quick fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,7 +85,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-check: lint typecheck test
+# The stage direction inside the house: pyproject.toml's [tool.importlinter] contracts.
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+check: lint typecheck imports test
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix src tests samples bench

@@ -44,7 +44,8 @@ if TYPE_CHECKING:
         PassesReport,
         PlacementReport,
     )
-    from hloscope.sources.loader import Call, Loaded, LoadOptions, Source
+    from hloscope.sources.loader import Call, Loaded, LoadOptions
+    from hloscope.stages import Source
 
 __all__ = ["Inspection", "Watch", "diff", "inspect", "watch"]
 
@@ -299,23 +300,9 @@ class Inspection(Displayed):
         assignment into a temporary folder, or reads a dump folder's files."""
         if self._memory is None:
             from hloscope import reports
-            from hloscope.sources import loader
+            from hloscope.sources.memory import loaded_memory_dumps
 
-            origin = self._origin
-            if origin.kind == "target":
-                report = reports.memory_report(origin.value, origin.options, origin.call)
-            elif origin.kind == "object":
-                report = reports.compiled_memory_report(
-                    lambda options: loader.load_object(
-                        origin.value, self.label, options, origin.call
-                    ),
-                    origin.options,
-                )
-            else:
-                report = reports.compiled_memory_report(
-                    lambda options: loader.load_data(origin.value, self.label, options),
-                    origin.options,
-                )
+            report = reports.memory_report(loaded_memory_dumps(self.loaded))
             self._memory = shown(report)
         return self._memory
 
@@ -369,34 +356,11 @@ class Inspection(Displayed):
         read instead); `find` tells where a pattern (an op kind, a custom-call target,
         attribute text, `file.py:LINE`) appears, changes and is gone; `diff` (a pass's
         index or name) adds that pass's structural diff. Compiles at every call."""
-        import contextlib
-
         from hloscope import reports
-        from hloscope.sources import loader
-        from hloscope.sources.passes import PassDumps, compiled_pass_dumps, pass_dumps
+        from hloscope.sources.passes import loaded_pass_dumps
 
-        origin = self._origin
-        label = self.label
-        options = dataclasses.replace(origin.options, optimized=False)
-        dumped: contextlib.AbstractContextManager[PassDumps]
-        if origin.kind == "target" and self.source.folder_modules:
-            dumped = pass_dumps(origin.value, options)
-        elif origin.kind == "target":
-            dumped = compiled_pass_dumps(
-                label, lambda given: loader.load(origin.value, given, origin.call), options
-            )
-        elif origin.kind == "object":
-            dumped = compiled_pass_dumps(
-                label,
-                lambda given: loader.load_object(origin.value, label, given, origin.call),
-                options,
-            )
-        else:
-            dumped = compiled_pass_dumps(
-                label, lambda given: loader.load_data(origin.value, label, given), options
-            )
-        with dumped as files:
-            report = reports.passes_from_dumps(files, find, None if diff is None else str(diff))
+        with loaded_pass_dumps(self.loaded) as dumped:
+            report = reports.passes_report(dumped, find, None if diff is None else str(diff))
         return shown(report)
 
     # -- the browser ---------------------------------------------------------------
@@ -485,7 +449,7 @@ class Watch(Displayed):
         import time
 
         from hloscope import reports
-        from hloscope.sources.stages import RecordedRun
+        from hloscope.stages import RecordedRun
 
         if self._recorder is None:
             raise HloscopeError("nothing recorded: use it as `with hloscope.watch() as w:`")

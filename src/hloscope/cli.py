@@ -365,7 +365,9 @@ def diff(
     emit(
         debug,
         json,
-        lambda: reports.diff_report(a, b, _options(arg, args, module, compile)),
+        lambda: reports.diff_loaded(
+            *loader.load_diff_sides(a, b, _options(arg, args, module, compile))
+        ),
         json_render.diff_json,
         render_diff,
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
@@ -617,12 +619,21 @@ def passes(
     emit(
         debug,
         json,
-        lambda: reports.passes_report(target, options, find=find, diff=diff),
+        lambda: _passes_report(target, options, find, diff),
         json_render.passes_json,
         render_passes,
         timeout=timeout,
         what=target,
     )
+
+
+def _passes_report(
+    target: str, options: loader.LoadOptions, find: str | None, diff: str | None
+) -> reports.PassesReport:
+    from hloscope.sources.passes import pass_dumps
+
+    with pass_dumps(target, options) as dumped:
+        return reports.passes_report(dumped, find, diff)
 
 
 def _browse_passes(target: str, options: loader.LoadOptions, find: str | None, debug: bool) -> None:
@@ -740,11 +751,13 @@ def memory(
     """What is live at the peak of memory, from XLA's buffer assignment, mapped to
     source lines. Compiles an entrypoint or a before-optimization dump with XLA
     dumping its buffer assignment into a temporary folder; reads an XLA dump folder's."""
+    from hloscope.sources.memory import memory_dumps
+
     options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
     emit(
         debug,
         json,
-        lambda: reports.memory_report(target, options),
+        lambda: reports.memory_report(memory_dumps(target, options)),
         json_render.memory_json,
         render_memory,
         timeout=timeout,

@@ -9,30 +9,14 @@ everything their renderers show (`hloscope.render`: text, JSON, and in Python
 from __future__ import annotations
 
 import dataclasses
-import linecache
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hloscope.errors import HloscopeError, display_path
-from hloscope.sources import dumps
-from hloscope.sources.loader import (
-    LOWERED,
-    OPTIMIZED,
-    Call,
-    Loaded,
-    LoadedRuns,
-    LoadOptions,
-    Source,
-    load,
-    load_data,
-    load_diff_sides,
-    optimized,
-)
+from hloscope.source_text import line_texts
+from hloscope.stages import OPTIMIZED, Source
 
 # Each builder imports the analyses it runs, so a command loads only its own
 # (`aot-check`'s bring numpy, `diff`'s and `passes`' are large): start-up is part of
@@ -48,8 +32,10 @@ if TYPE_CHECKING:
     from hloscope.analyses.placement import Placement
     from hloscope.analyses.structure import Structure
     from hloscope.ir.parsed import ParsedModule
+    from hloscope.sources.loader import Loaded, LoadedRuns
+    from hloscope.sources.memory import BufferDumps
     from hloscope.sources.passes import PassDumps
-    from hloscope.sources.stages import InputLeaf, RecordedRun
+    from hloscope.stages import InputLeaf, RecordedRun
 
 __all__ = [
     "AotReport",
@@ -64,13 +50,10 @@ __all__ = [
     "PlacementReport",
     "Timings",
     "aot_check_report",
-    "compiled_memory_report",
     "compiles_report",
     "diff_loaded",
-    "diff_report",
     "fusions_report",
     "inspect_report",
-    "loaded_memory_report",
     "memory_report",
     "params_report",
     "passes_report",
@@ -247,8 +230,7 @@ def fusions_report(loaded: Loaded) -> FusionsReport:
     from hloscope.analyses.fusions import analyze_fusions, inner_jits, summarize_fusions
 
     lowered = lowered_frames(loaded)
-    if loaded.source.stage != OPTIMIZED:
-        loaded = optimized(loaded)
+    loaded = loaded.optimized()
     analysis = analyze_fusions(loaded.module, source_root=os.getcwd(), lowered=lowered)
     notes = loaded.notes
     lowering = loaded.lowering
@@ -268,7 +250,7 @@ def fusions_report(loaded: Loaded) -> FusionsReport:
         module=loaded.module.name,
         analysis=analysis,
         summary=summarize_fusions(analysis),
-        line_texts=_line_texts(line.source for line in analysis.lines),
+        line_texts=line_texts(line.source for line in analysis.lines),
         timings=Timings(
             load_seconds=loaded.load_seconds,
             lower_seconds=lowering.lower_seconds if lowering is not None else None,
@@ -276,18 +258,6 @@ def fusions_report(loaded: Loaded) -> FusionsReport:
         ),
         notes=notes,
     )
-
-
-def _line_texts(sources: Iterable[str]) -> Mapping[str, str]:
-    texts: dict[str, str] = {}
-    for source in sources:
-        file, _, line = source.rpartition(":")
-        if not line.isdigit() or not os.path.isfile(file):
-            continue
-        text = linecache.getline(file, int(line)).strip()
-        if text:
-            texts[source] = text
-    return MappingProxyType(texts)
 
 
 # --------------------------------------------------------------------------- diff
@@ -313,12 +283,6 @@ class DiffReport:
     @property
     def same(self) -> bool:
         return self.diff.verdict == "same"
-
-
-def diff_report(target_a: str, target_b: str, options: LoadOptions | None = None) -> DiffReport:
-    """Load both targets with the same options (each taking those that apply to it) and
-    diff them."""
-    return diff_loaded(*load_diff_sides(target_a, target_b, options))
 
 
 def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
@@ -485,29 +449,13 @@ class PassesReport:
     notes: tuple[str, ...]
 
 
-def passes_report(
-    target: str,
-    options: LoadOptions | None = None,
-    find: str | None = None,
-    diff: str | None = None,
-) -> PassesReport:
-    """Read (or make, compiling here) the per-pass files of `target` and build the
-    `passes` report."""
-    from hloscope.sources.passes import pass_dumps
-
-    with pass_dumps(target, options) as dumped:
-        return passes_from_dumps(dumped, find, diff)
-
-
-def _census_of(path: Path | None, pattern: str | None) -> Census | None:
+def _census_of(text: str | None, pattern: str | None) -> Census | None:
     from hloscope.analyses.passes import census
 
-    if path is None or path.suffix != ".txt":
-        return None
-    return census(dumps.read_pass_text(path), pattern)
+    return None if text is None else census(text, pattern)
 
 
-def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
+def _pass_censuses(dumped: PassDumps, pattern: str | None) -> list[Census]:
     """Each file's census; a file identical to the one before it (XLA dumps each
     pipeline's start, often unchanged) is not counted again. A pattern spelled like an
     op kind is first counted by kind, and searched as text only when no module holds
@@ -516,19 +464,18 @@ def _pass_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
     from hloscope.analyses.passes import looks_like_op_kind
 
     by_kind = pattern is not None and looks_like_op_kind(pattern)
-    censuses = _read_censuses(paths, None if by_kind else pattern)
+    censuses = _read_censuses(dumped, None if by_kind else pattern)
     if by_kind and not any(pattern in counted.kinds for counted in censuses):
-        censuses = _read_censuses(paths, pattern)
+        censuses = _read_censuses(dumped, pattern)
     return censuses
 
 
-def _read_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
+def _read_censuses(dumped: PassDumps, pattern: str | None) -> list[Census]:
     from hloscope.analyses.passes import census
 
     censuses: list[Census] = []
     previous_text: str | None = None
-    for path in paths:
-        text = dumps.read_pass_text(path)
+    for text in dumped.pass_texts():
         if text == previous_text:
             censuses.append(censuses[-1])
         else:
@@ -537,10 +484,12 @@ def _read_censuses(paths: list[Path], pattern: str | None) -> list[Census]:
     return censuses
 
 
-def passes_from_dumps(
+def passes_report(
     dumped: PassDumps, find: str | None = None, diff: str | None = None
 ) -> PassesReport:
-    """The `passes` report of per-pass files in hand (while they exist)."""
+    """The `passes` report of per-pass files in hand (while they exist): with `find`,
+    where the pattern changes; with `diff` (a pass's index or name), that pass's
+    structural diff."""
     from hloscope.analyses.passes import PassName, find_in_passes, pass_table
 
     start = time.perf_counter()
@@ -548,9 +497,9 @@ def passes_from_dumps(
     names = tuple(
         PassName(f.step, f.pipeline, f.after, f.before, f.path.name) for f in dumped.files
     )
-    censuses = _pass_censuses([f.path for f in dumped.files], pattern)
-    input_census = _census_of(dumped.module.before, pattern)
-    output_census = _census_of(dumped.module.after, None)
+    censuses = _pass_censuses(dumped, pattern)
+    input_census = _census_of(dumped.stage_text(dumped.module.before), pattern)
+    output_census = _census_of(dumped.stage_text(dumped.module.after), None)
     table = pass_table(names, censuses, input_census, output_census)
     found = find_in_passes(pattern, names, censuses, input_census) if pattern else None
     scan_seconds = time.perf_counter() - start
@@ -615,8 +564,7 @@ def pass_sides(dumped: PassDumps, table: PassTable, index: int) -> tuple[Loaded,
     """The module before the pass at `index` and the module after it, parsed in full
     (unlike the listing)."""
     step = table.steps[index]
-    before_path = dumped.module_before(index)
-    if before_path is None:
+    if dumped.module_before(index) is None:
         raise HloscopeError(
             f"the module before the first pass ({step.pass_name}) was not dumped "
             "(no before_optimizations file)",
@@ -627,9 +575,7 @@ def pass_sides(dumped: PassDumps, table: PassTable, index: int) -> tuple[Loaded,
         if index == 0
         else f"#{index - 1} {_pass_label(table.steps[index - 1])}"
     )
-    before = load_data(dumps.read_file(before_path), before_label)
-    after = load_data(dumps.read_file(dumped.files[index].path), f"#{index} {_pass_label(step)}")
-    return before, after
+    return dumped.sides(index, before_label, f"#{index} {_pass_label(step)}")
 
 
 def pass_diff(dumped: PassDumps, table: PassTable, index: int) -> DiffReport:
@@ -662,121 +608,22 @@ class MemoryReport:
     notes: tuple[str, ...]
 
 
-def memory_report(
-    target: str, options: LoadOptions | None = None, call: Call | None = None
-) -> MemoryReport:
-    """Build the `memory` report: read the buffer assignment XLA dumped in a dump
-    folder, or compile the target (an entrypoint, a before-optimization dump) with
-    XLA dumping it into a temporary folder."""
-    from hloscope.sources.xla_buffers import DUMP_FLAGS_HINT
-
-    options = options or LoadOptions()
-    path = Path(target)
-    if call is None and path.is_dir():
-        folder = dumps.list_folder(path)
-        picked, _ = folder.pick(options.module)
-        files = dumps.memory_files(path, key=picked.key)
-        if files is not None:
-            loaded = load(target, dataclasses.replace(options, optimized=True))
-            return _memory_from_files(loaded, files, dumped=True)
-        if picked.after is not None or folder.kind in ("xla-dump", "mixed"):
-            raise HloscopeError(
-                f"no buffer assignment of {picked.key} here ({DUMP_FLAGS_HINT})",
-                where=display_path(path),
-            )
-    return compiled_memory_report(lambda dump_options: load(target, dump_options, call), options)
-
-
-def compiled_memory_report(
-    load_with: Callable[[LoadOptions], Loaded], options: LoadOptions | None = None
-) -> MemoryReport:
-    """Build the `memory` report of what `load_with` loads (with the options given,
-    compiling), XLA dumping its buffer assignment into a temporary folder."""
-    from hloscope.sources.xla_buffers import DUMP_FLAGS_HINT
-
-    options = options or LoadOptions()
-    with tempfile.TemporaryDirectory(prefix="hloscope-memory-") as folder_name:
-        dump_options = dataclasses.replace(
-            options,
-            optimized=True,
-            compile_dumps=True,
-            compiler_options=(*options.compiler_options, ("xla_dump_to", folder_name)),
-        )
-        loaded = load_with(dump_options)
-        if loaded.compilation is None:
-            raise HloscopeError(
-                "this is an optimized module, which hloscope cannot compile again to get "
-                f"its buffer assignment: give the dump folder XLA wrote ({DUMP_FLAGS_HINT}), "
-                "or the module before optimization",
-                where=loaded.label,
-            )
-        files = dumps.memory_files(Path(folder_name), name=loaded.module.name)
-        if files is None:
-            raise HloscopeError(
-                "XLA wrote no buffer assignment while compiling it for the local backend",
-                where=loaded.label,
-            )
-        return _memory_from_files(loaded, files, dumped=False)
-
-
-def loaded_memory_report(loaded: Loaded) -> MemoryReport:
-    """The `memory` report of a target already loaded (the browser's Memory tab): the
-    files of the dump folder its optimized module was read from, or else the target
-    compiled again with XLA dumping its buffer assignment."""
-    source = loaded.source
-    if (
-        source.kind == "dump"
-        and source.folder_module is not None
-        and source.stage == OPTIMIZED
-        and loaded.compilation is None
-    ):
-        files = dumps.memory_files(Path(source.target), key=source.folder_module)
-        if files is not None:
-            return _memory_from_files(loaded, files, dumped=True)
-    if loaded.lowering is not None and loaded.lowering.handle is not None:
-        lowered = dataclasses.replace(loaded, source=dataclasses.replace(source, stage=LOWERED))
-        return compiled_memory_report(
-            lambda options: optimized(dataclasses.replace(lowered, options=options)),
-            loaded.options,
-        )
-    options = dataclasses.replace(loaded.options, module=source.folder_module)
-    return memory_report(source.target, options)
-
-
-def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> MemoryReport:
+def memory_report(buffers: BufferDumps) -> MemoryReport:
+    """Build the `memory` report of XLA's buffer assignment and live ranges of an
+    optimized module (`hloscope.sources.memory`)."""
     from hloscope.analyses.memory import analyze_memory
     from hloscope.analyses.params import analyze_params
-    from hloscope.sources.xla_buffers import (
-        embedded_live_ranges,
-        parse_buffer_assignment,
-        parse_live_ranges,
-    )
 
-    assignment_label = display_path(files.buffer_assignment)
-    assignment_text = _text(files.buffer_assignment, assignment_label)
-    assignment = parse_buffer_assignment(assignment_text, assignment_label)
-    read: tuple[str, ...] = (assignment_label,)
-    if files.live_range is not None:
-        live_label = display_path(files.live_range)
-        live = parse_live_ranges(_text(files.live_range, live_label), live_label)
-        read += (live_label,)
-    elif (embedded := embedded_live_ranges(assignment_text)) is not None:
-        live = parse_live_ranges(embedded, assignment_label)  # older XLA's one file
-    else:
-        raise HloscopeError(
-            "XLA wrote the buffer assignment without its live ranges (-live-range.txt): "
-            "dump again with --xla_dump_buffer_assignment_analysis=true",
-            where=assignment_label,
-        )
+    loaded = buffers.loaded
     usage = analyze_params(loaded.module, loaded.lowering)
     paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
     compilation = loaded.compilation
     analysis = analyze_memory(
-        assignment,
-        live,
+        buffers.assignment,
+        buffers.live,
         loaded.module,
         paths,
-        compilation.memory if compilation is not None and not dumped else None,
+        compilation.memory if compilation is not None and not buffers.dumped else None,
         source_root=os.getcwd(),
         lowered=lowered_frames(loaded),
     )
@@ -785,8 +632,8 @@ def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -
         source=loaded.source,
         module=loaded.module.name,
         analysis=analysis,
-        files=read if dumped else (),
-        line_texts=_line_texts(
+        files=buffers.files,
+        line_texts=line_texts(
             s
             for b in (
                 *analysis.buffers_at_peak,
@@ -796,10 +643,3 @@ def _memory_from_files(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -
         ),
         notes=notes,
     )
-
-
-def _text(path: Path, label: str) -> str:
-    text = dumps.decode_text(dumps.read_file(path))
-    if text is None:
-        raise HloscopeError("not a text file", where=label)
-    return text

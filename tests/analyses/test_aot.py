@@ -19,7 +19,7 @@ from hloscope.analyses.aot import (
 )
 from hloscope.ir import parse
 from hloscope.sources import loader
-from hloscope.sources.stages import AotEntry, AotRuns, PathRun, ResultLeaf
+from hloscope.stages import AotEntry, AotRuns, PathRun, ResultLeaf
 
 
 def check(target: str, factory: str, aot: str | None = None) -> reports.AotReport:

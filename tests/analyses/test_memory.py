@@ -13,6 +13,7 @@ import pytest
 from conftest import SAMPLES, line_of
 from hloscope import reports
 from hloscope.sources.loader import LoadOptions
+from hloscope.sources.memory import loaded_memory_dumps, memory_dumps
 
 SAMPLE = SAMPLES / "memory_peak.py"
 OPTIONS = LoadOptions(args_factory="samples/memory_peak.py:example_args")
@@ -28,7 +29,7 @@ def _sample_module():
 
 @pytest.fixture(scope="module")
 def report() -> reports.MemoryReport:
-    return reports.memory_report("samples/memory_peak.py:rank_scores", OPTIONS)
+    return reports.memory_report(memory_dumps("samples/memory_peak.py:rank_scores", OPTIONS))
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +109,8 @@ def test_a_donated_buffer_reused_at_the_peak_is_an_alias():
 
     x = jax.ShapeDtypeStruct((512, 128), jnp.float32)
     jitted = jax.jit(f, donate_argnums=(1,))
-    report = reports.compiled_memory_report(
-        lambda options: load_object(jitted, "test:f", options, Call((x, x)))
+    report = reports.memory_report(
+        loaded_memory_dumps(load_object(jitted, "test:f", call=Call((x, x))))
     )
     analysis = report.analysis
     [donated] = analysis.donated
@@ -125,8 +126,8 @@ def test_a_donated_buffer_reused_at_the_peak_is_an_alias():
 
 def test_buffers_per_memory_space(report):
     from hloscope.analyses.memory import analyze_memory
+    from hloscope.ir.xla_buffers import parse_buffer_assignment, parse_live_ranges
     from hloscope.sources.loader import load, optimized
-    from hloscope.sources.xla_buffers import parse_buffer_assignment, parse_live_ranges
 
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "xla_memory"
     [assignment_file] = fixture.glob("*-buffer-assignment.txt")
@@ -182,8 +183,8 @@ def test_a_long_schedule_is_bucketed_and_keeps_its_highest_point():
         return x, jnp.concatenate(outs)
 
     x = jax.ShapeDtypeStruct((64, 64), jnp.float32)
-    analysis = reports.compiled_memory_report(
-        lambda options: load_object(many, "test:many", options, Call((x,)))
+    analysis = reports.memory_report(
+        loaded_memory_dumps(load_object(many, "test:many", call=Call((x,))))
     ).analysis
     assert analysis.schedule_length > PROFILE_POINTS
     assert analysis.profile_bucket > 1 and len(analysis.profile) <= PROFILE_POINTS

@@ -12,6 +12,18 @@ from hloscope import reports
 from hloscope.analyses.passes import census, find_in_passes
 from hloscope.errors import HloscopeError
 from hloscope.sources import dumps, loader
+from hloscope.sources.passes import pass_dumps
+
+
+def passes_of(
+    target: str,
+    options: loader.LoadOptions | None = None,
+    find: str | None = None,
+    diff: str | None = None,
+) -> reports.PassesReport:
+    with pass_dumps(target, options) as dumped:
+        return reports.passes_report(dumped, find, diff)
+
 
 PASS_FILE = re.compile(r"^module_\d+\..+?\.(\d{4})\..+\.txt$")
 
@@ -110,7 +122,7 @@ def test_the_listing_matches_the_files(compute_on_dump: Path) -> None:
     folder = dumps.list_folder(compute_on_dump)
     (module,) = [m for m in folder.modules if m.passes]
     assert [f.path for f in module.passes] == pass_files(compute_on_dump)
-    report = reports.passes_report(str(compute_on_dump))
+    report = passes_of(str(compute_on_dump))
     assert report.files == tuple(p.name for p in pass_files(compute_on_dump))
     for step, path in zip(report.table.steps, pass_files(compute_on_dump), strict=True):
         assert f".after_{step.pass_name}" in path.name
@@ -123,7 +135,7 @@ def test_the_listing_matches_the_files(compute_on_dump: Path) -> None:
 
 
 def test_find_names_the_pass_that_fuses_the_host_ops(compute_on_dump: Path) -> None:
-    report = reports.passes_report(str(compute_on_dump), find="_xla_compute_type")
+    report = passes_of(str(compute_on_dump), find="_xla_compute_type")
     found = report.find
     assert found is not None and found.kind == "text"
     files = pass_files(compute_on_dump)
@@ -141,7 +153,7 @@ def test_find_names_the_pass_that_fuses_the_host_ops(compute_on_dump: Path) -> N
 
 
 def test_find_names_where_the_partitioner_inserts_the_all_reduce(sharded_dump: Path) -> None:
-    report = reports.passes_report(str(sharded_dump), find="all-reduce")
+    report = passes_of(str(sharded_dump), find="all-reduce")
     found = report.find
     assert found is not None and found.kind == "op"
     files = pass_files(sharded_dump)
@@ -153,7 +165,7 @@ def test_find_names_where_the_partitioner_inserts_the_all_reduce(sharded_dump: P
 
 
 def test_fusions_appear_where_the_files_say(fusions_dump: Path) -> None:
-    report = reports.passes_report(str(fusions_dump), find="fusion")
+    report = passes_of(str(fusions_dump), find="fusion")
     files = pass_files(fusions_dump)
     counts = [len(re.findall(r" fusion\(", p.read_text())) for p in files]
     assert [s.fusions for s in report.table.steps] == counts
@@ -167,18 +179,18 @@ def test_fusions_appear_where_the_files_say(fusions_dump: Path) -> None:
 
 
 def test_the_diff_of_a_pass_shows_its_change(compute_on_dump: Path) -> None:
-    report = reports.passes_report(str(compute_on_dump), diff="fusion")
+    report = passes_of(str(compute_on_dump), diff="fusion")
     assert report.diff is not None and report.diff_index is not None
     assert report.table.steps[report.diff_index].pass_name == "fusion"
     assert not report.diff.same
     assert any(g.kind == "added" and g.op.endswith("fusion") for g in report.diff.diff.groups)
-    quiet = reports.passes_report(str(compute_on_dump), diff=str(report.diff_index - 1))
+    quiet = passes_of(str(compute_on_dump), diff=str(report.diff_index - 1))
     assert quiet.diff is not None
 
 
 def test_the_entrypoint_and_its_folder_give_the_same_pipeline(compute_on_dump: Path) -> None:
-    from_folder = reports.passes_report(str(compute_on_dump), find="_xla_compute_type")
-    from_entrypoint = reports.passes_report(
+    from_folder = passes_of(str(compute_on_dump), find="_xla_compute_type")
+    from_entrypoint = passes_of(
         "samples/compute_on.py:host_inside_jit",
         loader.LoadOptions(args_factory="samples/compute_on.py:example_args"),
         find="_xla_compute_type",
@@ -194,7 +206,7 @@ def test_the_entrypoint_and_its_folder_give_the_same_pipeline(compute_on_dump: P
 
 def test_a_before_optimization_dump_is_compiled_with_pass_dumps(compute_on_dump: Path) -> None:
     (before,) = compute_on_dump.glob("*before_optimizations.txt")
-    report = reports.passes_report(str(before))
+    report = passes_of(str(before))
     assert report.table.steps and report.folder is None
     assert any(s.pass_name == "fusion" for s in report.table.steps)
 
@@ -207,7 +219,7 @@ def test_a_folder_without_per_pass_files_names_the_flag(tmp_path: Path) -> None:
     )
     loader.load("samples/compute_on.py:host_inside_jit", options)
     with pytest.raises(HloscopeError, match=re.escape("--xla_dump_hlo_pass_re=.*")):
-        reports.passes_report(str(tmp_path))
+        passes_of(str(tmp_path))
 
 
 def test_find_reports_where_a_pattern_is_gone() -> None:
@@ -265,7 +277,7 @@ def test_a_folder_of_only_per_pass_files_loads_its_last_pass(
     assert loaded.source.path is not None and loaded.source.path.endswith(
         pass_files(compute_on_dump)[-1].name
     )
-    assert reports.passes_report(str(tmp_path)).table.input_ops is None
+    assert passes_of(str(tmp_path)).table.input_ops is None
 
 
 def test_find_names_the_pass_that_strips_the_placement_annotations(tmp_path: Path) -> None:
@@ -276,7 +288,7 @@ def test_find_names_the_pass_that_strips_the_placement_annotations(tmp_path: Pat
             compiler_options=(("xla_dump_to", str(tmp_path)), ("xla_dump_hlo_pass_re", ".*")),
         ),
     )
-    report = reports.passes_report(str(tmp_path), find="annotate_device_placement")
+    report = passes_of(str(tmp_path), find="annotate_device_placement")
     found = report.find
     assert found is not None and found.kind == "custom-call"
     target = 'custom_call_target="annotate_device_placement"'

@@ -17,6 +17,7 @@ from hloscope import reports
 from hloscope.analyses.fusions import analyze_fusions
 from hloscope.ir.locations import is_user_file
 from hloscope.sources import loader
+from hloscope.sources.memory import memory_dumps
 
 MODELS = FIXTURES / "user_source_models.py"
 GPT = (f"{MODELS}:gpt_train_step", f"{MODELS}:gpt_args")
@@ -181,7 +182,7 @@ def test_user_source_is_recovered_from_the_lowered_module_where_xla_merged_names
 
 @pytest.mark.slow
 def test_buffers_at_the_peak_carry_the_users_line():
-    memory = reports.memory_report(GPT[0], loader.LoadOptions(args_factory=GPT[1]))
+    memory = reports.memory_report(memory_dumps(GPT[0], loader.LoadOptions(args_factory=GPT[1])))
     buffers = [b for b in memory.analysis.buffers_at_peak if b.kind == "temporary"]
     assert buffers
     assert all(

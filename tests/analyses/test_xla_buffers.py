@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from hloscope.errors import HloscopeError
-from hloscope.sources import dumps
-from hloscope.sources.xla_buffers import (
+from hloscope.ir.xla_buffers import (
     embedded_live_ranges,
     parse_buffer_assignment,
     parse_live_ranges,
 )
+from hloscope.sources import dumps
 
 FIXTURE = FIXTURES / "xla_memory"
 ASSIGNMENT = FIXTURE / "module_0000.jit_rank_scores.cpu_after_optimizations-buffer-assignment.txt"

@@ -38,7 +38,7 @@ ANALYSES = {
     "passes": "hloscope.analyses.passes",
     "placement": "hloscope.analyses.placement",
     "pass files": "hloscope.sources.passes",
-    "buffer assignments": "hloscope.sources.xla_buffers",
+    "buffer assignments": "hloscope.ir.xla_buffers",
 }
 TEXT = ("rich", "hloscope.render.text.common")
 RENDERERS = {

@@ -38,7 +38,7 @@ from hloscope.analyses.fusions import (
     op_user_source,
 )
 from hloscope.ir.model import Module, Op
-from hloscope.sources.xla_buffers import Allocation, AssignedValue, BufferAssignment, LiveRanges
+from hloscope.ir.xla_buffers import Allocation, AssignedValue, BufferAssignment, LiveRanges
 
 BufferKind = Literal["parameter", "alias", "output", "temporary", "constant", "thread-local"]
 """Whose memory a buffer is (see the module's docstring)."""

@@ -55,7 +55,7 @@ from hloscope.ir.model import (
     symbol_references,
     type_bytes,
 )
-from hloscope.sources.stages import ArgumentLeaf, Lowering, StaticArgument
+from hloscope.stages import ArgumentLeaf, Lowering, StaticArgument
 
 Status = Literal["used", "unused", "pruned"]
 """Whether an argument reached the program and contributes to its results."""

@@ -33,8 +33,7 @@ if TYPE_CHECKING:
         PassesReport,
         PlacementReport,
     )
-    from hloscope.sources.loader import Source
-    from hloscope.sources.stages import RecordedCompile
+    from hloscope.stages import RecordedCompile, Source
 
 SCHEMA_VERSION = 1
 

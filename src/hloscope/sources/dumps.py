@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Final, Literal
 
 from hloscope.errors import HloscopeError, display_path
+from hloscope.stages import DumpFormat
 
 BYTECODE_MAGIC = b"ML\xefR"
 
-DumpFormat = Literal["mlir-bytecode", "mlir-text", "hlo-text", "hlo-proto", "jax-exported"]
-"""What a dump holds."""
 Sniffed = DumpFormat | Literal["unknown-text", "unknown-binary"]
 """What a dump looks like it holds, from its first bytes and lines."""
 

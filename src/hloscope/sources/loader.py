@@ -16,18 +16,20 @@ is a `HloscopeError` naming the input.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+import tempfile
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
 from hloscope.ir.model import Module, int_attribute
-from hloscope.ir.parsed import ParsedFormat, ParsedModule
+from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
-from hloscope.sources.dumps import DumpFormat
 from hloscope.sources.entrypoint import import_target
 from hloscope.sources.target import (
     DumpTarget,
@@ -35,25 +37,23 @@ from hloscope.sources.target import (
     parse_arg_spec,
     parse_target,
 )
+from hloscope.stages import (
+    LOWERED,
+    OPTIMIZED,
+    DumpFormat,
+    Source,
+    SourceFormat,
+    Stage,
+)
 
 if TYPE_CHECKING:
-    from hloscope.sources.stages import (
+    from hloscope.stages import (
         AotRuns,
         Compilation,
         CompiledModule,
         CompilerOptions,
         Lowering,
     )
-
-Stage = Literal["lowered", "optimized"]
-"""Before XLA's optimizations (what JAX hands XLA) or after them."""
-LOWERED: Final = "lowered"
-OPTIMIZED: Final = "optimized"
-
-SourceKind = Literal["entrypoint", "dump"]
-"""A Python entrypoint (or object in hand) or a dumped module."""
-SourceFormat = DumpFormat | Literal["entrypoint", "python-object"]
-"""What was read to get the module."""
 
 PYTHON_OBJECT: Final = "python-object"
 """`Source.format` of a Python object given in hand (the Python API)."""
@@ -105,27 +105,14 @@ class LoadOptions:
     (`ParsedModule.model`), not while loading: the browser prints a module first."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """Where the module came from."""
+class Program(Protocol):
+    """What XLA is given for a loaded target (an entrypoint's lowering, a dump's module
+    before optimizations), kept so that the target can be compiled again with other
+    `compiler_options`, as `jax.stages.Lowered.compile` can."""
 
-    target: str
-    """The target as the user gave it."""
-    kind: SourceKind
-    """`entrypoint` or `dump`."""
-    format: SourceFormat
-    """What was read: `entrypoint`, `mlir-text`, `mlir-bytecode`, `hlo-text`,
-    `hlo-proto`, `jax-exported`."""
-    ir: ParsedFormat
-    """What the model was built from: `stablehlo`, `mlir`, `vhlo`, `hlo`, `hlo-native`."""
-    stage: Stage
-    """`lowered` (before XLA's optimizations) or `optimized`."""
-    path: str | None
-    """The file read, for dumps."""
-    folder_module: str | None = None
-    """The module picked in a dump folder."""
-    folder_modules: tuple[str, ...] = ()
-    """Every module of the dump folder."""
+    def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
+        """Compile it for the local backend with `compiler_options`."""
+        ...
 
 
 @dataclasses.dataclass(eq=False)
@@ -141,6 +128,8 @@ class Loaded:
     load_seconds: float
     notes: tuple[str, ...] = ()
     options: LoadOptions = dataclasses.field(default_factory=LoadOptions)
+    program: Program | None = dataclasses.field(default=None, repr=False)
+    """What can be compiled (again): None for an optimized module read as it is."""
 
     @property
     def module(self) -> Module:
@@ -149,6 +138,110 @@ class Loaded:
     @property
     def label(self) -> str:
         return self.source.target
+
+    def optimized(self) -> Loaded:
+        """The same target's optimized module: this one when it is, else compiled
+        here with the load options' `compiler_options`."""
+        if self.source.stage == OPTIMIZED:
+            return self
+        return self.compiled()
+
+    def compiled(self, compiler_options: CompilerOptions = ()) -> Loaded:
+        """The optimized module compiled here (again, when this is it already), with the
+        load options' `compiler_options` and then `compiler_options`."""
+        if self.program is None:
+            raise HloscopeError(
+                "this is an optimized module, read as it is: there is nothing to compile",
+                where=self.label,
+            )
+        start = time.perf_counter()
+        options = dataclasses.replace(
+            self.options,
+            optimized=True,
+            compiler_options=(*self.options.compiler_options, *compiler_options),
+        )
+        compilation = self.program.compile(self.label, options.compiler_options)
+        parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, self.label)
+        return Loaded(
+            source=dataclasses.replace(self.source, ir=parsed.format, stage=OPTIMIZED),
+            parsed=parsed,
+            lowering=self.lowering,
+            compilation=compilation,
+            load_seconds=self.load_seconds + time.perf_counter() - start,
+            notes=self.notes + parsed.notes,
+            options=options,
+            program=self.program,
+        )
+
+    @contextlib.contextmanager
+    def compiled_with_dumps(
+        self, compiler_options: CompilerOptions, refusal: str
+    ) -> Iterator[XlaDump]:
+        """Compile the target here with XLA dumping into a temporary folder (with
+        `compiler_options`: which files to write) and hand over what it wrote; the
+        folder is removed when the `with` block ends. `refusal` says why an optimized
+        module read as it is (nothing to compile) cannot give what was wanted."""
+        if self.program is None:
+            raise HloscopeError(refusal, where=self.label)
+        with tempfile.TemporaryDirectory(prefix="hloscope-xla-") as folder:
+            compiled = self.compiled((("xla_dump_to", folder), *compiler_options))
+            yield XlaDump(Path(folder), compiled)
+
+
+@dataclasses.dataclass(frozen=True)
+class XlaDump:
+    """What XLA wrote while compiling a loaded target here (`Loaded.compiled_with_dumps`)."""
+
+    folder: Path
+    """The dump folder (temporary: gone after the `with` block)."""
+    compiled: Loaded
+    """The optimized module XLA made."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _LoweringProgram:
+    """An entrypoint's (or an object's) lowering: compiled through JAX."""
+
+    lowering: Lowering
+
+    def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
+        from hloscope.sources.jax.compile import compile_lowering
+
+        return compile_lowering(self.lowering, label, compiler_options)
+
+
+@dataclasses.dataclass(eq=False)
+class _ModuleProgram:
+    """A dump's module before optimizations, compiled as MLIR. The parsed module is
+    turned into bytecode at the first compile and then let go."""
+
+    parsed: ParsedModule | None
+    bytecode: bytes = b""
+    partitions: int = 1
+    replicas: int = 1
+
+    def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
+        if self.parsed is not None:
+            bytecode = self.parsed.bytecode()
+            if bytecode is None:
+                raise HloscopeError(
+                    "cannot compile this module: it is shown as XLA's HLO because its MLIR "
+                    "form does not verify",
+                    where=label,
+                )
+            attributes = self.parsed.model.attributes
+            partitions = int_attribute(attributes.get("mhlo.num_partitions"))
+            replicas = int_attribute(attributes.get("mhlo.num_replicas"))
+            # A module that does not say is one partition and one replica.
+            self.bytecode = bytecode
+            self.partitions = 1 if partitions is None else partitions
+            self.replicas = 1 if replicas is None else replicas
+            self.parsed = None
+        from hloscope.sources.jax.compile import compile_module
+
+        return compile_module(
+            self.bytecode, label, self.partitions, self.replicas, compiler_options
+        )
 
 
 def loading_step(target: str) -> str:
@@ -251,27 +344,7 @@ def _refuse_target_options(options: LoadOptions, what: str) -> None:
 
 def optimized(loaded: Loaded) -> Loaded:
     """The same target's optimized module (compiling it here when needed)."""
-    if loaded.source.stage == OPTIMIZED:
-        return loaded
-    start = time.perf_counter()
-    options = dataclasses.replace(loaded.options, optimized=True)
-    if loaded.lowering is not None and loaded.lowering.handle is not None:
-        from hloscope.sources.jax.compile import compile_lowering
-
-        compilation = compile_lowering(loaded.lowering, loaded.label, options.compiler_options)
-    else:
-        compilation = _compile_dump(loaded.parsed, loaded.label, options.compiler_options)
-    parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, loaded.label)
-    source = dataclasses.replace(loaded.source, ir=parsed.format, stage=OPTIMIZED)
-    return Loaded(
-        source=source,
-        parsed=parsed,
-        lowering=loaded.lowering,
-        compilation=compilation,
-        load_seconds=loaded.load_seconds + time.perf_counter() - start,
-        notes=loaded.notes + parsed.notes,
-        options=options,
-    )
+    return loaded.optimized()
 
 
 # --------------------------------------------------------------------------- diffs
@@ -386,7 +459,6 @@ def _lower_entrypoint(
 ) -> Loaded:
     """Lower (and, when asked or needed, compile) what an entrypoint or an object in
     hand names, and parse the module."""
-    from hloscope.sources.jax.compile import compile_lowering
     from hloscope.sources.jax.lower import lower
 
     lowering = lower(
@@ -398,9 +470,10 @@ def _lower_entrypoint(
         arguments_hint=_hint(call),
     )
     notes = entrypoint.notes + lowering.notes
+    program = _LoweringProgram(lowering)
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
-        compilation = compile_lowering(lowering, label, options.compiler_options)
+        compilation = program.compile(label, options.compiler_options)
         parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
         stage = OPTIMIZED
     else:
@@ -417,7 +490,9 @@ def _lower_entrypoint(
         stage=stage,
         path=None,
     )
-    return Loaded(source, parsed, lowering, compilation, 0.0, notes + parsed.notes, options)
+    return Loaded(
+        source, parsed, lowering, compilation, 0.0, notes + parsed.notes, options, program
+    )
 
 
 # --------------------------------------------------------------------------- aot-check
@@ -631,14 +706,15 @@ def _load_dump_data(
     fmt, parsed, lowering = _parse_dump(data, label, options.defer_model)
     stage = stage_hint or _stage_of(parsed, data, file_name)
     compilation = None
-    if options.optimized and stage != OPTIMIZED:
+    program = None if stage == OPTIMIZED else _ModuleProgram(parsed)
+    if program is not None and options.optimized:
         if not options.compile_dumps:
             raise HloscopeError(
                 "this is a module before XLA's optimizations, and this view reads the "
                 "optimized one: add --compile to compile it for the local backend",
                 where=label,
             )
-        compilation = _compile_dump(parsed, label, options.compiler_options)
+        compilation = program.compile(label, options.compiler_options)
         parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
         stage = OPTIMIZED
     source = Source(
@@ -652,7 +728,7 @@ def _load_dump_data(
         folder_modules=folder_modules,
     )
     all_notes = notes + (lowering.notes if lowering else ()) + parsed.notes
-    return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options)
+    return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options, program)
 
 
 def _parse_dump(
@@ -734,28 +810,3 @@ def _stage_of(parsed: ParsedModule, data: bytes, file_name: str) -> Stage:
         if any(op.name in ("mhlo.fusion", "hlo.fusion") for op in parsed.model.ops):
             return OPTIMIZED
     return LOWERED
-
-
-def _compile_dump(
-    parsed: ParsedModule, label: str, compiler_options: CompilerOptions = ()
-) -> Compilation:
-    bytecode = parsed.bytecode()
-    if bytecode is None:
-        raise HloscopeError(
-            "cannot compile this module: it is shown as XLA's HLO because its MLIR form "
-            "does not verify",
-            where=label,
-        )
-    from hloscope.sources.jax.compile import compile_module
-
-    attributes = parsed.model.attributes
-    partitions = int_attribute(attributes.get("mhlo.num_partitions"))
-    replicas = int_attribute(attributes.get("mhlo.num_replicas"))
-    # A module that does not say is one partition and one replica.
-    return compile_module(
-        bytecode,
-        label,
-        1 if partitions is None else partitions,
-        1 if replicas is None else replicas,
-        compiler_options,
-    )

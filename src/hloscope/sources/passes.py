@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.sources import dumps
 from hloscope.sources.dumps import PASS_DUMP_FLAG, DumpModule, PassFile
-from hloscope.sources.loader import Loaded, LoadOptions, load
+from hloscope.sources.loader import Loaded, LoadOptions, load, load_data
 from hloscope.sources.target import DumpTarget, parse_target
 
 
@@ -53,6 +52,28 @@ class PassDumps:
             return self.files[index - 1].path
         return self.module.before
 
+    def pass_texts(self) -> Iterator[str]:
+        """Each per-pass file's text, in pipeline order, read as it is asked for."""
+        for file in self.files:
+            yield dumps.read_pass_text(file.path)
+
+    def stage_text(self, path: Path | None) -> str | None:
+        """The text of the module before or after optimizations (`module.before`,
+        `module.after`) when it was dumped as text."""
+        if path is None or path.suffix != ".txt":
+            return None
+        return dumps.read_pass_text(path)
+
+    def sides(self, index: int, before_label: str, after_label: str) -> tuple[Loaded, Loaded]:
+        """The module before the pass at `index` and the module after it, parsed in
+        full (unlike the listing); the first pass needs the module before
+        optimizations dumped (`module_before`)."""
+        before_path = self.module_before(index)
+        assert before_path is not None
+        before = load_data(dumps.read_file(before_path), before_label)
+        after = load_data(dumps.read_file(self.files[index].path), after_label)
+        return before, after
+
 
 def _no_pass_files(where: str) -> HloscopeError:
     return HloscopeError(
@@ -81,6 +102,10 @@ def _pick(folder: dumps.DumpFolder, wanted: str | None) -> tuple[DumpModule, str
     )
 
 
+PASS_COMPILER_OPTIONS = (("xla_dump_hlo_pass_re", ".*"),)
+"""What makes XLA write the module after every pass (with `xla_dump_to`)."""
+
+
 @contextlib.contextmanager
 def pass_dumps(target: str, options: LoadOptions | None = None) -> Iterator[PassDumps]:
     """The per-pass files of `target`: a dump folder's, or those of compiling an
@@ -91,43 +116,46 @@ def pass_dumps(target: str, options: LoadOptions | None = None) -> Iterator[Pass
     if isinstance(parsed, DumpTarget) and parsed.path.is_dir():
         if options.args or options.args_factory:
             raise HloscopeError("--arg and --args give example arguments to entrypoints, not dumps")
-        folder = dumps.list_folder(parsed.path)
-        module, note = _pick(folder, options.module)
-        yield PassDumps(target, parsed.path, module, None, (note,) if note else ())
+        yield folder_pass_dumps(target, parsed.path, options.module)
         return
-    with compiled_pass_dumps(target, lambda given: load(target, given), options) as dumped:
+    # Only compiled: the module before optimizations is not built into the model.
+    loaded = load(target, dataclasses.replace(options, defer_model=True))
+    with compiled_pass_dumps(loaded) as dumped:
+        yield dumped
+
+
+def folder_pass_dumps(target: str, path: Path, module: str | None) -> PassDumps:
+    """The per-pass files a dump folder holds of the module `module` names (`--module`),
+    or of the one with the most of them."""
+    folder = dumps.list_folder(path)
+    picked, note = _pick(folder, module)
+    return PassDumps(target, path, picked, None, (note,) if note else ())
+
+
+@contextlib.contextmanager
+def loaded_pass_dumps(loaded: Loaded) -> Iterator[PassDumps]:
+    """The per-pass files of a target loaded already: its dump folder's, or those of
+    compiling it here (in a temporary folder, removed when the block ends)."""
+    source = loaded.source
+    if source.folder_modules:
+        yield folder_pass_dumps(source.target, Path(source.target), loaded.options.module)
+        return
+    with compiled_pass_dumps(loaded) as dumped:
         yield dumped
 
 
 @contextlib.contextmanager
-def compiled_pass_dumps(
-    label: str, load_with: Callable[[LoadOptions], Loaded], options: LoadOptions
-) -> Iterator[PassDumps]:
-    """The per-pass files of compiling what `load_with` loads (given the options to
-    load with: a target, an object in hand, module text), made in a temporary folder
+def compiled_pass_dumps(loaded: Loaded) -> Iterator[PassDumps]:
+    """The per-pass files of compiling a loaded target here, made in a temporary folder
     removed when the block ends."""
-    with tempfile.TemporaryDirectory(prefix="hloscope-passes-") as temporary:
-        folder_path = Path(temporary)
-        compile_options = dataclasses.replace(
-            options,
-            optimized=True,
-            compile_dumps=True,
-            compiler_options=(
-                *options.compiler_options,
-                ("xla_dump_to", temporary),
-                ("xla_dump_hlo_pass_re", ".*"),
-            ),
-        )
-        loaded = load_with(compile_options)
-        if loaded.compilation is None:
-            raise HloscopeError(
-                "this module is already optimized: XLA's passes run on the module "
-                "before optimizations (give that, or the entrypoint)",
-                where=label,
-            )
-        folder = dumps.list_folder(folder_path)
+    refusal = (
+        "this module is already optimized: XLA's passes run on the module "
+        "before optimizations (give that, or the entrypoint)"
+    )
+    with loaded.compiled_with_dumps(PASS_COMPILER_OPTIONS, refusal) as dump:
+        folder = dumps.list_folder(dump.folder)
         with_passes = [m for m in folder.modules if m.passes]
         if not with_passes:
-            raise _no_pass_files(label)
+            raise _no_pass_files(loaded.label)
         module = max(with_passes, key=lambda m: len(m.passes))
-        yield PassDumps(label, folder_path, module, loaded, loaded.notes)
+        yield PassDumps(loaded.label, dump.folder, module, dump.compiled, dump.compiled.notes)

@@ -150,7 +150,7 @@ class PassesApp(WorkingApp):
                 )
                 self.dumped = self._files.enter_context(pass_dumps(self.target, self.options))
             self._report_step(f"counting the ops of {len(self.dumped.files)} passes")
-            report = reports.passes_from_dumps(self.dumped, self.find)
+            report = reports.passes_report(self.dumped, self.find)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
             fatal = self.report is None

@@ -15,7 +15,7 @@ from hloscope.analyses.aot.report import (
     ProgramSummary,
     plural,
 )
-from hloscope.sources.stages import AotEntry
+from hloscope.stages import AotEntry
 
 
 def summary(program: Program) -> ProgramSummary:

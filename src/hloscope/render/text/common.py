@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.reports import Timings
-from hloscope.sources.loader import Source
+from hloscope.stages import Source
 
 Cell = str | Text
 """A table cell, in a table of a text report or of the browser."""

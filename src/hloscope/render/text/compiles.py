@@ -16,7 +16,7 @@ from hloscope.render.text.common import (
     simple_table,
 )
 from hloscope.reports import CompilesReport
-from hloscope.sources.stages import RecordedCompile
+from hloscope.stages import RecordedCompile
 
 MAX_TIMELINE_ROWS = 200
 MAX_CAUSE_CHARS = 160

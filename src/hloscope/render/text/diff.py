@@ -14,7 +14,7 @@ from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
 from hloscope.analyses.diff import Side as DiffSide
 from hloscope.render.text.common import describe_source, header_table, notes_group, seconds
 from hloscope.reports import DiffReport
-from hloscope.sources.loader import Source
+from hloscope.stages import Source
 
 MAX_CHANGE_GROUPS = 60
 # Functions named in a group's row (every one is in --json `places`).

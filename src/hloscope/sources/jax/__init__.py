@@ -2,7 +2,7 @@
 
 Everything that needs JAX lives here, so that the rest of hloscope (the IR, the
 analyses, the renderers, the front ends) works on plain data
-(`hloscope.sources.stages`) and never imports JAX: reading a dump does not import
+(`hloscope.stages`) and never imports JAX: reading a dump does not import
 it at all, and what a JAX release changes touches only these modules. JAX's
 private APIs are read in `private` alone.
 

@@ -49,7 +49,7 @@ from hloscope.sources.jax.private import (
     private_compiled_modules,
     private_static_argnums,
 )
-from hloscope.sources.stages import (
+from hloscope.stages import (
     AotEntry,
     AotRuns,
     InputLeaf,

@@ -45,7 +45,7 @@ from jax import monitoring
 from hloscope.errors import HloscopeError, TimeLimitExceeded, describe_exception, display_path
 from hloscope.sources.jax import private
 from hloscope.sources.jax.arguments import example_value
-from hloscope.sources.stages import (
+from hloscope.stages import (
     ArgumentChange,
     ChangeKind,
     CompiledModule,

@@ -22,7 +22,7 @@ from hloscope.sources.jax.private import (
     private_device_assignment,
     private_device_list,
 )
-from hloscope.sources.stages import Compilation, CompilerOptions, Lowering
+from hloscope.stages import Compilation, CompilerOptions, Lowering
 
 
 def compile_lowering(

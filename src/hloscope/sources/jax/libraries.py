@@ -31,7 +31,7 @@ import numpy as np
 
 from hloscope.errors import one_line
 from hloscope.sources.jax.arguments import example_value, tree_paths
-from hloscope.sources.stages import ArgumentLeaf, StaticArgument
+from hloscope.stages import ArgumentLeaf, StaticArgument
 
 Library = Literal["flax", "equinox"]
 """A library that wraps JAX's jit and stages."""

@@ -55,7 +55,7 @@ from hloscope.sources.jax.private import (
     private_lowering_notes,
     private_static_argnums,
 )
-from hloscope.sources.stages import ArgumentLeaf, Lowering, LoweringKind, StaticArgument
+from hloscope.stages import ArgumentLeaf, Lowering, LoweringKind, StaticArgument
 from hloscope.units import with_article
 
 

@@ -29,7 +29,7 @@ from jax._src.lib import xla_client as _xla_client
 
 from hloscope.errors import native_stderr_captured
 from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
-from hloscope.sources.stages import ArgumentLeaf, CompiledModule
+from hloscope.stages import ArgumentLeaf, CompiledModule
 
 
 def _private_compile_args(lowered: Any) -> Mapping[str, Any]:

@@ -1,7 +1,10 @@
-"""What JAX and XLA produced for a target, as plain data (no JAX objects but an
-opaque handle), so that analyses and front ends can read it without importing JAX.
+"""What the sources produced for a target, as plain data (no JAX objects but an
+opaque handle): where a module came from (`Source`) and what JAX and XLA made of it.
+The sources build these and the analyses, reports and renderers read them, so none of
+those imports the sources (or JAX), as `jax._src.stages` sits between JAX's lowering
+and its users.
 
-`hloscope.sources.jax` builds these; named after JAX's own stages
+`hloscope.sources.jax` builds the JAX ones; named after JAX's own stages
 (`jax.stages.Lowered` -> `Compiled`).
 """
 
@@ -10,7 +13,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from hloscope.ir.parsed import ParsedFormat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,3 +287,42 @@ class RecordedRun:
     """The exception the program raised, on one line (`ValueError: ... (at f.py:3)`)."""
     modules_dropped: int = 0
     """Modules not kept, over the memory bound."""
+
+
+# --------------------------------------------------------------------------- sources
+
+DumpFormat = Literal["mlir-bytecode", "mlir-text", "hlo-text", "hlo-proto", "jax-exported"]
+"""What a dump holds."""
+
+Stage = Literal["lowered", "optimized"]
+"""Before XLA's optimizations (what JAX hands XLA) or after them."""
+LOWERED: Final = "lowered"
+OPTIMIZED: Final = "optimized"
+
+SourceKind = Literal["entrypoint", "dump"]
+"""A Python entrypoint (or object in hand) or a dumped module."""
+SourceFormat = DumpFormat | Literal["entrypoint", "python-object"]
+"""What was read to get the module."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where the module came from."""
+
+    target: str
+    """The target as the user gave it."""
+    kind: SourceKind
+    """`entrypoint` or `dump`."""
+    format: SourceFormat
+    """What was read: `entrypoint`, `mlir-text`, `mlir-bytecode`, `hlo-text`,
+    `hlo-proto`, `jax-exported`."""
+    ir: ParsedFormat
+    """What the model was built from: `stablehlo`, `mlir`, `vhlo`, `hlo`, `hlo-native`."""
+    stage: Stage
+    """`lowered` (before XLA's optimizations) or `optimized`."""
+    path: str | None
+    """The file read, for dumps."""
+    folder_module: str | None = None
+    """The module picked in a dump folder."""
+    folder_modules: tuple[str, ...] = ()
+    """Every module of the dump folder."""
