@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from hloscope import __version__, reports
-from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
-from hloscope.ir.build import gc_paused
+from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
+from hloscope.gc_pause import gc_paused
 from hloscope.render import json as json_render
 
 # The text renderers' entry points: each loads its renderer, and rich, when it prints
@@ -31,6 +31,7 @@ from hloscope.render.text import (
     render_placement,
 )
 from hloscope.sources import loader
+from hloscope.timeout import time_limit
 
 if TYPE_CHECKING:
     from rich.console import Console
