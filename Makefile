@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test check lint typecheck format bench bench-quick fuzz clean
+.PHONY: install run test check lint typecheck imports format bench bench-quick fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-check: lint typecheck test
+# Which modules may import which: the contracts in pyproject.toml ([tool.importlinter]).
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+check: lint typecheck imports test
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix src tests samples bench
