@@ -85,7 +85,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The stage direction inside the house: pyproject.toml's [tool.importlinter] contracts.
+# Which modules may import which: the contracts in pyproject.toml ([tool.importlinter]).
 imports: $(STAMP)
 	$(BIN)/lint-imports
 

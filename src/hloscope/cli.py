@@ -6,7 +6,6 @@ and exit code 2 (see `hloscope.errors`).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from hloscope import reports
-from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, time_limit
-from hloscope.ir.build import gc_paused
+from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
+from hloscope.gc_pause import gc_paused
 from hloscope.render import json as json_render
 
 # The text renderers' entry points: each loads its renderer, and rich, when it prints
@@ -32,6 +31,7 @@ from hloscope.render.text import (
     render_placement,
 )
 from hloscope.sources import loader
+from hloscope.timeout import time_limit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -646,82 +646,13 @@ def _browse_passes(target: str, options: loader.LoadOptions, find: str | None, d
         raise typer.Exit(code)
 
 
-def _coerce_without_pydantic(command: typer.core.TyperGroup) -> None:
-    """Spare typer's pydantic validators where they change nothing: importing pydantic
-    and building a validator per parameter is about 70 ms of every command's start-up.
-    typer builds a parameter's validator even when the option is not given (None);
-    here it is built when a value needs it, and a `str` value of a `str` parameter (a
-    list of them for `list[str]`) is taken as it is, which is what typer's validator
-    does with it. Any other value (a `--timeout` number) goes through typer's own
-    coercion, errors included. This reaches into typer's internals
-    (`_TyperParameter._runtime_param`, typer 0.29): where they differ, nothing is
-    changed and typer does it all itself (tests/cli/test_startup.py notices)."""
-    try:
-        from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
-    except ImportError:
-        return
-
-    @dataclasses.dataclass(frozen=True)
-    class Deferred(RuntimeParam):
-        descriptor: TypeDescriptor
-
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            plain = self.descriptor.parameter_info.parser is None
-            if plain and self.annotation is str and type(value) is str:
-                return value
-            if (
-                plain
-                and self.annotation == list[str]
-                and type(value) in (list, tuple)
-                and all(type(item) is str for item in value)
-            ):
-                return list(value)
-            real = build_runtime_param(self.descriptor)
-            return real._coerce_value(value, param=param, ctx=ctx)
-
-    def defer(param: object) -> None:
-        descriptor = getattr(param, "type_descriptor", None)
-        if (
-            isinstance(descriptor, TypeDescriptor)
-            and getattr(param, "_runtime_param", False) is None
-            and descriptor.file_annotation is None
-        ):
-            param._runtime_param = Deferred(  # type: ignore[attr-defined]
-                descriptor.parameter_info, descriptor.annotation, descriptor
-            )
-
-    def defer_help(sub: Any) -> None:
-        # Each command's help option is made (once) while parsing, not with the command.
-        get_help_option = sub.get_help_option
-
-        def get_deferred_help_option(ctx: Any) -> Any:
-            option = get_help_option(ctx)
-            defer(option)
-            return option
-
-        sub.get_help_option = get_deferred_help_option
-
-    try:
-        for sub in (command, *command.commands.values()):
-            for param in sub.params:
-                defer(param)
-            defer_help(sub)
-    except (AttributeError, TypeError):
-        # Another typer: a parameter left as it was is coerced by typer itself.
-        return
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:
-        # What `app(...)` does (typer's exception hook only matters to pretty
-        # exceptions, which are off), with typer's parameters made cheaper first.
-        command = typer.main.get_command(app)
-        if isinstance(command, typer.core.TyperGroup):
-            _coerce_without_pydantic(command)
         # Without standalone mode, typer returns the code of a `typer.Exit` raised by a
-        # command (a check's exit 1) instead of raising it.
-        returned = command.main(args=argv, prog_name="hloscope", standalone_mode=False)
+        # command (a check's exit 1) instead of raising it, and leaves usage errors to
+        # us: one line on stderr rather than click's usage block.
+        returned = app(args=argv, prog_name="hloscope", standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:

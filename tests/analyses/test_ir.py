@@ -170,7 +170,7 @@ def test_complex_constants_the_bindings_cannot_represent():
 def test_gc_paused_for_exit_keeps_what_was_built_from_the_collector_until_the_next_block() -> None:
     import gc
 
-    from hloscope.ir.build import gc_paused
+    from hloscope.gc_pause import gc_paused
 
     gc.enable()
     gc.unfreeze()

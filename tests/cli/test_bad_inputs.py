@@ -274,3 +274,30 @@ def test_an_entrypoint_that_ends_oddly(cli, command, function, message):
     assert run.code == 2
     assert run.stdout == ""
     assert message in one_error_line(run.stderr)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["inspect", "x.mlir", "--no-such-option"], "No such option: --no-such-option"),
+        (["inspect", "x.mlir", "--timeout", "soon"], "Invalid value for '--timeout'"),
+        (["no-such-command"], "No such command 'no-such-command'"),
+        (["inspect"], "Missing argument 'TARGET'"),
+    ],
+)
+def test_a_command_line_mistake_is_one_line_and_exit_2(cli, argv, message):
+    # What the console script's `main` does with typer's usage errors: one line naming
+    # the mistake, not click's usage block.
+    run = cli(*argv)
+    assert run.code == 2
+    assert run.stdout == ""
+    line = one_error_line(run.stderr)
+    assert message in line, line
+    assert line.endswith("(see hloscope --help)")
+
+
+def test_hloscope_alone_prints_the_help(cli):
+    run = cli()
+    assert run.code == 0
+    assert "Usage: hloscope" in run.stdout
+    assert run.stderr == ""

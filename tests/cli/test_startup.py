@@ -2,10 +2,10 @@
 
 Every command pays its imports before its first op, so a command loads its own
 analyses and nothing else: `reports` imports each command's analyses in the function
-that builds its report, the text renderers (and rich) load only to print text, and the
-console script spares typer's pydantic validators (`cli._coerce_without_pydantic`).
+that builds its report, and the text renderers (and rich) load only to print text.
 These tests keep that boundary: a module here that a command starts to load again
-costs every run of it.
+costs every run of it. (typer validates every parameter with pydantic, which costs
+each command about 100 ms; hloscope uses typer's public API as it is.)
 """
 
 from __future__ import annotations
@@ -14,19 +14,14 @@ import json
 import subprocess
 import sys
 
-import pytest
-import typer.main
-
 from conftest import DUMPS, ROOT
-from hloscope import cli
 
 MLIR = str((DUMPS / "mlp.stablehlo.mlir").relative_to(ROOT))
 HLO = str((DUMPS / "mlp.after_optimizations.hlo").relative_to(ROOT))
 HOST = str((DUMPS / "host_call.stablehlo.mlir").relative_to(ROOT))
 
-# What no command on a dump needs before printing: the browser, JAX, and typer's
-# pydantic validators.
-NEVER = ("textual", "jax", "pydantic", "typer._adapters")
+# What no command on a dump needs before printing: the browser and JAX.
+NEVER = ("textual", "jax")
 # Each command's analyses, and the modules only some commands read.
 ANALYSES = {
     "aot": "hloscope.analyses.aot",
@@ -107,79 +102,3 @@ def test_version_and_help_load_no_analysis():
     assert loaded == {"jax"}
     assert printed.startswith("hloscope ") and "\nbackend " in printed
     assert loaded_by("inspect", "--help")[0] == set()
-
-
-# ------------------------------------------------------------- typer without pydantic
-
-
-def parse(argv: list[str], *, deferred: bool) -> tuple[str, dict[str, object]]:
-    """The parameters typer hands the command `argv` names, with typer's own coercion
-    or with `cli._coerce_without_pydantic`'s."""
-    group = typer.main.get_command(cli.app)
-    assert isinstance(group, typer.core.TyperGroup)
-    if deferred:
-        cli._coerce_without_pydantic(group)
-    name, *rest = argv
-    parent = typer.Context(group, info_name="hloscope", **group.context_settings)
-    with parent, group.commands[name].make_context(name, rest, parent=parent) as sub:
-        return name, dict(sub.params)
-
-
-ARGVS = [
-    ["inspect", MLIR],
-    [
-        "inspect",
-        "dumps/ünï code.mlir",
-        "--arg",
-        "f32[8,128]",
-        "--arg",
-        "i32[]",
-        "--args",
-        "pkg.mod:factory",
-        "--module",
-        "0003",
-        "--compile",
-        "--json",
-        "--timeout",
-        "2.5",
-    ],
-    ["inspect", "", "--arg", "", "--module", " spaced "],
-    ["params", MLIR, "--fail-on", "unused,pruned", "--print", "--debug"],
-    ["diff", MLIR, HOST, "--arg", "f32[3]", "--timeout", "1e3"],
-    ["passes", "folder", "--find", "all-gather", "--diff", "7"],
-    ["compiles", "script.py", "--args", "a:b", "--args", "c:d", "--calls", "e:f", "--fail-on", "x"],
-    ["aot-check", "m:f", "--aot", "m:g", "--arg", "f32[2]"],
-    ["memory", "folder", "--module", "jit_f", "--timeout", "inf"],
-    ["fusions", HLO, "--compile"],
-    ["tui", MLIR, "--arg", "f32[1]"],
-]
-
-
-@pytest.mark.parametrize("argv", ARGVS, ids=lambda argv: argv[0])
-def test_deferred_coercion_hands_commands_what_typer_does(argv):
-    expected = parse(argv, deferred=False)
-    got = parse(argv, deferred=True)
-    assert got == expected
-    for key, value in expected[1].items():
-        assert type(got[1][key]) is type(value), key
-
-
-@pytest.mark.parametrize("value", ["abc", "", "1,5"])
-def test_deferred_coercion_fails_as_typer_does(value):
-    argv = ["inspect", MLIR, "--timeout", value]
-    with pytest.raises(typer.BadParameter) as expected:
-        parse(argv, deferred=False)
-    with pytest.raises(typer.BadParameter) as got:
-        parse(argv, deferred=True)
-    assert got.value.format_message() == expected.value.format_message()
-
-
-def test_every_parameter_is_deferred():
-    # A typer release that renames what `_coerce_without_pydantic` reaches into
-    # leaves the parameters alone (and start-up 70 ms slower): this notices.
-    group = typer.main.get_command(cli.app)
-    assert isinstance(group, typer.core.TyperGroup)
-    cli._coerce_without_pydantic(group)
-    for command in (group, *group.commands.values()):
-        for param in command.params:
-            assert type(param._runtime_param).__name__ == "Deferred", (command.name, param.name)

@@ -117,9 +117,9 @@ def test_code_that_ignores_the_limit_is_ended(module):
 
 SLOW_EXIT = """
 import os, sys, time
-from hloscope import errors
+from hloscope import errors, timeout
 
-errors.TIME_LIMIT_GRACE_SECONDS = 0.5
+timeout.TIME_LIMIT_GRACE_SECONDS = 0.5
 real_exit = os._exit
 
 
@@ -130,7 +130,7 @@ def slow_exit(code):
 
 os._exit = slow_exit
 with errors.command_edge():
-    with errors.time_limit(0.5, "target"):
+    with timeout.time_limit(0.5, "target"):
         try:
             while True:
                 time.sleep(0.01)

@@ -17,8 +17,8 @@ from conftest import CORPUS, corpus_files, corpus_sample_step, run_cli
 def jaxlib_accepts(path: Path) -> bool:
     from jaxlib.mlir import ir
 
-    from hloscope.errors import native_stderr_captured
     from hloscope.ir.context import mlir_context
+    from hloscope.native_stderr import native_stderr_captured
 
     data = path.read_bytes()
     with native_stderr_captured():

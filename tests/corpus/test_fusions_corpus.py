@@ -31,7 +31,7 @@ def xla_fusions(path):
     refuses the file."""
     import jaxlib._hlo as hlo
 
-    from hloscope.errors import native_stderr_captured
+    from hloscope.native_stderr import native_stderr_captured
 
     with native_stderr_captured():
         try:

@@ -8,6 +8,11 @@
 - no import cycle among hloscope's modules, lazy imports and imports for type
   checking included;
 - JAX's private APIs that `sources/jax/private.py` reads still exist.
+
+`make imports` checks the third-party rules as well, with import-linter's contracts
+in pyproject.toml (which also follow an import through another hloscope module);
+import-linter knows a package by its top-level name only, so `jax._src` is checked
+here alone.
 """
 
 import ast

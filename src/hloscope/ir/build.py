@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from hloscope.gc_pause import gc_paused
 from hloscope.ir import model
 
 # Attributes longer than this are summarised: multi-megabyte constants and
@@ -28,34 +28,6 @@ MAX_DENSE_ELEMENTS = 64
 # Module attributes kept whole however long they are: analyses read every entry
 # (`analyses.params` maps each parameter to the output it aliases).
 FULL_MODULE_ATTRIBUTES = frozenset({"mhlo.input_output_alias"})
-
-
-@contextmanager
-def gc_paused(*, keep_for_exit: bool = False) -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a large object graph is built.
-
-    Building the model allocates a few objects per op, all of them kept; each
-    collection would walk the whole growing graph again (15 to 30% of the build time
-    at 100k ops, more beyond). Reference counting still frees everything else.
-
-    `keep_for_exit` (a command whose process ends after it): what was built is
-    frozen out of the collector's reach before it is re-enabled, else the first
-    collection after would walk all of it once more on the way out (0.4 s at 100k
-    ops). It is released to the collector again when the next such block starts.
-    """
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    if keep_for_exit and was_enabled:
-        gc.unfreeze()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if keep_for_exit:
-                gc.freeze()
-            gc.enable()
 
 
 def build_model(module: Any) -> model.Module:

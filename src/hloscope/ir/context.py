@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hloscope.errors import native_stderr_captured
+from hloscope.native_stderr import native_stderr_captured
 
 _lock = threading.RLock()
 _context: Any = None

@@ -12,12 +12,12 @@ import json
 import sys
 from typing import Any
 
-from hloscope.errors import native_stderr_captured
 from hloscope.ir import hlo_names, reader
 from hloscope.ir.build import read_names
 from hloscope.ir.context import make_context, xla_hlo
 from hloscope.ir.hlo import hlo_module_from_proto
 from hloscope.ir.layout import entry_computation_layout
+from hloscope.native_stderr import native_stderr_captured
 
 
 def main() -> int:

@@ -25,10 +25,10 @@ from hloscope.errors import (
     TimeLimitExceeded,
     describe_exception,
     display_path,
-    native_stderr_captured,
     one_line,
     user_frame,
 )
+from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.target import EntrypointTarget
 
 

@@ -545,15 +545,20 @@ def terminal_output() -> IO[str] | None:
 
 
 def _driver_for(output: IO[str]) -> type[Driver] | None:
-    """The platform's driver, drawing on `output`."""
+    """The platform's driver, drawing on `output`: its output methods (`Driver.write`
+    and `Driver.flush`, what the app draws through) write there, and flush at once,
+    as the driver's own writer does when it has nothing queued."""
     if sys.platform == "win32":
         return None
     from textual.drivers.linux_driver import LinuxDriver
 
     class TerminalDriver(LinuxDriver):
-        def __init__(self, app: App[Any], **kwargs: Any) -> None:
-            super().__init__(app, **kwargs)
-            self._file = output  # type: ignore[assignment]
+        def write(self, data: str) -> None:
+            output.write(data)
+            output.flush()
+
+        def flush(self) -> None:
+            output.flush()
 
     return TerminalDriver
 

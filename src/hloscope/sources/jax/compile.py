@@ -15,7 +15,8 @@ import jax.extend
 import numpy as np
 
 from hloscope.environment import xla_of_jaxlib
-from hloscope.errors import HloscopeError, native_stderr_captured, one_line
+from hloscope.errors import HloscopeError, one_line
+from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.private import (
     private_compile_options,

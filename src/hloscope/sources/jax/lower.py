@@ -20,12 +20,8 @@ from typing import Any
 
 import jax
 
-from hloscope.errors import (
-    HloscopeError,
-    describe_exception,
-    native_stderr_captured,
-    one_line,
-)
+from hloscope.errors import HloscopeError, describe_exception, one_line
+from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import (
     CLI_ARGUMENTS_HINT,

@@ -27,7 +27,7 @@ from jax._src import xla_bridge as _jax_xla_bridge
 from jax._src.interpreters import partial_eval as _jax_partial_eval
 from jax._src.lib import xla_client as _xla_client
 
-from hloscope.errors import native_stderr_captured
+from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
 from hloscope.stages import ArgumentLeaf, CompiledModule
 

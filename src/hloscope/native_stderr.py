@@ -1,0 +1,52 @@
+"""The stderr guard: native libraries' lines kept off the user's stderr.
+
+XLA and MLIR log warnings (`W1122 ... hlo_module.cc] ...`) straight to file
+descriptor 2, below Python's `sys.stderr`, which would break the "one line on
+stderr" contract. Calls into them run inside `native_stderr_captured`, which points
+descriptor 2 at a file for the block and hands back what was written there (the
+model keeps XLA's warnings as notes). Descriptor 2 is the process's: the browser
+draws on a descriptor of its own (`hloscope.tui.app.terminal_output`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+
+_capture_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def native_stderr_captured() -> Iterator[list[str]]:
+    """Redirect file descriptor 2 while native code runs; yield the lines it wrote,
+    a list filled when the block exits."""
+    lines: list[str] = []
+    try:
+        stderr_fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+    except (AttributeError, OSError, ValueError):
+        stderr_fd = 2
+    if not _capture_lock.acquire(blocking=False):
+        # Another thread is capturing already; its redirect covers us too.
+        yield lines
+        return
+    try:
+        with tempfile.TemporaryFile() as sink:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            saved = os.dup(stderr_fd)
+            os.dup2(sink.fileno(), stderr_fd)
+            try:
+                yield lines
+            finally:
+                with contextlib.suppress(Exception):
+                    sys.stderr.flush()
+                os.dup2(saved, stderr_fd)
+                os.close(saved)
+                sink.seek(0)
+                lines.extend(sink.read().decode("utf-8", "replace").splitlines())
+    finally:
+        _capture_lock.release()
