@@ -179,3 +179,21 @@ def test_shell_completion_installs_and_completes(tmp_path) -> None:
         [sys.executable, "-m", "hloscope"], capture_output=True, text=True, env=env, check=False
     )
     assert run.stdout.split() == ["inspect"], run.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command", [["placement", "--compile"], ["fusions"], ["memory"], ["passes"], ["aot-check"]]
+)
+def test_host_memory_placement_by_release(command: list[str]) -> None:
+    # The CPU XLA of jaxlib 0.8 and 0.9 compiles no host memory placement: there, one
+    # line naming the installed JAX or jaxlib (the README's known limits); on 0.10 the
+    # report.
+    run = run_cli(command[0], *sample("memory_kinds", "host_output"), *command[1:], "--json")
+    if metadata.version("jaxlib").startswith(("0.8.", "0.9.")):
+        assert run.code == 2 and run.stdout == "" and run.stderr.count("\n") == 1
+        assert "annotate_device_placement" in run.stderr
+        assert f"jaxlib {metadata.version('jaxlib')}" in run.stderr
+    else:
+        assert run.code == 0, run.stderr
+        check_contract(command[0], run.json())

@@ -54,16 +54,13 @@ def make_context() -> Any:
 def xla_hlo() -> Any:
     """jaxlib's module holding XLA's HLO bindings (`HloModule`, `hlo_module_from_text`,
     `XlaComputation`): `jaxlib._hlo` since jaxlib 0.10, `jaxlib._jax` before."""
-    import importlib
-
-    for name in ("jaxlib._hlo", "jaxlib._jax"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        if hasattr(module, "hlo_module_from_text") and hasattr(module, "HloModule"):
-            return module
-    raise ImportError("jaxlib has no HLO bindings (HloModule, hlo_module_from_text)")
+    try:
+        import jaxlib._hlo as bindings
+    except ImportError:
+        import jaxlib._jax as bindings
+    if not (hasattr(bindings, "hlo_module_from_text") and hasattr(bindings, "HloModule")):
+        raise ImportError("jaxlib has no HLO bindings (HloModule, hlo_module_from_text)")
+    return bindings
 
 
 def hlo_computations(hlo_module: Any) -> list[Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hloscope.environment import xla_of_jaxlib
+from hloscope.environment import package_version, xla_of_jaxlib
 from hloscope.errors import HloscopeError, describe_exception, one_line
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import (
@@ -63,6 +63,14 @@ from hloscope.stages import (
 INPUT_SEED = 0
 
 
+def _runtime_note(exc: Exception) -> str:
+    """` (JAX 0.9.2, jaxlib 0.9.2)` after an error JAX's runtime raised (what it runs
+    differs by release), nothing after the user's own."""
+    if type(exc).__name__ not in ("JaxRuntimeError", "XlaRuntimeError"):
+        return ""
+    return f" (JAX {jax.__version__}, jaxlib {package_version('jaxlib')})"
+
+
 def aot_runs(
     obj: Any,
     args: tuple[Any, ...],
@@ -108,7 +116,9 @@ def aot_runs(
     except HloscopeError:
         raise
     except Exception as exc:
-        raise HloscopeError(f"calling it raised {describe_exception(exc)}", where=label) from exc
+        raise HloscopeError(
+            f"calling it raised {describe_exception(exc)}{_runtime_note(exc)}", where=label
+        ) from exc
     call_seconds = time.perf_counter() - start
     call = PathRun(
         modules=tuple(call_modules),
