@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from hloscope import reports
-from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
+from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
 from hloscope.gc_pause import gc_paused
 from hloscope.render import json as json_render
 
@@ -653,6 +653,9 @@ def main(argv: list[str] | None = None) -> None:
         # command (a check's exit 1) instead of raising it, and leaves usage errors to
         # us: one line on stderr rather than click's usage block.
         returned = app(args=argv, prog_name="hloscope", standalone_mode=False)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_gone()
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
@@ -663,7 +666,10 @@ def main(argv: list[str] | None = None) -> None:
             # `hloscope` alone: the help is what the user asked for.
             sys.stdout.write(exc.format_message() + "\n")
             raise SystemExit(ExitCode.OK) from None
-        print_error(f"{exc.format_message()} (see hloscope --help)")
+        # The help of the command the mistake is in: `hloscope diff --help`.
+        context = getattr(exc, "ctx", None)
+        where = context.command_path if context is not None else "hloscope"
+        print_error(f"{exc.format_message()} (see {where} --help)")
         raise SystemExit(ExitCode.ERROR) from None
     raise SystemExit(returned if isinstance(returned, int) else ExitCode.OK)
 

@@ -18,6 +18,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 
 class ExitCode(enum.IntEnum):
@@ -113,6 +114,16 @@ def print_error(message: str) -> None:
     sys.stderr.flush()
 
 
+def reader_gone() -> NoReturn:
+    """End quietly with exit 0 when whoever reads stdout has gone (`hloscope ... | head
+    -1`), as `git log | head` does: what is still buffered goes nowhere, not into a
+    second error at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    raise SystemExit(ExitCode.OK)
+
+
 @contextlib.contextmanager
 def command_edge(debug: bool = False) -> Iterator[None]:
     """Turn any failure inside a command into one stderr line and exit code 2.
@@ -134,6 +145,8 @@ def command_edge(debug: bool = False) -> Iterator[None]:
     except KeyboardInterrupt:
         print_error("interrupted")
         raise SystemExit(ExitCode.INTERRUPTED) from None
+    except BrokenPipeError:
+        reader_gone()
     except RecursionError as exc:
         if debug:
             traceback.print_exc()

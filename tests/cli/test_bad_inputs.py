@@ -301,3 +301,37 @@ def test_hloscope_alone_prints_the_help(cli):
     assert run.code == 0
     assert "Usage: hloscope" in run.stdout
     assert run.stderr == ""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["inspect", "samples/dumps/mlp.stablehlo.mlir", "--print"],
+        ["params", "samples/dumps/mlp.stablehlo.mlir", "--json"],
+        ["diff", "samples/dumps/mlp.stablehlo.mlir", "samples/dumps/mlp.before_optimizations.hlo"],
+    ],
+)
+def test_a_reader_that_goes_away_ends_hloscope_quietly(command):
+    """`hloscope ... | head -1`: the reader closes the pipe; hloscope ends with exit 0
+    and says nothing, as `git log | head` does (the text reports exited 1, the code
+    for 'a difference was found')."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hloscope", *command],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before anything is written: the first write breaks the pipe
+    stderr = process.stderr.read()
+    assert process.wait(timeout=300) == 0
+    assert stderr == b""
+
+
+def test_a_missing_argument_points_to_the_commands_help(cli):
+    run = cli("diff", "samples/dumps/mlp.stablehlo.mlir")
+    assert run.code == 2
+    assert run.stderr.strip() == (
+        "hloscope: error: Missing argument 'B'. (see hloscope diff --help)"
+    )

@@ -17,6 +17,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.errors import reader_gone
 from hloscope.reports import Timings
 from hloscope.stages import Source
 
@@ -29,12 +30,21 @@ MAX_FUNCTIONS = 40
 MAX_NAMES_IN_CELL = 6
 
 
+class ReportConsole(Console):
+    """A console whose reader may go away (`hloscope ... --print | head -1`): then
+    hloscope ends quietly with exit 0 (rich's own answer is exit 1, which reads as
+    'a difference was found')."""
+
+    def on_broken_pipe(self) -> None:
+        reader_gone()
+
+
 def make_console(file: IO[str] | None = None) -> Console:
     """A console for stdout: the terminal's width, or 120 columns in a pipe."""
     stream = file or sys.stdout
     is_tty = hasattr(stream, "isatty") and stream.isatty()
     width = None if is_tty else max(120, shutil.get_terminal_size((120, 24)).columns)
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    return ReportConsole(file=stream, width=width, highlight=False, soft_wrap=False)
 
 
 def seconds(value: float | None) -> str:
