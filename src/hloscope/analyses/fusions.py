@@ -55,7 +55,7 @@ from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.locations import Frame, is_user_file, user_frame
-from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
+from hloscope.ir.model import Module, Op, hlo_shape, type_bytes
 
 UserSourceFrom = Literal["optimized", "lowered"]
 """Which module's frames a `user_source` was read from."""
@@ -518,7 +518,7 @@ def _running_functions(module: Module) -> list[str]:
         for op in module.function_ops(function):
             if op.name in FUSION_OPS or "calls" not in op.attributes:
                 continue
-            for callee in symbol_references(op.attributes["calls"]):
+            for callee in op.references("calls"):
                 if callee in module.functions and callee not in seen:
                     seen.add(callee)
                     running.append(callee)
@@ -530,7 +530,7 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     """The ops inside a fusion: its region, or (XLA's own form) the called
     computation."""
     if op.name.startswith("hlo."):
-        called = symbol_references(op.attributes.get("calls", ""))
+        called = op.references("calls")
         function = module.functions.get(called[0]) if called else None
         if function is None:
             return ()

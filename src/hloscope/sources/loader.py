@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
-from hloscope.ir.model import Module, int_attribute
+from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedFormat, ParsedModule
 from hloscope.sources import dumps
 from hloscope.sources.dumps import DumpFormat
@@ -712,9 +712,8 @@ def _compile_dump(
         )
     from hloscope.sources.jax.compile import compile_module
 
-    attributes = parsed.model.attributes
-    partitions = int_attribute(attributes.get("mhlo.num_partitions"))
-    replicas = int_attribute(attributes.get("mhlo.num_replicas"))
+    partitions = parsed.model.num_partitions
+    replicas = parsed.model.num_replicas
     # A module that does not say is one partition and one replica.
     return compile_module(
         bytecode,

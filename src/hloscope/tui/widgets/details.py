@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from hloscope.analyses.placement import PlacedOp
 from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure
 from hloscope.errors import display_path
-from hloscope.ir.model import Module, Op, hlo_shape, symbol_references
+from hloscope.ir.model import Module, Op, hlo_shape
 from hloscope.tui.printed import PrintedModule
 
 MAX_USERS = 50
@@ -209,7 +209,7 @@ def callees(module: Module, op: Op) -> list[str]:
         text = op.attributes.get(key)
         if text is None or "@" not in text:
             continue
-        for name in symbol_references(text):
+        for name in op.references(key):
             if name in module.functions and name not in names:
                 names.append(name)
     return names
