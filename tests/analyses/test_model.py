@@ -2,7 +2,7 @@
 
 from hloscope.ir.attributes import parse_dict_attribute, string_attribute, symbol_references
 from hloscope.ir.locations import Frame, Location, parse_location
-from hloscope.ir.model import hlo_shape, parse_type, type_bytes
+from hloscope.ir.types import hlo_shape, parse_type, type_bytes
 
 
 def test_unknown_location():

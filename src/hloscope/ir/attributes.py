@@ -319,6 +319,64 @@ def hlo_computation_names(text: str) -> tuple[str, ...]:
     return tuple(re.findall(r"%?([\w.-]+)", text))
 
 
+@functools.lru_cache(maxsize=1024)
+def mentioned_names(text: str) -> tuple[str, ...]:
+    """Every name an attribute mentions, in MLIR's `@f` or XLA's `%f` spelling (a
+    while's `condition`), and the other words of its text."""
+    return tuple(re.findall(r"@?%?([\w.-]+)", text))
+
+
+_FUSION_KIND = re.compile(r"\bk[A-Z]\w*")
+
+
+@functools.lru_cache(maxsize=256)
+def fusion_kind(text: str) -> str | None:
+    """`kLoop` from `#mhlo<fusion_kind kLoop>` or HLO's `kLoop`; None when none."""
+    match = _FUSION_KIND.search(text)
+    return match.group(0) if match else None
+
+
+_INTEGER_CONSTANT = re.compile(r"^dense<(-?\d+)>")
+
+
+def integer_constant(text: str) -> int | None:
+    """The integer of a scalar dense constant, `dense<6>`; None for anything else."""
+    match = _INTEGER_CONSTANT.match(text)
+    return int(match.group(1)) if match else None
+
+
+_I64_ARRAY = re.compile(r"array<i64(?::\s*([\d,\s]*))?>")
+
+
+@functools.lru_cache(maxsize=1024)
+def i64_array(text: str) -> tuple[int, ...] | None:
+    """The integers of a dense array attribute, `array<i64: 0, 2>`; None for any other
+    attribute."""
+    match = _I64_ARRAY.fullmatch(text)
+    if match is None:
+        return None
+    return tuple(int(d) for d in (match.group(1) or "").replace(" ", "").split(",") if d)
+
+
+_DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
+
+
+def is_default_precision(text: str) -> bool:
+    """Whether a `precision_config` says only DEFAULT (or nothing), as printers that
+    leave it out mean."""
+    return _DEFAULT_PRECISION.fullmatch(text) is not None
+
+
+_BACKEND_KIND = re.compile(r'"kind"\s*:\s*"([^"]+)"')
+
+
+def backend_kind(config: str) -> str | None:
+    """The first `"kind"` a backend config names (`{"fusion_backend_config":{"kind":
+    "__triton_gemm"}}`), None when it names none."""
+    match = _BACKEND_KIND.search(config)
+    return match.group(1) if match else None
+
+
 def symbol_references(text: str) -> list[str]:
     """Function names referenced by a printed attribute: `@f`, `[@a, @b]`, `@"x.y"`."""
     return [
@@ -516,9 +574,10 @@ def _decoded(text: str, sharding: Any) -> HloSharding:
         return HloSharding(text, "named")
     if sharding.is_manual():
         return HloSharding(text, "manual")
-    if sharding.is_unknown():
+    # Older jaxlibs (0.8, 0.9) may lack the newest predicates.
+    if getattr(sharding, "is_unknown", bool)():
         return HloSharding(text, "unknown")
-    if sharding.is_unreduced():
+    if getattr(sharding, "is_unreduced", bool)():
         return HloSharding(text, "unreduced")
     if sharding.is_replicated():
         return HloSharding(text, "replicated")

@@ -16,6 +16,7 @@ from typing import Any
 
 from hloscope.ir import model
 from hloscope.ir.attributes import split_top_level, string_attribute
+from hloscope.ir.types import parse_type
 
 # Attributes longer than this are summarised: multi-megabyte constants and
 # serialized kernels (`backend_config`) would otherwise be copied into every report.
@@ -290,7 +291,7 @@ def _attribute_text(attr: Any, dense_type: Any) -> str:
 
 
 def _type_elements(mlir_type: str) -> int:
-    types = model.parse_type(mlir_type)
+    types = parse_type(mlir_type)
     return (types[0].elements or 0) if types else 0
 
 

@@ -4,7 +4,6 @@ the module's attributes and top-level symbols, and equal changes grouped into on
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import cast
@@ -41,9 +40,10 @@ def _where(graph: Graph, node: int) -> str:
 
 
 def _fused_kind(graph: Graph, node: int) -> str:
-    text = dict(graph.attrs[node]).get("fusion_kind", "")
-    match = re.search(r"\bk[A-Z]\w*", text)
-    return match.group(0) if match else text
+    op = graph.module.ops[graph.op[node]]
+    if "fusion_kind" not in op.attributes:
+        return ""
+    return op.fusion_kind or dict(graph.attrs[node]).get("fusion_kind", "")
 
 
 def _brief(kind: str) -> str:

@@ -6,7 +6,6 @@ form in which printers agree (implied comparison types, the default precision an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import cast
 
@@ -17,8 +16,8 @@ from hloscope.ir.model import (
     Function,
     Module,
     Op,
-    TensorType,
 )
+from hloscope.ir.types import TensorType
 
 # Ops whose region is not a scope of its own for the diff: the region's arguments
 # are the op's operands and its results are what the region returns.
@@ -37,8 +36,6 @@ _IMPLIED_COMPARE_TYPES = frozenset(
 )
 
 
-_DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
-
 # Ops whose operands can be swapped without changing the result (printers do swap them).
 COMMUTATIVE_KINDS = frozenset(
     "stablehlo." + name for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
@@ -47,10 +44,10 @@ COMMUTATIVE_KINDS = frozenset(
 REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
 _REFERENCE_KEYS = frozenset(CALL_ATTRIBUTES)
 UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
-_ARRAY = re.compile(r"array<i64(?::\s*([\d,\s]*))?>")
 
 
 def _unit_reshape(
+    op: Op,
     kind: str,
     source: tuple[TensorType, ...],
     target: tuple[TensorType, ...],
@@ -70,10 +67,9 @@ def _unit_reshape(
     if kind == "stablehlo.reshape":
         return squeezed_src == squeezed_dst, attrs
     values = dict(attrs)
-    match = _ARRAY.fullmatch(values.get("broadcast_dimensions", ""))
-    if match is None:
+    dims = op.i64_array("broadcast_dimensions")
+    if dims is None:
         return False, attrs
-    dims = [int(d) for d in (match.group(1) or "").replace(" ", "").split(",") if d]
     if len(dims) != len(src.shape):
         return False, attrs
     kept = [d for d, size in zip(dims, src.shape, strict=True) if size != 1]
@@ -150,7 +146,7 @@ class Signatures:
         if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
             operand = module.arrays(op.operands[0]) if op.operands[0] >= 0 else ()
             result = module.type_arrays(types[0])
-            unit_reshape, attrs = _unit_reshape(kind, operand, result, attrs)
+            unit_reshape, attrs = _unit_reshape(op, kind, operand, result, attrs)
         named: tuple[str, ...] = ()
         if attributes and not REFERENCE_ATTRIBUTES.isdisjoint(attributes):
             # In a fixed order (the set's would vary with Python's string hashing, and
@@ -194,7 +190,7 @@ def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
             continue
         if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
             continue
-        if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
+        if name == "precision_config" and op.default_precision:
             continue  # the default, which some printers leave out
         if name in _REFERENCE_KEYS:
             continue  # in `references`: names are compared by what they name

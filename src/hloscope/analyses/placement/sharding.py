@@ -65,6 +65,7 @@ def sharding_annotations(
                     sharding=sharding.text,
                     source=None,
                     on_mesh=_on_mesh(sharding, meshes),
+                    index=argument.index,
                     words=sharding_brief(sharding),
                 )
             )
@@ -83,6 +84,7 @@ def sharding_annotations(
                     sharding=sharding.text,
                     source=None,
                     on_mesh=_on_mesh(sharding, meshes),
+                    index=result.index,
                     words=sharding_brief(sharding),
                 )
             )
