@@ -53,16 +53,26 @@ def make_context() -> Any:
 def xla_hlo() -> Any:
     """jaxlib's module holding XLA's HLO bindings (`HloModule`, `hlo_module_from_text`,
     `XlaComputation`): `jaxlib._hlo` since jaxlib 0.10, `jaxlib._jax` before."""
-    import importlib
+    # Two fixed names, imported plainly: no module name reaches an import from data.
+    try:
+        from jaxlib import _hlo
 
-    for name in ("jaxlib._hlo", "jaxlib._jax"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        if hasattr(module, "hlo_module_from_text") and hasattr(module, "HloModule"):
-            return module
+        if _has_hlo_bindings(_hlo):
+            return _hlo
+    except ImportError:
+        pass
+    try:
+        from jaxlib import _jax
+
+        if _has_hlo_bindings(_jax):
+            return _jax
+    except ImportError:
+        pass
     raise ImportError("jaxlib has no HLO bindings (HloModule, hlo_module_from_text)")
+
+
+def _has_hlo_bindings(module: Any) -> bool:
+    return hasattr(module, "hlo_module_from_text") and hasattr(module, "HloModule")
 
 
 def portable_context() -> Any:
