@@ -1,6 +1,5 @@
 """What an op's or a function's attributes say about placement: the compute type
-an op is marked with, its frontend attributes, a function's execution thread, a
-custom call's target."""
+an op is marked with, a function's execution thread."""
 
 from __future__ import annotations
 
@@ -18,16 +17,7 @@ def own_compute_type(op: Op) -> str | None:
     return entries.get("_xla_compute_type")
 
 
-def frontend_attribute(op: Op, key: str) -> str | None:
-    return op.frontend_attributes.get(key)
-
-
 def function_thread(function: Function) -> str | None:
     """A function's `execution_thread` when it is not the main one."""
     thread = function.execution_thread
     return None if thread == "main" else thread
-
-
-def custom_call_target(op: Op) -> str | None:
-    """The target of a custom call (`MoveToHost`), None for other ops."""
-    return op.custom_call_target
