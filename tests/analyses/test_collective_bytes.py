@@ -18,7 +18,7 @@ import pytest
 
 from hloscope.analyses.placement import analyze_placement
 from hloscope.ir.hlo_native import build_hlo_native_model, xla_shapes_as_mlir
-from hloscope.ir.model import hlo_shape, parse_type, type_bytes
+from hloscope.ir.types import hlo_shape, parse_type, type_bytes
 from hloscope.sources import loader
 
 TARGETS = "tests/fixtures/collective_targets.py"

@@ -4,13 +4,15 @@ device order is the mesh's, else as tiles and replication."""
 import pytest
 
 from conftest import FIXTURES
-from hloscope.analyses.params import describe_hlo_sharding
 from hloscope.analyses.placement import analyze_placement
-from hloscope.analyses.placement.report import Mesh
-from hloscope.analyses.placement.sharding import hlo_sharding_on_mesh
 from hloscope.ir import parse
+from hloscope.ir.attributes import Mesh, parse_hlo_sharding
 
-MESH = Mesh(name="mesh", axes=(("data", 4), ("model", 2)), devices=8, text="")
+MESH = Mesh(name="mesh", axes=(("data", 4), ("model", 2)), device_ids=None, text="")
+
+
+def hlo_sharding_on_mesh(text, meshes):
+    return parse_hlo_sharding(text).on_mesh(meshes)
 
 
 @pytest.mark.parametrize(
@@ -39,7 +41,7 @@ def test_without_one_mesh_there_are_no_mesh_words():
 
 def test_a_tuple_sharding_reads_element_by_element():
     assert (
-        describe_hlo_sharding("{{devices=[4,1,2]<=[8] last_tile_dim_replicate}, {replicated}}")
+        parse_hlo_sharding("{{devices=[4,1,2]<=[8] last_tile_dim_replicate}, {replicated}}").words
         == "(tiled [4,1], replicated ×2; replicated)"
     )
 

@@ -1,14 +1,8 @@
 """The model's pure helpers: locations, types, attributes."""
 
+from hloscope.ir.attributes import parse_dict_attribute, string_attribute, symbol_references
 from hloscope.ir.locations import Frame, Location, parse_location
-from hloscope.ir.model import (
-    hlo_shape,
-    parse_dict_attribute,
-    parse_type,
-    string_attribute,
-    symbol_references,
-    type_bytes,
-)
+from hloscope.ir.types import hlo_shape, parse_type, type_bytes
 
 
 def test_unknown_location():

@@ -21,7 +21,7 @@ from hloscope.analyses.params import analyze_params
 from hloscope.analyses.placement import analyze_placement
 from hloscope.ir.hlo import from_hlo_proto
 from hloscope.ir.hlo_native import build_hlo_native_model
-from hloscope.ir.model import parse_type, type_bytes
+from hloscope.ir.types import parse_type, type_bytes
 from hloscope.sources import loader
 
 COLLECTIVES = "tests/fixtures/collective_targets.py"

@@ -4,11 +4,8 @@ its HLO parameter, with status, donation, sharding and memory kind."""
 import pytest
 
 from conftest import DUMPS
-from hloscope.analyses.params import (
-    analyze_params,
-    describe_hlo_sharding,
-    describe_sdy_sharding,
-)
+from hloscope.analyses.params import analyze_params
+from hloscope.ir.attributes import parse_hlo_sharding, parse_mesh, parse_sdy_sharding
 from hloscope.sources import loader
 
 
@@ -346,7 +343,7 @@ def test_bf16_parameters_have_a_size(corpus):
     ],
 )
 def test_hlo_shardings_read_as_tiles(text, readable):
-    assert describe_hlo_sharding(text) == readable
+    assert parse_hlo_sharding(text).words == readable
 
 
 @pytest.mark.parametrize(
@@ -365,5 +362,8 @@ def test_hlo_shardings_read_as_tiles(text, readable):
     ],
 )
 def test_sdy_shardings_read_as_partition_specs(text, readable):
-    meshes = {"mesh": "mesh(a=2, b=4)", "maximal_mesh_0": "device 0"}
-    assert describe_sdy_sharding(text, meshes) == readable
+    meshes = {
+        "mesh": parse_mesh("mesh", '#sdy.mesh<["a"=2, "b"=4]>'),
+        "maximal_mesh_0": parse_mesh("maximal_mesh_0", "#sdy.mesh<[], device_ids=[0]>"),
+    }
+    assert parse_sdy_sharding(text).words(meshes) == readable

@@ -9,7 +9,7 @@ from conftest import CORPUS, SAMPLES, line_of, require_corpus
 from hloscope.analyses.placement import analyze_placement
 from hloscope.ir import layout as ir_layout
 from hloscope.ir import parse
-from hloscope.ir.model import type_bytes
+from hloscope.ir.types import type_bytes
 from hloscope.sources import loader
 
 COMPUTE_ON = SAMPLES / "compute_on.py"

@@ -55,7 +55,7 @@ from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.locations import Frame, is_user_file, user_frame
-from hloscope.ir.model import Module, Op, hlo_shape, symbol_references, type_bytes
+from hloscope.ir.model import Module, Op
 
 UserSourceFrom = Literal["optimized", "lowered"]
 """Which module's frames a `user_source` was read from."""
@@ -127,8 +127,6 @@ ASYNC = frozenset(
 )
 
 _JIT_PART = re.compile(r"^p?jit\((.*)\)$")
-_KIND = re.compile(r"\bk[A-Z]\w*")
-_BACKEND_KIND = re.compile(r'"kind"\s*:\s*"([^"]+)"')
 # `add.3`, `broadcast_add_fusion.2`: HLO instruction names, not JAX op names.
 _HLO_NAME = re.compile(r"^[A-Za-z_][\w-]*\.\d+$")
 
@@ -330,9 +328,7 @@ def _crosses(paths: Iterable[str]) -> bool:
 
 def fusion_kind(op: Op) -> str:
     """`kLoop`, ... from `#mhlo<fusion_kind kLoop>` or an HLO `kind=kLoop`."""
-    text = op.attributes.get("fusion_kind") or op.attributes.get("kind") or ""
-    match = _KIND.search(text)
-    return match.group(0) if match else "unknown"
+    return op.fusion_kind or "unknown"
 
 
 def backend_kind(module: Module, op: Op) -> str | None:
@@ -348,11 +344,7 @@ def backend_kind(module: Module, op: Op) -> str | None:
         name = next((o.hlo_name for o in wrapped), None)
     if name is None:
         return None
-    config = module.backend_configs.get(name)
-    if not config:
-        return None
-    match = _BACKEND_KIND.search(config)
-    return match.group(1) if match else None
+    return module.backend_kind(name)
 
 
 def _relative(file: str, root: str | None) -> str:
@@ -467,9 +459,8 @@ def _shapes(module: Module, values: Sequence[int]) -> tuple[tuple[str, ...], int
     for value in values:
         if value < 0:
             continue
-        mlir_type = module.value_types[value]
-        shapes.append(hlo_shape(mlir_type))
-        size = type_bytes(mlir_type)
+        shapes.append(module.hlo_shape(value))
+        size = module.nbytes(value)
         total = None if size is None or total is None else total + size
     return tuple(shapes), total
 
@@ -518,7 +509,7 @@ def _running_functions(module: Module) -> list[str]:
         for op in module.function_ops(function):
             if op.name in FUSION_OPS or "calls" not in op.attributes:
                 continue
-            for callee in symbol_references(op.attributes["calls"]):
+            for callee in op.references("calls"):
                 if callee in module.functions and callee not in seen:
                     seen.add(callee)
                     running.append(callee)
@@ -530,7 +521,7 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     """The ops inside a fusion: its region, or (XLA's own form) the called
     computation."""
     if op.name.startswith("hlo."):
-        called = symbol_references(op.attributes.get("calls", ""))
+        called = op.references("calls")
         function = module.functions.get(called[0]) if called else None
         if function is None:
             return ()

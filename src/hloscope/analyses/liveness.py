@@ -57,8 +57,6 @@ from hloscope.ir.model import (
     Function,
     Module,
     Op,
-    int_attribute,
-    symbol_references,
 )
 
 # Ops whose execution matters even when their results are unused.
@@ -193,7 +191,7 @@ class LivenessIndex:
             kinds[op.id] = kind
             attributes = op.attributes
             if kind == CALL:
-                names = symbol_references(attributes.get("callee", ""))
+                names = op.references("callee")
                 if names:
                     callee[op.id] = names[0]
                     call_sites.setdefault(names[0], []).append(op)
@@ -202,7 +200,7 @@ class LivenessIndex:
                 for key in FUNCTION_ATTRIBUTES:
                     text = attributes.get(key)
                     if text and "@" in text:
-                        named_functions.setdefault(op.id, []).extend(symbol_references(text))
+                        named_functions.setdefault(op.id, []).extend(op.references(key))
             if op.function is not None and has_side_effect(op):
                 effect_ops.append(op)
         self.slot = slot
@@ -217,8 +215,8 @@ class LivenessIndex:
         self.named_functions = named_functions
         """Op id -> functions it names through `called_computations` and the like."""
         named_sites: dict[str, list[Op]] = {}
-        for op_id, names in named_functions.items():
-            for name in dict.fromkeys(names):
+        for op_id, named in named_functions.items():
+            for name in dict.fromkeys(named):
                 named_sites.setdefault(name, []).append(module.ops[op_id])
         self.named_sites = named_sites
         """Function name -> the ops that name it (the inverse of `named_functions`)."""
@@ -259,7 +257,7 @@ def call_sites(module: Module) -> dict[str, list[Op]]:
     ops = module.ops
     # Op names are interned: one C-level pass compares them all.
     for op in compress(ops, map("func.call".__eq__, map(attrgetter("name"), ops))):
-        names = symbol_references(op.attributes.get("callee", ""))
+        names = op.references("callee")
         if names:
             sites.setdefault(names[0], []).append(op)
     return sites
@@ -416,7 +414,7 @@ def analyze_liveness(
             mark(op.operands[i])
         elif kind == GET_TUPLE_ELEMENT and len(op.operands) == 1:
             source = module.defining_op(op.operands[0])
-            element = int_attribute(op.attributes.get("index"))
+            element = op.tuple_index
             if (
                 source is not None
                 and source.name in TUPLE_OPS
@@ -604,7 +602,7 @@ def argument_liveness(
         return found
 
     def callee(op: Op) -> str | None:
-        names = symbol_references(op.attributes.get("callee", ""))
+        names = op.references("callee")
         return names[0] if names else None
 
     def need_result(name: str, i: int) -> None:
@@ -663,7 +661,7 @@ def argument_liveness(
             mark(op.operands[i])
         elif kind == GET_TUPLE_ELEMENT and len(op.operands) == 1:
             source = module.defining_op(op.operands[0])
-            element = int_attribute(op.attributes.get("index"))
+            element = op.tuple_index
             if (
                 source is not None
                 and source.name in TUPLE_OPS

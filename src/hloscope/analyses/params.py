@@ -31,7 +31,6 @@ from its location (`loc("x")`) or `%argN`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal
@@ -44,17 +43,8 @@ from hloscope.analyses.liveness import (
     entry_arguments,
 )
 from hloscope.analyses.structure import made_scan
-from hloscope.ir.model import (
-    Argument,
-    Function,
-    Module,
-    parse_dict_attribute,
-    parse_type,
-    split_top_level,
-    string_attribute,
-    symbol_references,
-    type_bytes,
-)
+from hloscope.ir.attributes import Mesh, parse_hlo_sharding, sharding_words
+from hloscope.ir.model import Argument, Function, Module
 from hloscope.stages import ArgumentLeaf, Lowering, StaticArgument
 
 Status = Literal["used", "unused", "pruned"]
@@ -240,8 +230,8 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
         live = analyze_liveness(module, index=index).is_live
         uses = _entry_uses(module, entry)
     arguments = entry.arguments
-    meshes = _meshes(module)
-    aliases = _module_aliases(module)
+    meshes = {mesh.name: mesh for mesh in module.meshes}
+    aliases = module.input_output_aliases
     implicit_count = _implicit_count(entry)
     leaves = lowering.arguments if lowering is not None and lowering.arguments else ()
     warning = _donation_warning(lowering.notes if lowering is not None else ())
@@ -315,7 +305,7 @@ def _leaf_parameter(
     leaf: ArgumentLeaf,
     arguments: Sequence[Argument],
     offset: int,
-    meshes: Mapping[str, str],
+    meshes: Mapping[str, Mesh],
     aliases: Mapping[int, int],
     warning: str | None,
 ) -> Parameter:
@@ -353,7 +343,7 @@ def _leaf_parameter(
         status=ir.status,
         shape=leaf.shape,
         hlo_shape=argument.shape,
-        bytes=leaf.nbytes if leaf.nbytes is not None else _bytes(argument.type),
+        bytes=leaf.nbytes if leaf.nbytes is not None else _bytes(argument),
         uses=ir.uses,
         donated=ir.donated,
         aliases_output=ir.aliases_output,
@@ -369,7 +359,7 @@ def _dump_parameter(
     live: Callable[[int], bool],
     uses: Mapping[int, int],
     argument: Argument,
-    meshes: Mapping[str, str],
+    meshes: Mapping[str, Mesh],
     aliases: Mapping[int, int],
 ) -> Parameter:
     ir = _ir_facts(live, uses, argument, meshes, aliases)
@@ -380,7 +370,7 @@ def _dump_parameter(
         status=ir.status,
         shape=argument.shape,
         hlo_shape=argument.shape,
-        bytes=_bytes(argument.type),
+        bytes=_bytes(argument),
         uses=ir.uses,
         donated=ir.donated,
         aliases_output=ir.aliases_output,
@@ -438,8 +428,8 @@ def argument_name(argument: Argument) -> str:
     `jax.arg_info` of older JAX exports, else `%argN`."""
     if argument.location.name:
         return argument.location.name
-    info = argument.attributes.get("jax.arg_info")
-    return string_attribute(info) if info else f"%arg{argument.index}"
+    info = argument.arg_info
+    return info if info is not None else f"%arg{argument.index}"
 
 
 _GENERIC_PATH = re.compile(r"^(?:arg\d+|args\[\d+\].*)$")
@@ -454,7 +444,7 @@ def _leaf_sharding(leaf: str | None, ir: str | None) -> str | None:
     if ir:
         return ir
     if leaf and leaf.startswith("{"):
-        return describe_hlo_sharding(leaf)
+        return parse_hlo_sharding(leaf).words
     return leaf
 
 
@@ -473,16 +463,14 @@ def _ir_facts(
     live: Callable[[int], bool],
     uses: Mapping[int, int],
     argument: Argument,
-    meshes: Mapping[str, str],
+    meshes: Mapping[str, Mesh],
     aliases: Mapping[int, int],
 ) -> _IrFacts:
-    attributes = argument.attributes
-    alias = _int_value(attributes.get("tf.aliasing_output"))
+    alias = argument.aliased_output
     if alias is None:
         alias = aliases.get(argument.index)
-    donated = alias is not None or attributes.get("jax.buffer_donor") == "true"
-    sharding, raw = describe_argument_sharding(attributes, meshes)
-    memory_kind = attributes.get("mhlo.memory_kind")
+    donated = alias is not None or argument.buffer_donor
+    sharding, raw = describe_argument_sharding(argument, meshes)
     return _IrFacts(
         status=USED if live(argument.value) else UNUSED,
         uses=uses.get(argument.value, 0),
@@ -490,7 +478,7 @@ def _ir_facts(
         aliases_output=alias,
         sharding=sharding,
         sharding_attribute=raw,
-        memory_kind=string_attribute(memory_kind) if memory_kind else None,
+        memory_kind=argument.memory_kind,
     )
 
 
@@ -539,9 +527,8 @@ def _implicit_kind(argument: Argument) -> str:
     attributes = argument.attributes
     if "jax.token" in attributes or argument.shape == "token":
         return "token"
-    constant = attributes.get("jax.global_constant")
-    if constant is not None:
-        name = string_attribute(constant)
+    name = argument.global_constant
+    if name is not None:
         if name == "_platform_index":
             return "platform index"
         return f"dimension variable {name}" if name else "dimension variable"
@@ -652,193 +639,20 @@ def _private_functions(
 # --------------------------------------------------------------------------- donation
 
 
-_ALIAS_ENTRY = re.compile(
-    r'kind\s*=\s*"(?P<kind>[\w-]+)".*?parameter_number\s*=\s*(?P<parameter>\d+)'
-    r".*?output_index\s*=\s*array<i64(?::\s*(?P<output>[\d,\s]*))?>",
-    re.DOTALL,
-)
-
-
-def _module_aliases(module: Module) -> dict[int, int]:
-    """Parameter number -> result index, from a module converted from HLO
-    (`mhlo.input_output_alias`: XLA's `input_output_alias={ {0}: (0, {}, may-alias) }`)."""
-    text = module.attributes.get("mhlo.input_output_alias", "")
-    out: dict[int, int] = {}
-    if "parameter_number" not in text:
-        return out
-    for match in _ALIAS_ENTRY.finditer(text):
-        output = [int(x) for x in (match.group("output") or "").replace(" ", "").split(",") if x]
-        # The entry's tuple result is flattened into results: {i} is result i.
-        out.setdefault(int(match.group("parameter")), output[0] if output else 0)
-    return out
-
-
-def _bytes(mlir_type: str) -> int | None:
+def _bytes(argument: Argument) -> int | None:
     """Bytes of an argument's arrays; None for types that hold none we can size."""
-    return type_bytes(mlir_type) if parse_type(mlir_type) else None
-
-
-def _int_value(text: str | None) -> int | None:
-    if not text:
-        return None
-    match = re.match(r"\s*(-?\d+)", text)
-    return int(match.group(1)) if match else None
+    return argument.nbytes if argument.arrays else None
 
 
 # --------------------------------------------------------------------------- sharding
 
 
-_MESH_AXIS = re.compile(r'"((?:[^"\\]|\\.)*)"\s*=\s*(\d+)')
-_MESH_DEVICES = re.compile(r"device_ids\s*=\s*\[([^\]]*)\]")
-
-
-def describe_mesh(text: str) -> str:
-    """`<["data"=4, "model"=2]>` -> `mesh(data=4, model=2)`; a maximal mesh
-    `<[], device_ids=[0]>` -> `device 0`."""
-    axes = _MESH_AXIS.findall(text)
-    devices = _MESH_DEVICES.search(text)
-    if not axes and devices:
-        ids = devices.group(1).strip()
-        return f"device {ids}" if "," not in ids else f"devices [{ids}]"
-    return "mesh(" + ", ".join(f"{name}={size}" for name, size in axes) + ")"
-
-
-def _meshes(module: Module) -> dict[str, str]:
-    """Mesh name -> readable mesh, from `sdy.mesh` ops and from the round-trip form
-    `mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<...>}"}`."""
-    meshes: dict[str, str] = {}
-    for op in module.body:
-        if op.name == "sdy.mesh":
-            name = string_attribute(op.attributes.get("sym_name", '""'))
-            meshes[name] = describe_mesh(op.attributes.get("mesh", ""))
-    frontend = module.attributes.get("mhlo.frontend_attributes")
-    if frontend:
-        text = parse_dict_attribute(frontend).get("xla.sdy.meshes", "")
-        for match in re.finditer(r"([\w.$-]+)\s*=\s*#sdy\.mesh<", text):
-            start = match.end() - 1
-            meshes.setdefault(match.group(1), describe_mesh(_balanced(text, start)))
-    return meshes
-
-
-def _balanced(text: str, start: int) -> str:
-    """The `<...>` group of `text` that opens at `start`."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "<":
-            depth += 1
-        elif text[i] == ">":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return text[start:]
-
-
 def describe_argument_sharding(
-    attributes: Mapping[str, str], meshes: Mapping[str, str]
+    argument: Argument, meshes: Mapping[str, Mesh]
 ) -> tuple[str | None, str | None]:
-    """(readable, as written) sharding of a function argument from its attributes."""
-    sdy = attributes.get("sdy.sharding")
-    if sdy is None and "mhlo.frontend_attributes" in attributes:
-        frontend = parse_dict_attribute(attributes["mhlo.frontend_attributes"])
-        sdy = frontend.get("xla.sdy.sharding")
-    if sdy is not None:
-        return describe_sdy_sharding(sdy, meshes), sdy
-    gspmd = attributes.get("mhlo.sharding")
-    if gspmd is not None:
-        text = string_attribute(gspmd)
-        return describe_hlo_sharding(text), text
-    return None, None
-
-
-def describe_sdy_sharding(text: str, meshes: Mapping[str, str]) -> str:
-    """`#sdy.sharding<@mesh, [{"data"}, {}]>` -> `P('data', None) over
-    mesh(data=4, model=2)`, as JAX prints a `NamedSharding`'s spec."""
-    body = text.strip()
-    if body.startswith("#sdy.sharding<") and body.endswith(">"):
-        body = body[len("#sdy.sharding<") : -1]
-    else:
-        return text
-    parts = split_top_level(body)
-    if len(parts) < 2:
-        return text
-    mesh_ref, dims_text, extras = parts[0], parts[1], parts[2:]
-    if mesh_ref.startswith("@"):
-        mesh_name = symbol_references(mesh_ref)
-        mesh = meshes.get(mesh_name[0], mesh_ref) if mesh_name else mesh_ref
-    else:
-        mesh = describe_mesh(mesh_ref)
-    dims = []
-    open_dims = False
-    if dims_text.startswith("[") and dims_text.endswith("]"):
-        for dim in split_top_level(dims_text[1:-1]):
-            dims.append(_sdy_dim(dim))
-            # An open dimension (`{?}`, `{"a", ?}`) may be sharded further by propagation.
-            open_dims = open_dims or "?" in dim.partition("}")[0]
-    if all(d == "None" for d in dims):
-        spec = "P()"  # replicated, as JAX prints `PartitionSpec()`
-    else:
-        spec = "P(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
-    for extra in extras:
-        key, _, value = extra.partition("=")
-        axes = re.findall(r'"((?:[^"\\]|\\.)*)"', value)
-        spec += f" {key.strip()}({', '.join(axes)})"
-    if open_dims:
-        spec += " (? open)"
-    if mesh.startswith("device"):
-        return f"{spec} on {mesh}"
-    return f"{spec} over {mesh}"
-
-
-def _sdy_dim(text: str) -> str:
-    """`{"a"}` -> `'a'`, `{"a", "b"}` -> `('a', 'b')`, `{}` and `{?}` -> `None`."""
-    text = text.strip()
-    axes = re.findall(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?', text)
-    names = [f"{name}:({pre}){size}" if pre else name for name, pre, size in axes]
-    if not names:
-        return "None"
-    if len(names) == 1:
-        return f"'{names[0]}'"
-    return "(" + ", ".join(f"'{n}'" for n in names) + ")"
-
-
-_TILED = re.compile(r"^devices=\[(?P<tiles>[\d,]+)\]\S*(?P<rest>.*)$")
-
-
-@functools.lru_cache(maxsize=4096)  # one text per distinct sharding: most arguments share a few
-def describe_hlo_sharding(text: str) -> str:
-    """XLA's `HloSharding` text, readable: `{replicated}` -> `replicated`,
-    `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` -> `tiled [4,1], replicated ×2`,
-    `{maximal device=0}` -> `device 0`, a tuple's `{{...}, {...}}` -> `(...; ...)`.
-    Anything else is returned as written."""
-    body = text.strip()
-    if body.startswith("{") and body.endswith("}"):
-        body = body[1:-1].strip()
-    if body.startswith("{"):
-        # A tuple's sharding: one per element.
-        parts = split_top_level(body, brackets="{")
-        return "(" + "; ".join(describe_hlo_sharding(part) for part in parts) + ")"
-    body = re.sub(r"\s*metadata=\{[^{}]*\}", "", body).strip()
-    if body == "replicated":
-        return "replicated"
-    if body == "manual":
-        return "manual"
-    maximal = re.fullmatch(r"maximal device=(\d+)", body)
-    if maximal:
-        return f"device {maximal.group(1)}"
-    tiled = _TILED.match(body)
-    if tiled is None:
-        return text
-    tiles = [int(t) for t in tiled.group("tiles").split(",")]
-    rest = tiled.group("rest")
-    suffix = ""
-    if "last_tile_dim_replicate" in rest and len(tiles) > 1:
-        suffix = f", replicated ×{tiles[-1]}"
-        tiles = tiles[:-1]
-    else:
-        subgroups = re.search(r"last_tile_dims=\{([^}]*)\}", rest)
-        if subgroups:
-            kinds = [k.strip() for k in subgroups.group(1).split(",") if k.strip()]
-            trailing = tiles[len(tiles) - len(kinds) :]
-            tiles = tiles[: len(tiles) - len(kinds)]
-            suffix = "".join(f", {kind} ×{n}" for kind, n in zip(kinds, trailing, strict=False))
-    return "tiled [" + ",".join(str(t) for t in tiles) + "]" + suffix
+    """(readable, as written) sharding of a function argument: its Shardy sharding,
+    else its XLA one."""
+    sharding = argument.shardy_sharding or argument.xla_sharding
+    if sharding is None:
+        return None, None
+    return sharding_words(sharding, meshes), sharding.text

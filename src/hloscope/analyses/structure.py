@@ -30,7 +30,7 @@ from itertools import compress
 from operator import attrgetter, not_
 from types import MappingProxyType
 
-from hloscope.ir.model import Function, Module, Op, is_computation, symbol_references
+from hloscope.ir.model import Function, Module, Op, is_computation
 
 # Attributes whose value names other functions.
 CALL_ATTRIBUTES = (
@@ -142,10 +142,9 @@ def op_callees(op: Op, functions: Mapping[str, Function], *, fused: bool = False
         for key in CALL_ATTRIBUTES:
             text = attributes.get(key)
             if text is not None and "@" in text:
-                found.extend(name for name in symbol_references(text) if name in functions)
+                found.extend(name for name in op.references(key) if name in functions)
     if fused and "calls" in attributes and op.name.startswith("hlo."):
-        text = attributes["calls"]
-        found.extend(n for n in re.findall(r"%?([\w.-]+)", text) if n in functions)
+        found.extend(n for n in op.hlo_calls if n in functions)
     return found
 
 

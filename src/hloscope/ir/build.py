@@ -15,6 +15,8 @@ from typing import Any
 
 from hloscope.gc_pause import gc_paused
 from hloscope.ir import model
+from hloscope.ir.attributes import split_top_level, string_attribute
+from hloscope.ir.types import parse_type
 
 # Attributes longer than this are summarised: multi-megabyte constants and
 # serialized kernels (`backend_config`) would otherwise be copied into every report.
@@ -120,7 +122,7 @@ def build_model(module: Any) -> model.Module:
         if len(regions):
             is_function = parent is None and op.name == "func.func"
             if is_function:
-                function = model.string_attribute(attributes.get("sym_name", '""'))
+                function = string_attribute(attributes.get("sym_name", '""'))
             built_regions = []
             for region in regions:
                 blocks = []
@@ -158,7 +160,7 @@ def build_model(module: Any) -> model.Module:
     }
     name = attributes.get("sym_name")
     return model.Module(
-        name=model.string_attribute(name) if name else None,
+        name=string_attribute(name) if name else None,
         attributes=attributes,
         ops=ops,
         body=tuple(body_ops),
@@ -261,7 +263,7 @@ def _attribute_text(attr: Any, dense_type: Any) -> str:
 
 
 def _type_elements(mlir_type: str) -> int:
-    types = model.parse_type(mlir_type)
+    types = parse_type(mlir_type)
     return (types[0].elements or 0) if types else 0
 
 
@@ -282,10 +284,10 @@ def _function(
     attribute: Callable[[Any], str],
     location: Callable[[Any], str],
 ) -> model.Function | None:
-    name = model.string_attribute(op.attributes.get("sym_name", ""))
+    name = string_attribute(op.attributes.get("sym_name", ""))
     if not name:
         return None
-    visibility = model.string_attribute(op.attributes.get("sym_visibility", '"public"'))
+    visibility = string_attribute(op.attributes.get("sym_visibility", '"public"'))
     raw_attrs = operation.attributes
     arg_attrs = _dict_list(raw_attrs, "arg_attrs", attribute)
     res_attrs = _dict_list(raw_attrs, "res_attrs", attribute)
@@ -350,12 +352,12 @@ def _split_function_type(text: str) -> tuple[list[str], list[str]]:
         elif ch in ")>]}":
             depth -= 1
             if depth == 0:
-                inputs = model.split_top_level(text[1:i])
+                inputs = split_top_level(text[1:i])
                 rest = text[i + 1 :].strip()
                 if rest.startswith("->"):
                     rest = rest[2:].strip()
                     if rest.startswith("(") and rest.endswith(")"):
-                        results = model.split_top_level(rest[1:-1])
+                        results = split_top_level(rest[1:-1])
                     else:
                         results = [rest] if rest else []
                 else:

@@ -76,6 +76,10 @@ def hlo_computations(hlo_module: Any) -> list[Any]:
     return list(listed_computations(hlo_module))
 
 
+def _has_hlo_bindings(module: Any) -> bool:
+    return hasattr(module, "hlo_module_from_text") and hasattr(module, "HloModule")
+
+
 def portable_context() -> Any:
     """A context for deserializing portable artifacts. StableHLO's deserializer loads
     dialects (quant) into the context it is given; keeping that out of the main

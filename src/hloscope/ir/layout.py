@@ -17,6 +17,7 @@ import dataclasses
 import re
 
 from hloscope.ir import model
+from hloscope.ir.attributes import split_top_level
 
 ENTRY_SHAPE_ATTRIBUTE = model.ENTRY_SHAPE_ATTRIBUTE
 
@@ -48,7 +49,7 @@ def _shape_leaves(shape: str) -> list[str]:
     shape = re.sub(r"/\*[^*]*\*/", "", shape).strip()
     if shape.startswith("(") and shape.endswith(")"):
         # `<` is not a bracket here (`f32[<=4]`).
-        parts = model.split_top_level(shape[1:-1], brackets="([{")
+        parts = split_top_level(shape[1:-1], brackets="([{")
         return [leaf for part in parts for leaf in _shape_leaves(part)]
     return [shape] if shape else []
 

@@ -14,239 +14,28 @@ summarised, see `hloscope.ir.build`).
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
-from hloscope.ir.locations import Location, parse_location, unescape
+from hloscope.ir import attributes as decoded
+from hloscope.ir.attributes import (
+    EMPTY,
+    HloSharding,
+    Mesh,
+    Sharding,
+    int_attribute,
+    parse_dict_attribute,
+    parse_hlo_sharding,
+    read_sharding,
+    signed_int_attribute,
+    split_top_level,
+    string_attribute,
+    tuple_sharding_parts,
+)
+from hloscope.ir.locations import Location, parse_location
+from hloscope.ir.types import TensorType, hlo_shape, parse_type, type_bytes
 
 EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
-
-
-# --------------------------------------------------------------------------- types
-
-# MLIR element type -> HLO primitive type spelling.
-_ELEMENT_TYPES = {
-    "i1": "pred",
-    "f16": "f16",
-    "bf16": "bf16",
-    "f32": "f32",
-    "f64": "f64",
-    "tf32": "tf32",
-    "index": "index",
-    "complex<f32>": "c64",
-    "complex<f64>": "c128",
-}
-_ELEMENT_BITS = {"pred": 8, "bf16": 16, "c64": 64, "c128": 128, "index": 64, "tf32": 32}
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TensorType:
-    """An array type in HLO terms: `f32[8,128]`."""
-
-    dtype: str
-    """HLO element type: `f32`, `bf16`, `s32`, `u8`, `pred`, `c64`, `f8e4m3fn`, `token`."""
-    shape: tuple[int | None, ...] | None
-    """Dimensions (None for a dynamic one); None for an unranked tensor or a token."""
-    bounds: tuple[int | None, ...] | None = None
-    """The bound of each dimension (`#stablehlo.bounds<4, ?>`, XLA's `f32[<=4,3]`):
-    the most a dynamic dimension holds, which XLA allocates; None when not stated."""
-
-    @property
-    def hlo(self) -> str:
-        """HLO shape syntax: `f32[8,128]`, `s32[]`, `f32[?,4]`, `f32[<=8,4]` (bounded)."""
-        if self.shape is None:
-            return self.dtype if self.dtype == "token" else f"{self.dtype}[*]"
-        dims = ",".join(
-            str(d) if d is not None else f"<={b}" if b is not None else "?"
-            for d, b in zip(self.shape, self._bounds, strict=True)
-        )
-        return f"{self.dtype}[{dims}]"
-
-    @property
-    def _bounds(self) -> tuple[int | None, ...]:
-        shape = self.shape or ()
-        if self.bounds is not None and len(self.bounds) == len(shape):
-            return self.bounds
-        return (None,) * len(shape)
-
-    @property
-    def elements(self) -> int | None:
-        if self.shape is None or any(d is None for d in self.shape):
-            return None
-        count = 1
-        for dim in self.shape:
-            count *= dim  # type: ignore[operator]
-        return count
-
-    @property
-    def nbytes(self) -> int | None:
-        """Size in bytes, or None for unbounded dynamic shapes, tokens and unknown
-        dtypes. A bounded dynamic dimension counts at its bound, as XLA allocates it
-        (XLA's `ShapeUtil::ByteSizeOf` of `f32[<=4]` is 16)."""
-        elements: int | None = None
-        if self.shape is not None:
-            dims = [
-                d if d is not None else b for d, b in zip(self.shape, self._bounds, strict=True)
-            ]
-            if all(d is not None for d in dims):
-                elements = math.prod(dims)  # type: ignore[arg-type]
-        bits = element_bits(self.dtype)
-        if elements is None or bits is None:
-            return None
-        return (elements * bits + 7) // 8
-
-    def __str__(self) -> str:
-        return self.hlo
-
-
-def element_bits(dtype: str) -> int | None:
-    """Bits per element of an HLO element type, None if unknown."""
-    if dtype in _ELEMENT_BITS:
-        return _ELEMENT_BITS[dtype]
-    match = re.match(r"^[fsu](\d+)", dtype)
-    return int(match.group(1)) if match else None
-
-
-def _element_type(mlir: str) -> str:
-    known = _ELEMENT_TYPES.get(mlir)
-    if known is not None:
-        return known
-    match = re.fullmatch(r"(u?)i(\d+)", mlir)
-    if match:
-        return f"{'u' if match.group(1) else 's'}{match.group(2)}"
-    match = re.fullmatch(r"si(\d+)", mlir)
-    if match:
-        return f"s{match.group(1)}"
-    if mlir.startswith("f") and mlir[1:2].isdigit():
-        return mlir.lower()  # f8E4M3FN -> f8e4m3fn, as XLA spells it
-    if mlir.startswith("!quant.uniform<"):
-        storage = mlir[len("!quant.uniform<") :].split(":", 1)[0]
-        return _element_type(storage)
-    if mlir.startswith("complex<"):
-        return "c" + str(2 * (element_bits(_element_type(mlir[8:-1])) or 0))
-    return mlir
-
-
-_CLOSING = {"<": ">", "(": ")", "[": "]", "{": "}"}
-
-
-def split_top_level(text: str, sep: str = ",", brackets: str = "<([{") -> list[str]:
-    """`text` split at each `sep` outside `brackets` and outside double-quoted strings,
-    each piece stripped. HLO text passes `brackets="([{"`: its `<=[8]` is not a bracket."""
-    closing = "".join(_CLOSING[b] for b in brackets)
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    in_string = False
-    for i, ch in enumerate(text):
-        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
-            in_string = not in_string
-        elif in_string:
-            continue
-        elif ch in brackets:
-            depth += 1
-        elif ch in closing:
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
-@functools.lru_cache(maxsize=8192)
-def parse_type(mlir_type: str) -> tuple[TensorType, ...]:
-    """The array types inside an MLIR type: one for a tensor, several for a tuple,
-    none for a type that is not an array (`!stablehlo.token` gives a token)."""
-    text = mlir_type.strip()
-    if text.startswith("tensor<") and text.endswith(">"):
-        body = text[len("tensor<") : -1]
-        # An encoding (`, #stablehlo.bounds<...>`, `, #mhlo.type_extensions<...>`) may
-        # bound dynamic dimensions.
-        pieces = split_top_level(body)
-        body = pieces[0] if pieces else body
-        bounds = _bounds(pieces[1]) if len(pieces) > 1 else None
-        if body.startswith("*x"):
-            return (TensorType(_element_type(body[2:]), None),)
-        dims: list[int | None] = []
-        rest = body
-        while True:
-            match = re.match(r"(\?|\d+)x", rest)
-            if not match:
-                break
-            dims.append(None if match.group(1) == "?" else int(match.group(1)))
-            rest = rest[match.end() :]
-        if bounds is not None and len(bounds) != len(dims):
-            bounds = None
-        return (TensorType(_element_type(rest), tuple(dims), bounds),)
-    if text.startswith("tuple<") and text.endswith(">"):
-        out: list[TensorType] = []
-        for part in split_top_level(text[len("tuple<") : -1]):
-            out.extend(parse_type(part))
-        return tuple(out)
-    if text in ("!stablehlo.token", "!mhlo.token", "!hlo.token"):
-        return (TensorType("token", None),)
-    match = re.fullmatch(r"(?:memref|vector)<((?:\d+x)*)([\w<>:.!-]+)>", text)
-    if match:
-        shape = tuple(int(d) for d in match.group(1).split("x") if d)
-        return (TensorType(_element_type(match.group(2)), shape),)
-    if re.fullmatch(r"u?i\d+|f\d+|bf16|index|f8\w+", text):
-        return (TensorType(_element_type(text), ()),)
-    return ()
-
-
-_BOUNDS = re.compile(
-    r"#stablehlo\.bounds<(?P<stablehlo>[^>]*)>"
-    r"|#mhlo\.type_extensions<\s*bounds\s*=\s*\[(?P<mhlo>[^\]]*)\]\s*>"
-)
-
-
-def _bounds(encoding: str) -> tuple[int | None, ...] | None:
-    """The dimension bounds a tensor's encoding states: `#stablehlo.bounds<4, ?>`
-    (what XLA's converter writes for `f32[<=4,3]`) or `#mhlo.type_extensions<bounds =
-    [4, ?]>`; None for any other encoding."""
-    match = _BOUNDS.fullmatch(encoding.strip())
-    if match is None:
-        return None
-    text = match.group("stablehlo") if match.group("stablehlo") is not None else match.group("mhlo")
-    out: list[int | None] = []
-    for part in text.split(","):
-        part = part.strip()
-        if part.isdigit():
-            out.append(int(part))
-        elif part in ("?", "-9223372036854775808"):  # MLIR's kDynamic, printed
-            out.append(None)
-        else:
-            return None
-    return tuple(out)
-
-
-def hlo_shape(mlir_type: str) -> str:
-    """HLO spelling of an MLIR type: `f32[8,128]`, `(f32[2], s32[])` for tuples."""
-    types = parse_type(mlir_type)
-    if not types:
-        return mlir_type
-    if len(types) == 1 and not mlir_type.startswith("tuple<"):
-        return types[0].hlo
-    return "(" + ", ".join(t.hlo for t in types) + ")"
-
-
-def type_bytes(mlir_type: str) -> int | None:
-    """Bytes of all arrays in a type; None when any size is unknown."""
-    total = 0
-    for tensor in parse_type(mlir_type):
-        if tensor.dtype == "token":
-            continue
-        size = tensor.nbytes
-        if size is None:
-            return None
-        total += size
-    return total
 
 
 # --------------------------------------------------------------------------- attributes
@@ -256,53 +45,6 @@ def type_bytes(mlir_type: str) -> int | None:
 # them a memory space that XLA's conversion drops. Its value is the HLO shape with
 # layout, as a printed string attribute: `"f32[8]{0:S(5)}"`.
 ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
-
-_DICT_ENTRY = re.compile(r'\s*("(?:[^"\\]|\\.)*"|[\w.$-]+)\s*(?:=\s*)?')
-
-
-def parse_dict_attribute(text: str) -> dict[str, str]:
-    """Entries of a printed dictionary attribute `{a = "x", b = 1 : i32}`.
-
-    String values are unquoted; other values keep their printed form.
-    """
-    text = text.strip()
-    if not (text.startswith("{") and text.endswith("}")):
-        return {}
-    out: dict[str, str] = {}
-    for entry in split_top_level(text[1:-1]):
-        if not entry:
-            continue
-        key, sep, value = entry.partition("=")
-        key = key.strip()
-        if key.startswith('"'):
-            key = unescape(key)
-        value = value.strip() if sep else "unit"
-        out[key] = string_attribute(value)
-    return out
-
-
-def string_attribute(text: str) -> str:
-    """The value of a printed string attribute, or `text` unchanged if not one."""
-    text = text.strip()
-    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
-        return unescape(text)
-    return text
-
-
-def int_attribute(text: str | None) -> int | None:
-    """The value of a printed integer attribute (`4 : i64`, `4`); None when there is
-    none or it is not a non-negative integer."""
-    match = re.match(r"\s*(\d+)", text or "")
-    return int(match.group(1)) if match else None
-
-
-def symbol_references(text: str) -> list[str]:
-    """Function names referenced by a printed attribute: `@f`, `[@a, @b]`, `@"x.y"`."""
-    return [
-        unescape(quoted) if quoted else plain
-        for quoted, plain in re.findall(r'@(?:("(?:[^"\\]|\\.)*")|([\w.$-]+))', text)
-    ]
-
 
 # --------------------------------------------------------------------------- ops
 
@@ -413,6 +155,106 @@ class Op:
         """Region terminators (`return`, `yield`): structure, not computation."""
         return _name_kind(self.name) == _TERMINATOR
 
+    @property
+    def frontend_attributes(self) -> Mapping[str, str]:
+        """`mhlo.frontend_attributes` (HLO's `frontend_attributes`), string values
+        unquoted: `_xla_compute_type`, `_xla_stream_annotation`, `xla.sdy.*`."""
+        return frontend_attributes(self.attributes)
+
+    @property
+    def symbol_name(self) -> str:
+        """Its `sym_name` (a function's, an `sdy.mesh`'s), empty when it has none."""
+        return string_attribute(self.attributes.get("sym_name", '""'))
+
+    @property
+    def has_sharding(self) -> bool:
+        """Whether a sharding is written on it (`sdy.sharding`, `mhlo.sharding`,
+        `sharding`)."""
+        attributes = self.attributes
+        return any(key in attributes for key in SHARDING_ATTRIBUTES)
+
+    @property
+    def sharding(self) -> Sharding | None:
+        """The sharding written on it: `sdy.sharding`, `mhlo.sharding` or `sharding`
+        (an `sdy.sharding_constraint`'s), decoded."""
+        return written_sharding(self.attributes)
+
+    @property
+    def custom_call_target(self) -> str | None:
+        """The target of a custom call (`MoveToHost`, `Sharding`); None for other ops."""
+        if "custom" in self.name and self.short_name in ("custom_call", "custom-call"):
+            text = self.attributes.get("call_target_name") or self.attributes.get(
+                "custom_call_target"
+            )
+            return string_attribute(text) if text is not None else None
+        return None
+
+    @property
+    def tuple_index(self) -> int | None:
+        """A `get_tuple_element`'s `index`; None when it has none."""
+        return int_attribute(self.attributes.get("index"))
+
+    @property
+    def manual_axes(self) -> tuple[str, ...]:
+        """An `sdy.manual_computation`'s manual axes."""
+        return decoded.manual_axes(self.attributes.get("manual_axes", ""))
+
+    @property
+    def memory_space(self) -> int | None:
+        """The memory space of its result's layout, for a module converted from HLO
+        (`xla_shape = "f32[4]{0:S(5)}"` -> 5; 0 when the layout names none); None
+        without a layout or for a tuple."""
+        return decoded.memory_space(self.attributes.get("xla_shape"))
+
+    @property
+    def tuple_memory_spaces(self) -> tuple[int | None, ...]:
+        """The memory space of each element of its result's tuple layout (an async
+        copy-start's destination, source, context)."""
+        return decoded.tuple_memory_spaces(self.attributes.get("xla_shape", ""))
+
+    def references(self, key: str) -> tuple[str, ...]:
+        """The functions an attribute names (`callee = @f`, `calls = [@a, @b]`), by
+        name; empty when it has none."""
+        text = self.attributes.get(key)
+        return decoded.symbol_reference_tuple(text) if text else ()
+
+    @property
+    def hlo_calls(self) -> tuple[str, ...]:
+        """The computations XLA's own form of an op names (`calls=%fused_computation`)."""
+        return decoded.hlo_computation_names(self.attributes.get("calls", ""))
+
+    def mentioned_names(self, key: str) -> tuple[str, ...]:
+        """The names an attribute mentions (`@cond`, XLA's `%cond.1`)."""
+        return decoded.mentioned_names(self.attributes.get(key, ""))
+
+    @property
+    def fusion_kind(self) -> str | None:
+        """`kLoop`, ... from `fusion_kind = #mhlo<fusion_kind kLoop>`, or XLA's own form's
+        `kind`; None when neither names one."""
+        text = self.attributes.get("fusion_kind") or self.attributes.get("kind") or ""
+        return decoded.fusion_kind(text)
+
+    @property
+    def integer_constant(self) -> int | None:
+        """The integer a scalar integer `constant` holds (`dense<6>`), None otherwise."""
+        return decoded.integer_constant(self.attributes.get("value", ""))
+
+    def i64_array(self, key: str) -> tuple[int, ...] | None:
+        """The integers of a dense array attribute (`broadcast_dimensions =
+        array<i64: 0, 2>`); None when it is absent or not one."""
+        return decoded.i64_array(self.attributes.get(key, ""))
+
+    @property
+    def default_precision(self) -> bool:
+        """Whether its `precision_config` is there and says only DEFAULT."""
+        text = self.attributes.get("precision_config")
+        return text is not None and decoded.is_default_precision(text)
+
+    def shardings_brief(self, key: str) -> str:
+        """A per-value sharding attribute (an `sdy.manual_computation`'s `in_shardings`)
+        for reading: `@mesh [{"x"}]; @mesh [{}]`."""
+        return decoded.sdy_shardings_brief(self.attributes.get(key, ""))
+
     def __repr__(self) -> str:
         return f"<Op #{self.id} {self.name}>"
 
@@ -449,11 +291,98 @@ def _name_kind(name: str) -> int:
     return kind
 
 
+# --------------------------------------------------------------------------- decoded
+
+SHARDING_ATTRIBUTES = ("sdy.sharding", "mhlo.sharding", "sharding")
+
+
+def frontend_attributes(attributes: Mapping[str, str]) -> Mapping[str, str]:
+    """The frontend attributes among an op's or a value's attributes."""
+    text = attributes.get("mhlo.frontend_attributes") or attributes.get("frontend_attributes")
+    return parse_dict_attribute(text) if text else EMPTY
+
+
+def written_sharding(attributes: Mapping[str, str]) -> Sharding | None:
+    """The sharding among an op's or a value's attributes, decoded."""
+    for key in SHARDING_ATTRIBUTES:
+        text = attributes.get(key)
+        if text is not None:
+            return read_sharding(string_attribute(text))
+    return None
+
+
+def _shardy_sharding(attributes: Mapping[str, str]) -> Sharding | None:
+    text = attributes.get("sdy.sharding")
+    if text is None and "mhlo.frontend_attributes" in attributes:
+        # XLA keeps a Shardy sharding in frontend attributes through HLO.
+        text = frontend_attributes(attributes).get("xla.sdy.sharding")
+    return decoded.parse_sdy_sharding(text) if text is not None else None
+
+
+def _xla_sharding(attributes: Mapping[str, str]) -> HloSharding | None:
+    text = attributes.get("mhlo.sharding")
+    return parse_hlo_sharding(string_attribute(text)) if text is not None else None
+
+
+def _string(attributes: Mapping[str, str], key: str) -> str | None:
+    text = attributes.get(key)
+    return string_attribute(text) if text is not None else None
+
+
+class _ValueAttributes:
+    """What an argument's and a result's attributes say, decoded (a mixin of both)."""
+
+    __slots__ = ()
+    attributes: Mapping[str, str]
+    type: str
+
+    @property
+    def arrays(self) -> tuple[TensorType, ...]:
+        """The array types of its type (several for a tuple, none for no array)."""
+        return parse_type(self.type)
+
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes of its arrays; None when any size is unknown."""
+        return type_bytes(self.type)
+
+    @property
+    def sharding(self) -> Sharding | None:
+        """The sharding written on it: `sdy.sharding`, else `mhlo.sharding`."""
+        return written_sharding(self.attributes)
+
+    @property
+    def shardy_sharding(self) -> Sharding | None:
+        """Its Shardy sharding: `sdy.sharding`, or the `xla.sdy.sharding` XLA keeps in
+        frontend attributes through HLO."""
+        return _shardy_sharding(self.attributes)
+
+    @property
+    def xla_sharding(self) -> HloSharding | None:
+        """Its XLA sharding, `mhlo.sharding`."""
+        return _xla_sharding(self.attributes)
+
+    @property
+    def memory_kind(self) -> str | None:
+        """`mhlo.memory_kind`: `device`, `pinned_host`, `unpinned_host`."""
+        return _string(self.attributes, "mhlo.memory_kind")
+
+    @property
+    def frontend_attributes(self) -> Mapping[str, str]:
+        return frontend_attributes(self.attributes)
+
+    @property
+    def memory_space(self) -> int | None:
+        """The memory space the entry layout gives it (`S(5)`: host), for the entry of
+        a module converted from HLO (see `ENTRY_SHAPE_ATTRIBUTE`)."""
+        return decoded.memory_space(self.attributes.get(ENTRY_SHAPE_ATTRIBUTE))
+
+
 # --------------------------------------------------------------------------- functions
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Argument:
+class Argument(_ValueAttributes):
     """A function argument (an HLO parameter of the entry function)."""
 
     index: int
@@ -478,9 +407,36 @@ class Argument:
     def shape(self) -> str:
         return hlo_shape(self.type)
 
+    @property
+    def aliased_output(self) -> int | None:
+        """The result it is aliased to (`tf.aliasing_output`, a donation JAX made)."""
+        return signed_int_attribute(self.attributes.get("tf.aliasing_output"))
+
+    @property
+    def buffer_donor(self) -> bool:
+        """`jax.buffer_donor`: donated, with no result aliased to it yet."""
+        return self.attributes.get("jax.buffer_donor") == "true"
+
+    @property
+    def arg_info(self) -> str | None:
+        """`jax.arg_info`: the argument's path, as older JAX exports record it."""
+        return _string(self.attributes, "jax.arg_info")
+
+    @property
+    def global_constant(self) -> str | None:
+        """`jax.global_constant`: the dimension variable (or `_platform_index`) JAX
+        passes as this argument."""
+        return _string(self.attributes, "jax.global_constant")
+
+    @property
+    def layout_shape(self) -> str | None:
+        """The HLO shape with layout the entry layout gives (`f32[8]{0:S(5)}`), for the
+        entry of a module converted from HLO (see `ENTRY_SHAPE_ATTRIBUTE`)."""
+        return _string(self.attributes, ENTRY_SHAPE_ATTRIBUTE)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Result:
+class Result(_ValueAttributes):
     """A function result."""
 
     index: int
@@ -490,6 +446,16 @@ class Result:
     @property
     def shape(self) -> str:
         return hlo_shape(self.type)
+
+    @property
+    def info(self) -> str | None:
+        """`jax.result_info`: the result's path in the output pytree."""
+        return _string(self.attributes, "jax.result_info")
+
+    @property
+    def layout_shape(self) -> str | None:
+        """As `Argument.layout_shape`."""
+        return _string(self.attributes, ENTRY_SHAPE_ATTRIBUTE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -506,6 +472,11 @@ class Function:
     @property
     def is_declaration(self) -> bool:
         return not self.op.regions or not self.op.regions[0].blocks
+
+    @property
+    def execution_thread(self) -> str | None:
+        """Its `execution_thread` (`main`, `host`), None when not given."""
+        return _string(self.op.attributes, "execution_thread")
 
 
 # --------------------------------------------------------------------------- module
@@ -572,6 +543,93 @@ class Module:
         self.derived: dict[str, object] = {}
         """What analyses work out once per module and share (the scan of op names and
         attributes that structure, params and placement read), by name."""
+
+    # -- attributes -----------------------------------------------------------------
+
+    @property
+    def frontend_attributes(self) -> Mapping[str, str]:
+        """The module's `mhlo.frontend_attributes` (`xla.sdy.meshes`, ...)."""
+        return frontend_attributes(self.attributes)
+
+    @property
+    def meshes(self) -> tuple[Mesh, ...]:
+        """Its Shardy meshes: the `sdy.mesh` ops, else the `xla.sdy.meshes` XLA keeps in
+        frontend attributes through HLO."""
+        meshes = self.derived.get("ir.meshes")
+        if meshes is None:
+            found = [
+                decoded.parse_mesh(op.symbol_name, op.attributes.get("mesh", ""))
+                for op in self.body
+                if op.name == "sdy.mesh"
+            ]
+            if not found:
+                text = self.frontend_attributes.get("xla.sdy.meshes")
+                if text:
+                    found = list(decoded.frontend_meshes(text))
+            meshes = self.derived["ir.meshes"] = tuple(found)
+        return meshes  # type: ignore[return-value]
+
+    @property
+    def input_output_aliases(self) -> Mapping[int, int]:
+        """Parameter number -> result index, from a module converted from HLO
+        (`mhlo.input_output_alias`: XLA's `input_output_alias={ {0}: (0, {}, may-alias) }`)."""
+        aliases = self.derived.get("ir.aliases")
+        if aliases is None:
+            text = self.attributes.get("mhlo.input_output_alias", "")
+            aliases = self.derived["ir.aliases"] = decoded.input_output_aliases(text)
+        return aliases  # type: ignore[return-value]
+
+    @property
+    def num_partitions(self) -> int | None:
+        return int_attribute(self.attributes.get("mhlo.num_partitions"))
+
+    @property
+    def num_replicas(self) -> int | None:
+        return int_attribute(self.attributes.get("mhlo.num_replicas"))
+
+    @property
+    def spmd_parameter_shardings(self) -> tuple[HloSharding, ...]:
+        """The parameter shardings a partitioned (compiled) module records."""
+        text = self.attributes.get("mhlo.spmd_parameters_shardings")
+        if not text or not text.startswith("["):
+            return ()
+        return tuple(
+            parse_hlo_sharding(string_attribute(p))
+            for p in split_top_level(text[1:-1], brackets="([{")
+        )
+
+    @property
+    def spmd_output_shardings(self) -> tuple[HloSharding, ...]:
+        """The output sharding a partitioned module records, one per result (a tuple
+        sharding `{{...}, {...}}` has one entry per result)."""
+        text = self.attributes.get("mhlo.spmd_output_sharding")
+        if not text:
+            return ()
+        return tuple(parse_hlo_sharding(p) for p in tuple_sharding_parts(string_attribute(text)))
+
+    def arrays(self, value: int) -> tuple[TensorType, ...]:
+        """The array types of a value's type (several for a tuple, none for no array),
+        decoded once per distinct type."""
+        return parse_type(self.value_types[value])
+
+    def type_arrays(self, mlir_type: str) -> tuple[TensorType, ...]:
+        """The array types of one of the module's value types (an entry of
+        `value_types`, which analyses keep as the uniqued key of a type)."""
+        return parse_type(mlir_type)
+
+    def backend_kind(self, hlo_name: str) -> str | None:
+        """The backend's kind a fusion's backend config names (`__triton_gemm`), by HLO
+        instruction name; None when it has no config or names none."""
+        config = self.backend_configs.get(hlo_name)
+        return decoded.backend_kind(config) if config else None
+
+    def hlo_shape(self, value: int) -> str:
+        """HLO spelling of a value's type: `f32[8,128]`, `(f32[2], s32[])` for a tuple."""
+        return hlo_shape(self.value_types[value])
+
+    def nbytes(self, value: int) -> int | None:
+        """Bytes of a value's arrays; None when any size is unknown."""
+        return type_bytes(self.value_types[value])
 
     # -- navigation -----------------------------------------------------------------
 

@@ -379,7 +379,17 @@ def placement_json(report: PlacementReport) -> dict[str, Any]:
         for s in placement.shardings
     ]
     body["op_shardings"] = placement.op_shardings
-    body["manual_computations"] = [plain(m) for m in placement.manual_computations]
+    body["manual_computations"] = [
+        {
+            "function": m.function,
+            "manual_axes": m.manual_axes,
+            "in_shardings": m.in_shardings,
+            "out_shardings": m.out_shardings,
+            "ops": m.ops,
+            "source": m.source,
+        }
+        for m in placement.manual_computations
+    ]
     body["placed_ops"] = [
         {
             "function": p.function,

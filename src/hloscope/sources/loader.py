@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
-from hloscope.ir.model import Module, int_attribute
+from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
 from hloscope.sources.entrypoint import import_target
@@ -229,9 +229,8 @@ class _ModuleProgram:
                     "form does not verify",
                     where=label,
                 )
-            attributes = self.parsed.model.attributes
-            partitions = int_attribute(attributes.get("mhlo.num_partitions"))
-            replicas = int_attribute(attributes.get("mhlo.num_replicas"))
+            partitions = self.parsed.model.num_partitions
+            replicas = self.parsed.model.num_replicas
             # A module that does not say is one partition and one replica.
             self.bytecode = bytecode
             self.partitions = 1 if partitions is None else partitions

@@ -4,7 +4,7 @@ shape, dtype or layout."""
 
 from __future__ import annotations
 
-from hloscope.ir.model import parse_type
+from hloscope.ir.model import Module
 
 # What an attribute is about, for the change's aspects.
 COMPUTE_TYPE_KEYS = frozenset({"frontend._xla_compute_type"})
@@ -31,13 +31,16 @@ def aspect_of(key: str) -> str:
     return "attributes"
 
 
-def type_change(types_a: tuple[str, ...], types_b: tuple[str, ...]) -> tuple[str, str] | None:
-    """(`shape`, `dtype` or `layout`, text) when result types differ; for ops with
-    several results, only the results that differ are named."""
+def type_change(
+    types_a: tuple[str, ...], types_b: tuple[str, ...], module_a: Module, module_b: Module
+) -> tuple[str, str] | None:
+    """(`shape`, `dtype` or `layout`, text) when result types differ (types of
+    `module_a` and `module_b`); for ops with several results, only the results that
+    differ are named."""
     if types_a == types_b:
         return None
-    parsed_a = [t for text in types_a for t in parse_type(text)]
-    parsed_b = [t for text in types_b for t in parse_type(text)]
+    parsed_a = [t for text in types_a for t in module_a.type_arrays(text)]
+    parsed_b = [t for text in types_b for t in module_b.type_arrays(text)]
     if not parsed_a or not parsed_b:
         return "shape", f"{', '.join(types_a) or '()'} → {', '.join(types_b) or '()'}"
     if len(parsed_a) != len(parsed_b):

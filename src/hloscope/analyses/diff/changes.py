@@ -4,7 +4,6 @@ the module's attributes and top-level symbols, and equal changes grouped into on
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import cast
@@ -25,7 +24,7 @@ from hloscope.analyses.diff.report import (
     Place,
     Row,
 )
-from hloscope.ir.model import Module, Op, parse_type, string_attribute
+from hloscope.ir.model import Module, Op
 
 
 def _where(graph: Graph, node: int) -> str:
@@ -41,9 +40,10 @@ def _where(graph: Graph, node: int) -> str:
 
 
 def _fused_kind(graph: Graph, node: int) -> str:
-    text = dict(graph.attrs[node]).get("fusion_kind", "")
-    match = re.search(r"\bk[A-Z]\w*", text)
-    return match.group(0) if match else text
+    op = graph.module.ops[graph.op[node]]
+    if "fusion_kind" not in op.attributes:
+        return ""
+    return op.fusion_kind or dict(graph.attrs[node]).get("fusion_kind", "")
 
 
 def _brief(kind: str) -> str:
@@ -91,7 +91,7 @@ def op_change(
 def _node_summary(graph: Graph, node: int) -> str:
     """An added or removed op in a few words: its result type and what matters."""
     parts = []
-    types = [str(t) for text in graph.types[node] for t in parse_type(text)]
+    types = [str(t) for text in graph.types[node] for t in graph.module.type_arrays(text)]
     if types:
         parts.append(", ".join(types))
     attrs = dict(graph.attrs[node])
@@ -108,7 +108,7 @@ def _node_summary(graph: Graph, node: int) -> str:
         )
         parts.append(f"{_fused_kind(graph, node)} fusion of {', '.join(fused)}")
     if "call_target_name" in attrs:
-        parts.append(string_attribute(attrs["call_target_name"]))
+        parts.append(graph.module.ops[graph.op[node]].custom_call_target or "")
     if "frontend._xla_compute_type" in attrs:
         parts.append(f"compute type {attrs['frontend._xla_compute_type']}")
     for key in SHARDING_KEYS:
@@ -275,4 +275,4 @@ def module_changes(a: Module, b: Module) -> list[Change]:
 
 
 def _symbol(op: Op) -> str:
-    return f"{op.name} {string_attribute(op.attributes.get('sym_name', ''))}".strip()
+    return f"{op.name} {op.symbol_name}".strip()

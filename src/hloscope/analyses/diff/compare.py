@@ -10,7 +10,6 @@ from hloscope.analyses.diff.aspects import aspect_of, type_change
 from hloscope.analyses.diff.graph import Graph
 from hloscope.analyses.diff.matcher import CONVERT_KIND, WHILE_KIND, Matcher
 from hloscope.analyses.diff.names import short
-from hloscope.ir.model import parse_type
 
 
 class Comparer:
@@ -57,7 +56,7 @@ class Comparer:
             inner = _passed_on(b, value_b)
             if inner is not None and self.same_operand(value_a, inner):
                 if b.kind[producer_b] == CONVERT_KIND:
-                    parsed = parse_type(b.g_type[value_b])
+                    parsed = b.module.type_arrays(b.g_type[value_b])
                     return f"converted to {parsed[0].dtype}" if parsed else "converted"
                 return f"through an added {b.kind[producer_b].removeprefix('stablehlo.')}"
         producer_a = a.g_node[value_a]
@@ -141,7 +140,7 @@ class Comparer:
         permutation = self.m.permutation(node_a, node_b)
         if permutation is not None and len(types_b) == len(permutation):
             types_b = tuple(types_b[j] for j in permutation)
-        changed_type = type_change(a.types[node_a], types_b)
+        changed_type = type_change(a.types[node_a], types_b, a.module, b.module)
         if changed_type is not None:
             out.append(changed_type)
         if a.attrs[node_a] != b.attrs[node_b]:

@@ -6,7 +6,6 @@ form in which printers agree (implied comparison types, the default precision an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import cast
 
@@ -17,10 +16,8 @@ from hloscope.ir.model import (
     Function,
     Module,
     Op,
-    parse_dict_attribute,
-    parse_type,
-    symbol_references,
 )
+from hloscope.ir.types import TensorType
 
 # Ops whose region is not a scope of its own for the diff: the region's arguments
 # are the op's operands and its results are what the region returns.
@@ -39,8 +36,6 @@ _IMPLIED_COMPARE_TYPES = frozenset(
 )
 
 
-_DEFAULT_PRECISION = re.compile(r"\[(?:#(?:stablehlo|mhlo)<precision DEFAULT>(?:, )?)*\]")
-
 # Ops whose operands can be swapped without changing the result (printers do swap them).
 COMMUTATIVE_KINDS = frozenset(
     "stablehlo." + name for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
@@ -49,18 +44,19 @@ COMMUTATIVE_KINDS = frozenset(
 REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
 _REFERENCE_KEYS = frozenset(CALL_ATTRIBUTES)
 UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
-_ARRAY = re.compile(r"array<i64(?::\s*([\d,\s]*))?>")
 
 
 def _unit_reshape(
-    kind: str, operand_type: str, result_type: str, attrs: tuple[tuple[str, str], ...]
+    op: Op,
+    kind: str,
+    source: tuple[TensorType, ...],
+    target: tuple[TensorType, ...],
+    attrs: tuple[tuple[str, str], ...],
 ) -> tuple[bool, tuple[tuple[str, str], ...]]:
     """Whether an op only adds or drops unit dimensions (a reshape 64 -> 1x64, the
     identity broadcast XLA writes), and a broadcast's attributes with its dimensions
     said for the operand's non-unit dimensions only, so that broadcasting `x[64]` and
     `x[1,64]` into the same shape read the same."""
-    source = parse_type(operand_type)
-    target = parse_type(result_type)
     if len(source) != 1 or len(target) != 1:
         return False, attrs
     src, dst = source[0], target[0]
@@ -71,10 +67,9 @@ def _unit_reshape(
     if kind == "stablehlo.reshape":
         return squeezed_src == squeezed_dst, attrs
     values = dict(attrs)
-    match = _ARRAY.fullmatch(values.get("broadcast_dimensions", ""))
-    if match is None:
+    dims = op.i64_array("broadcast_dimensions")
+    if dims is None:
         return False, attrs
-    dims = [int(d) for d in (match.group(1) or "").replace(" ", "").split(",") if d]
     if len(dims) != len(src.shape):
         return False, attrs
     kept = [d for d, size in zip(dims, src.shape, strict=True) if size != 1]
@@ -134,27 +129,24 @@ class Signatures:
         key: tuple[object, ...],
         op: Op,
         types: tuple[str, ...],
-        value_types: Sequence[str],
+        module: Module,
     ) -> Signature:
         known = self.known.get(key)
         if known is not None:
             return known
         kind = normalize_kind(op.name)
         attributes = op.attributes
-        attrs = _attributes(op, value_types)
+        attrs = _attributes(op, module)
         references = (
-            tuple(
-                (key, tuple(symbol_references(attributes[key])))
-                for key in CALL_ATTRIBUTES
-                if key in attributes
-            )
+            tuple((key, op.references(key)) for key in CALL_ATTRIBUTES if key in attributes)
             if attributes and not _REFERENCE_KEYS.isdisjoint(attributes)
             else ()
         )
         unit_reshape = False
         if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
-            operand_type = value_types[op.operands[0]] if op.operands[0] >= 0 else "?"
-            unit_reshape, attrs = _unit_reshape(kind, operand_type, types[0], attrs)
+            operand = module.arrays(op.operands[0]) if op.operands[0] >= 0 else ()
+            result = module.type_arrays(types[0])
+            unit_reshape, attrs = _unit_reshape(op, kind, operand, result, attrs)
         named: tuple[str, ...] = ()
         if attributes and not REFERENCE_ATTRIBUTES.isdisjoint(attributes):
             # In a fixed order (the set's would vary with Python's string hashing, and
@@ -163,7 +155,7 @@ class Signatures:
                 callee_name
                 for name in CALL_ATTRIBUTES
                 if name in REFERENCE_ATTRIBUTES and name in attributes
-                for callee_name in symbol_references(attributes[name])
+                for callee_name in op.references(name)
             )
         local = hash((kind, types, attrs, len(op.regions)))
         signature = (kind, attrs, types, unit_reshape, local, references, named)
@@ -171,13 +163,13 @@ class Signatures:
         return signature
 
 
-def _attributes(op: Op, value_types: Sequence[str]) -> tuple[tuple[str, str], ...]:
+def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
     """An op's attributes in normal form: what printers leave out or spell otherwise
     dropped or respelled, the functions it names left out (in its references)."""
     attributes = op.attributes
     if op.name == "stablehlo.dot" and op.operands and op.operands[0] >= 0:
         # A dot contracts the last dimension of the left with the first of the right.
-        lhs = parse_type(value_types[op.operands[0]])
+        lhs = module.arrays(op.operands[0])
         rank = len(lhs[0].shape or ()) if lhs else 1
         numbers = (
             "#stablehlo.dot<lhs_contracting_dimensions = "
@@ -193,12 +185,12 @@ def _attributes(op: Op, value_types: Sequence[str]) -> tuple[tuple[str, str], ..
         if name in IGNORED_ATTRIBUTES:
             continue
         if name == "mhlo.frontend_attributes":
-            for entry, entry_value in parse_dict_attribute(value).items():
+            for entry, entry_value in op.frontend_attributes.items():
                 out["frontend." + entry] = entry_value
             continue
         if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
             continue
-        if name == "precision_config" and _DEFAULT_PRECISION.fullmatch(value):
+        if name == "precision_config" and op.default_precision:
             continue  # the default, which some printers leave out
         if name in _REFERENCE_KEYS:
             continue  # in `references`: names are compared by what they name
@@ -533,7 +525,7 @@ class Graph:
                     key += (0, None)
             signature = known(key)
             if signature is None:
-                signature = signatures.of(key, op, types, value_types)
+                signature = signatures.of(key, op, types, self.module)
             kind, _attrs, _types, unit, local, references, named = signature
             node = len(op_ids)
             op_ids.append(op.id)
@@ -675,10 +667,7 @@ class Graph:
             vheight[value] = tallest + 1
 
     def _callee(self, op: Op) -> Function | None:
-        text = op.attributes.get("callee")
-        if not text:
-            return None
-        names = symbol_references(text)
+        names = op.references("callee")
         function = self._functions.get(names[0]) if names else None
         if function is None or function.is_declaration:
             return None
@@ -720,7 +709,7 @@ class Graph:
         if info[2]:
             key += _operand_key(op.operands, value_types)
         kind, attrs, types, unit_reshape, local, references, _named = self._signatures.of(
-            key, op, types, value_types
+            key, op, types, self.module
         )
         self.op.append(op.id)
         self.ctx.append(ctx)

@@ -36,7 +36,7 @@ from hloscope.analyses.diff.report import (
     Side,
     Summary,
 )
-from hloscope.ir.model import Function, Module, symbol_references
+from hloscope.ir.model import Function, Module
 
 # A module whose calls inline to more ops than this is diffed with calls as opaque
 # nodes (its called functions compared on their own).
@@ -132,9 +132,11 @@ def _diff_modules(a: Module, b: Module) -> ModuleDiff:
         changes.append(op_change(row, graph_a, graph_b, found_by_pair.get(node_a, []), functions))
     # Then what is not an op: the module's attributes and symbols, parameters, results.
     changes.extend(module_changes(a, b))
-    parameter_report, changed_parameters = parameter_changes(entry_a, entry_b, parameter_pairs)
+    parameter_report, changed_parameters = parameter_changes(
+        a, b, entry_a, entry_b, parameter_pairs
+    )
     changes.extend(changed_parameters)
-    changes.extend(result_changes(entry_a, entry_b))
+    changes.extend(result_changes(a, b, entry_a, entry_b))
 
     groups = group(changes)
     summary = Summary(
@@ -209,7 +211,7 @@ def _inlined_size(module: Module) -> int:
         total = len(ops)
         for op in [op for op in ops if op.name == CALL_OP] if total <= INLINE_LIMIT else []:
             if "callee" in op.attributes:
-                refs = symbol_references(op.attributes["callee"])
+                refs = op.references("callee")
                 if refs and refs[0] not in active:
                     total += size(refs[0], active | {refs[0]})
             if total > INLINE_LIMIT:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
 
 from hloscope.analyses.diff.aspects import aspect_of, type_change
 from hloscope.analyses.diff.names import short
@@ -18,7 +17,7 @@ from hloscope.analyses.diff.report import (
     Change,
     ParameterPair,
 )
-from hloscope.ir.model import Function, parse_dict_attribute
+from hloscope.ir.model import Argument, Function, Module, Result
 
 _GENERATED_NAME = re.compile(r"^(?:%?arg\d+|param(?:eter)?[._]?\d*(?:\.\d+)*|Arg_\d+(?:\.\d+)*)$")
 
@@ -132,10 +131,11 @@ _PARAMETER_KEYS = {
 
 
 def _argument_differences(
-    attrs_a: Mapping[str, str], attrs_b: Mapping[str, str], type_a: str, type_b: str
+    a: Argument | Result, b: Argument | Result, module_a: Module, module_b: Module
 ) -> list[tuple[str, str]]:
+    attrs_a, attrs_b = a.attributes, b.attributes
     out: list[tuple[str, str]] = []
-    change = type_change((type_a,), (type_b,))
+    change = type_change((a.type,), (b.type,), module_a, module_b)
     if change is not None:
         out.append(change)
     for key in sorted(attrs_a.keys() | attrs_b.keys()):
@@ -147,10 +147,7 @@ def _argument_differences(
         aspect = _PARAMETER_KEYS.get(key, "attributes")
         label = key
         if key == "mhlo.frontend_attributes":
-            entries_a, entries_b = (
-                parse_dict_attribute(value_a or "{}"),
-                parse_dict_attribute(value_b or "{}"),
-            )
+            entries_a, entries_b = a.frontend_attributes, b.frontend_attributes
             for entry in sorted(entries_a.keys() | entries_b.keys()):
                 if entries_a.get(entry) != entries_b.get(entry):
                     out.append(
@@ -165,6 +162,8 @@ def _argument_differences(
 
 
 def parameter_changes(
+    module_a: Module,
+    module_b: Module,
     entry_a: Function | None,
     entry_b: Function | None,
     pairs: list[tuple[int | None, int | None]],
@@ -181,9 +180,7 @@ def parameter_changes(
         where_b = _argument_where(entry_b, j)
         if i is not None and j is not None and entry_a is not None and entry_b is not None:
             arg_a, arg_b = entry_a.arguments[i], entry_b.arguments[j]
-            found = _argument_differences(
-                arg_a.attributes, arg_b.attributes, arg_a.type, arg_b.type
-            )
+            found = _argument_differences(arg_a, arg_b, module_a, module_b)
             detail = "; ".join(text for _, text in found)
             report.append(ParameterPair(i, j, name_a, name_b, CHANGED if found else SAME, detail))
             if found:
@@ -243,16 +240,16 @@ def _argument_where(function: Function | None, index: int | None) -> str | None:
     return f"{function.name} %arg{index}" + (f" ({name})" if name else "")
 
 
-def result_changes(entry_a: Function | None, entry_b: Function | None) -> list[Change]:
+def result_changes(
+    module_a: Module, module_b: Module, entry_a: Function | None, entry_b: Function | None
+) -> list[Change]:
     if entry_a is None or entry_b is None:
         return []
     changes = []
     pairs = pair_results(entry_a, entry_b)
     for i, j in pairs:
         result_a, result_b = entry_a.results[i], entry_b.results[j]
-        found = _argument_differences(
-            result_a.attributes, result_b.attributes, result_a.type, result_b.type
-        )
+        found = _argument_differences(result_a, result_b, module_a, module_b)
         if found:
             changes.append(
                 Change(

@@ -22,12 +22,7 @@ from hloscope.analyses.placement.warnings import (
     host_memory_warnings,
     large_input_warnings,
 )
-from hloscope.ir.model import (
-    Module,
-    Op,
-    int_attribute,
-    is_computation,
-)
+from hloscope.ir.model import Module, Op, is_computation
 
 
 def analyze_placement(
@@ -101,8 +96,8 @@ def analyze_placement(
         op_shardings=op_shardings,
         manual_computations=tuple(manual),
         collectives=tuple(collectives_by_kind(module, ops, scan.ops)),
-        partitions=int_attribute(module.attributes.get("mhlo.num_partitions")),
-        replicas=int_attribute(module.attributes.get("mhlo.num_replicas")),
+        partitions=module.num_partitions,
+        replicas=module.num_replicas,
         warnings=tuple(warnings),
     )
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hloscope.analyses.placement.attributes import custom_call_target
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
@@ -36,7 +35,7 @@ def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
             return None
         if short.endswith("_start"):
             short, is_async = short[: -len("_start")], True
-    target = custom_call_target(op)
+    target = op.custom_call_target
     if target is not None:
         short = target.replace("-", "_")
     if short in COLLECTIVES:

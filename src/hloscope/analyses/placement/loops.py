@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import Module, Op
 
 WHILE_OPS = frozenset({"stablehlo.while", "mhlo.while", "hlo.while"})
-
-_INTEGER_CONSTANT = re.compile(r"^dense<(-?\d+)>")
 
 
 def known_trip_count(module: Module, op: Op) -> int | None:
@@ -56,8 +53,7 @@ def _constant(module: Module, value: int) -> int | None:
     op = module.defining_op(value)
     if op is None or op.short_name != "constant" or value not in op.results:
         return None
-    match = _INTEGER_CONSTANT.match(op.attributes.get("value", ""))
-    return int(match.group(1)) if match else None
+    return op.integer_constant
 
 
 def _counted_loop_trips(module: Module, op: Op) -> int | None:
@@ -168,8 +164,7 @@ class RunsPerCall:
             trips = self.trips(site)
             if trips is None:
                 return None
-            condition = site.attributes.get("condition", "")
-            runs *= trips + 1 if f"{callee}" in _names(condition) else trips
+            runs *= trips + 1 if f"{callee}" in site.mentioned_names("condition") else trips
         return runs
 
     def _in_loop(self, op: Op, active: frozenset[str]) -> bool:
@@ -210,7 +205,3 @@ class RunsPerCall:
                         stack.append(callee)
             self._callers = callers
         return self._callers
-
-
-def _names(text: str) -> Sequence[str]:
-    return re.findall(r"@?%?([\w.-]+)", text)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from hloscope.analyses.placement.attributes import custom_call_target, frontend_attribute
 from hloscope.analyses.placement.report import (
     DEVICE,
     HOST,
@@ -23,15 +22,7 @@ from hloscope.analyses.placement.report import (
 )
 from hloscope.analyses.placement.values import hlo_type, sum_bytes, unique
 from hloscope.analyses.structure import op_callees
-from hloscope.ir.model import (
-    ENTRY_SHAPE_ATTRIBUTE,
-    Module,
-    Op,
-    is_computation,
-    split_top_level,
-    string_attribute,
-    type_bytes,
-)
+from hloscope.ir.model import Module, Op, is_computation
 from hloscope.units import human_bytes
 
 # Memory kinds (JAX) that are host memory, and XLA's host memory space.
@@ -39,27 +30,6 @@ HOST_MEMORY_KINDS = frozenset({"pinned_host", "unpinned_host", "host"})
 HOST_MEMORY_SPACE = 5
 
 _CALLBACK_TARGET = re.compile(r"python_(cpu|gpu)_callback")
-_MEMORY_SPACE = re.compile(r"S\((\d+)\)")
-
-
-def memory_space(xla_shape: str | None) -> int | None:
-    """The memory space of an HLO shape's layout (`f32[4]{0:S(5)}` -> 5); 0 when the
-    layout names none; None without a layout or for tuples."""
-    if not xla_shape:
-        return None
-    shape = string_attribute(xla_shape)
-    if shape.startswith("(") or "{" not in shape:
-        return None
-    match = _MEMORY_SPACE.search(shape[shape.index("{") :])
-    return int(match.group(1)) if match else 0
-
-
-def _tuple_parts(xla_shape: str) -> list[str]:
-    shape = string_attribute(xla_shape).strip()
-    if not (shape.startswith("(") and shape.endswith(")")):
-        return [shape]
-    # `<` is not a bracket in HLO shapes (`f32[<=4]`).
-    return split_top_level(shape[1:-1], brackets="([{")
 
 
 def _space_name(space: int) -> str:
@@ -81,16 +51,11 @@ def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]
     kind: MemoryPlacementKind
     for kind, items in (("argument", entry.arguments), ("result", entry.results)):
         for item in items:
-            attributes = item.attributes
-            memory_kind = attributes.get("mhlo.memory_kind")
-            space = memory_space(attributes.get(ENTRY_SHAPE_ATTRIBUTE))
+            memory_kind = item.memory_kind
+            space = item.memory_space
             if memory_kind is None and not space:
                 continue
-            kind_text = (
-                string_attribute(memory_kind)
-                if memory_kind is not None
-                else _space_name(space or 0)
-            )
+            kind_text = memory_kind if memory_kind is not None else _space_name(space or 0)
             is_host = _is_host_kind(kind_text) or space == HOST_MEMORY_SPACE
             if kind == "argument":
                 argument = entry.arguments[item.index]
@@ -100,8 +65,7 @@ def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]
                     host_values[argument.value] = kind_text
             else:
                 value = f"result {item.index}"
-                info = attributes.get("jax.result_info")
-                name = string_attribute(info) if info else None
+                name = entry.results[item.index].info
             out.append(
                 MemoryPlacement(
                     kind=kind,
@@ -112,7 +76,7 @@ def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]
                     memory_space=space,
                     host=is_host,
                     shape=item.shape,
-                    bytes=type_bytes(item.type),
+                    bytes=item.nbytes,
                 )
             )
     return out, host_values
@@ -130,7 +94,7 @@ def _value_memory(module: Module, value: int, host_values: Mapping[int, str]) ->
         return host_values[value]
     owner = module.defining_op(value)
     if owner is not None and len(owner.results) == 1:
-        space = memory_space(owner.attributes.get("xla_shape"))
+        space = owner.memory_space
         if space:
             return _space_name(space)
     return DEVICE
@@ -177,9 +141,9 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
             # applies (most ops of most modules).
             continue
         operand = op.operands[0] if op.operands else -1
-        target = custom_call_target(op)
+        target = op.custom_call_target
         if target == "annotate_device_placement":
-            placement = frontend_attribute(op, "_xla_buffer_placement") or "?"
+            placement = op.frontend_attributes.get("_xla_buffer_placement") or "?"
             add(
                 op,
                 "annotate_device_placement",
@@ -208,7 +172,7 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
             )
             add(op, "host_callback", DEVICE, HOST, sent, detail)
         elif op.name in ("mhlo.copy", "stablehlo.copy") and "xla_shape" in op.attributes:
-            space = memory_space(op.attributes["xla_shape"]) or 0
+            space = op.memory_space or 0
             before = _value_memory(module, operand, host_values)
             after = _space_name(space) if space else DEVICE
             if _normal_memory(before) != _normal_memory(after):
@@ -217,10 +181,10 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
             # copy-start: its shape is (destination, source, context).
             called = [names[n] for n in op_callees(op, names, fused=True)]
             body = [o.name for f in called for o in module.function_ops(f) if is_computation(o)]
-            parts = _tuple_parts(op.attributes["xla_shape"])
-            if body != ["mhlo.copy"] or len(parts) < 2:
+            spaces = op.tuple_memory_spaces
+            if body != ["mhlo.copy"] or len(spaces) < 2:
                 continue
-            to_space, from_space = memory_space(parts[0]) or 0, memory_space(parts[1]) or 0
+            to_space, from_space = spaces[0] or 0, spaces[1] or 0
             if from_space != to_space:
                 after_kind = _space_name(to_space) if to_space else DEVICE
                 add(
@@ -238,7 +202,7 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
                                 host_values.update((v, after_kind) for v in done.results)
             continue
         if len(op.results) == 1:
-            result_space = memory_space(op.attributes.get("xla_shape"))
+            result_space = op.memory_space
             if result_space == HOST_MEMORY_SPACE:
                 host_values.setdefault(op.results[0], _space_name(result_space))
         if (

@@ -159,6 +159,11 @@ class ShardingAnnotation:
     on_mesh: str | None = None
     """An XLA sharding read on the module's mesh, in Shardy's words
     (`@mesh [{"data"}, {}]`), where its device order is the mesh's; None otherwise."""
+    index: int | None = None
+    """An argument's or a result's index in its function; None for an op's."""
+    words: str = ""
+    """The sharding for reading: a Shardy one as `@mesh [{"x"}, {}]`, an XLA one as
+    its tiling (`tiled [4,1], replicated ×2`), as the parameter map says it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,11 +172,17 @@ class ManualComputation:
 
     function: str
     manual_axes: str
+    """As written: `#sdy<manual_axes{"data", "model"}>`."""
     in_shardings: str
     out_shardings: str
     ops: int
     """Ops in its body."""
     source: str | None
+    axes: tuple[str, ...] = ()
+    """The manual axes, by name."""
+    in_words: str = ""
+    """`in_shardings` for reading: `@mesh [{"x"}]; @mesh [{}]`."""
+    out_words: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hloscope.ir.model import Module, parse_type, type_bytes
+from hloscope.ir.model import Module
 
 
 def sum_bytes(module: Module, values: Iterable[int]) -> int | None:
     total = 0
     for value in values:
-        size = type_bytes(module.value_types[value])
+        size = module.nbytes(value)
         if size is None:
             return None
         total += size
@@ -23,7 +23,7 @@ def unique(items: Iterable[str | None]) -> tuple[str, ...]:
 
 
 def hlo_type(module: Module, value: int) -> str:
-    types = parse_type(module.value_types[value])
+    types = module.arrays(value)
     if len(types) == 1:
         return types[0].hlo
     return module.value_types[value]

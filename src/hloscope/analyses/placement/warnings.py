@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hloscope.analyses.placement.attributes import custom_call_target, own_compute_type
+from hloscope.analyses.placement.attributes import own_compute_type
 from hloscope.analyses.placement.compute import Context
 from hloscope.analyses.placement.report import (
     DEVICE,
@@ -124,7 +124,7 @@ def host_memory_warnings(
             continue
         if labels.get(op.id, DEVICE) != DEVICE or not is_computation(op):
             continue
-        target = custom_call_target(op)
+        target = op.custom_call_target
         if (
             op.short_name.replace("-", "_") in _PASS_THROUGH_OPS | _DATA_MOVEMENT
             or target in _NOT_COMPUTE_TARGETS

@@ -3,14 +3,11 @@ transfers, shardings and meshes, manual computations, collectives and warnings."
 
 from __future__ import annotations
 
-import re
-
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analyses.params import describe_hlo_sharding
 from hloscope.analyses.placement.report import (
     Collective,
     ComputeRegion,
@@ -33,25 +30,6 @@ from hloscope.reports import PlacementReport
 from hloscope.units import human_bytes
 
 MAX_PLACEMENT_ROWS = 40
-
-
-def sharding_text(sharding: str) -> str:
-    """A sharding for reading: `#sdy.sharding<@mesh, [{"x"}, {}]>` as
-    `@mesh [{"x"}, {}]`; XLA's `{devices=[4,1,2]<=[8] last_tile_dim_replicate}` as
-    `tiled [4,1], replicated ×2`, as the parameter map reads it."""
-    if sharding.startswith("#sdy.sharding<") and sharding.endswith(">"):
-        body = sharding[len("#sdy.sharding<") : -1]
-        mesh, _, dims = body.partition(", ")
-        return f"{mesh} {dims}" if dims else body
-    if sharding.startswith("{") and sharding.endswith("}"):
-        return describe_hlo_sharding(sharding)
-    return sharding
-
-
-def shardings_text(shardings: str) -> str:
-    """`#sdy.sharding_per_value<[<@mesh, [{"x"}]>, ...]>` as `@mesh [{"x"}]; ...`."""
-    found = re.findall(r"<(@[\w.$-]+), (\[[^\[\]]*\])", shardings)
-    return "; ".join(f"{mesh} {dims}" for mesh, dims in found) if found else shardings
 
 
 def compute_text(placement: Placement) -> str:
@@ -149,7 +127,7 @@ def sharding_cells(sharding: ShardingAnnotation, entry: str) -> list[Cell]:
         sharding.kind,
         value,
         sharding.name or "",
-        sharding.on_mesh or sharding_text(sharding.sharding),
+        sharding.on_mesh or sharding.words,
         short_source(sharding.source),
     ]
 
@@ -159,9 +137,9 @@ def manual_cells(manual: ManualComputation) -> list[Cell]:
     source."""
     return [
         manual.function,
-        ", ".join(re.findall(r'"((?:[^"\\]|\\.)*)"', manual.manual_axes)),
-        shardings_text(manual.in_shardings),
-        shardings_text(manual.out_shardings),
+        ", ".join(manual.axes),
+        manual.in_words,
+        manual.out_words,
         str(manual.ops),
         short_source(manual.source),
     ]

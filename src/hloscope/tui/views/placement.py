@@ -5,7 +5,6 @@ warnings. Enter on a row shows its ops in the IR tab."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import ClassVar
 
@@ -100,11 +99,6 @@ def result_jump(module: Module, function_name: str, label: str) -> JumpFactory:
     return jump
 
 
-def _argument_index(value: str) -> int | None:
-    match = re.fullmatch(r"%arg(\d+)", value)
-    return int(match.group(1)) if match else None
-
-
 def _regions(title: str, regions: tuple[ComputeRegion, ...]) -> list[Line]:
     return table(
         f"{title} ({len(regions)})",
@@ -191,7 +185,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
         for sharding in placement.shardings:
             value = sharding.value
             label = f"{sharding.kind} {value}"
-            index = _argument_index(value)
+            index = sharding.index
             jump: JumpFactory | None = None
             if sharding.kind == "argument" and index is not None:
                 function = module.functions.get(sharding.function)

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from hloscope.analyses.placement import PlacedOp
 from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure
 from hloscope.errors import display_path
-from hloscope.ir.model import Module, Op, hlo_shape, symbol_references
+from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 from hloscope.tui.widgets.lists import RowList
 
@@ -124,7 +124,7 @@ def detail_rows(
                 Row(
                     Text.assemble(
                         (printed.value_name(module, value), "cyan"),
-                        f" : {hlo_shape(module.value_types[value])}",
+                        f" : {module.hlo_shape(value)}",
                     )
                 )
             )
@@ -177,7 +177,7 @@ def _operand_row(module: Module, printed: PrintedModule, value: int) -> Row:
     if value < 0:
         return Row(Text("(a value defined outside this module)", style="dim"))
     text = Text.assemble(
-        (printed.value_name(module, value), "cyan"), f" : {hlo_shape(module.value_types[value])}"
+        (printed.value_name(module, value), "cyan"), f" : {module.hlo_shape(value)}"
     )
     defining = module.defining_op(value)
     if defining is not None:
@@ -210,7 +210,7 @@ def callees(module: Module, op: Op) -> list[str]:
         text = op.attributes.get(key)
         if text is None or "@" not in text:
             continue
-        for name in symbol_references(text):
+        for name in op.references(key):
             if name in module.functions and name not in names:
                 names.append(name)
     return names

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
-from hloscope.ir.model import Module, Op, string_attribute
+from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 
 PAGE = 200
@@ -174,9 +174,8 @@ class ModuleTree(Tree[NodeData]):
         if op.regions:
             inner = op.end - op.id - 1
             text.append(f"  {inner:,} ops", style="dim")
-        name = op.attributes.get("sym_name")
-        if name is not None and op.name != "func.func":
-            text.append(f" @{string_attribute(name)}", style="yellow")
+        if "sym_name" in op.attributes and op.name != "func.func":
+            text.append(f" @{op.symbol_name}", style="yellow")
         return text
 
     def relabel(self) -> None:
