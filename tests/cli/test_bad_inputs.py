@@ -277,23 +277,23 @@ def test_an_entrypoint_that_ends_oddly(cli, command, function, message):
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "message", "helps"),
     [
-        (["inspect", "x.mlir", "--no-such-option"], "No such option: --no-such-option"),
-        (["inspect", "x.mlir", "--timeout", "soon"], "Invalid value for '--timeout'"),
-        (["no-such-command"], "No such command 'no-such-command'"),
-        (["inspect"], "Missing argument 'TARGET'"),
+        (["inspect", "x.mlir", "--no-such-option"], "No such option: --no-such-option", "inspect"),
+        (["inspect", "x.mlir", "--timeout", "soon"], "Invalid value for '--timeout'", "inspect"),
+        (["no-such-command"], "No such command 'no-such-command'", ""),
+        (["inspect"], "Missing argument 'TARGET'", "inspect"),
     ],
 )
-def test_a_command_line_mistake_is_one_line_and_exit_2(cli, argv, message):
+def test_a_command_line_mistake_is_one_line_and_exit_2(cli, argv, message, helps):
     # What the console script's `main` does with typer's usage errors: one line naming
-    # the mistake, not click's usage block.
+    # the mistake, not click's usage block, and the help of the command it is in.
     run = cli(*argv)
     assert run.code == 2
     assert run.stdout == ""
     line = one_error_line(run.stderr)
     assert message in line, line
-    assert line.endswith("(see hloscope --help)")
+    assert line.endswith(f"(see {' '.join(['hloscope', helps]).strip()} --help)")
 
 
 def test_hloscope_alone_prints_the_help(cli):
