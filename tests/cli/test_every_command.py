@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from importlib import metadata
@@ -161,8 +162,10 @@ def test_shell_completion_installs_and_completes(tmp_path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "HOME": str(home), "SHELL": "/bin/bash"}
+    # typer asks which shell runs it (shellingham reads the process tree): bash here,
+    # kept as the parent by the command after it (bash execs a lone command).
     run = subprocess.run(
-        [sys.executable, "-m", "hloscope", "--install-completion", "bash"],
+        ["bash", "-c", f"{shlex.quote(sys.executable)} -m hloscope --install-completion; exit $?"],
         capture_output=True,
         text=True,
         cwd=ROOT,
