@@ -33,3 +33,36 @@ async def test_each_model_opens_in_the_browser(target, factory):
         assert app.session.loaded.source.kind == "entrypoint"
         await pilot.press("q")
     assert app.return_code == 0
+
+
+@sync
+async def test_the_ir_tab_names_arguments_as_the_parameters_tab_does():
+    """A Flax NNX step: JAX's locations name the arguments after the states nnx.jit
+    hands it (`model.states[0][0]`); the IR tab's details name them by the user's
+    paths, as the Parameters tab and `params` do (`model.blocks[0].linear.bias`)."""
+    from hloscope.tui.browser import BrowserPane
+    from tui_support import details, quiet, until
+
+    app = HloscopeApp(
+        "samples/flax_nnx.py:train_step",
+        loader.LoadOptions(args_factory="samples/flax_nnx.py:example_args"),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        session = app.session
+        assert session is not None
+        await until(pilot, lambda: session.reports is not None, "the reports")
+        await quiet(pilot)
+        # The entry function is selected: its arguments, with their paths.
+        params = session.reports.inspect.params
+        named = {p.hlo_index: p.path for p in params.parameters if p.hlo_index is not None}
+        assert "model.blocks[0].linear.bias" in named.values()
+        browser = app.query_one(BrowserPane)
+        browser.select(session.loaded.module.entry.op.id, force=True)
+        await quiet(pilot)
+        rows = details(app)
+        for index, path in named.items():
+            first_lines = [row.split("\n")[0] for row in rows]
+            assert any(r.startswith(f"%arg{index} ") and r.endswith(path) for r in first_lines)
+        assert not any(row.startswith("%arg") and "states[" in row for row in rows)
+        await pilot.press("q")

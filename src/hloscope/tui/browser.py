@@ -9,6 +9,7 @@ that post messages back; nothing here walks the module on a keystroke.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from typing import ClassVar
 
 from rich.style import Style
@@ -23,7 +24,7 @@ from textual.widgets import Static, Tree
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.focus import focus_now
 from hloscope.tui.printed import PrintedModule, search
-from hloscope.tui.session import Session, describe_failure, print_module
+from hloscope.tui.session import Reports, Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
@@ -41,6 +42,15 @@ def _filter_bindings() -> list[BindingType]:
         )
         for f in FILTERS
     ]
+
+
+def argument_paths(reports: Reports | None) -> Mapping[int, str] | None:
+    """The user's pytree path of each entry argument, by HLO index, as the `params`
+    analysis names them (None before the reports are built)."""
+    if reports is None or reports.inspect is None or reports.inspect.params is None:
+        return None
+    parameters = reports.inspect.params.parameters
+    return {p.hlo_index: p.path for p in parameters if p.hlo_index is not None}
 
 
 class BrowserPane(Vertical):
@@ -228,6 +238,7 @@ class BrowserPane(Vertical):
                 self.session.structure,
                 op_id,
                 reports.placed if reports is not None else None,
+                argument_paths(reports),
             )
         )
         self._update_status()

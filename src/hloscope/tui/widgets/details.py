@@ -83,9 +83,13 @@ def detail_rows(
     structure: Structure | None,
     op_id: int,
     placed: Mapping[int, PlacedOp] | None = None,
+    argument_paths: Mapping[int, str] | None = None,
 ) -> list[Row]:
     """What the pane shows for `op_id`, row by row; `placed` holds the ops the
-    placement analysis puts elsewhere than the device."""
+    placement analysis puts elsewhere than the device; `argument_paths` the user's
+    pytree path of each of the entry function's arguments, by index (the `params`
+    analysis's: `model.blocks[0].linear.bias` where JAX's location names the state
+    JAX was handed, `model.states[0][0]`)."""
     if not 0 <= op_id < len(module.ops):
         return [Row(Text("No op on this line.", style="dim"))]
     op = module.ops[op_id]
@@ -116,7 +120,7 @@ def detail_rows(
     if op.name == "func.func" and op.parent is None:
         function = module.functions.get(op.attributes.get("sym_name", '""').strip('"'))
     if function is not None:
-        rows.extend(_function_rows(module, structure, function.name))
+        rows.extend(_function_rows(module, structure, function.name, argument_paths))
     if op.results:
         rows.append(_heading("results"))
         for value in op.results:
@@ -131,7 +135,7 @@ def detail_rows(
     if op.operands:
         rows.append(_heading("operands"))
         for value in op.operands:
-            rows.append(_operand_row(module, printed, value))
+            rows.append(_operand_row(module, printed, value, argument_paths))
     users = [user for value in op.results for user in module.users(value)]
     if users:
         rows.append(_heading(f"users ({len(users):,})"))
@@ -173,7 +177,26 @@ def _attribute_text(key: str, value: str) -> Text:
     )
 
 
-def _operand_row(module: Module, printed: PrintedModule, value: int) -> Row:
+def _argument_name(
+    module: Module, function: str, index: int, argument_paths: Mapping[int, str] | None
+) -> str | None:
+    """What to call an argument: the user's path for the entry function's (one name in
+    every view, the Parameters tab's), else the name its location gives."""
+    entry = module.entry
+    if argument_paths is not None and entry is not None and entry.name == function:
+        path = argument_paths.get(index)
+        if path is not None:
+            return path
+    argument = module.functions[function].arguments[index]
+    return argument.location.name
+
+
+def _operand_row(
+    module: Module,
+    printed: PrintedModule,
+    value: int,
+    argument_paths: Mapping[int, str] | None = None,
+) -> Row:
     if value < 0:
         return Row(Text("(a value defined outside this module)", style="dim"))
     text = Text.assemble(
@@ -196,8 +219,9 @@ def _operand_row(module: Module, printed: PrintedModule, value: int) -> Row:
         )
         if argument is not None:
             text.append(f"  ← argument {argument.index} of @{name}", style="dim")
-            if argument.location.name:
-                text.append(f" ({argument.location.name})", style="dim")
+            called = _argument_name(module, name, argument.index, argument_paths)
+            if called:
+                text.append(f" ({called})", style="dim")
             return Row(text, owner.id)
     text.append("  ← block argument of ", style="dim")
     text.append_text(op_summary(module, printed, owner))
@@ -216,7 +240,12 @@ def callees(module: Module, op: Op) -> list[str]:
     return names
 
 
-def _function_rows(module: Module, structure: Structure | None, name: str) -> list[Row]:
+def _function_rows(
+    module: Module,
+    structure: Structure | None,
+    name: str,
+    argument_paths: Mapping[int, str] | None = None,
+) -> list[Row]:
     function = module.functions[name]
     rows = [
         Row(
@@ -230,8 +259,9 @@ def _function_rows(module: Module, structure: Structure | None, name: str) -> li
         rows.append(_heading(f"arguments ({len(function.arguments)})"))
         for argument in function.arguments:
             text = Text.assemble((f"%arg{argument.index}", "cyan"), f" : {argument.shape}")
-            if argument.location.name:
-                text.append(f"  {argument.location.name}", style="green")
+            called = _argument_name(module, name, argument.index, argument_paths)
+            if called:
+                text.append(f"  {called}", style="green")
             for key, value in argument.attributes.items():
                 text.append("\n    ")
                 text.append_text(_attribute_text(key, value))
