@@ -66,3 +66,38 @@ async def test_the_ir_tab_names_arguments_as_the_parameters_tab_does():
             assert any(r.startswith(f"%arg{index} ") and r.endswith(path) for r in first_lines)
         assert not any(row.startswith("%arg") and "states[" in row for row in rows)
         await pilot.press("q")
+
+
+@sync
+async def test_one_op_count_in_every_view():
+    """A Flax NNX step once showed 224 ops in the title, 218 in the tree, 211 in the
+    Overview: each view counted differently. Now a function's ops are counted one way
+    (as written, terminators left out: the Overview's `ops`) in the tree, the details
+    and the Overview, and the title's total is theirs over every function."""
+    from hloscope.tui.browser import BrowserPane
+    from hloscope.tui.widgets.module_tree import ModuleTree
+    from tui_support import details, plain, quiet, until
+
+    app = HloscopeApp(
+        "samples/flax_nnx.py:train_step",
+        loader.LoadOptions(args_factory="samples/flax_nnx.py:example_args"),
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        session = app.session
+        assert session is not None
+        await until(pilot, lambda: session.reports is not None, "the reports")
+        await quiet(pilot)
+        structure = session.structure
+        assert structure is not None
+        main = structure.function("main")
+        total = sum(f.ops for f in structure.functions)
+        assert f"· {total:,} ops" in plain(app.query_one("#title-bar").content)
+        assert f"· {total:,} ops" in plain(app.query_one("#browser-status").content)
+        tree = app.query_one(ModuleTree)
+        labels = {plain(n.label).split()[0]: plain(n.label) for n in tree.root.children}
+        assert labels["main"].endswith(f"public · {main.ops:,} ops")
+        app.query_one(BrowserPane).select(session.loaded.module.entry.op.id, force=True)
+        await quiet(pilot)
+        assert f"public function · {main.ops:,} ops" in details(app)
+        await pilot.press("q")

@@ -49,7 +49,7 @@ def test_hloscope_tui_in_a_terminal(terminal):
     assert any("Loading samples/nested_jits.py:mlp" in s for s in screens)
     assert "hloscope · samples/nested_jits.py:mlp · jit_mlp · lowered stablehlo" in screen
     assert "▼ module @jit_mlp" in screen
-    assert "main  public · 5 ops" in screen
+    assert "main  public · 4 ops" in screen
     assert "%0 = call @dense(%arg6, %arg1, %arg0)" in screen
     assert "func.func @main" in screen  # the detail pane
     assert "? Keys" in screen  # the footer

@@ -309,6 +309,19 @@ def scan_ops(module: Module) -> OpScan:
     return scan
 
 
+def function_op_count(module: Module, function: Function) -> int:
+    """The ops of `function` as written (its regions' included, terminators not):
+    the count every view shows for one function (`FunctionInfo.ops`)."""
+    return sum(scan_ops(module).computing_counts(function.op.id + 1, function.op.end).values())
+
+
+def module_op_count(module: Module) -> int:
+    """The ops of every function as written, reachable or not: the count shown for a
+    whole module (the Overview's `total_ops` counts the reachable functions only, and
+    says so)."""
+    return sum(function_op_count(module, f) for f in module.functions.values())
+
+
 def made_scan(module: Module) -> OpScan | None:
     """The `OpScan` of `module` where another analysis made it already, else None."""
     scan = module.derived.get(_SCAN)

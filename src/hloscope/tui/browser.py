@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
 
+from hloscope.analyses.structure import module_op_count
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.focus import focus_now
 from hloscope.tui.printed import PrintedModule, search
@@ -107,6 +108,8 @@ class BrowserPane(Vertical):
     def __init__(self) -> None:
         super().__init__(id="browser")
         self.session: Session | None = None
+        self._op_count = 0
+        """The module's ops as written (`analyses.structure.module_op_count`)."""
         self.selected = -1
         self.history: list[int] = []
         self.locations = False
@@ -156,6 +159,7 @@ class BrowserPane(Vertical):
         """Show a (new) module, its entry function selected."""
         rerun = self.search_text and not self.hit_ops
         self.session = session
+        self._op_count = module_op_count(session.loaded.module)
         self.history = []
         self.hits = ()
         self.hit_ops = ()
@@ -509,7 +513,7 @@ class BrowserPane(Vertical):
         view = self.query_one(IRView)
         text = Text()
         text.append(f"{loaded.module.name or 'module'}", style="bold")
-        text.append(f" · {loaded.source.stage} · {len(loaded.module.ops):,} ops")
+        text.append(f" · {loaded.source.stage} · {self._op_count:,} ops")
         line = view.cursor_line
         if line is not None:
             text.append(f" · line {line + 1:,}/{len(printed.lines):,}")

@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
+from hloscope.analyses.structure import function_op_count
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 
@@ -97,9 +98,10 @@ class ModuleTree(Tree[NodeData]):
         self.root.data = None
         for name, function in module.functions.items():
             label = Text(name, style="bold")
-            ops = function.op.end - function.op.id - 1
+            ops = function_op_count(module, function)
             label.append(f"  {function.visibility} · {ops:,} ops", style="dim")
-            node = self.root.add(label, OpNode(function.op.id), allow_expand=ops > 0)
+            inside = function.op.end - function.op.id - 1  # its return too
+            node = self.root.add(label, OpNode(function.op.id), allow_expand=inside > 0)
             self.nodes[function.op.id] = node
         self.root.expand()
         entry = module.entry
