@@ -101,3 +101,22 @@ async def test_one_op_count_in_every_view():
         await quiet(pilot)
         assert f"public function · {main.ops:,} ops" in details(app)
         await pilot.press("q")
+
+
+@sync
+async def test_an_op_with_regions_counts_its_ops_as_a_function_does():
+    """`stablehlo.reduce` holds one `add` (and its `return`): the tree says 1 op, as
+    the Overview would count them (it said 2 ops)."""
+    from hloscope.tui.widgets.module_tree import ModuleTree
+    from tui_support import plain
+
+    app = HloscopeApp("samples/dumps/mlp.stablehlo.mlir")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        session = app.session
+        assert session is not None
+        module = session.loaded.module
+        reduce = next(op for op in module.ops if op.name == "stablehlo.reduce")
+        label = plain(app.query_one(ModuleTree).label(reduce))
+        assert label.endswith("stablehlo.reduce  1 op"), label
+        await pilot.press("q")

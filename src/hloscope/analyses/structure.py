@@ -312,7 +312,12 @@ def scan_ops(module: Module) -> OpScan:
 def function_op_count(module: Module, function: Function) -> int:
     """The ops of `function` as written (its regions' included, terminators not):
     the count every view shows for one function (`FunctionInfo.ops`)."""
-    return sum(scan_ops(module).computing_counts(function.op.id + 1, function.op.end).values())
+    return ops_inside(module, function.op)
+
+
+def ops_inside(module: Module, op: Op) -> int:
+    """The ops inside `op`'s regions, counted as a function's are (terminators not)."""
+    return sum(scan_ops(module).computing_counts(op.id + 1, op.end).values())
 
 
 def module_op_count(module: Module) -> int:

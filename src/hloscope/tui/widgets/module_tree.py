@@ -19,9 +19,10 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
-from hloscope.analyses.structure import function_op_count
+from hloscope.analyses.structure import function_op_count, ops_inside
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
+from hloscope.units import counted
 
 PAGE = 200
 
@@ -99,7 +100,7 @@ class ModuleTree(Tree[NodeData]):
         for name, function in module.functions.items():
             label = Text(name, style="bold")
             ops = function_op_count(module, function)
-            label.append(f"  {function.visibility} · {ops:,} ops", style="dim")
+            label.append(f"  {function.visibility} · {counted(ops, 'op')}", style="dim")
             inside = function.op.end - function.op.id - 1  # its return too
             node = self.root.add(label, OpNode(function.op.id), allow_expand=inside > 0)
             self.nodes[function.op.id] = node
@@ -174,8 +175,7 @@ class ModuleTree(Tree[NodeData]):
         if kind is not None:
             text.append(f" {kind.rsplit(' ', 1)[-1].rstrip('>')}", style="magenta")
         if op.regions:
-            inner = op.end - op.id - 1
-            text.append(f"  {inner:,} ops", style="dim")
+            text.append(f"  {counted(ops_inside(self.module, op), 'op')}", style="dim")
         if "sym_name" in op.attributes and op.name != "func.func":
             text.append(f" @{op.symbol_name}", style="yellow")
         return text
