@@ -161,11 +161,12 @@ def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
 
 # XLA's suffixes: a unique id (`.9915`), repeated when a clone is cloned again, and
 # `.clone` (`compare_greater_than.6.1251.clone`).
-CLONE_SUFFIX = re.compile(r"(?:\.(?:\d+|clone))+$")
+_SUFFIXES = r"(?:\.(?:\d+|clone))+"
+CLONE_SUFFIX = re.compile(_SUFFIXES + "$")
 
 
 # The same suffixes on the functions an op names (`@region_0.3.clone`).
-CALLED_SUFFIX = re.compile(r"(?:\.(?:\d+|clone))+\b")
+CALLED_SUFFIX = re.compile(_SUFFIXES + r"\b")
 
 
 def clone_base(name: str) -> str:
@@ -309,14 +310,9 @@ def scan_ops(module: Module) -> OpScan:
     return scan
 
 
-def function_op_count(module: Module, function: Function) -> int:
-    """The ops of `function` as written (its regions' included, terminators not):
-    the count every view shows for one function (`FunctionInfo.ops`)."""
-    return ops_inside(module, function.op)
-
-
 def ops_inside(module: Module, op: Op) -> int:
-    """The ops inside `op`'s regions, counted as a function's are (terminators not)."""
+    """The ops inside `op` (a function, or an op with regions) as written, terminators
+    left out: the count every view shows for one function (`FunctionInfo.ops`)."""
     return sum(scan_ops(module).computing_counts(op.id + 1, op.end).values())
 
 
@@ -324,7 +320,7 @@ def module_op_count(module: Module) -> int:
     """The ops of every function as written, reachable or not: the count shown for a
     whole module (the Overview's `total_ops` counts the reachable functions only, and
     says so)."""
-    return sum(function_op_count(module, f) for f in module.functions.values())
+    return sum(ops_inside(module, f.op) for f in module.functions.values())
 
 
 def made_scan(module: Module) -> OpScan | None:

@@ -27,7 +27,6 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from hloscope.analyses.structure import module_op_count
 from hloscope.errors import ExitCode, HloscopeError, print_error
 from hloscope.sources import loader
 from hloscope.tui.browser import BrowserPane
@@ -370,7 +369,7 @@ class HloscopeApp(WorkingApp):
         module = loaded.module
         self.query_one("#title-bar", Static).update(
             f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
-            f"{loaded.source.stage} {loaded.source.ir} · {module_op_count(module):,} ops"
+            f"{loaded.source.stage} {loaded.source.ir} · {session.op_count:,} ops"
         )
         tabs = self.query_one(TabbedContent)
         active = self._active_view()

@@ -9,7 +9,6 @@ that post messages back; nothing here walks the module on a keystroke.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
 from typing import ClassVar
 
 from rich.style import Style
@@ -21,11 +20,10 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, Tree
 
-from hloscope.analyses.structure import module_op_count
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.focus import focus_now
 from hloscope.tui.printed import PrintedModule, search
-from hloscope.tui.session import Reports, Session, describe_failure, print_module
+from hloscope.tui.session import Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
@@ -43,15 +41,6 @@ def _filter_bindings() -> list[BindingType]:
         )
         for f in FILTERS
     ]
-
-
-def argument_paths(reports: Reports | None) -> Mapping[int, str] | None:
-    """The user's pytree path of each entry argument, by HLO index, as the `params`
-    analysis names them (None before the reports are built)."""
-    if reports is None or reports.inspect is None or reports.inspect.params is None:
-        return None
-    parameters = reports.inspect.params.parameters
-    return {p.hlo_index: p.path for p in parameters if p.hlo_index is not None}
 
 
 class BrowserPane(Vertical):
@@ -108,8 +97,6 @@ class BrowserPane(Vertical):
     def __init__(self) -> None:
         super().__init__(id="browser")
         self.session: Session | None = None
-        self._op_count = 0
-        """The module's ops as written (`analyses.structure.module_op_count`)."""
         self.selected = -1
         self.history: list[int] = []
         self.locations = False
@@ -159,7 +146,6 @@ class BrowserPane(Vertical):
         """Show a (new) module, its entry function selected."""
         rerun = self.search_text and not self.hit_ops
         self.session = session
-        self._op_count = module_op_count(session.loaded.module)
         self.history = []
         self.hits = ()
         self.hit_ops = ()
@@ -242,7 +228,7 @@ class BrowserPane(Vertical):
                 self.session.structure,
                 op_id,
                 reports.placed if reports is not None else None,
-                argument_paths(reports),
+                reports.argument_paths if reports is not None else None,
             )
         )
         self._update_status()
@@ -513,7 +499,7 @@ class BrowserPane(Vertical):
         view = self.query_one(IRView)
         text = Text()
         text.append(f"{loaded.module.name or 'module'}", style="bold")
-        text.append(f" · {loaded.source.stage} · {self._op_count:,} ops")
+        text.append(f" · {loaded.source.stage} · {self.session.op_count:,} ops")
         line = view.cursor_line
         if line is not None:
             text.append(f" · line {line + 1:,}/{len(printed.lines):,}")

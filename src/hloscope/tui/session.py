@@ -10,12 +10,13 @@ up; nothing here touches a widget.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from hloscope import reports
 from hloscope.analyses.placement import PlacedOp
-from hloscope.analyses.structure import Structure
+from hloscope.analyses.structure import Structure, module_op_count
 from hloscope.errors import HloscopeError, one_line
 from hloscope.sources import loader
 from hloscope.tui.filters import FILTERS, OpFilter
@@ -41,6 +42,15 @@ class Reports:
     """Why a view's report could not be built, by view id."""
     placed: Mapping[int, PlacedOp]
     """Ops placed elsewhere than the device, by op id (the placement analysis)."""
+
+    @functools.cached_property
+    def argument_paths(self) -> Mapping[int, str] | None:
+        """The user's pytree path of each entry argument, by HLO index, as the `params`
+        analysis names them (what the IR tab calls the arguments too)."""
+        if self.inspect is None or self.inspect.params is None:
+            return None
+        parameters = self.inspect.params.parameters
+        return {p.hlo_index: p.path for p in parameters if p.hlo_index is not None}
 
 
 @dataclasses.dataclass(eq=False)
@@ -68,6 +78,12 @@ class Session:
     @property
     def marked(self) -> Mapping[str, frozenset[int]]:
         return self.reports.marked if self.reports is not None else {}
+
+    @functools.cached_property
+    def op_count(self) -> int:
+        """The module's ops as written, for the title and the status line
+        (`analyses.structure.module_op_count`)."""
+        return module_op_count(self.loaded.module)
 
     @property
     def structure(self) -> Structure | None:

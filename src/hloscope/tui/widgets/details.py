@@ -18,7 +18,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from hloscope.analyses.placement import PlacedOp
-from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure, function_op_count
+from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure, ops_inside
 from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
@@ -250,7 +250,7 @@ def _function_rows(
     rows = [
         Row(
             Text(
-                f"{function.visibility} function · {function_op_count(module, function):,} ops",
+                f"{function.visibility} function · {ops_inside(module, function.op):,} ops",
                 style="dim",
             )
         )

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
-from hloscope.analyses.structure import function_op_count, ops_inside
+from hloscope.analyses.structure import ops_inside
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 from hloscope.units import counted
@@ -99,7 +99,7 @@ class ModuleTree(Tree[NodeData]):
         self.root.data = None
         for name, function in module.functions.items():
             label = Text(name, style="bold")
-            ops = function_op_count(module, function)
+            ops = ops_inside(module, function.op)
             label.append(f"  {function.visibility} · {counted(ops, 'op')}", style="dim")
             inside = function.op.end - function.op.id - 1  # its return too
             node = self.root.add(label, OpNode(function.op.id), allow_expand=inside > 0)
