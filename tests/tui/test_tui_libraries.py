@@ -3,12 +3,17 @@ its module, and quits with 0."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from textual.pilot import Pilot
 
 from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
+from hloscope.tui.browser import BrowserPane
 from hloscope.tui.screens.message import ErrorScreen
-from tui_support import SIZE, loaded, sync
+from hloscope.tui.session import Session
+from tui_support import SIZE, details, loaded, quiet, sync, until
 
 TARGETS = "tests/fixtures/library_targets.py"
 
@@ -35,34 +40,48 @@ async def test_each_model_opens_in_the_browser(target, factory):
     assert app.return_code == 0
 
 
+def flax_step() -> HloscopeApp:
+    """The browser on the Flax NNX sample's training step."""
+    return HloscopeApp(
+        "samples/flax_nnx.py:train_step",
+        loader.LoadOptions(args_factory="samples/flax_nnx.py:example_args"),
+    )
+
+
+async def with_reports(app: HloscopeApp, pilot: Pilot[Any]) -> Session:
+    """The app's session once loaded and its reports are built."""
+    await loaded(app, pilot)
+    session = app.session
+    assert session is not None
+    await until(pilot, lambda: session.reports is not None, "the reports")
+    await quiet(pilot)
+    return session
+
+
+async def entry_details(app: HloscopeApp, pilot: Pilot[Any]) -> list[str]:
+    """The detail pane's rows with the entry function selected."""
+    session = app.session
+    assert session is not None and session.loaded.module.entry is not None
+    app.query_one(BrowserPane).select(session.loaded.module.entry.op.id, force=True)
+    await quiet(pilot)
+    return details(app)
+
+
 @sync
 async def test_the_ir_tab_names_arguments_as_the_parameters_tab_does():
     """A Flax NNX step: JAX's locations name the arguments after the states nnx.jit
     hands it (`model.states[0][0]`); the IR tab's details name them by the user's
     paths, as the Parameters tab and `params` do (`model.blocks[0].linear.bias`)."""
-    from hloscope.tui.browser import BrowserPane
-    from tui_support import details, quiet, until
-
-    app = HloscopeApp(
-        "samples/flax_nnx.py:train_step",
-        loader.LoadOptions(args_factory="samples/flax_nnx.py:example_args"),
-    )
+    app = flax_step()
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(app, pilot)
-        session = app.session
-        assert session is not None
-        await until(pilot, lambda: session.reports is not None, "the reports")
-        await quiet(pilot)
+        session = await with_reports(app, pilot)
         # The entry function is selected: its arguments, with their paths.
         params = session.reports.inspect.params
         named = {p.hlo_index: p.path for p in params.parameters if p.hlo_index is not None}
         assert "model.blocks[0].linear.bias" in named.values()
-        browser = app.query_one(BrowserPane)
-        browser.select(session.loaded.module.entry.op.id, force=True)
-        await quiet(pilot)
-        rows = details(app)
+        rows = await entry_details(app, pilot)
+        first_lines = [row.split("\n")[0] for row in rows]
         for index, path in named.items():
-            first_lines = [row.split("\n")[0] for row in rows]
             assert any(r.startswith(f"%arg{index} ") and r.endswith(path) for r in first_lines)
         assert not any(row.startswith("%arg") and "states[" in row for row in rows)
         await pilot.press("q")
@@ -74,20 +93,12 @@ async def test_one_op_count_in_every_view():
     Overview: each view counted differently. Now a function's ops are counted one way
     (as written, terminators left out: the Overview's `ops`) in the tree, the details
     and the Overview, and the title's total is theirs over every function."""
-    from hloscope.tui.browser import BrowserPane
     from hloscope.tui.widgets.module_tree import ModuleTree
-    from tui_support import details, plain, quiet, until
+    from tui_support import plain
 
-    app = HloscopeApp(
-        "samples/flax_nnx.py:train_step",
-        loader.LoadOptions(args_factory="samples/flax_nnx.py:example_args"),
-    )
+    app = flax_step()
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(app, pilot)
-        session = app.session
-        assert session is not None
-        await until(pilot, lambda: session.reports is not None, "the reports")
-        await quiet(pilot)
+        session = await with_reports(app, pilot)
         structure = session.structure
         assert structure is not None
         main = structure.function("main")
@@ -97,9 +108,7 @@ async def test_one_op_count_in_every_view():
         tree = app.query_one(ModuleTree)
         labels = {plain(n.label).split()[0]: plain(n.label) for n in tree.root.children}
         assert labels["main"].endswith(f"public · {main.ops:,} ops")
-        app.query_one(BrowserPane).select(session.loaded.module.entry.op.id, force=True)
-        await quiet(pilot)
-        assert f"public function · {main.ops:,} ops" in details(app)
+        assert f"public function · {main.ops:,} ops" in await entry_details(app, pilot)
         await pilot.press("q")
 
 
