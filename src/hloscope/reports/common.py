@@ -1,0 +1,60 @@
+"""What several reports share: the stage timings, and the user frames of the lowered
+module that the optimized module's reports map back to."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from hloscope.stages import OPTIMIZED
+
+if TYPE_CHECKING:
+    from hloscope.analyses.fusions import LoweredFrames
+    from hloscope.sources.loader import Loaded
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Wall times of the pipeline's stages, in seconds (None: the stage did not run
+    here)."""
+
+    load_seconds: float
+    """Everything: import, lowering, compiling, parsing."""
+    lower_seconds: float | None
+    """`jax.jit(f).lower(...)`."""
+    compile_seconds: float | None
+    """`.compile()` (XLA's optimizations and code generation)."""
+
+
+def stage_timings(loaded: Loaded) -> Timings:
+    """The timings of what was loaded: the whole load, and its lowering and
+    compilation where they ran here."""
+    lowering = loaded.lowering
+    compilation = loaded.compilation
+    return Timings(
+        load_seconds=loaded.load_seconds,
+        lower_seconds=lowering.lower_seconds if lowering is not None else None,
+        compile_seconds=compilation.compile_seconds if compilation is not None else None,
+    )
+
+
+def lowered_frames(loaded: Loaded) -> LoweredFrames | None:
+    """The user frames of the lowered module's ops (JAX's whole Python stack), for
+    `user_source` where the optimized module kept a shorter one: the module loaded
+    when it is the lowered one, else the lowering's module JAX gave (read again from
+    its bytecode, not lowered again); None without one (a dump)."""
+    from hloscope.analyses.fusions import lowered_user_frames
+
+    if loaded.source.stage != OPTIMIZED:
+        return lowered_user_frames(loaded.module)
+    lowering = loaded.lowering
+    if lowering is None or lowering.mlir_bytecode is None:
+        return None
+    from hloscope.ir import parse
+
+    parsed = parse.parse_mlir(
+        lowering.mlir_bytecode,
+        f"{loaded.label} (lowered)",
+        trusted=lowering.kind != "exported",
+    )
+    return lowered_user_frames(parsed.model)

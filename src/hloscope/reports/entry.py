@@ -1,0 +1,53 @@
+"""What the front ends know of a report: its type, the command that prints it, its
+renderers and its browser tab.
+
+Renderers and tabs are named as dotted strings (`hloscope.render.text.memory:
+render_memory`) and imported when first used: `reports` sits below the renderers and
+the front ends and imports none of them, and a command printing JSON never loads
+rich or a text renderer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportEntry:
+    """One report in the registry (`hloscope.reports.registry.REPORTS`)."""
+
+    command: str
+    """The command that prints it (`aot-check`)."""
+    report: type
+    """Its dataclass; a report is rendered by the entry of the first class of its
+    MRO that has one (the Python API shows subclasses of it)."""
+    json: str
+    """Its JSON renderer, `module:function`: report -> the `--json` document."""
+    text: str
+    """Its text renderer, `module:function`: (report, rich console) -> None."""
+    tab: str | None = None
+    """The browser tab it feeds, `module:attribute` (a `tui.views.base.ReportView`);
+    None for a report shown by a screen of its own (diff, compiles, passes)."""
+
+    def json_renderer(self) -> Callable[[Any], dict[str, Any]]:
+        renderer: Callable[[Any], dict[str, Any]] = resolve(self.json)
+        return renderer
+
+    def text_renderer(self) -> Callable[[Any, Any], None]:
+        renderer: Callable[[Any, Any], None] = resolve(self.text)
+        return renderer
+
+    def browser_tab(self) -> Any:
+        """The tab's view (None without one); imports the browser."""
+        return None if self.tab is None else resolve(self.tab)
+
+
+@functools.cache
+def resolve(dotted: str) -> Any:
+    """The object `module:attribute` names, importing its module."""
+    module, _, attribute = dotted.partition(":")
+    return getattr(importlib.import_module(module), attribute)

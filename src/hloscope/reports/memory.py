@@ -1,0 +1,89 @@
+"""The `memory` report: what is live at the memory peak of the optimized module."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from hloscope.reports.common import lowered_frames
+from hloscope.reports.entry import ReportEntry
+from hloscope.source_text import line_texts
+from hloscope.stages import Source
+
+if TYPE_CHECKING:
+    from hloscope.analyses.memory import MemoryAnalysis
+    from hloscope.sources.loader import Loaded
+    from hloscope.sources.memory import BufferDumps
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryReport:
+    """What is live at the memory peak of the optimized module, from XLA's buffer
+    assignment and live ranges, mapped to source lines."""
+
+    source: Source
+    module: str | None
+    """The module's name (`jit_f`)."""
+    analysis: MemoryAnalysis
+    files: tuple[str, ...]
+    """The dump files read (a dump folder's); empty when hloscope compiled the target
+    with XLA dumping into a temporary folder."""
+    line_texts: Mapping[str, str]
+    """The code of each source line named (`file.py:LINE` -> text), where readable."""
+    notes: tuple[str, ...]
+
+
+def memory_report(buffers: BufferDumps) -> MemoryReport:
+    """Build the `memory` report of XLA's buffer assignment and live ranges of an
+    optimized module (`hloscope.sources.memory`)."""
+    from hloscope.analyses.memory import analyze_memory
+    from hloscope.analyses.params import analyze_params
+
+    loaded = buffers.loaded
+    usage = analyze_params(loaded.module, loaded.lowering)
+    paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
+    compilation = loaded.compilation
+    analysis = analyze_memory(
+        buffers.assignment,
+        buffers.live,
+        loaded.module,
+        paths,
+        compilation.memory if compilation is not None and not buffers.dumped else None,
+        source_root=os.getcwd(),
+        lowered=lowered_frames(loaded),
+    )
+    notes = loaded.notes + analysis.notes
+    return MemoryReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        analysis=analysis,
+        files=buffers.files,
+        line_texts=line_texts(
+            s
+            for b in (
+                *analysis.buffers_at_peak,
+                *(analysis.busiest.buffers if analysis.busiest else ()),
+            )
+            for s in b.sources
+        ),
+        notes=notes,
+    )
+
+
+def loaded_memory_report(loaded: Loaded) -> MemoryReport:
+    """The `memory` report of a loaded target: its dump folder's files, or else the
+    target compiled again with XLA dumping its buffer assignment."""
+    from hloscope.sources.memory import loaded_memory_dumps
+
+    return memory_report(loaded_memory_dumps(loaded))
+
+
+ENTRY = ReportEntry(
+    command="memory",
+    report=MemoryReport,
+    json="hloscope.render.json:memory_json",
+    text="hloscope.render.text.memory:render_memory",
+    tab="hloscope.tui.views.memory:VIEW",
+)

@@ -1,0 +1,43 @@
+"""Every report, listed once, in the order the browser shows their tabs.
+
+The command line prints a report with its entry's renderers, the Python API shows
+it with them, and the browser's tabs are the entries' tabs in this order. Adding a
+report is a module in this package (its dataclass, its builder, its `ENTRY`) and
+one line here.
+"""
+
+from __future__ import annotations
+
+from hloscope.reports import (
+    aot,
+    compiles,
+    diff,
+    fusions,
+    inspect,
+    memory,
+    params,
+    passes,
+    placement,
+)
+from hloscope.reports.entry import ReportEntry
+
+REPORTS: tuple[ReportEntry, ...] = (
+    inspect.ENTRY,
+    params.ENTRY,
+    placement.ENTRY,
+    fusions.ENTRY,
+    aot.ENTRY,
+    memory.ENTRY,
+    diff.ENTRY,
+    compiles.ENTRY,
+    passes.ENTRY,
+)
+
+
+def entry_of(report: object) -> ReportEntry:
+    """The entry of a report: that of the first class of its MRO that has one."""
+    by_type = {entry.report: entry for entry in REPORTS}
+    for cls in type(report).__mro__:
+        if cls in by_type:
+            return by_type[cls]
+    raise TypeError(f"no report entry for {type(report).__name__}")
