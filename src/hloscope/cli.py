@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -16,25 +16,8 @@ from hloscope import reports
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
 from hloscope.gc_pause import gc_paused
 from hloscope.render import json as json_render
-
-# The text renderers' entry points: each loads its renderer, and rich, when it prints
-# (`--json` loads neither). A command's analyses load when its report is built.
-from hloscope.render.text import (
-    render_aot_check,
-    render_compiles,
-    render_diff,
-    render_fusions,
-    render_inspect,
-    render_memory,
-    render_params,
-    render_passes,
-    render_placement,
-)
 from hloscope.sources import loader
 from hloscope.timeout import time_limit
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 R = TypeVar("R")
 
@@ -153,27 +136,28 @@ def emit(
     debug: bool,
     as_json: bool,
     build: Callable[[], R],
-    to_json: Callable[[R], dict[str, Any]],
-    to_text: Callable[[R, Console], None],
     exit_code: Callable[[R], int] | None = None,
     timeout: float | None = None,
     what: str | None = None,
 ) -> None:
     """The shape of every command: build a report inside the error edge, then print it
-    as JSON or text, then exit with the report's code (0 unless a check differs).
-    Building stops after `timeout` seconds (`--timeout`), naming `what`."""
+    as JSON or text with the renderers its registry entry names, then exit with the
+    report's code (0 unless a check differs). Building stops after `timeout` seconds
+    (`--timeout`), naming `what`. A command's analyses load when its report is built,
+    its text renderer (and rich) only when it prints text."""
     with command_edge(debug), gc_paused(keep_for_exit=True):
         with time_limit(timeout, what):
             report = build()
+        entry = reports.entry_of(report)
         if as_json:
             from hloscope.environment import environment_json
 
-            document = {**to_json(report), "environment": environment_json()}
+            document = {**entry.json_renderer()(report), "environment": environment_json()}
             sys.stdout.write(json_render.dumps(document) + "\n")
         else:
             from hloscope.render.text.common import make_console
 
-            to_text(report, make_console())
+            entry.text_renderer()(report, make_console())
     code = exit_code(report) if exit_code is not None else ExitCode.OK
     if code != ExitCode.OK:
         raise typer.Exit(code)
@@ -200,8 +184,6 @@ def inspect(
         debug,
         json,
         lambda: reports.inspect_report(loader.load(target, _options(arg, args, module, compile))),
-        json_render.inspect_json,
-        render_inspect,
         timeout=timeout,
         what=target,
     )
@@ -241,8 +223,6 @@ def fusions(
         debug,
         json,
         lambda: reports.fusions_report(loader.load(target, options)),
-        json_render.fusions_json,
-        render_fusions,
         timeout=timeout,
         what=target,
     )
@@ -299,8 +279,6 @@ def params(
         debug,
         json,
         build,
-        json_render.params_json,
-        render_params,
         lambda report: ExitCode.DIFFERENT if report.has_status(statuses) else ExitCode.OK,
         timeout=timeout,
         what=target,
@@ -325,8 +303,6 @@ def placement(
         debug,
         json,
         lambda: reports.placement_report(loader.load(target, _options(arg, args, module, compile))),
-        json_render.placement_json,
-        render_placement,
         timeout=timeout,
         what=target,
     )
@@ -368,8 +344,6 @@ def diff(
         lambda: reports.diff_loaded(
             *loader.load_diff_sides(a, b, _options(arg, args, module, compile))
         ),
-        json_render.diff_json,
-        render_diff,
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",
@@ -432,8 +406,6 @@ def aot_check(
         debug,
         json,
         lambda: reports.aot_check_report(loader.load_runs(target, options, aot)),
-        json_render.aot_check_json,
-        render_aot_check,
         lambda report: ExitCode.DIFFERENT if report.verdict == "different" else ExitCode.OK,
         timeout=timeout,
         what=target,
@@ -551,8 +523,6 @@ def compiles(
         debug,
         json,
         build,
-        json_render.compiles_json,
-        render_compiles,
         lambda report: _compiles_exit(report, fail_on),
         timeout=timeout,
     )
@@ -620,8 +590,6 @@ def passes(
         debug,
         json,
         lambda: _passes_report(target, options, find, diff),
-        json_render.passes_json,
-        render_passes,
         timeout=timeout,
         what=target,
     )
@@ -695,8 +663,6 @@ def memory(
         debug,
         json,
         lambda: reports.memory_report(memory_dumps(target, options)),
-        json_render.memory_json,
-        render_memory,
         timeout=timeout,
         what=target,
     )

@@ -330,31 +330,6 @@ def test_json_equals_the_command_lines_for_aot_check_and_diff(cli):
     assert without_timings(hloscope.diff(MLP_REL, b).to_json()) == without_timings(run.json())
 
 
-def test_the_command_line_renders_each_report_with_the_apis_renderers(monkeypatch, cli):
-    from hloscope import cli as cli_module
-    from hloscope.render.display import renderers
-
-    used: dict[str, tuple[object, object, object]] = {}
-    emit = cli_module.emit
-
-    def recording_emit(debug, as_json, build, to_json, to_text, *rest, **options):
-        def recorded():
-            report = build()
-            used[type(report).__name__] = (report, to_json, to_text)
-            return report
-
-        return emit(debug, as_json, recorded, to_json, to_text, *rest, **options)
-
-    monkeypatch.setattr(cli_module, "emit", recording_emit)
-    for command in ("inspect", "params", "placement", "fusions"):
-        assert cli(command, MLP_REL, "--compile", "--json").code == 0
-    assert cli("diff", MLP_REL, MLP_REL, "--json").code == 0
-    assert cli("aot-check", *sample("wrapped", "plain_difference"), "--json").code == 0
-    assert len(used) == 6
-    for name, (report, to_json, to_text) in used.items():
-        assert renderers(report) == (to_json, to_text), name
-
-
 # --------------------------------------------------------------------------- reprs
 
 

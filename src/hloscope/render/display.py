@@ -6,8 +6,8 @@ text report, rich (in a terminal) renders it in colour, a notebook shows it as
 HTML, and `report.to_json()` is the document `--json` prints. The reports of
 `hloscope.reports` are plain data; `shown(report)` gives the Python API the same
 report with the `Displayed` mixin, which shows it with the command line's own
-renderers (`render.text`, `render.json`), looked up by report type in `renderers`,
-so Python and the command line cannot disagree.
+renderers (`render.text`, `render.json`), those its entry in the reports' registry
+names (`renderers`), so Python and the command line cannot disagree.
 
 Importing this module imports nothing heavy: rich is loaded when a report is shown.
 """
@@ -41,36 +41,12 @@ R = TypeVar("R")
 
 
 def renderers(report: object) -> Renderers:
-    """The JSON and text renderers of a report: those its command uses."""
-    from hloscope import reports
-    from hloscope.render import json as json_render
-    from hloscope.render.text import (
-        render_aot_check,
-        render_compiles,
-        render_diff,
-        render_fusions,
-        render_inspect,
-        render_memory,
-        render_params,
-        render_passes,
-        render_placement,
-    )
+    """The JSON and text renderers of a report: those its command uses, as its
+    registry entry names them."""
+    from hloscope.reports.registry import entry_of
 
-    table: dict[type, Renderers] = {
-        reports.InspectReport: (json_render.inspect_json, render_inspect),
-        reports.ParamsReport: (json_render.params_json, render_params),
-        reports.PlacementReport: (json_render.placement_json, render_placement),
-        reports.FusionsReport: (json_render.fusions_json, render_fusions),
-        reports.DiffReport: (json_render.diff_json, render_diff),
-        reports.AotReport: (json_render.aot_check_json, render_aot_check),
-        reports.CompilesReport: (json_render.compiles_json, render_compiles),
-        reports.PassesReport: (json_render.passes_json, render_passes),
-        reports.MemoryReport: (json_render.memory_json, render_memory),
-    }
-    for cls in type(report).__mro__:
-        if cls in table:
-            return table[cls]
-    raise TypeError(f"no renderer for {type(report).__name__}")
+    entry = entry_of(report)
+    return entry.json_renderer(), entry.text_renderer()
 
 
 def text_console(width: int | None = None, *, color_system: str | None = None) -> Console:

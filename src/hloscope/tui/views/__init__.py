@@ -1,18 +1,14 @@
-"""The report tabs, in order. Each is a `ReportView` in a module of this package;
-registering an analysis's tab is one import and one entry here."""
+"""The report tabs, in the order of the reports' registry
+(`hloscope.reports.registry.REPORTS`): each is a `ReportView` in a module of this
+package, named as the tab of its report's entry."""
 
 from __future__ import annotations
 
-from hloscope.tui.views import aot, fusions, memory, overview, params, placement
+from hloscope.reports.registry import REPORTS
 from hloscope.tui.views.base import ReportView, RunView, ShowOp, ShowOps
 
-VIEWS: tuple[ReportView, ...] = (
-    overview.VIEW,
-    params.VIEW,
-    placement.VIEW,
-    fusions.VIEW,
-    aot.VIEW,
-    memory.VIEW,
+VIEWS: tuple[ReportView, ...] = tuple(
+    entry.browser_tab() for entry in REPORTS if entry.tab is not None
 )
 
 __all__ = ["VIEWS", "ReportView", "RunView", "ShowOp", "ShowOps"]

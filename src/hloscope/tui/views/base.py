@@ -2,8 +2,9 @@
 
 A view names its tab, says how to build its report from the loaded target (a
 `reports` builder, run in a worker) and how to show it (a widget made from the
-report). Adding the browser's screen for a new analysis is one module in this
-package defining a `ReportView` and one line in `hloscope.tui.views.VIEWS`.
+report). Adding the browser's screen for a new report is one module in this package
+defining a `ReportView`, named as the `tab` of the report's registry entry
+(`hloscope.reports.registry`).
 
 Most reports are built by the loading worker, after the IR is on screen. Two kinds
 wait to be asked: a report of the optimized module (`optimized`), which on a

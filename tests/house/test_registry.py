@@ -1,0 +1,76 @@
+"""The reports' registry (`hloscope.reports.registry`): every report listed once, its
+renderers and tab found, and the browser's tabs in its order. The command line, the
+Python API and the browser all read it, so what they show cannot disagree; these
+tests keep the list whole."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from hloscope import reports
+from hloscope.reports.registry import REPORTS, entry_of
+
+
+def test_every_report_is_listed_once():
+    report_types = {
+        value
+        for name in reports.__all__
+        if name.endswith("Report") and isinstance(value := getattr(reports, name), type)
+    }
+    assert [entry.report for entry in REPORTS] == list(dict.fromkeys(e.report for e in REPORTS))
+    assert {entry.report for entry in REPORTS} == report_types
+    commands = [entry.command for entry in REPORTS]
+    assert len(set(commands)) == len(commands)
+
+
+def test_each_entry_names_renderers_and_a_tab_that_exist():
+    from hloscope.tui.views import ReportView
+
+    for entry in REPORTS:
+        assert callable(entry.json_renderer()), entry.command
+        assert callable(entry.text_renderer()), entry.command
+        tab = entry.browser_tab()
+        assert tab is None or isinstance(tab, ReportView), entry.command
+
+
+def test_the_browser_shows_the_registrys_tabs_in_its_order():
+    from hloscope.tui.views import VIEWS
+
+    assert [view.id for view in VIEWS] == [
+        "overview",
+        "params",
+        "placement",
+        "fusions",
+        "aot",
+        "memory",
+    ]
+    assert tuple(entry.browser_tab() for entry in REPORTS if entry.tab is not None) == VIEWS
+
+
+def test_a_shown_report_is_rendered_by_its_classs_entry():
+    from hloscope.render.display import renderers, shown
+
+    report = reports.DiffReport(
+        a=None,  # type: ignore[arg-type]
+        b=None,  # type: ignore[arg-type]
+        diff=None,  # type: ignore[arg-type]
+        load_seconds=(0.0, 0.0),
+        diff_seconds=0.0,
+        notes=(),
+    )
+    entry = entry_of(shown(report))
+    assert entry.command == "diff"
+    assert renderers(shown(report)) == (entry.json_renderer(), entry.text_renderer())
+
+
+def test_the_registry_imports_no_renderer_or_front_end():
+    code = (
+        "import sys\n"
+        "import hloscope.reports.registry\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+        "(['hloscope', 'render'], ['hloscope', 'tui'], ['hloscope', 'cli'], "
+        "['hloscope', 'api']) or m.split('.')[0] in ('rich', 'textual', 'typer')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
