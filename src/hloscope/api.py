@@ -300,10 +300,8 @@ class Inspection(Displayed):
         assignment into a temporary folder, or reads a dump folder's files."""
         if self._memory is None:
             from hloscope import reports
-            from hloscope.sources.memory import loaded_memory_dumps
 
-            report = reports.memory_report(loaded_memory_dumps(self.loaded))
-            self._memory = shown(report)
+            self._memory = shown(reports.loaded_memory_report(self.loaded))
         return self._memory
 
     def aot_check(self, aot: Any = None) -> AotReport:

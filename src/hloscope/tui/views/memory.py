@@ -25,9 +25,8 @@ from hloscope.render.text.memory import (
     totals_text,
 )
 from hloscope.render.text.source_lines import SourceColumn
-from hloscope.reports import MemoryReport, memory_report
+from hloscope.reports import MemoryReport, loaded_memory_report
 from hloscope.sources.loader import Loaded
-from hloscope.sources.memory import loaded_memory_dumps
 from hloscope.tui.views.base import ReportView
 from hloscope.tui.widgets.report_list import (
     Column,
@@ -170,12 +169,6 @@ class MemoryView(Vertical):
         )
         yield Static(Text(summary, style="bold"), classes="report-header")
         yield ReportList(memory_lines(self.report, self.module), id="memory-list")
-
-
-def loaded_memory_report(loaded: Loaded) -> MemoryReport:
-    """The report of the target shown: its dump folder's files, or else the target
-    compiled again with XLA dumping its buffer assignment."""
-    return memory_report(loaded_memory_dumps(loaded))
 
 
 def memory_widget(report: MemoryReport, loaded: Loaded) -> MemoryView:
