@@ -55,9 +55,11 @@ class BrowserTabs(TabbedContent):
     that travels up from the widget. When two tab keys come fast (`1` then `2`), the
     first tab's message can arrive after the second tab was shown, and would switch
     back to the first tab (and then blur the second tab's widget as it hides it).
+    This handler runs before `TabbedContent`'s own, and a stale message's
+    `prevent_default()` keeps that one (a base class's handler) from running.
     """
 
-    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
         focused = self.screen.focused
         if focused is None or event.tab_pane not in focused.ancestors_with_self:
             event.stop()
