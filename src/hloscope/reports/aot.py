@@ -93,7 +93,6 @@ def aot_check_report(loaded: LoadedRuns) -> AotReport:
 
 
 ENTRY = ReportEntry(
-    command="aot-check",
     report=AotReport,
     json="hloscope.render.json:aot_check_json",
     text="hloscope.render.text.aot:render_aot_check",

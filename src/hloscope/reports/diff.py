@@ -53,7 +53,6 @@ def diff_loaded(a: Loaded, b: Loaded) -> DiffReport:
 
 # Shown by the diff screen of its own (`hloscope.tui.diff_app`), not a tab.
 ENTRY = ReportEntry(
-    command="diff",
     report=DiffReport,
     json="hloscope.render.json:diff_json",
     text="hloscope.render.text.diff:render_diff",

@@ -1,5 +1,5 @@
-"""What the front ends know of a report: its type, the command that prints it, its
-renderers and its browser tab.
+"""What the front ends know of a report: its type, its renderers and its browser
+tab.
 
 Renderers and tabs are named as dotted strings (`hloscope.render.text.memory:
 render_memory`) and imported when first used: `reports` sits below the renderers and
@@ -20,8 +20,6 @@ from typing import Any
 class ReportEntry:
     """One report in the registry (`hloscope.reports.registry.REPORTS`)."""
 
-    command: str
-    """The command that prints it (`aot-check`)."""
     report: type
     """Its dataclass; a report is rendered by the entry of the first class of its
     MRO that has one (the Python API shows subclasses of it)."""

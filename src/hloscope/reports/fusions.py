@@ -66,7 +66,6 @@ def fusions_report(loaded: Loaded) -> FusionsReport:
 
 
 ENTRY = ReportEntry(
-    command="fusions",
     report=FusionsReport,
     json="hloscope.render.json:fusions_json",
     text="hloscope.render.text.fusions:render_fusions",

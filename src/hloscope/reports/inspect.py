@@ -74,7 +74,6 @@ def _fusion_summary(loaded: Loaded) -> FusionSummary:
 
 
 ENTRY = ReportEntry(
-    command="inspect",
     report=InspectReport,
     json="hloscope.render.json:inspect_json",
     text="hloscope.render.text.inspect:render_inspect",

@@ -81,7 +81,6 @@ def loaded_memory_report(loaded: Loaded) -> MemoryReport:
 
 
 ENTRY = ReportEntry(
-    command="memory",
     report=MemoryReport,
     json="hloscope.render.json:memory_json",
     text="hloscope.render.text.memory:render_memory",

@@ -44,7 +44,6 @@ def params_report(loaded: Loaded) -> ParamsReport:
 
 
 ENTRY = ReportEntry(
-    command="params",
     report=ParamsReport,
     json="hloscope.render.json:params_json",
     text="hloscope.render.text.params:render_params",

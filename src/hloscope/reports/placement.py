@@ -33,7 +33,6 @@ def placement_report(loaded: Loaded) -> PlacementReport:
 
 
 ENTRY = ReportEntry(
-    command="placement",
     report=PlacementReport,
     json="hloscope.render.json:placement_json",
     text="hloscope.render.text.placement:render_placement",

@@ -2,8 +2,8 @@
 
 The command line prints a report with its entry's renderers, the Python API shows
 it with them, and the browser's tabs are the entries' tabs in this order. Adding a
-report is a module in this package (its dataclass, its builder, its `ENTRY`) and
-one line here.
+report is a module in this package (its dataclass, its builder, its `ENTRY`), its
+import and its line in REPORTS.
 """
 
 from __future__ import annotations
