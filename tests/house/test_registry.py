@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from hloscope import reports
 from hloscope.reports.registry import REPORTS, entry_of
 
@@ -73,3 +75,10 @@ def test_the_registry_imports_no_renderer_or_front_end():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_an_entry_imports_hloscopes_own_modules_only():
+    from hloscope.reports.entry import resolve
+
+    with pytest.raises(ValueError, match="hloscope's own modules only"):
+        resolve("os:system")

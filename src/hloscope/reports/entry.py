@@ -46,6 +46,9 @@ class ReportEntry:
 
 @functools.cache
 def resolve(dotted: str) -> Any:
-    """The object `module:attribute` names, importing its module."""
+    """The object `module:attribute` names, importing its module: one of hloscope's
+    own, named by an entry's constant, never by anything read from input."""
     module, _, attribute = dotted.partition(":")
+    if not module.startswith("hloscope."):
+        raise ValueError(f"a report entry names hloscope's own modules only, not {dotted}")
     return getattr(importlib.import_module(module), attribute)
