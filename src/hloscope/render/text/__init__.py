@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from hloscope.check_report import CheckReport
     from hloscope.reports import (
         AotReport,
         CompilesReport,
@@ -83,3 +84,9 @@ def render_memory(report: MemoryReport, console: Console) -> None:
     from hloscope.render.text import memory
 
     memory.render_memory(report, console)
+
+
+def render_check(report: CheckReport, console: Console) -> None:
+    from hloscope.render.text import check
+
+    check.render_check(report, console)

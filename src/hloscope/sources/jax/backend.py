@@ -19,3 +19,10 @@ def default_backend(*, start: bool) -> str | None:
         return str(jax.default_backend())
     except Exception as exc:
         return f"unavailable: {one_line(str(exc), 200)}"
+
+
+def local_devices() -> tuple[str, str, int]:
+    """(platform, device kind, device count) of JAX's default backend: what a program
+    compiled here is compiled for (`hloscope check` compares only on the same)."""
+    devices = jax.devices()
+    return str(jax.default_backend()), str(devices[0].device_kind), len(devices)
