@@ -18,6 +18,7 @@ from hloscope.render.text.memory import shape_text
 from hloscope.units import counted, human_bytes
 
 MAX_GROWN_ROWS = 8
+MAX_KINDS_SHOWN = 6
 MAX_IMPROVEMENT_ROWS = 20
 
 
@@ -91,25 +92,50 @@ def _verdict(check: TargetCheck) -> Text:
 
 
 def _changes_table(title: str, changes: tuple[Change, ...]) -> Table:
+    """One row per fact, but the op counts by kind of each stage folded into one row
+    (`ops.optimized.*`): their totals have rows of their own."""
     table = simple_table(
         title,
         [
             ("fact", "left", True),
             ("before", "right", True),
             ("after", "right", True),
-            ("change", "right", True),
+            ("change", "left", False),
             ("tolerance", "left", True),
         ],
     )
+    by_kind: dict[str, list[Change]] = {}
     for change in changes:
-        table.add_row(
-            change.fact,
-            _amount(change.fact, change.before),
-            _amount(change.fact, change.after),
-            _delta(change),
-            change.tolerance,
+        stage = _op_kind_stage(change.fact)
+        if stage is not None:
+            by_kind.setdefault(stage, []).append(change)
+    for change in changes:
+        if _op_kind_stage(change.fact) is None:
+            table.add_row(
+                change.fact,
+                _amount(change.fact, change.before),
+                _amount(change.fact, change.after),
+                _delta(change),
+                change.tolerance,
+            )
+    for stage, kinds in by_kind.items():
+        deltas = sorted(
+            (((c.after or 0) - (c.before or 0)), c.fact[len(stage) + 1 :]) for c in kinds
         )
+        deltas.sort(key=lambda item: (-abs(item[0]), item[1]))
+        words = ", ".join(f"{delta:+d} {kind}" for delta, kind in deltas[:MAX_KINDS_SHOWN])
+        if len(deltas) > MAX_KINDS_SHOWN:
+            words += f", … ({len(deltas)} kinds)"
+        table.add_row(f"{stage}.<kind>", "", "", words, kinds[0].tolerance)
     return table
+
+
+def _op_kind_stage(fact: str) -> str | None:
+    """`ops.optimized` for `ops.optimized.mhlo.copy`; None for a total or another fact."""
+    for stage in ("ops.lowered", "ops.optimized"):
+        if fact.startswith(stage + ".") and fact != f"{stage}.total":
+            return stage
+    return None
 
 
 def _amount(fact: str, value: float | None) -> str:
