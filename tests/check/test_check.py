@@ -6,6 +6,8 @@ inserted, JAX's donation, XLA's memory analysis), read here directly."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -362,3 +364,17 @@ def test_the_configured_targets_are_checked_with_their_baselines(
     body = run.json()
     assert body["passed"] and [t["name"] for t in body["targets"]] == ["update", "bf16_model"]
     assert body["baseline"] == "hloscope-baselines"
+
+
+def test_a_dump_is_checked_quietly(tmp_path: Path) -> None:
+    # Its own process: starting JAX's backend there logs to the native stderr, which
+    # hloscope keeps off the user's terminal.
+    baseline = str(tmp_path / "mlp.json")
+    dump = "samples/dumps/mlp.after_optimizations.hlo"  # read as it is: nothing compiles
+    command = [sys.executable, "-m", "hloscope", "check", dump, "--baseline", baseline]
+    recorded = subprocess.run([*command, "--update"], capture_output=True, text=True)
+    assert recorded.returncode == 0 and recorded.stderr == ""
+    run = subprocess.run([*command, "--json"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stderr == ""
+    facts = json.loads(run.stdout)["targets"][0]["facts"]
+    assert facts["fusions.count"] > 0 and facts["ops.optimized.total"] > 0
