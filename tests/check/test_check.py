@@ -378,3 +378,53 @@ def test_a_dump_is_checked_quietly(tmp_path: Path) -> None:
     assert run.returncode == 0 and run.stderr == ""
     facts = json.loads(run.stdout)["targets"][0]["facts"]
     assert facts["fusions.count"] > 0 and facts["ops.optimized.total"] > 0
+
+
+CALLS = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x, scale):
+    return jnp.sin(x) * scale
+
+
+def same_shapes():
+    return [(jnp.ones(8), 2.0), (jnp.ones(8), 3.0)]
+
+
+def a_new_shape():
+    return [(jnp.ones(8), 2.0), (jnp.ones(9), 3.0)]
+"""
+
+
+def test_a_function_on_several_argument_sets_counts_its_programs(tmp_path: Path) -> None:
+    # A module of its own per run: in one process, a jitted function imported again
+    # keeps the programs it compiled.
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(CALLS)
+    after.write_text(CALLS)
+    baseline = str(tmp_path / "calls.json")
+    recorded = run_cli(
+        "check", f"{before}:step", "--calls", f"{before}:same_shapes",
+        "--baseline", baseline, "--update",
+    )  # fmt: skip
+    assert recorded.code == 0, recorded.stderr
+    run = run_cli(
+        "check", f"{after}:step", "--calls", f"{after}:a_new_shape", "--baseline", baseline,
+        "--json",
+    )  # fmt: skip
+    assert run.code == 1
+    regressed = {c["fact"]: (c["before"], c["after"]) for c in run.json()["changes"]}
+    assert regressed == {"programs.count": (1, 2), "programs.step.count": (1, 2)}
+
+
+def test_a_result_moved_to_host_memory_is_a_memory_kind_change(tmp_path: Path) -> None:
+    baseline = tmp_path / "scale.json"
+    options = LoadOptions(args=("f32[8,128]",))
+    check_one("samples/memory_kinds.py:host_output", baseline, options=options, update=True)
+    report = check_one("samples/memory_kinds.py:_scale", baseline, options=options)
+    found = regressions(report)
+    moved = [f for f in found if f.startswith("memory_kinds.")]
+    assert moved and all(found[f][1] is None for f in moved)
