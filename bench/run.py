@@ -19,6 +19,8 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    through `App.run_test()`.
 4. entrypoint: `hloscope inspect mod:fn --compile --json` against a plain script
    doing `jax.jit(fn).lower(args).compile()` and printing `as_text()`. Goal: 1.3x.
+   And `hloscope check mod:fn --json` of the unchanged program against its baseline
+   (recorded first, not timed), against the same script. Goal: 1.5x.
 5. compiles: `hloscope compiles bench/compiles_workload.py` against
    `python bench/compiles_workload.py`: the program's steady loop (thousands of
    calls of a jitted step, after its compilations) as it times itself. Goal: 1.1x
@@ -320,7 +322,20 @@ def entrypoint_rows() -> list[Row]:
     target = ["bench/generate.py:entrypoint", "--args", "bench/generate.py:example_args"]
     compiled, _, _ = median_of([*HLOSCOPE, "inspect", *target, "--compile", "--json"], 3)
     lowered, _, _ = median_of([*HLOSCOPE, "inspect", *target, "--json"], 3)
+    with tempfile.TemporaryDirectory(prefix="hloscope-bench-") as folder:
+        baseline_file = str(Path(folder) / "entrypoint.json")
+        check = [*HLOSCOPE, "check", *target, "--baseline", baseline_file, "--json"]
+        subprocess.run([*check, "--update"], check=True, capture_output=True)
+        checked, _, _ = median_of(check, 3)
     return [
+        Row(
+            "entrypoint",
+            "check (unchanged) vs lower().compile() script",
+            None,
+            baseline,
+            checked,
+            1.5,
+        ),
         Row(
             "entrypoint",
             "inspect --compile vs lower().compile() script",

@@ -7,8 +7,8 @@ and exit code 2 (see `hloscope.errors`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Annotated, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -18,6 +18,9 @@ from hloscope.gc_pause import gc_paused
 from hloscope.render import json as json_render
 from hloscope.sources import loader
 from hloscope.timeout import time_limit
+
+if TYPE_CHECKING:
+    from hloscope.check_report import CheckReport
 
 R = TypeVar("R")
 
@@ -666,3 +669,113 @@ def memory(
         timeout=timeout,
         what=target,
     )
+
+
+BaselineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        metavar="FILE",
+        help="The baseline file of TARGET (a JSON file meant to be committed). Without "
+        "TARGET, the targets of [tool.hloscope.check] in pyproject.toml are checked, "
+        "their baselines in its folder (hloscope-baselines/ by default).",
+        show_default=False,
+    ),
+]
+UpdateOption = Annotated[
+    bool,
+    typer.Option("--update", help="Record the baseline (again) instead of comparing with it."),
+]
+ToleranceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tolerance",
+        metavar="FACT=TOL",
+        help="How far a fact may move: memory.*=5%, compile.seconds=2s, "
+        "memory.temp_bytes=1 MiB (repeatable; structural facts are exact by default).",
+        show_default=False,
+    ),
+]
+CallsCheckOption = Annotated[
+    str | None,
+    typer.Option(
+        "--calls",
+        metavar="FACTORY",
+        help="A factory returning several argument sets: check the programs compiled "
+        "while the function is called on each (programs.count).",
+        show_default=False,
+    ),
+]
+
+
+@app.command()
+def check(
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[TARGET]",
+            help="An entrypoint, module file or dump folder (a compiled program), or a "
+            "SCRIPT.py (the programs it compiles). None: the configured targets.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: BaselineOption = None,
+    update: UpdateOption = False,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    module: ModuleOption = None,
+    calls: CallsCheckOption = None,
+    tolerance: ToleranceOption = None,
+    json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
+    debug: DebugOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """A regression guard: the compiled program's facts (ops, fusions, collectives,
+    copies, parameters and donation, XLA's memory and cost, compile time) against a
+    stored baseline. Exit 0: nothing regressed; 1: a regression; 2: bad input or no
+    baseline (record one with --update)."""
+    from pathlib import Path
+
+    from hloscope.check_run import check_configured, check_one
+
+    def build() -> CheckReport:
+        tolerances = _tolerance_specs(tolerance or ())
+        if target is None:
+            if baseline is not None or arg or args or module or calls or tolerance:
+                raise HloscopeError(
+                    "--baseline, --arg, --args, --module, --calls and --tolerance go with "
+                    "a TARGET; without one, the configured targets are checked"
+                )
+            return check_configured(update)
+        if baseline is None:
+            raise HloscopeError(
+                "which baseline? give --baseline FILE (see hloscope check --help)", where=target
+            )
+        return check_one(
+            target,
+            Path(baseline),
+            options=_options(arg, args, module, False),
+            calls=calls,
+            tolerances=tolerances,
+            update=update,
+        )
+
+    emit(
+        debug,
+        json,
+        build,
+        lambda report: ExitCode.OK if report.passed else ExitCode.DIFFERENT,
+        timeout=timeout,
+        what=target or "the configured targets",
+    )
+
+
+def _tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
+    specs: dict[str, str] = {}
+    for text in given:
+        pattern, sep, value = text.partition("=")
+        if not sep or not pattern.strip() or not value.strip():
+            raise HloscopeError(f"--tolerance {text}: expected FACT=TOLERANCE (memory.*=5%)")
+        specs[pattern.strip()] = value.strip()
+    return specs or None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 # For annotations only: a command's JSON needs no analysis but its own.
 if TYPE_CHECKING:
     from hloscope.analyses.aot import ProgramSummary
+    from hloscope.analyses.baseline.compare import Change
     from hloscope.analyses.diff import Side as DiffSide
     from hloscope.analyses.fusions import FusionSummary
     from hloscope.analyses.memory import LiveBuffer
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from hloscope.analyses.passes import FoundAt, PassFind
     from hloscope.analyses.placement import ComputeRegion, Placement
     from hloscope.analyses.structure import Structure
+    from hloscope.check_report import CheckReport
     from hloscope.reports import (
         AotReport,
         CompilesReport,
@@ -740,3 +742,54 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
         "notes": list(report.notes),
     }
     return document("memory", report.source.target, body)
+
+
+def _change_json(change: Change, target: str) -> dict[str, Any]:
+    return {
+        "fact": change.fact,
+        "before": change.before,
+        "after": change.after,
+        "tolerance": change.tolerance,
+        "regression": change.regression,
+        "detail": change.detail,
+        "sources": list(change.sources),
+        "target": target,
+    }
+
+
+def check_json(report: CheckReport) -> dict[str, Any]:
+    targets = []
+    changes: list[dict[str, Any]] = []
+    for check in report.checks:
+        comparison = check.comparison
+        changes.extend(
+            _change_json(c, check.name) for c in (comparison.changes if comparison else ())
+        )
+        recorded = check.baseline.backend if check.baseline is not None else None
+        targets.append(
+            {
+                "name": check.name,
+                "target": check.target,
+                "baseline": check.baseline_path,
+                "passed": check.passed,
+                "compared": comparison is not None,
+                "updated": check.updated,
+                "recorded_on": dataclasses.asdict(recorded) if recorded is not None else None,
+                "facts": dict(check.measurement.facts),
+                "grown_at_peak": [
+                    {"site": g.site, "before": g.before, "after": g.after, "shapes": list(g.shapes)}
+                    for g in (comparison.grown_at_peak if comparison else ())
+                ],
+                "notes": list(check.notes),
+            }
+        )
+    label = report.checks[0].target if len(report.checks) == 1 else report.baseline
+    body = {
+        "passed": report.passed,
+        "baseline": report.baseline,
+        "backend": dataclasses.asdict(report.backend),
+        "updated": report.updated,
+        "changes": changes,
+        "targets": targets,
+    }
+    return document("check", label, body)

@@ -15,6 +15,7 @@ start-up is part of every command's time.
 
 from __future__ import annotations
 
+from hloscope.check_report import CheckReport
 from hloscope.reports.aot import AOT_TEXT_ELEMENTS, AotReport, AotTimings, aot_check_report
 from hloscope.reports.common import Timings, lowered_frames, stage_timings
 from hloscope.reports.compiles import CompilesReport, compiles_report
@@ -39,6 +40,7 @@ __all__ = [
     "REPORTS",
     "AotReport",
     "AotTimings",
+    "CheckReport",
     "CompilesReport",
     "DiffReport",
     "FusionsReport",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 
 from hloscope.errors import one_line
+from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.jax.private import private_backends_started
 
 
@@ -19,3 +20,12 @@ def default_backend(*, start: bool) -> str | None:
         return str(jax.default_backend())
     except Exception as exc:
         return f"unavailable: {one_line(str(exc), 200)}"
+
+
+def local_devices() -> tuple[str, str, int]:
+    """(platform, device kind, device count) of JAX's default backend: what a program
+    compiled here is compiled for (`hloscope check` compares only on the same)."""
+    with native_stderr_captured():
+        # Starting the backend logs the device count to stderr (pjrt_client.cc).
+        devices = jax.devices()
+    return str(jax.default_backend()), str(devices[0].device_kind), len(devices)

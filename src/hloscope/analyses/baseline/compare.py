@@ -1,0 +1,205 @@
+"""A program's facts against its baseline: what changed beyond tolerance, whether it
+got worse, and where the change comes from.
+
+A change is listed when an exact fact differs or a measured one moves past its
+tolerance; within tolerance, nothing is listed, so checking an unchanged program
+twice gives the same answer. Each change carries where it comes from: the lines of
+the user's code whose ops were added or removed (from the measurements' `sites`),
+and, for memory, the buffers at the peak that grew.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer
+from hloscope.analyses.baseline.tolerance import (
+    Tolerances,
+    describe_amount,
+    worse_direction,
+)
+from hloscope.units import human_bytes
+
+SOURCES_SHOWN = 6
+"""Lines named per change, the largest first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One fact that moved."""
+
+    fact: str
+    before: FactValue | None
+    """None: the baseline has no such fact (a new kind of op, a new alias)."""
+    after: FactValue | None
+    """None: the program no longer has it."""
+    tolerance: str
+    """`exact`, or the tolerance as written (`5% or 1 MiB`)."""
+    regression: bool
+    detail: str
+    """What changed, in words: `2 -> 5 (+3): +3 at model.py:14`."""
+    sources: tuple[str, ...]
+    """The user's lines the change comes from (`file.py:LINE`), largest first."""
+    site_deltas: tuple[tuple[str, int], ...] = ()
+    """How much of the change each site makes (`file.py:LINE` or JAX's op name, and
+    the count's change there; bytes at the peak for memory), largest first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GrownBuffers:
+    """Bytes live at the memory peak from one site, before and after."""
+
+    site: str
+    """`file.py:LINE` of the user's code (else JAX's op name)."""
+    before: int
+    after: int
+    shapes: tuple[str, ...]
+    """Shapes of the buffers after, largest first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """Every change between a baseline and a program, regressions first."""
+
+    changes: tuple[Change, ...]
+    grown_at_peak: tuple[GrownBuffers, ...]
+    """The sites whose buffers at the memory peak grew, most growth first."""
+
+    @property
+    def regressions(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.regression)
+
+    @property
+    def improvements(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if not c.regression)
+
+
+def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> Comparison:
+    """The changes from `before` (the baseline) to `after`."""
+    grown = grown_at_peak(before.peak_buffers, after.peak_buffers)
+    changes: list[Change] = []
+    for fact in sorted(set(before.facts) | set(after.facts)):
+        old, new = before.facts.get(fact), after.facts.get(fact)
+        if fact == "compile.seconds" and (old is None or new is None):
+            continue
+        direction = worse_direction(fact)
+        tolerance = tolerances.of(fact)
+        if direction == "any":
+            if old == new:
+                continue
+            regression = new is None or old is not None
+        else:
+            old_value, new_value = old or 0, new or 0
+            if tolerance.allows(old_value, new_value):
+                continue
+            regression = (new_value > old_value) == (direction == "up")
+        deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), regression)
+        where = _deltas_words(deltas)
+        if fact.startswith("memory.") and regression and not deltas:
+            deltas = [(g.site, g.after - g.before) for g in grown]
+            where = _grown_words(grown)
+        sources = tuple(site for site, _ in deltas[:SOURCES_SHOWN] if ":" in site)
+        changes.append(
+            Change(
+                fact=fact,
+                before=old,
+                after=new,
+                tolerance=tolerance.text,
+                regression=regression,
+                detail=_detail(fact, old, new) + (f": {where}" if where else ""),
+                sources=sources,
+                site_deltas=tuple(deltas),
+            )
+        )
+    changes.sort(key=lambda c: (not c.regression, _rank(c.fact)))
+    return Comparison(changes=tuple(changes), grown_at_peak=grown)
+
+
+_ORDER = (
+    "memory.",
+    "params.",
+    "collectives.",
+    "copies.",
+    "transfers.",
+    "memory_kinds.",
+    "programs.",
+    "cost.",
+    "compile.",
+    "fusions.",
+    "ops.",
+)
+"""The order changes are listed in: what costs users most first."""
+
+
+def _rank(fact: str) -> int:
+    return next((i for i, prefix in enumerate(_ORDER) if fact.startswith(prefix)), len(_ORDER))
+
+
+def grown_at_peak(
+    before: Sequence[PeakBuffer], after: Sequence[PeakBuffer]
+) -> tuple[GrownBuffers, ...]:
+    """The sites whose bytes live at the peak grew from `before` to `after`."""
+    old = _bytes_by_site(before)
+    new = _bytes_by_site(after)
+    shapes: dict[str, list[str]] = {}
+    for buffer in after:
+        shapes.setdefault(buffer.site, []).append(buffer.shape)
+    grown = [
+        GrownBuffers(site, old.get(site, 0), size, tuple(dict.fromkeys(shapes[site])))
+        for site, size in new.items()
+        if size > old.get(site, 0)
+    ]
+    grown.sort(key=lambda g: (g.before - g.after, g.site))
+    return tuple(grown)
+
+
+def _bytes_by_site(buffers: Sequence[PeakBuffer]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for buffer in buffers:
+        sizes[buffer.site] = sizes.get(buffer.site, 0) + buffer.bytes
+    return sizes
+
+
+def _detail(fact: str, old: FactValue | None, new: FactValue | None) -> str:
+    if old is None:
+        return f"new: {describe_amount(fact, new or 0)}"
+    if new is None:
+        return f"gone (was {describe_amount(fact, old)})"
+    text = f"{describe_amount(fact, old)} -> {describe_amount(fact, new)}"
+    delta = new - old
+    sign = "+" if delta > 0 else "-"
+    text += f" ({sign}{describe_amount(fact, abs(delta))}"
+    if old:
+        text += f", {delta / abs(old):+.0%}"
+    return text + ")"
+
+
+def _site_deltas(
+    old: Mapping[str, int], new: Mapping[str, int], regression: bool
+) -> list[tuple[str, int]]:
+    """The sites whose count moved (only those that grew, for a regression), the
+    largest move first."""
+    moved = [(site, new.get(site, 0) - old.get(site, 0)) for site in {*old, *new}]
+    moved = [(site, delta) for site, delta in moved if delta and (delta > 0 or not regression)]
+    moved.sort(key=lambda item: (-abs(item[1]), item[0]))
+    return moved
+
+
+def _deltas_words(deltas: Sequence[tuple[str, int]]) -> str:
+    """`+2 at model.py:14, -1 at model.py:9`."""
+    shown = deltas[:SOURCES_SHOWN]
+    words = ", ".join(f"{delta:+d} at {site}" for site, delta in shown)
+    if len(deltas) > len(shown):
+        words += f", and {len(deltas) - len(shown)} more"
+    return words
+
+
+def _grown_words(grown: Sequence[GrownBuffers]) -> str:
+    if not grown:
+        return ""
+    shown = grown[:3]
+    parts = [f"+{human_bytes(g.after - g.before)} live at the peak from {g.site}" for g in shown]
+    if len(grown) > len(shown):
+        parts.append(f"and {len(grown) - len(shown)} more")
+    return ", ".join(parts)

@@ -1,0 +1,271 @@
+"""The facts `hloscope check` guards, measured on one compiled program.
+
+Every fact is read from the modules and from XLA's own answers (its memory and cost
+analyses, its buffer assignment), never estimated: op counts by kind of the lowered
+and the optimized module, fusions by kind, collectives and copies (count, bytes, how
+many sit in loops), host transfers and memory kinds, parameters (used, unused,
+pruned, donated, and the result each donated buffer becomes), memory, cost and
+compile time. Fact names are dotted (`memory.temp_bytes`,
+`collectives.all-gather.count`); `FACT_NAMES` in the README lists them.
+
+Beside the numbers, a measurement keeps what explains a change, compactly: for the
+facts that count ops, how many come from each line of the user's code (`sites`), and
+the buffers live at the memory peak. Line numbers never enter a fact, so moving code
+around or renaming a variable changes no fact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+
+from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, jax_op_name, op_user_source
+from hloscope.analyses.memory import MemoryAnalysis
+from hloscope.analyses.params import ParameterUsage
+from hloscope.analyses.placement import Placement
+from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.loops import RunsPerCall
+from hloscope.analyses.structure import Structure
+from hloscope.ir.model import Module, Op
+
+FactValue = int | float
+
+UNKNOWN_SITE = "(no source line)"
+"""The site of ops whose metadata names no line of the user's code."""
+
+PEAK_BUFFERS_KEPT = 24
+"""Buffers at the memory peak a measurement keeps (the largest): enough to say which
+grew, few enough for a file meant to be committed."""
+
+# XLA's memory analysis, by the name each number has as a fact.
+_MEMORY_TOTALS = (
+    ("argument_size_in_bytes", "memory.argument_bytes"),
+    ("output_size_in_bytes", "memory.output_bytes"),
+    ("alias_size_in_bytes", "memory.alias_bytes"),
+    ("temp_size_in_bytes", "memory.temp_bytes"),
+    ("generated_code_size_in_bytes", "memory.generated_code_bytes"),
+    ("host_argument_size_in_bytes", "memory.host_argument_bytes"),
+    ("host_output_size_in_bytes", "memory.host_output_bytes"),
+    ("host_temp_size_in_bytes", "memory.host_temp_bytes"),
+    ("host_alias_size_in_bytes", "memory.host_alias_bytes"),
+)
+_COST = (
+    ("flops", "cost.flops"),
+    ("bytes_accessed", "cost.bytes_accessed"),
+    ("transcendentals", "cost.transcendentals"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PeakBuffer:
+    """A buffer live at the memory peak, as a measurement keeps it."""
+
+    bytes: int
+    shape: str
+    kind: str
+    """`parameter`, `output`, `temporary`, ... (XLA's buffer assignment)."""
+    source: str | None
+    """`file.py:LINE` of the user's code that made it (`user_source`)."""
+    op_name: str | None
+    """JAX's op name (`jit(step)/dot_general`), where the metadata holds one."""
+
+    @property
+    def site(self) -> str:
+        """What groups it with the buffers of the same code in another measurement."""
+        return self.source or self.op_name or UNKNOWN_SITE
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """The facts of one compiled program, and what explains them."""
+
+    facts: Mapping[str, FactValue]
+    """Each fact's value, by dotted name, sorted by name."""
+    sites: Mapping[str, Mapping[str, int]]
+    """For the facts that count ops: how many come from each site (the user's
+    `file.py:LINE`, else JAX's op name, else `UNKNOWN_SITE`)."""
+    peak_buffers: tuple[PeakBuffer, ...]
+    """The largest buffers live at the memory peak, largest first (empty without a
+    buffer assignment)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """What one compiled program gives the measurement."""
+
+    optimized: Module
+    structure: Structure
+    """Of the optimized module."""
+    fusions: FusionAnalysis
+    placement: Placement
+    """Of the optimized module: collectives, transfers, memory kinds."""
+    params: ParameterUsage
+    """Of the optimized module, with the lowering's paths: XLA's aliases."""
+    memory: MemoryAnalysis | None
+    """XLA's buffer assignment at the peak; None where none was read."""
+    memory_totals: Mapping[str, int] | None
+    """XLA's memory analysis of the executable."""
+    cost: Mapping[str, float] | None
+    """XLA's cost analysis of the optimized module."""
+    compile_seconds: float | None
+    lowered: Module | None
+    """The module JAX handed XLA; None for a dump read after optimization."""
+    lowered_structure: Structure | None
+    lowered_frames: LoweredFrames | None
+    source_root: str | None
+    """Paths under it are shown relative to it (the working directory)."""
+
+
+def measure(compiled: Compiled) -> Measurement:
+    """The facts of `compiled`."""
+    facts: dict[str, FactValue] = {}
+    sites: dict[str, Counter[str]] = {}
+    root, frames = compiled.source_root, compiled.lowered_frames
+
+    def site(op: Op) -> str:
+        source, _ = op_user_source(op, root, frames)
+        return source or jax_op_name(op) or UNKNOWN_SITE
+
+    for stage, module, structure in (
+        ("lowered", compiled.lowered, compiled.lowered_structure),
+        ("optimized", compiled.optimized, compiled.structure),
+    ):
+        if module is None or structure is None:
+            continue
+        facts[f"ops.{stage}.total"] = structure.total_ops
+        counted = set(structure.op_counts)
+        for name, count in structure.op_counts.items():
+            facts[f"ops.{stage}.{name}"] = count
+        reachable = {f.name for f in structure.functions if f.reachable}
+        for op in module.ops:
+            if op.name in counted and op.function in reachable:
+                sites.setdefault(f"ops.{stage}.{op.name}", Counter())[site(op)] += 1
+
+    fusions = compiled.fusions
+    facts["fusions.count"] = len(fusions.fusions)
+    for kind, count in fusions.by_kind.items():
+        facts[f"fusions.{kind}.count"] = count
+    for fusion in fusions.fusions:
+        where = fusion.user_source or UNKNOWN_SITE
+        sites.setdefault(f"fusions.{fusion.kind}.count", Counter())[where] += 1
+
+    module = compiled.optimized
+    runs = RunsPerCall(module)
+    for collective in compiled.placement.collectives:
+        prefix = f"collectives.{collective.op.replace('_', '-')}"
+        facts[f"{prefix}.count"] = collective.count
+        facts[f"{prefix}.in_loops"] = collective.in_loops
+        if collective.bytes is not None:
+            facts[f"{prefix}.bytes"] = collective.bytes
+        if collective.per_call is not None:
+            facts[f"{prefix}.per_call"] = collective.per_call
+        if collective.bytes_per_call is not None:
+            facts[f"{prefix}.bytes_per_call"] = collective.bytes_per_call
+    for op in module.ops:
+        found = collective_kind(op)
+        if found is not None:
+            name = f"collectives.{found[0].replace('_', '-')}.count"
+            sites.setdefault(name, Counter())[site(op)] += 1
+
+    copies = [u for u in fusions.unfused if u.category == "copy"]
+    facts["copies.count"] = len(copies)
+    facts["copies.bytes"] = sum(u.result_bytes or 0 for u in copies)
+    facts["copies.in_loops"] = sum(runs.in_loop(module.ops[u.op_id]) for u in copies)
+    for copy in copies:
+        where = copy.user_source or UNKNOWN_SITE
+        sites.setdefault("copies.count", Counter())[where] += 1
+
+    placement = compiled.placement
+    facts["transfers.count"] = len(placement.transfers)
+    for transfer_kind, count in Counter(t.kind for t in placement.transfers).items():
+        facts[f"transfers.{transfer_kind}.count"] = count
+    for transfer in placement.transfers:
+        where = _first(transfer.sources) or UNKNOWN_SITE
+        sites.setdefault(f"transfers.{transfer.kind}.count", Counter())[where] += 1
+    for memory_kind, count in Counter(m.memory_kind for m in placement.memory).items():
+        facts[f"memory_kinds.{memory_kind}.count"] = count
+
+    facts.update(_parameter_facts(compiled.params))
+
+    totals = compiled.memory_totals or {}
+    for key, name in _MEMORY_TOTALS:
+        if key in totals and (totals[key] or not key.startswith("host_")):
+            facts[name] = int(totals[key])
+    peak: tuple[PeakBuffer, ...] = ()
+    if compiled.memory is not None:
+        facts["memory.peak_bytes"] = compiled.memory.peak_bytes
+        peak = tuple(
+            PeakBuffer(
+                bytes=b.bytes,
+                shape=b.shape,
+                kind=b.kind,
+                source=b.user_source,
+                op_name=b.op_name,
+            )
+            for b in compiled.memory.buffers_at_peak[:PEAK_BUFFERS_KEPT]
+        )
+    cost = compiled.cost or {}
+    for key, name in _COST:
+        if key in cost:
+            facts[name] = _number(cost[key])
+    if compiled.compile_seconds is not None:
+        facts["compile.seconds"] = round(compiled.compile_seconds, 3)
+
+    return Measurement(
+        facts=MappingProxyType(dict(sorted(facts.items()))),
+        sites=MappingProxyType({name: _sorted(counter) for name, counter in sorted(sites.items())}),
+        peak_buffers=peak,
+    )
+
+
+def program_facts(compiles: Iterable[tuple[str, float | None]]) -> Measurement:
+    """The facts of a program run (a script): how many programs JAX compiled, per
+    function, and their compile time together. `compiles` holds each compilation's
+    function name and compile seconds, in order."""
+    facts: dict[str, FactValue] = {}
+    per_function: Counter[str] = Counter()
+    seconds = 0.0
+    for function, compile_seconds in compiles:
+        per_function[function] += 1
+        seconds += compile_seconds or 0.0
+    facts["programs.count"] = sum(per_function.values())
+    for function, count in per_function.items():
+        facts[f"programs.{function}.count"] = count
+    facts["compile.seconds"] = round(seconds, 3)
+    return Measurement(
+        facts=MappingProxyType(dict(sorted(facts.items()))),
+        sites=MappingProxyType({}),
+        peak_buffers=(),
+    )
+
+
+def _parameter_facts(usage: ParameterUsage) -> dict[str, FactValue]:
+    totals = usage.totals
+    facts: dict[str, FactValue] = {
+        "params.used": totals.used,
+        "params.unused": totals.unused,
+        "params.pruned": totals.pruned,
+        "params.donated": sum(1 for p in usage.parameters if p.donated),
+        "params.donated_bytes": totals.bytes_donated,
+        "params.bytes_passed": totals.bytes_passed,
+        "params.donations_dropped": totals.donations_dropped,
+    }
+    for parameter in usage.parameters:
+        if parameter.donated and parameter.aliases_output is not None:
+            facts[f"params.aliases.{parameter.path}"] = parameter.aliases_output
+    return facts
+
+
+def _first(items: Sequence[str]) -> str | None:
+    return items[0] if items else None
+
+
+def _number(value: float) -> FactValue:
+    """A cost as an int where it is one (XLA reports floats)."""
+    return int(value) if float(value).is_integer() else round(float(value), 3)
+
+
+def _sorted(counter: Counter[str]) -> Mapping[str, int]:
+    return MappingProxyType(dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))))

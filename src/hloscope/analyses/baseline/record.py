@@ -1,0 +1,102 @@
+"""A baseline as it is stored: a JSON document meant to be committed, read by people
+in a diff (one fact per line, sorted), and the backend it was measured on."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer
+from hloscope.errors import HloscopeError
+
+FORMAT_VERSION = 1
+"""`hloscope_baseline` in the file: the format's version."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """Where a program was compiled: what a baseline is only comparable on."""
+
+    platform: str
+    """JAX's platform: `cpu`, `gpu`, `tpu`."""
+    device_kind: str
+    """`cpu`, `NVIDIA H100 80GB HBM3`, `TPU v5 lite`."""
+    device_count: int
+    jax: str | None
+    jaxlib: str | None
+
+    def words(self) -> str:
+        return (
+            f"{self.platform} ({self.device_kind}, {self.device_count} "
+            f"device{'s' if self.device_count != 1 else ''}), jax {self.jax}, jaxlib {self.jaxlib}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """A program's facts as recorded."""
+
+    target: str
+    """What was measured, as the user named it."""
+    backend: Backend
+    measurement: Measurement
+
+
+def baseline_json(baseline: Baseline) -> dict[str, Any]:
+    """The document stored for `baseline`."""
+    measurement = baseline.measurement
+    return {
+        "hloscope_baseline": FORMAT_VERSION,
+        "target": baseline.target,
+        "backend": dataclasses.asdict(baseline.backend),
+        "facts": dict(measurement.facts),
+        "sites": {fact: dict(sites) for fact, sites in measurement.sites.items()},
+        "peak_buffers": [dataclasses.asdict(b) for b in measurement.peak_buffers],
+    }
+
+
+def read_baseline(document: Any, where: str) -> Baseline:
+    """The baseline a stored document holds; one line naming what is wrong otherwise."""
+    if not isinstance(document, dict) or "hloscope_baseline" not in document:
+        raise HloscopeError("not an hloscope baseline (no 'hloscope_baseline' key)", where=where)
+    version = document["hloscope_baseline"]
+    if version != FORMAT_VERSION:
+        raise HloscopeError(
+            f"a baseline of format {version!r}, and this hloscope reads format "
+            f"{FORMAT_VERSION}: record it again with --update",
+            where=where,
+        )
+    try:
+        backend = Backend(**document["backend"])
+        facts = _facts(document["facts"])
+        sites = {
+            str(fact): MappingProxyType({str(s): int(n) for s, n in counts.items()})
+            for fact, counts in document.get("sites", {}).items()
+        }
+        peak = tuple(PeakBuffer(**b) for b in document.get("peak_buffers", []))
+        target = str(document["target"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise HloscopeError(
+            f"the baseline is damaged ({type(exc).__name__}: {exc}): record it again with --update",
+            where=where,
+        ) from None
+    return Baseline(
+        target=target,
+        backend=backend,
+        measurement=Measurement(
+            facts=MappingProxyType(facts),
+            sites=MappingProxyType(sites),
+            peak_buffers=peak,
+        ),
+    )
+
+
+def _facts(raw: Mapping[str, Any]) -> dict[str, FactValue]:
+    facts: dict[str, FactValue] = {}
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"fact {name!r} is {value!r}, not a number")
+        facts[str(name)] = value
+    return facts

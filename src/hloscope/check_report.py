@@ -1,0 +1,190 @@
+"""The `check` report: a compiled program's facts against its stored baseline.
+
+Building one runs the analyses every other report runs (structure, fusions,
+placement, parameters, XLA's buffer assignment) on one compilation, measures the
+facts (`analyses.baseline.facts`) and compares them with the baseline's
+(`analyses.baseline.compare`). Reading and writing baseline files is the sources'
+job (`sources.baselines`); nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from hloscope.errors import HloscopeError
+from hloscope.source_text import line_texts
+from hloscope.stages import OPTIMIZED
+
+if TYPE_CHECKING:
+    from hloscope.analyses.baseline.compare import Comparison
+    from hloscope.analyses.baseline.facts import Measurement
+    from hloscope.analyses.baseline.record import Backend, Baseline
+    from hloscope.analyses.baseline.tolerance import Tolerances
+    from hloscope.sources.baselines import CheckedProgram
+    from hloscope.sources.loader import Loaded
+    from hloscope.sources.memory import BufferDumps
+    from hloscope.stages import RecordedRun
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetCheck:
+    """One target checked (or recorded) against its baseline."""
+
+    name: str
+    """The target's name in the configuration, else the target as given."""
+    target: str
+    baseline_path: str
+    backend: Backend
+    """What the program was compiled for here."""
+    baseline: Baseline | None
+    """The baseline compared with; None when none was stored (recording the first)."""
+    measurement: Measurement
+    comparison: Comparison | None
+    """None when there was no baseline to compare with."""
+    updated: bool
+    """The baseline was written (`--update`)."""
+    notes: tuple[str, ...]
+    line_texts: Mapping[str, str]
+    """The code of each line a change names (`file.py:LINE` -> text), where readable."""
+
+    @property
+    def passed(self) -> bool:
+        return self.updated or (self.comparison is not None and not self.comparison.regressions)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckReport:
+    """Every target checked: the command's answer."""
+
+    checks: tuple[TargetCheck, ...]
+    baseline: str
+    """The baseline file (one target), or the folder of baselines (the configuration's)."""
+    backend: Backend
+    updated: bool
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+
+def measure_program(program: CheckedProgram) -> Measurement:
+    """The facts of a program compiled here, or of a recorded run."""
+    if program.run is not None:
+        return _measure_run(program.run)
+    assert program.lowered is not None and program.optimized is not None
+    return _measure_compiled(program.lowered, program.buffers, program.optimized)
+
+
+def _measure_compiled(
+    lowered: Loaded, buffers: BufferDumps | None, optimized: Loaded
+) -> Measurement:
+    from hloscope.analyses.baseline.facts import Compiled, measure
+    from hloscope.analyses.fusions import analyze_fusions, lowered_user_frames
+    from hloscope.analyses.params import analyze_params
+    from hloscope.analyses.placement import analyze_placement
+    from hloscope.analyses.structure import analyze_structure
+    from hloscope.reports.memory import memory_report
+
+    root = os.getcwd()
+    before = lowered.module if lowered.source.stage != OPTIMIZED else None
+    frames = lowered_user_frames(before) if before is not None else None
+    module = optimized.module
+    compilation = optimized.compilation
+    memory = memory_report(buffers).analysis if buffers is not None else None
+    return measure(
+        Compiled(
+            optimized=module,
+            structure=analyze_structure(module),
+            fusions=analyze_fusions(module, source_root=root, lowered=frames),
+            placement=analyze_placement(module),
+            params=analyze_params(module, optimized.lowering),
+            memory=memory,
+            memory_totals=compilation.memory if compilation is not None else None,
+            cost=compilation.cost if compilation is not None else None,
+            compile_seconds=compilation.compile_seconds if compilation is not None else None,
+            lowered=before,
+            lowered_structure=analyze_structure(before) if before is not None else None,
+            lowered_frames=frames,
+            source_root=root,
+        )
+    )
+
+
+def _measure_run(run: RecordedRun) -> Measurement:
+    from hloscope.analyses.baseline.facts import program_facts
+
+    if run.error is not None:
+        raise HloscopeError(f"the program failed: {run.error}", where=run.label)
+    return program_facts((c.function, c.compile_seconds) for c in run.compiles)
+
+
+def check_target(
+    name: str,
+    target: str,
+    measurement: Measurement,
+    backend: Backend,
+    baseline: Baseline | None,
+    baseline_path: str,
+    tolerances: Tolerances,
+    update: bool,
+) -> TargetCheck:
+    """Compare `measurement` with `baseline` (None: none is stored). Without `update`,
+    a missing baseline or one of another backend is refused."""
+    from hloscope.analyses.baseline.compare import compare
+
+    notes: list[str] = []
+    comparison = None
+    if baseline is None:
+        if not update:
+            raise HloscopeError(
+                "no baseline here: record one with --update (and commit it)",
+                where=baseline_path,
+            )
+    elif baseline.backend.platform != backend.platform:
+        if not update:
+            raise HloscopeError(
+                f"the baseline was recorded on {baseline.backend.platform} and this runs on "
+                f"{backend.platform}: baselines compare on one backend (record one for "
+                f"{backend.platform} with --update, in a file of its own)",
+                where=baseline_path,
+            )
+    else:
+        comparison = compare(baseline.measurement, measurement, tolerances)
+        notes.extend(_backend_notes(baseline.backend, backend))
+    changes = comparison.changes if comparison is not None else ()
+    grown = comparison.grown_at_peak if comparison is not None else ()
+    sources = [*(s for c in changes for s in c.sources), *(g.site for g in grown)]
+    return TargetCheck(
+        name=name,
+        target=target,
+        baseline_path=baseline_path,
+        backend=backend,
+        baseline=baseline,
+        measurement=measurement,
+        comparison=comparison,
+        updated=update,
+        notes=tuple(notes),
+        line_texts=line_texts(sources),
+    )
+
+
+def _backend_notes(recorded: Backend, here: Backend) -> list[str]:
+    notes = []
+    if (recorded.jax, recorded.jaxlib) != (here.jax, here.jaxlib):
+        notes.append(
+            f"the baseline was recorded with jax {recorded.jax} and jaxlib {recorded.jaxlib}; "
+            f"this is jax {here.jax} and jaxlib {here.jaxlib}: changes may come from the upgrade"
+        )
+    if recorded.device_kind != here.device_kind:
+        notes.append(
+            f"the baseline was recorded on {recorded.device_kind}; this is {here.device_kind}"
+        )
+    if recorded.device_count != here.device_count:
+        notes.append(
+            f"the baseline was recorded with {recorded.device_count} devices; "
+            f"this has {here.device_count}"
+        )
+    return notes

@@ -1,0 +1,430 @@
+"""`hloscope check` on real programs: each change a user makes is caught with the
+right fact and the line it comes from, and a program that did not change reports
+nothing. The expectations are JAX's and XLA's own answers (the collectives XLA
+inserted, JAX's donation, XLA's memory analysis), read here directly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import line_of, run_cli
+from hloscope.analyses.baseline.facts import FactValue
+from hloscope.check_report import CheckReport
+from hloscope.check_run import check_one
+from hloscope.sources.loader import LoadOptions
+
+MODELS = "tests/fixtures/check_models.py"
+TRAIN = "samples/check/train_step.py"
+TRAIN_ARGS = LoadOptions(args_factory=f"{TRAIN}:example_args")
+
+
+def check(target: str, path: Path, factory: str | None = None, **kwargs) -> CheckReport:
+    options = LoadOptions(args_factory=factory) if factory else LoadOptions()
+    return check_one(target, path, options=options, **kwargs)
+
+
+def regressions(report: CheckReport) -> dict[str, tuple[FactValue | None, FactValue | None]]:
+    comparison = report.checks[0].comparison
+    assert comparison is not None
+    return {c.fact: (c.before, c.after) for c in comparison.regressions}
+
+
+def change(report: CheckReport, fact: str):
+    comparison = report.checks[0].comparison
+    assert comparison is not None
+    return next(c for c in comparison.changes if c.fact == fact)
+
+
+def test_removing_checkpoint_is_a_memory_regression_from_the_scan(tmp_path: Path) -> None:
+    baseline = tmp_path / "step.json"
+    recorded = check_one(f"{TRAIN}:step", baseline, options=TRAIN_ARGS, update=True)
+    assert recorded.passed and baseline.is_file()
+    report = check_one(f"{TRAIN}:step_without_remat", baseline, options=TRAIN_ARGS)
+    assert not report.passed
+    found = regressions(report)
+    before, after = found["memory.peak_bytes"]
+    assert before is not None and after is not None and after > 2 * before
+    assert "memory.temp_bytes" in found
+    # Nothing about parameters, collectives or transfers moved.
+    assert not [f for f in found if f.split(".")[0] in ("params", "collectives", "transfers")]
+    # The buffers that grew at the peak are the residuals the scan now stacks, made
+    # by the scan's line, and the memory change names that line.
+    scan_line = f"{TRAIN}:{line_of(Path(TRAIN), 'jax.lax.scan(body')}"
+    grown = report.checks[0].comparison.grown_at_peak  # type: ignore[union-attr]
+    assert grown[0].site == scan_line
+    assert any(shape.startswith("f32[8,2048,512]") for shape in grown[0].shapes)
+    assert change(report, "memory.peak_bytes").sources[0] == scan_line
+
+
+def test_a_weight_split_over_devices_adds_the_all_gather_xla_inserted(tmp_path: Path) -> None:
+    baseline = tmp_path / "layer.json"
+    check(f"{MODELS}:layer", baseline, f"{MODELS}:replicated_weight", update=True)
+    report = check(f"{MODELS}:layer", baseline, f"{MODELS}:split_weight")
+    found = regressions(report)
+    assert found["collectives.all-gather.count"] == (None, 1)
+    assert [f for f in found if f.startswith("collectives.")] == [
+        "collectives.all-gather.bytes",
+        "collectives.all-gather.bytes_per_call",
+        "collectives.all-gather.count",
+        "collectives.all-gather.per_call",
+    ]
+    # XLA's own optimized module holds exactly that all-gather.
+    optimized = report.checks[0].measurement.facts
+    assert optimized["ops.optimized.stablehlo.all_gather"] == 1
+    line = f"{MODELS}:{line_of(Path(MODELS), 'return jnp.tanh(x @ w)')}"
+    assert change(report, "collectives.all-gather.count").sources == (line,)
+    assert not [f for f in found if f.startswith("params.")]
+
+
+def test_dropping_donation_loses_the_alias_xla_made(tmp_path: Path) -> None:
+    baseline = tmp_path / "update.json"
+    recorded = check(f"{MODELS}:update_donated", baseline, f"{MODELS}:update_args", update=True)
+    facts = recorded.checks[0].measurement.facts
+    assert facts["params.donated"] == 2
+    assert {f for f in facts if f.startswith("params.aliases.")} == {
+        "params.aliases.params['b']",
+        "params.aliases.params['w']",
+    }
+    report = check(f"{MODELS}:update_not_donated", baseline, f"{MODELS}:update_args")
+    found = regressions(report)
+    assert found["params.donated"] == (2, 0)
+    assert found["params.aliases.params['w']"][1] is None
+    assert found["memory.alias_bytes"] == (facts["memory.alias_bytes"], 0)
+    assert not [f for f in found if f.startswith(("collectives.", "ops."))]
+
+
+def test_a_cast_to_f32_in_a_bf16_model_adds_converts_and_bytes(tmp_path: Path) -> None:
+    baseline = tmp_path / "model.json"
+    check(f"{MODELS}:bf16_model", baseline, f"{MODELS}:bf16_args", update=True)
+    report = check(f"{MODELS}:bf16_model_with_f32_cast", baseline, f"{MODELS}:bf16_args")
+    found = regressions(report)
+    before, after = found["ops.lowered.stablehlo.convert"]
+    assert (before or 0) < (after or 0)
+    assert "cost.bytes_accessed" in found
+    line = f"{MODELS}:{line_of(Path(MODELS), 'jnp.tanh(x @ w1).astype(jnp.float32)')}"
+    assert line in change(report, "ops.lowered.stablehlo.convert").sources
+    assert not [f for f in found if f.startswith(("collectives.", "params.", "copies."))]
+
+
+LOOP = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x):
+    return jnp.sin(x) * 2
+
+
+for i in range(4):
+    step(jnp.ones({shape}))
+"""
+
+
+def test_an_extra_compilation_in_a_loop_counts_programs(tmp_path: Path) -> None:
+    steady, growing = tmp_path / "steady.py", tmp_path / "growing.py"
+    steady.write_text(LOOP.format(shape="(8,)"))
+    growing.write_text(LOOP.format(shape="(8 + i % 2,)"))
+    baseline = tmp_path / "loop.json"
+    recorded = check(str(steady), baseline, update=True)
+    assert recorded.checks[0].measurement.facts["programs.step.count"] == 1
+    report = check(str(growing), baseline)
+    found = regressions(report)
+    assert found["programs.count"][1] == found["programs.count"][0] + 1  # type: ignore[operator]
+    assert found["programs.step.count"] == (1, 2)
+    assert set(found) == {"programs.count", "programs.step.count"}
+
+
+MODEL = """\
+import jax
+import jax.numpy as jnp
+
+
+def mlp(w1, w2, x):
+    hidden = jnp.tanh(x @ w1)
+    return jnp.sum(hidden @ w2)
+
+
+def example_args():
+    return (
+        jax.ShapeDtypeStruct((64, 128), jnp.float32),
+        jax.ShapeDtypeStruct((128, 8), jnp.float32),
+        jax.ShapeDtypeStruct((16, 64), jnp.float32),
+    )
+"""
+
+# The same program: a local variable renamed, the code moved down and reformatted.
+MODEL_EDITED = '''\
+"""A docstring that moves every line down."""
+
+import jax
+import jax.numpy as jnp
+
+
+def mlp(w1, w2, x):
+    activations = jnp.tanh(
+        x @ w1
+    )
+    return jnp.sum(activations @ w2)
+
+
+def example_args():
+    f32 = jnp.float32
+    return (jax.ShapeDtypeStruct((64, 128), f32), jax.ShapeDtypeStruct((128, 8), f32),
+            jax.ShapeDtypeStruct((16, 64), f32))
+'''
+
+
+def test_renaming_and_reformatting_change_nothing(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(MODEL)
+    after.write_text(MODEL_EDITED)
+    baseline = tmp_path / "mlp.json"
+    check(f"{before}:mlp", baseline, f"{before}:example_args", update=True)
+    report = check(f"{after}:mlp", baseline, f"{after}:example_args")
+    assert report.passed
+    assert report.checks[0].comparison.changes == ()  # type: ignore[union-attr]
+
+
+def test_an_unchanged_program_gives_the_same_json_twice(tmp_path: Path) -> None:
+    baseline = str(tmp_path / "step.json")
+    target = [f"{MODELS}:update_donated", "--args", f"{MODELS}:update_args"]
+    assert run_cli("check", *target, "--baseline", baseline, "--update").code == 0
+    stored = Path(baseline).read_text()
+    first = run_cli("check", *target, "--baseline", baseline, "--json")
+    second = run_cli("check", *target, "--baseline", baseline, "--json")
+    assert first.code == second.code == 0, first.stderr
+
+    def without_timings(document):
+        for entry in document["targets"]:
+            entry["facts"].pop("compile.seconds")
+        return document
+
+    assert without_timings(first.json()) == without_timings(second.json())
+    body = first.json()
+    assert body["passed"] is True and body["changes"] == []
+    assert body["baseline"] == baseline and body["backend"]["platform"] == "cpu"
+    assert Path(baseline).read_text() == stored  # checking writes nothing
+
+
+def test_the_json_contract_of_a_regression(tmp_path: Path) -> None:
+    baseline = str(tmp_path / "update.json")
+    args = ["--args", f"{MODELS}:update_args", "--baseline", baseline]
+    run_cli("check", f"{MODELS}:update_donated", *args, "--update")
+    run = run_cli("check", f"{MODELS}:update_not_donated", *args, "--json")
+    assert run.code == 1
+    body = run.json()
+    assert body["command"] == "check" and body["passed"] is False
+    for entry in body["changes"]:
+        assert set(entry) >= {
+            "fact",
+            "before",
+            "after",
+            "tolerance",
+            "regression",
+            "detail",
+            "sources",
+        }
+    donated = next(c for c in body["changes"] if c["fact"] == "params.donated")
+    assert donated["regression"] is True and donated["tolerance"] == "exact"
+
+
+def test_text_report_names_the_facts_and_the_line(tmp_path: Path) -> None:
+    baseline = str(tmp_path / "step.json")
+    args = ["--args", f"{TRAIN}:example_args", "--baseline", baseline]
+    assert run_cli("check", f"{TRAIN}:step", *args, "--update").code == 0
+    run = run_cli("check", f"{TRAIN}:step_without_remat", *args)
+    assert run.code == 1
+    last = run.stdout.strip().splitlines()[-1]
+    assert last.startswith("FAILED: ") and "memory.peak_bytes" in last
+    assert "Where they come from" in run.stdout
+    assert "x, _ = jax.lax.scan(body, x, params)" in run.stdout
+
+
+def test_tolerances_let_a_small_growth_pass(tmp_path: Path) -> None:
+    baseline = tmp_path / "model.json"
+    check(f"{MODELS}:bf16_model", baseline, f"{MODELS}:bf16_args", update=True)
+    exact = check(f"{MODELS}:bf16_model_with_f32_cast", baseline, f"{MODELS}:bf16_args")
+    assert {"memory.output_bytes", "cost.bytes_accessed"} <= set(regressions(exact))
+    # The output doubles (bf16 to f32) and the bytes accessed grow by 3%.
+    loose = check(
+        f"{MODELS}:bf16_model_with_f32_cast",
+        baseline,
+        f"{MODELS}:bf16_args",
+        tolerances={"memory.*": "100%", "cost.*": "5%"},
+    )
+    assert not [f for f in regressions(loose) if f.startswith(("memory.", "cost."))]
+    assert "ops.lowered.stablehlo.convert" in regressions(loose)
+    tight = check(
+        f"{MODELS}:bf16_model_with_f32_cast",
+        baseline,
+        f"{MODELS}:bf16_args",
+        tolerances={"memory.*": "50% or 1 KiB", "cost.*": "1%"},
+    )
+    assert change(tight, "memory.output_bytes").tolerance == "50% or 1 KiB"
+    assert change(tight, "cost.bytes_accessed").regression
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no baseline here: record one with --update"),
+        ("{", "not JSON"),
+        ('{"a": 1}', "not an hloscope baseline"),
+        ('{"hloscope_baseline": 1, "target": "x"}', "the baseline is damaged"),
+    ],
+)
+def test_a_missing_or_broken_baseline_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    baseline = tmp_path / "b.json"
+    if content is not None:
+        baseline.write_text(content)
+    run = run_cli(
+        "check",
+        f"{MODELS}:update_donated",
+        "--args",
+        f"{MODELS}:update_args",
+        "--baseline",
+        str(baseline),
+    )
+    assert run.code == 2 and run.stdout == ""
+    assert message in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in run.stderr
+
+
+def test_another_backend_is_refused_and_another_jax_is_said(tmp_path: Path) -> None:
+    baseline = tmp_path / "b.json"
+    args = [
+        f"{MODELS}:update_donated",
+        "--args",
+        f"{MODELS}:update_args",
+        "--baseline",
+        str(baseline),
+    ]
+    run_cli("check", *args, "--update")
+    document = json.loads(baseline.read_text())
+    document["backend"]["jax"] = "0.8.3"
+    baseline.write_text(json.dumps(document))
+    run = run_cli("check", *args)
+    assert run.code == 0
+    assert "recorded with jax 0.8.3" in run.stdout
+    document["backend"]["platform"] = "gpu"
+    baseline.write_text(json.dumps(document))
+    run = run_cli("check", *args)
+    assert run.code == 2 and "recorded on gpu and this runs on cpu" in run.stderr
+
+
+def test_a_target_needs_a_baseline_and_none_needs_a_configuration(
+    tmp_path: Path, monkeypatch
+) -> None:
+    run = run_cli("check", f"{MODELS}:update_donated")
+    assert run.code == 2 and "--baseline FILE" in run.stderr
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check")
+    assert run.code == 2 and "nothing to check" in run.stderr
+
+
+def test_the_configured_targets_are_checked_with_their_baselines(
+    tmp_path: Path, monkeypatch
+) -> None:
+    root = Path.cwd()
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            [tool.hloscope.check]
+            tolerances = {{ "compile.seconds" = "1000%" }}
+
+            [[tool.hloscope.check.targets]]
+            name = "update"
+            target = "{root / MODELS}:update_donated"
+            args = "{root / MODELS}:update_args"
+
+            [[tool.hloscope.check.targets]]
+            target = "{root / MODELS}:bf16_model"
+            args = "{root / MODELS}:bf16_args"
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check", "--update")
+    assert run.code == 0, run.stderr
+    assert sorted(p.name for p in (tmp_path / "hloscope-baselines").iterdir()) == [
+        "bf16_model.cpu.json",
+        "update.cpu.json",
+    ]
+    run = run_cli("check", "--json")
+    assert run.code == 0, run.stderr
+    body = run.json()
+    assert body["passed"] and [t["name"] for t in body["targets"]] == ["update", "bf16_model"]
+    assert body["baseline"] == "hloscope-baselines"
+
+
+def test_a_dump_is_checked_quietly(tmp_path: Path) -> None:
+    # Its own process: starting JAX's backend there logs to the native stderr, which
+    # hloscope keeps off the user's terminal.
+    baseline = str(tmp_path / "mlp.json")
+    dump = "samples/dumps/mlp.after_optimizations.hlo"  # read as it is: nothing compiles
+    command = [sys.executable, "-m", "hloscope", "check", dump, "--baseline", baseline]
+    recorded = subprocess.run([*command, "--update"], capture_output=True, text=True)
+    assert recorded.returncode == 0 and recorded.stderr == ""
+    run = subprocess.run([*command, "--json"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stderr == ""
+    facts = json.loads(run.stdout)["targets"][0]["facts"]
+    assert facts["fusions.count"] > 0 and facts["ops.optimized.total"] > 0
+
+
+CALLS = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x, scale):
+    return jnp.sin(x) * scale
+
+
+def same_shapes():
+    return [(jnp.ones(8), 2.0), (jnp.ones(8), 3.0)]
+
+
+def a_new_shape():
+    return [(jnp.ones(8), 2.0), (jnp.ones(9), 3.0)]
+"""
+
+
+def test_a_function_on_several_argument_sets_counts_its_programs(tmp_path: Path) -> None:
+    # A module of its own per run: in one process, a jitted function imported again
+    # keeps the programs it compiled.
+    before, after = tmp_path / "before.py", tmp_path / "after.py"
+    before.write_text(CALLS)
+    after.write_text(CALLS)
+    baseline = str(tmp_path / "calls.json")
+    recorded = run_cli(
+        "check", f"{before}:step", "--calls", f"{before}:same_shapes",
+        "--baseline", baseline, "--update",
+    )  # fmt: skip
+    assert recorded.code == 0, recorded.stderr
+    run = run_cli(
+        "check", f"{after}:step", "--calls", f"{after}:a_new_shape", "--baseline", baseline,
+        "--json",
+    )  # fmt: skip
+    assert run.code == 1
+    regressed = {c["fact"]: (c["before"], c["after"]) for c in run.json()["changes"]}
+    assert regressed == {"programs.count": (1, 2), "programs.step.count": (1, 2)}
+
+
+def test_a_result_moved_to_host_memory_is_a_memory_kind_change(tmp_path: Path) -> None:
+    baseline = tmp_path / "scale.json"
+    options = LoadOptions(args=("f32[8,128]",))
+    check_one("samples/memory_kinds.py:host_output", baseline, options=options, update=True)
+    report = check_one("samples/memory_kinds.py:_scale", baseline, options=options)
+    found = regressions(report)
+    moved = [f for f in found if f.startswith("memory_kinds.")]
+    assert moved and all(found[f][1] is None for f in moved)
