@@ -11,8 +11,8 @@ from typing import Any
 
 from hloscope.analyses.baseline.record import Baseline
 from hloscope.analyses.baseline.tolerance import Tolerances
-from hloscope.check_report import CheckReport, TargetCheck, check_target, measure_program
 from hloscope.errors import HloscopeError, display_path
+from hloscope.reports.check import CheckReport, TargetCheck, check_target, measure_program
 from hloscope.sources import baselines
 from hloscope.sources.loader import Call, LoadOptions
 

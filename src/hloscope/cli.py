@@ -20,7 +20,7 @@ from hloscope.sources import loader
 from hloscope.timeout import time_limit
 
 if TYPE_CHECKING:
-    from hloscope.check_report import CheckReport
+    from hloscope.reports.check import CheckReport
 
 R = TypeVar("R")
 

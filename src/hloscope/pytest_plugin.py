@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from hloscope.check_report import CheckReport
+    from hloscope.reports.check import CheckReport
 
 FOLDER = "hloscope-baselines"
 """Beside the test file."""

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import line_of, run_cli
 from hloscope.analyses.baseline.facts import FactValue
-from hloscope.check_report import CheckReport
 from hloscope.check_run import check_one
+from hloscope.reports.check import CheckReport
 from hloscope.sources.loader import LoadOptions
 
 MODELS = "tests/fixtures/check_models.py"

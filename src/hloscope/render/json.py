@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from hloscope.analyses.passes import FoundAt, PassFind
     from hloscope.analyses.placement import ComputeRegion, Placement
     from hloscope.analyses.structure import Structure
-    from hloscope.check_report import CheckReport
     from hloscope.reports import (
         AotReport,
         CompilesReport,
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
         PassesReport,
         PlacementReport,
     )
+    from hloscope.reports.check import CheckReport
     from hloscope.stages import RecordedCompile, Source
 
 SCHEMA_VERSION = 1

@@ -15,8 +15,8 @@ start-up is part of every command's time.
 
 from __future__ import annotations
 
-from hloscope.check_report import CheckReport
 from hloscope.reports.aot import AOT_TEXT_ELEMENTS, AotReport, AotTimings, aot_check_report
+from hloscope.reports.check import CheckReport
 from hloscope.reports.common import Timings, lowered_frames, stage_timings
 from hloscope.reports.compiles import CompilesReport, compiles_report
 from hloscope.reports.diff import DiffReport, diff_loaded

@@ -8,9 +8,9 @@ import and its line in REPORTS.
 
 from __future__ import annotations
 
-from hloscope.check_report import CheckReport
 from hloscope.reports import (
     aot,
+    check,
     compiles,
     diff,
     fusions,
@@ -32,12 +32,7 @@ REPORTS: tuple[ReportEntry, ...] = (
     diff.ENTRY,
     compiles.ENTRY,
     passes.ENTRY,
-    # `check`'s report, written beside this package, moves into it with this entry.
-    ReportEntry(
-        report=CheckReport,
-        json="hloscope.render.json:check_json",
-        text="hloscope.render.text.check:render_check",
-    ),
+    check.ENTRY,
 )
 
 

@@ -12,9 +12,9 @@ from rich.text import Text
 
 from hloscope.analyses.baseline.compare import Change, GrownBuffers
 from hloscope.analyses.baseline.tolerance import describe_amount
-from hloscope.check_report import CheckReport, TargetCheck
 from hloscope.render.text.common import clip, notes_group, short_source, simple_table
 from hloscope.render.text.memory import shape_text
+from hloscope.reports.check import CheckReport, TargetCheck
 from hloscope.units import counted, human_bytes
 
 MAX_GROWN_ROWS = 8

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from hloscope.errors import HloscopeError
+from hloscope.reports.entry import ReportEntry
 from hloscope.source_text import line_texts
 from hloscope.stages import OPTIMIZED
 
@@ -188,3 +189,10 @@ def _backend_notes(recorded: Backend, here: Backend) -> list[str]:
             f"this has {here.device_count}"
         )
     return notes
+
+
+ENTRY = ReportEntry(
+    report=CheckReport,
+    json="hloscope.render.json:check_json",
+    text="hloscope.render.text.check:render_check",
+)
