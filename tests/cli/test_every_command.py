@@ -200,3 +200,23 @@ def test_host_memory_placement_by_release(command: list[str]) -> None:
     else:
         assert run.code == 0, run.stderr
         check_contract(command[0], run.json())
+
+
+@pytest.mark.slow
+def test_check_records_then_passes_on_this_release(tmp_path) -> None:
+    """`check` on the samples' training step, on every JAX release (the smoke tier
+    runs this file): recorded, then compared with itself, the contract's keys."""
+    baseline = str(tmp_path / "step.json")
+    argv = [*sample("check/train_step", "step"), "--baseline", baseline]
+    recorded = run_cli("check", *argv, "--update", "--json")
+    assert recorded.code == 0, recorded.stderr
+    run = run_cli("check", *argv, "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert doc["schema_version"] == 1 and doc["command"] == "check"
+    assert doc["passed"] is True and doc["changes"] == []
+    assert doc["baseline"] == baseline
+    assert doc["backend"].keys() >= {"platform", "device_kind", "jax", "jaxlib"}
+    assert doc["backend"]["jax"] == metadata.version("jax")
+    facts = doc["targets"][0]["facts"]
+    assert facts["memory.peak_bytes"] > 0 and facts["ops.optimized.total"] > 0
