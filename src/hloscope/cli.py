@@ -713,7 +713,7 @@ def check(
     target: Annotated[
         str | None,
         typer.Argument(
-            metavar="[TARGET]",
+            metavar="TARGET",
             help="An entrypoint, module file or dump folder (a compiled program), or a "
             "SCRIPT.py (the programs it compiles). None: the configured targets.",
             show_default=False,
