@@ -7,7 +7,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import TabbedContent
 
-from conftest import DUMPS, ROOT, require_corpus
+from conftest import DUMPS, FIXTURES, ROOT, require_corpus
 from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.browser import BrowserPane
@@ -278,6 +278,29 @@ async def test_fusions_of_a_lowered_module_compile_when_asked():
         await press(pilot, "enter")
         assert app.session.loaded.source.stage == "optimized"
         assert app.jobs == [f"Loading {MLP}", f"Compiling {MLP}"]
+
+
+@sync
+async def test_fusions_of_a_gpu_dump_say_why_it_is_not_compiled_here():
+    # The tab says so at once, instead of offering a compile that XLA would end, after
+    # its whole pipeline, on the first GPU-only custom call.
+    target = str((FIXTURES / "gpu_custom_calls.hlo").relative_to(ROOT))
+    app = HloscopeApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "5")
+        assert pending_text(app, "fusions") == (
+            "Fusions could not be built: the module holds custom calls the local cpu backend "
+            "cannot run (__cublas$lt$matmul, te_fused_attn_forward_ffi): compile it on the "
+            "backend it was written for"
+        )
+        await press(pilot, "enter")
+        assert app.jobs == [f"Loading {target}"]  # nothing compiled
+
+
+def pending_text(app: HloscopeApp, view: str) -> str:
+    pending = app.query(f"#tab-{view} PendingView")
+    return str(pending.first(PendingView).content) if pending else ""
 
 
 @sync

@@ -394,6 +394,11 @@ class HloscopeApp(WorkingApp):
     def _view_widget(self, session: Session, view: ReportView) -> Widget:
         """What `view`'s tab shows for `session` now."""
         loaded = session.loaded
+        refusal = session.reports.failures.get(view.id) if session.reports else None
+        if view.optimized and session.lowered and refusal:
+            return PendingView(
+                view.id, f"{view.title} could not be built: {refusal}", runnable=False
+            ).add_class("view-failure")
         if view.optimized and session.lowered:
             if "optimized" in self.sessions:
                 what = "press enter (or c) to switch to it"
