@@ -29,6 +29,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from hloscope.errors import ExitCode, HloscopeError, print_error
 from hloscope.sources import loader
+from hloscope.timeout import time_limit
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.focus import focus_now
 from hloscope.tui.printed import PrintedModule, unpaired
@@ -580,8 +581,8 @@ def run_app(make: Any, debug: bool) -> int:
             "the browser needs a terminal: run it in one, or print the report with "
             "hloscope inspect --print (or --json)"
         )
-    app: WorkingApp = make(_driver_for(output))
     try:
+        app: WorkingApp = make(_driver_for(output))
         app.run()
     finally:
         output.close()
@@ -652,11 +653,25 @@ def run_in_terminal(app: App[Any]) -> None:
 
 
 def run_browser(
-    target: str, options: loader.LoadOptions, *, start: str = IR_TAB, debug: bool = False
+    target: str,
+    options: loader.LoadOptions,
+    *,
+    start: str = IR_TAB,
+    debug: bool = False,
+    timeout: float | None = None,
 ) -> int:
     """Run the browser on `target` until the user quits; the exit code (2 when the
     target could not be loaded, after printing why on stderr; with `debug`, the
-    traceback too)."""
-    return run_app(
-        lambda driver: HloscopeApp(target, options, start=start, driver_class=driver), debug
-    )
+    traceback too). With `timeout` (`--timeout`), the target is loaded first, here,
+    as every command loads it under that limit, and the browser opens on it."""
+
+    def make(driver: type[Driver]) -> HloscopeApp:
+        loaded = None
+        if timeout is not None:
+            # In the main thread, where the limit can stop user code that does not
+            # return (the browser's workers cannot be stopped).
+            with time_limit(timeout, target):
+                loaded = loader.load(target, dataclasses.replace(options, defer_model=True))
+        return HloscopeApp(target, options, loaded=loaded, start=start, driver_class=driver)
+
+    return run_app(make, debug)
