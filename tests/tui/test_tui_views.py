@@ -328,6 +328,28 @@ async def test_a_fusion_row_leads_to_its_fusion_op():
 # --------------------------------------------------------------------------- AOT check
 
 
+def shown_text(app: HloscopeApp, widget_id: str) -> str:
+    text = app.query_one(f"#{widget_id}").content  # type: ignore[attr-defined]
+    return text.plain if isinstance(text, Text) else str(text)
+
+
+@sync
+async def test_the_aot_tab_counts_the_ops_as_the_overview_does_with_the_calls_apart():
+    # The ops check compares ops, not the calls that lead to them; the tab says how
+    # many calls it left out, so that its numbers add up to the Overview's.
+    app = entrypoint("nested_jits", "mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "2")
+        assert "16 ops in 4 reachable functions" in shown_text(app, "overview-text")
+        await press(pilot, "6", "enter")
+        await until(pilot, lambda: "aot" in app.on_demand and app.job is None, "the check")
+        await quiet(pilot)
+        shown = shown_text(app, "aot-text")
+        assert "call       1 program: jit_mlp (11 ops and 5 calls)" in shown
+        assert "aot        jit_mlp (11 ops and 5 calls)" in shown
+
+
 @sync
 async def test_the_aot_check_runs_when_asked_and_shows_the_differences():
     app = entrypoint("wrapped", "difference")
