@@ -4,6 +4,10 @@ of after XLA's whole pipeline (about 50 s for the corpus's Mixtral module)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from conftest import CORPUS, FIXTURES, ROOT, require_corpus
@@ -108,3 +112,23 @@ def test_a_cpu_export_calling_lapack_still_compiles(cli):
     run = cli("fusions", target, "--compile", "--json")
     assert run.code == 0, run.stderr
     assert run.json()["fusions"]
+
+
+def test_asking_a_plain_dump_imports_no_jax():
+    # The browser asks of every lowered dump; only custom calls that need a registered
+    # implementation make it start JAX's backend to look.
+    code = (
+        "import sys\n"
+        "from hloscope.sources import loader\n"
+        "loaded = loader.load('samples/dumps/mlp.stablehlo.mlir')\n"
+        "print(loaded.compile_refusal(), 'jax' in sys.modules)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        check=False,
+    )
+    assert run.stdout == "None False\n", run.stderr

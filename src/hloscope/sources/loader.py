@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
-from hloscope.ir.custom_calls import module_custom_call_targets
+from hloscope.ir.custom_calls import module_custom_call_targets, outside_xla
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
@@ -240,9 +240,12 @@ class _ModuleProgram:
     """The custom-call targets the module names (read at the first ask)."""
 
     def refusal(self) -> str | None:
+        targets = self._custom_call_targets()
+        if not outside_xla(targets):
+            return None  # without importing JAX (the browser asks of every dump)
         from hloscope.sources.jax.compile import custom_call_refusal
 
-        return custom_call_refusal(self._custom_call_targets())
+        return custom_call_refusal(targets)
 
     def _custom_call_targets(self) -> frozenset[str]:
         if self.custom_call_targets is None:

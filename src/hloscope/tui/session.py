@@ -165,11 +165,10 @@ def reports_from_inspect(inspect: reports.InspectReport, loaded: loader.Loaded) 
     return built
 
 
-def compile_refusal(session: Session, progress: Progress) -> str | None:
+def compile_refusal(session: Session) -> str | None:
     """Why the session's module cannot be compiled here, known without compiling
     (`Loaded.compile_refusal`); asked once per session."""
     if session.refusal is None:
-        progress("checking the module's custom calls")
         try:
             session.refusal = session.loaded.compile_refusal() or ""
         except Exception:
@@ -206,7 +205,7 @@ def build_reports(
         if view.optimized and session.lowered:
             # The tab offers to compile; say now, not after XLA's pipeline, when the
             # local backend cannot run the module.
-            refusal = compile_refusal(session, progress)
+            refusal = compile_refusal(session)
             if refusal is not None:
                 failures[view.id] = refusal
             continue
