@@ -323,3 +323,24 @@ def test_a_plain_folder_of_modules_reads_each_files_stage_from_its_content(cli):
     assert folder["source"]["stage"] == alone.json()["source"]["stage"] == "optimized"
     compiled = cli("fusions", "samples/dumps")
     assert compiled.code == 0, compiled.stderr
+
+
+ONE_OP = """
+module @one_op {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.negate %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_counts_of_one_are_singular(cli, tmp_path):
+    module = tmp_path / "one_op.mlir"
+    module.write_text(ONE_OP)
+    inspect = cli("inspect", str(module), "--print")
+    assert inspect.code == 0, inspect.stderr
+    assert "1 op in 1 reachable function" in inspect.stdout
+    assert "Op counts (1 kind, 1 op)" in inspect.stdout
+    placement = cli("placement", str(module))
+    assert "compute  1 op: device 1" in placement.stdout

@@ -27,6 +27,7 @@ from hloscope.tui.session import Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
+from hloscope.units import counted
 
 MAX_HISTORY = 200
 
@@ -499,7 +500,7 @@ class BrowserPane(Vertical):
         view = self.query_one(IRView)
         text = Text()
         text.append(f"{loaded.module.name or 'module'}", style="bold")
-        text.append(f" · {loaded.source.stage} · {self.session.op_count:,} ops")
+        text.append(f" · {loaded.source.stage} · {counted(self.session.op_count, 'op')}")
         line = view.cursor_line
         if line is not None:
             text.append(f" · line {line + 1:,}/{len(printed.lines):,}")

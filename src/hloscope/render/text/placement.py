@@ -23,6 +23,7 @@ from hloscope.render.text.common import (
     describe_source,
     header_table,
     notes_group,
+    plural,
     short_source,
     sources_text,
 )
@@ -34,7 +35,7 @@ MAX_PLACEMENT_ROWS = 40
 
 def compute_text(placement: Placement) -> str:
     counts = " · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())
-    return f"{placement.total_ops} ops: {counts}" if counts else "no ops"
+    return f"{plural(placement.total_ops, 'op')}: {counts}" if counts else "no ops"
 
 
 def mesh_text(placement: Placement) -> str:

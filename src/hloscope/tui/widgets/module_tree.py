@@ -146,7 +146,7 @@ class ModuleTree(Tree[NodeData]):
             for index, region in enumerate(op.regions):
                 count = sum(len(block.ops) for block in region.blocks)
                 label = Text(f"region {index}", style="italic")
-                label.append(f"  {count:,} ops", style="dim")
+                label.append(f"  {counted(count, 'op')}", style="dim")
                 node.add(label, RegionNode(op.id, index), allow_expand=count > 0)
             return
         children = self._region_ops(data)
