@@ -636,6 +636,20 @@ async def test_tabs_switch_with_number_keys_and_the_overview_shows_the_report():
 
 
 @sync
+async def test_the_overview_is_drawn_to_fit_beside_its_scrollbar():
+    # A report longer than its pane gets a scrollbar; drawn for the whole width, its
+    # widest lines (a table squeezed to the width) wrapped, borders included.
+    app = HloscopeApp(MLP, start="overview")
+    async with app.run_test(size=(60, 20)) as pilot:
+        await loaded(app, pilot)
+        view = app.query_one("#overview-view")
+        shown = app.query_one("#overview-text")
+        assert view.max_scroll_y > 0  # it scrolls
+        lines = plain(shown.content).splitlines()  # type: ignore[attr-defined]
+        assert max(len(line) for line in lines) == shown.size.width
+
+
+@sync
 async def test_two_tab_keys_in_a_row_end_on_the_second_tab():
     # Showing a tab focuses its view; the message saying a pane got the focus travels
     # up from the widget, and the first tab's must not switch back from the second.
