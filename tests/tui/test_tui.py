@@ -650,6 +650,20 @@ async def test_the_overview_is_drawn_to_fit_beside_its_scrollbar():
 
 
 @sync
+async def test_a_long_title_is_cut_not_wrapped_out_of_sight():
+    # The title bar is one line: wrapped, a path wider than the terminal went to a
+    # second line, out of sight, and the bar said only "hloscope ·".
+    target = "samples/dumps/" + "../dumps/" * 6 + "mlp.stablehlo.mlir"
+    app = HloscopeApp(target)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await loaded(app, pilot)
+        line = app.query_one("#title-bar").render_line(0).text
+        assert line.startswith(f"hloscope · {target[:20]}")
+        assert line.rstrip().endswith("…")
+        assert status(app).startswith("jit_mlp · lowered · ")
+
+
+@sync
 async def test_two_tab_keys_in_a_row_end_on_the_second_tab():
     # Showing a tab focuses its view; the message saying a pane got the focus travels
     # up from the widget, and the first tab's must not switch back from the second.
