@@ -104,6 +104,24 @@ async def test_the_first_screen_of_an_optimized_module_shows_the_entry_function(
 
 
 @sync
+async def test_the_first_screen_shows_the_entry_function_s_ops_in_the_tree_too():
+    # The tree put `main`, the last function, on its bottom row: its ops out of sight
+    # below (Mixtral's first screen was a wall of region clones). A jump centres it,
+    # as the IR pane does.
+    target = str(DUMPS.relative_to(ROOT) / "mlp.after_optimizations.hlo")
+    app = HloscopeApp(target)
+    async with app.run_test(size=(80, 16)) as pilot:
+        await loaded(app, pilot)
+        await quiet(pilot)
+        tree = app.query_one(ModuleTree)
+        node = tree.cursor_node
+        assert node is not None and str(node.label).startswith("main")
+        row = tree.cursor_line - tree.scroll_offset.y
+        assert 0 < row <= tree.scrollable_content_region.height // 2 + 1
+        assert tree.max_scroll_y > 0  # the tree is longer than its pane
+
+
+@sync
 async def test_an_entrypoint_loads_in_a_worker_with_progress():
     app = HloscopeApp(
         "samples/nested_jits.py:mlp",

@@ -220,7 +220,7 @@ class BrowserPane(Vertical):
         if source != "ir" and 0 <= op_id < len(printed.op_line) and printed.op_line[op_id] >= 0:
             self.query_one(IRView).go_to_line(printed.op_line[op_id], centre=centre)
         if source != "tree" and op_id >= 0:
-            self.query_one(ModuleTree).reveal(op_id)
+            self.query_one(ModuleTree).reveal(op_id, centre=centre)
         reports = self.session.reports
         self.query_one(OpDetails).show_rows(
             detail_rows(
