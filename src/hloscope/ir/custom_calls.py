@@ -77,12 +77,13 @@ def unrunnable_custom_calls(targets: Iterable[str], platform: str) -> tuple[str,
     """The targets (sorted) that the `platform` backend cannot run: neither registered
     for it nor rewritten by XLA itself. Empty for platforms that are not checked."""
     registry_name = _CHECKED_PLATFORMS.get(platform)
-    if registry_name is None:
+    needed = set(outside_xla(targets))
+    if registry_name is None or not needed:
         return ()
     registered = registered_custom_call_targets(registry_name)
     if registered is None:
         return ()
-    return tuple(sorted(set(outside_xla(targets)) - registered))
+    return tuple(sorted(needed - registered))
 
 
 def outside_xla(targets: Iterable[str]) -> tuple[str, ...]:
