@@ -361,18 +361,26 @@ def tui(
     module: ModuleOption = None,
     compile: CompileOption = False,
     debug: DebugOption = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """The interactive browser: the module tree, the printed IR with each op's details,
-    and the reports (press ? in it for the keys)."""
-    _browse(target, _options(arg, args, module, compile), "ir", debug)
+    and the reports (press ? in it for the keys). --timeout limits the loading; the
+    browser then stays open."""
+    _browse(target, _options(arg, args, module, compile), "ir", debug, timeout)
 
 
-def _browse(target: str, options: loader.LoadOptions, start: str, debug: bool) -> None:
+def _browse(
+    target: str,
+    options: loader.LoadOptions,
+    start: str,
+    debug: bool,
+    timeout: float | None = None,
+) -> None:
     """Run the browser; textual is imported here, so no other command loads it."""
     with command_edge(debug):
         from hloscope.tui.app import run_browser
 
-        code = run_browser(target, options, start=start, debug=debug)
+        code = run_browser(target, options, start=start, debug=debug, timeout=timeout)
     if code != ExitCode.OK:
         raise typer.Exit(code)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import DUMPS, FIXTURES, ROOT, line_of, sample
+from conftest import DUMPS, FIXTURES, ROOT, line_of, require_corpus, sample
 
 ENTRYPOINTS = [
     ("compute_on", "host_inside_jit", "example_args"),
@@ -323,3 +323,34 @@ def test_a_plain_folder_of_modules_reads_each_files_stage_from_its_content(cli):
     assert folder["source"]["stage"] == alone.json()["source"]["stage"] == "optimized"
     compiled = cli("fusions", "samples/dumps")
     assert compiled.code == 0, compiled.stderr
+
+
+ONE_OP = """
+module @one_op {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.negate %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_counts_of_one_are_singular(cli, tmp_path):
+    module = tmp_path / "one_op.mlir"
+    module.write_text(ONE_OP)
+    inspect = cli("inspect", str(module), "--print")
+    assert inspect.code == 0, inspect.stderr
+    assert "1 op in 1 reachable function" in inspect.stdout
+    assert "Op counts (1 kind, 1 op)" in inspect.stdout
+    placement = cli("placement", str(module))
+    assert "compute  1 op: device 1" in placement.stdout
+
+
+@pytest.mark.corpus
+def test_large_counts_have_thousands_separators_in_every_line(cli):
+    require_corpus()
+    target = "../shared/corpus/xla/xla/tools/benchmarks/hlo/hlo_mixtral_8x7b_bf16_2x8.hlo"
+    run = cli("inspect", target, "--print")
+    assert run.code == 0, run.stderr
+    assert "33,454 ops in 65 reachable functions" in run.stdout
+    assert "placement  device 33,454 · 977 shardings · all_reduce ×1,549," in run.stdout

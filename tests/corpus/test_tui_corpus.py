@@ -96,8 +96,13 @@ async def test_the_browser_opens_a_corpus_module_and_each_tab(relative: str):
         assert session is not None
         if relative == HLO_NATIVE:
             assert session.hlo_native
-        # Every report was built: a failure would be an analysis bug.
-        assert session.reports is not None and not session.reports.failures
+        # Every report was built: a failure would be an analysis bug. The tabs that read
+        # the optimized module say instead why it cannot be compiled here, when its
+        # custom calls need a backend this machine lacks (a GPU module on the CPU).
+        assert session.reports is not None
+        refusal = session.loaded.compile_refusal()
+        expected = {v.id: refusal for v in session.views if v.optimized} if refusal else {}
+        assert session.reports.failures == expected
         tabs = app.query_one(TabbedContent)
         for number, view in enumerate(VIEWS, start=2):
             await pilot.press(str(number))

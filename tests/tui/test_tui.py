@@ -104,6 +104,24 @@ async def test_the_first_screen_of_an_optimized_module_shows_the_entry_function(
 
 
 @sync
+async def test_the_first_screen_shows_the_entry_function_s_ops_in_the_tree_too():
+    # The tree put `main`, the last function, on its bottom row: its ops out of sight
+    # below (Mixtral's first screen was a wall of region clones). A jump centres it,
+    # as the IR pane does.
+    target = str(DUMPS.relative_to(ROOT) / "mlp.after_optimizations.hlo")
+    app = HloscopeApp(target)
+    async with app.run_test(size=(80, 16)) as pilot:
+        await loaded(app, pilot)
+        await quiet(pilot)
+        tree = app.query_one(ModuleTree)
+        node = tree.cursor_node
+        assert node is not None and str(node.label).startswith("main")
+        row = tree.cursor_line - tree.scroll_offset.y
+        assert 0 < row <= tree.scrollable_content_region.height // 2 + 1
+        assert tree.max_scroll_y > 0  # the tree is longer than its pane
+
+
+@sync
 async def test_an_entrypoint_loads_in_a_worker_with_progress():
     app = HloscopeApp(
         "samples/nested_jits.py:mlp",
@@ -633,6 +651,34 @@ async def test_tabs_switch_with_number_keys_and_the_overview_shows_the_report():
         await press(pilot, "2")
         assert tabs.active == "tab-overview"
         assert app.focused is app.query_one("#overview-view")
+
+
+@sync
+async def test_the_overview_is_drawn_to_fit_beside_its_scrollbar():
+    # A report longer than its pane gets a scrollbar; drawn for the whole width, its
+    # widest lines (a table squeezed to the width) wrapped, borders included.
+    app = HloscopeApp(MLP, start="overview")
+    async with app.run_test(size=(60, 20)) as pilot:
+        await loaded(app, pilot)
+        view = app.query_one("#overview-view")
+        shown = app.query_one("#overview-text")
+        assert view.max_scroll_y > 0  # it scrolls
+        lines = plain(shown.content).splitlines()  # type: ignore[attr-defined]
+        assert max(len(line) for line in lines) == shown.size.width
+
+
+@sync
+async def test_a_long_title_is_cut_not_wrapped_out_of_sight():
+    # The title bar is one line: wrapped, a path wider than the terminal went to a
+    # second line, out of sight, and the bar said only "hloscope ·".
+    target = "samples/dumps/" + "../dumps/" * 6 + "mlp.stablehlo.mlir"
+    app = HloscopeApp(target)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await loaded(app, pilot)
+        line = app.query_one("#title-bar").render_line(0).text
+        assert line.startswith(f"hloscope · {target[:20]}")
+        assert line.rstrip().endswith("…")
+        assert status(app).startswith("jit_mlp · lowered · ")
 
 
 @sync

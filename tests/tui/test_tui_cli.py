@@ -33,7 +33,7 @@ def test_tui_without_a_terminal_says_so_in_one_line():
 def test_tui_is_listed_with_its_options():
     run = hloscope("tui", "--help")
     assert run.returncode == 0
-    for option in ("--arg", "--args", "--module", "--compile", "--debug"):
+    for option in ("--arg", "--args", "--module", "--compile", "--debug", "--timeout"):
         assert option in run.stdout
 
 

@@ -111,6 +111,26 @@ def test_a_target_that_does_not_load_exits_2_with_one_line(terminal):
     assert "hloscope: error: samples/dumps/no_such_file.mlir: no such file or directory" in screen
 
 
+@pytest.mark.slow
+def test_tui_timeout_stops_a_load_that_does_not_end(terminal):
+    term = terminal(
+        ["tui", "tests/fixtures/endless.py:sleeps", "--arg", "f32[4]", "--timeout", "1"]
+    )
+    screen = term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
+    assert "EXIT=2" in screen
+    assert "hloscope: error: tests/fixtures/endless.py:sleeps: stopped after 1 s (--timeout 1)" in (
+        screen
+    )
+
+
+@pytest.mark.slow
+def test_tui_timeout_limits_the_loading_only(terminal):
+    term = terminal(["tui", "samples/dumps/mlp.stablehlo.mlir", "--timeout", "600"])
+    term.wait_for(lambda s: "lowered · 16 ops · line" in s, "the module")
+    term.keys("q")
+    assert "EXIT=0" in term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
+
+
 COMPUTE_ON = [
     "samples/compute_on.py:host_inside_jit",
     "samples/compute_on.py:host_outside_jit",

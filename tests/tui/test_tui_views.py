@@ -7,7 +7,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import TabbedContent
 
-from conftest import DUMPS, ROOT, require_corpus
+from conftest import DUMPS, FIXTURES, ROOT, require_corpus
 from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.browser import BrowserPane
@@ -281,6 +281,29 @@ async def test_fusions_of_a_lowered_module_compile_when_asked():
 
 
 @sync
+async def test_fusions_of_a_gpu_dump_say_why_it_is_not_compiled_here():
+    # The tab says so at once, instead of offering a compile that XLA would end, after
+    # its whole pipeline, on the first GPU-only custom call.
+    target = str((FIXTURES / "gpu_custom_calls.hlo").relative_to(ROOT))
+    app = HloscopeApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "5")
+        assert pending_text(app, "fusions") == (
+            "Fusions could not be built: the module holds custom calls the local cpu backend "
+            "cannot run (__cublas$lt$matmul, te_fused_attn_forward_ffi): compile it on the "
+            "backend it was written for"
+        )
+        await press(pilot, "enter")
+        assert app.jobs == [f"Loading {target}"]  # nothing compiled
+
+
+def pending_text(app: HloscopeApp, view: str) -> str:
+    pending = app.query(f"#tab-{view} PendingView")
+    return str(pending.first(PendingView).content) if pending else ""
+
+
+@sync
 async def test_a_fusion_row_leads_to_its_fusion_op():
     app = HloscopeApp(MLP_OPTIMIZED)
     async with app.run_test(size=SIZE) as pilot:
@@ -303,6 +326,28 @@ async def test_a_fusion_row_leads_to_its_fusion_op():
 
 
 # --------------------------------------------------------------------------- AOT check
+
+
+def shown_text(app: HloscopeApp, widget_id: str) -> str:
+    text = app.query_one(f"#{widget_id}").content  # type: ignore[attr-defined]
+    return text.plain if isinstance(text, Text) else str(text)
+
+
+@sync
+async def test_the_aot_tab_counts_the_ops_as_the_overview_does_with_the_calls_apart():
+    # The ops check compares ops, not the calls that lead to them; the tab says how
+    # many calls it left out, so that its numbers add up to the Overview's.
+    app = entrypoint("nested_jits", "mlp")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "2")
+        assert "16 ops in 4 reachable functions" in shown_text(app, "overview-text")
+        await press(pilot, "6", "enter")
+        await until(pilot, lambda: "aot" in app.on_demand and app.job is None, "the check")
+        await quiet(pilot)
+        shown = shown_text(app, "aot-text")
+        assert "call       1 program: jit_mlp (11 ops and 5 calls)" in shown
+        assert "aot        jit_mlp (11 ops and 5 calls)" in shown
 
 
 @sync

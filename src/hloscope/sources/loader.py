@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
+from hloscope.ir.custom_calls import module_custom_call_targets, outside_xla
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
@@ -114,6 +115,11 @@ class Program(Protocol):
         """Compile it for the local backend with `compiler_options`."""
         ...
 
+    def refusal(self) -> str | None:
+        """Why compiling it here would fail, known without compiling (custom calls the
+        local backend cannot run); None when nothing says so."""
+        ...
+
 
 @dataclasses.dataclass(eq=False)
 class Loaded:
@@ -173,6 +179,12 @@ class Loaded:
             program=self.program,
         )
 
+    def compile_refusal(self) -> str | None:
+        """Why compiling the target here would fail, known without compiling (custom
+        calls the local backend cannot run); None when nothing says so or when there is
+        nothing to compile."""
+        return self.program.refusal() if self.program is not None else None
+
     @contextlib.contextmanager
     def compiled_with_dumps(
         self, compiler_options: CompilerOptions, refusal: str
@@ -209,6 +221,11 @@ class _LoweringProgram:
 
         return compile_lowering(self.lowering, label, compiler_options)
 
+    def refusal(self) -> str | None:
+        # JAX lowered it for the local backend, or compiles it for another one and
+        # says why it cannot.
+        return None
+
 
 @dataclasses.dataclass(eq=False)
 class _ModuleProgram:
@@ -219,8 +236,25 @@ class _ModuleProgram:
     bytecode: bytes = b""
     partitions: int = 1
     replicas: int = 1
+    custom_call_targets: frozenset[str] | None = None
+    """The custom-call targets the module names (read at the first ask)."""
+
+    def refusal(self) -> str | None:
+        targets = self._custom_call_targets()
+        if not outside_xla(targets):
+            return None  # without importing JAX (the browser asks of every dump)
+        from hloscope.sources.jax.compile import custom_call_refusal
+
+        return custom_call_refusal(targets)
+
+    def _custom_call_targets(self) -> frozenset[str]:
+        if self.custom_call_targets is None:
+            assert self.parsed is not None
+            self.custom_call_targets = module_custom_call_targets(self.parsed.model)
+        return self.custom_call_targets
 
     def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
+        targets = self._custom_call_targets()
         if self.parsed is not None:
             bytecode = self.parsed.bytecode()
             if bytecode is None:
@@ -239,7 +273,12 @@ class _ModuleProgram:
         from hloscope.sources.jax.compile import compile_module
 
         return compile_module(
-            self.bytecode, label, self.partitions, self.replicas, compiler_options
+            self.bytecode,
+            label,
+            self.partitions,
+            self.replicas,
+            compiler_options,
+            targets,
         )
 
 

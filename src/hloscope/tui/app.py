@@ -29,6 +29,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from hloscope.errors import ExitCode, HloscopeError, print_error
 from hloscope.sources import loader
+from hloscope.timeout import time_limit
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.focus import focus_now
 from hloscope.tui.printed import PrintedModule, unpaired
@@ -44,6 +45,7 @@ from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree
 from hloscope.tui.widgets.pending import PendingView
 from hloscope.tui.widgets.report_list import ReportList
+from hloscope.units import counted
 
 IR_TAB = "ir"
 
@@ -371,7 +373,7 @@ class HloscopeApp(WorkingApp):
         module = loaded.module
         self.query_one("#title-bar", Static).update(
             f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
-            f"{loaded.source.stage} {loaded.source.ir} · {session.op_count:,} ops"
+            f"{loaded.source.stage} {loaded.source.ir} · {counted(session.op_count, 'op')}"
         )
         tabs = self.query_one(TabbedContent)
         active = self._active_view()
@@ -396,6 +398,11 @@ class HloscopeApp(WorkingApp):
     def _view_widget(self, session: Session, view: ReportView) -> Widget:
         """What `view`'s tab shows for `session` now."""
         loaded = session.loaded
+        refusal = session.reports.failures.get(view.id) if session.reports else None
+        if view.optimized and session.lowered and refusal:
+            return PendingView(
+                view.id, f"{view.title} could not be built: {refusal}", runnable=False
+            ).add_class("view-failure")
         if view.optimized and session.lowered:
             if "optimized" in self.sessions:
                 what = "press enter (or c) to switch to it"
@@ -577,8 +584,8 @@ def run_app(make: Any, debug: bool) -> int:
             "the browser needs a terminal: run it in one, or print the report with "
             "hloscope inspect --print (or --json)"
         )
-    app: WorkingApp = make(_driver_for(output))
     try:
+        app: WorkingApp = make(_driver_for(output))
         app.run()
     finally:
         output.close()
@@ -649,11 +656,25 @@ def run_in_terminal(app: App[Any]) -> None:
 
 
 def run_browser(
-    target: str, options: loader.LoadOptions, *, start: str = IR_TAB, debug: bool = False
+    target: str,
+    options: loader.LoadOptions,
+    *,
+    start: str = IR_TAB,
+    debug: bool = False,
+    timeout: float | None = None,
 ) -> int:
     """Run the browser on `target` until the user quits; the exit code (2 when the
     target could not be loaded, after printing why on stderr; with `debug`, the
-    traceback too)."""
-    return run_app(
-        lambda driver: HloscopeApp(target, options, start=start, driver_class=driver), debug
-    )
+    traceback too). With `timeout` (`--timeout`), the target is loaded first, here,
+    as every command loads it under that limit, and the browser opens on it."""
+
+    def make(driver: type[Driver]) -> HloscopeApp:
+        loaded = None
+        if timeout is not None:
+            # In the main thread, where the limit can stop user code that does not
+            # return (the browser's workers cannot be stopped).
+            with time_limit(timeout, target):
+                loaded = loader.load(target, dataclasses.replace(options, defer_model=True))
+        return HloscopeApp(target, options, loaded=loaded, start=start, driver_class=driver)
+
+    return run_app(make, debug)

@@ -27,6 +27,7 @@ from hloscope.tui.session import Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
+from hloscope.units import counted
 
 MAX_HISTORY = 200
 
@@ -219,7 +220,7 @@ class BrowserPane(Vertical):
         if source != "ir" and 0 <= op_id < len(printed.op_line) and printed.op_line[op_id] >= 0:
             self.query_one(IRView).go_to_line(printed.op_line[op_id], centre=centre)
         if source != "tree" and op_id >= 0:
-            self.query_one(ModuleTree).reveal(op_id)
+            self.query_one(ModuleTree).reveal(op_id, centre=centre)
         reports = self.session.reports
         self.query_one(OpDetails).show_rows(
             detail_rows(
@@ -499,7 +500,7 @@ class BrowserPane(Vertical):
         view = self.query_one(IRView)
         text = Text()
         text.append(f"{loaded.module.name or 'module'}", style="bold")
-        text.append(f" · {loaded.source.stage} · {self.session.op_count:,} ops")
+        text.append(f" · {loaded.source.stage} · {counted(self.session.op_count, 'op')}")
         line = view.cursor_line
         if line is not None:
             text.append(f" · line {line + 1:,}/{len(printed.lines):,}")

@@ -53,6 +53,7 @@ from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.session import describe_failure, print_module
 from hloscope.tui.widgets.details import op_summary
 from hloscope.tui.widgets.ir_view import IRView
+from hloscope.units import counted
 
 STYLES: Mapping[str, Style] = {
     ADDED: Style(color="bright_green", bold=True, bgcolor="#0f2f16"),
@@ -136,7 +137,9 @@ def summary_text(report: reports.DiffReport) -> Text:
         text.append(f"{label}  ", style="bold")
         text.append(source.target, style="bold")
         ops = sum(side.counted)
-        text.append(f"  {describe_source(source)} · {side.module or '(unnamed)'} · {ops:,} ops\n")
+        text.append(
+            f"  {describe_source(source)} · {side.module or '(unnamed)'} · {counted(ops, 'op')}\n"
+        )
     summary = diff.summary
     text.append("verdict ", style="bold")
     text.append(diff.verdict, style="bold green" if report.same else "bold yellow")

@@ -66,6 +66,9 @@ class Session:
     """Filled once `build_reports` is done."""
     located: PrintedModule | None = None
     """The printed module with locations, once asked for."""
+    refusal: str | None = None
+    """Why the module cannot be compiled here (`compile_refusal`), empty when nothing
+    says so; None until asked."""
 
     @property
     def hlo_native(self) -> bool:
@@ -162,6 +165,17 @@ def reports_from_inspect(inspect: reports.InspectReport, loaded: loader.Loaded) 
     return built
 
 
+def compile_refusal(session: Session) -> str | None:
+    """Why the session's module cannot be compiled here, known without compiling
+    (`Loaded.compile_refusal`); asked once per session."""
+    if session.refusal is None:
+        try:
+            session.refusal = session.loaded.compile_refusal() or ""
+        except Exception:
+            session.refusal = ""  # compiling will say what is wrong
+    return session.refusal or None
+
+
 def build_reports(
     session: Session, progress: Progress, filters: tuple[OpFilter, ...] = FILTERS
 ) -> Reports:
@@ -188,7 +202,14 @@ def build_reports(
         return built[build]
 
     for view in session.views:
-        if view.on_demand or (view.optimized and session.lowered):
+        if view.optimized and session.lowered:
+            # The tab offers to compile; say now, not after XLA's pipeline, when the
+            # local backend cannot run the module.
+            refusal = compile_refusal(session)
+            if refusal is not None:
+                failures[view.id] = refusal
+            continue
+        if view.on_demand:
             continue
         try:
             by_view[view.id] = report(view.build, view.title)

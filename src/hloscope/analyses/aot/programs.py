@@ -23,6 +23,7 @@ def summary(program: Program) -> ProgramSummary:
     return ProgramSummary(
         name=program.name,
         ops=sum(program.op_counts.values()),
+        calls=program.calls,
         off_device_ops=sum(program.placed_op_counts.values()),
         parameters=len(entry.arguments) if entry is not None else 0,
     )

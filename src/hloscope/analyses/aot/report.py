@@ -57,6 +57,13 @@ class Program:
         return Counter({name: n for name, n in counts.items() if name not in CALL_OPS})
 
     @functools.cached_property
+    def calls(self) -> int:
+        """The calls `op_counts` leaves out: with them, the count of the Overview
+        (`Structure.total_ops`)."""
+        counts = analyze_structure(self.module).op_counts
+        return sum(n for name, n in counts.items() if name in CALL_OPS)
+
+    @functools.cached_property
     def placement(self) -> Placement:
         return analyze_placement(self.module)
 
@@ -114,6 +121,8 @@ class ProgramSummary:
     name: str
     ops: int
     """Ops of its reachable functions, each function once, calls left out."""
+    calls: int
+    """The calls left out of `ops` (`ops + calls` is the Overview's count)."""
     off_device_ops: int
     """Of those, ops placed elsewhere than the device (`host`, GPU streams)."""
     parameters: int

@@ -25,7 +25,11 @@ _CHECK_STYLES = {True: "green", False: "bold red", None: "dim"}
 
 
 def _program_text(program: ProgramSummary) -> str:
+    # The calls apart: the ops check compares the ops they lead to, and together the
+    # two are the Overview's count.
     text = f"{program.name} ({plural(program.ops, 'op')}"
+    if program.calls:
+        text += f" and {plural(program.calls, 'call')}"
     if program.off_device_ops:
         text += f", {program.off_device_ops} off the device"
     return text + ")"

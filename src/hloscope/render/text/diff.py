@@ -12,7 +12,13 @@ from rich.text import Text
 
 from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
 from hloscope.analyses.diff import Side as DiffSide
-from hloscope.render.text.common import describe_source, header_table, notes_group, seconds
+from hloscope.render.text.common import (
+    describe_source,
+    header_table,
+    notes_group,
+    plural,
+    seconds,
+)
 from hloscope.reports import DiffReport
 from hloscope.stages import Source
 
@@ -35,9 +41,12 @@ def _relative(text: str | None) -> str:
 def _diff_side_line(source: Source, side: DiffSide) -> Text:
     line = Text(source.target, style="bold")
     ops = sum(side.counted)
-    line.append(f"  {describe_source(source)} · {side.module or '(unnamed)'} · {ops} ops", style="")
+    line.append(
+        f"  {describe_source(source)} · {side.module or '(unnamed)'} · {plural(ops, 'op')}",
+        style="",
+    )
     if side.fusions:
-        line.append(f" · {side.fusions} fusions")
+        line.append(f" · {plural(side.fusions, 'fusion')}")
     return line
 
 

@@ -21,6 +21,7 @@ from hloscope.render.text.common import (
     header_table,
     names_text,
     notes_group,
+    plural,
     simple_table,
     timings_text,
 )
@@ -49,7 +50,9 @@ def fusion_summary_text(summary: FusionSummary) -> str:
     text = f"{summary.fusions} fusion{'' if summary.fusions == 1 else 's'}"
     if kinds:
         text += f" ({kinds})"
-    text += f" holding {summary.fused_ops} ops · {summary.unfused_ops} unfused ops"
+    text += (
+        f" holding {plural(summary.fused_ops, 'op')} · {plural(summary.unfused_ops, 'unfused op')}"
+    )
     if summary.unfused_by_category:
         categories = summary.unfused_by_category.items()
         text += " (" + ", ".join(f"{count} {category}" for category, count in categories) + ")"

@@ -17,6 +17,7 @@ from hloscope.render.text.common import (
     describe_source,
     header_table,
     notes_group,
+    plural,
     timings_text,
 )
 from hloscope.render.text.fusions import fusion_summary_text
@@ -135,7 +136,7 @@ def call_tree(structure: Structure) -> Tree | None:
                 label.append(f" ×{count}", style="yellow")
             callee = by_name.get(first)
             if callee is not None:
-                label.append(f"  {callee.ops} ops", style="dim")
+                label.append(f"  {plural(callee.ops, 'op')}", style="dim")
             child = node.add(label)
             if first not in path:
                 grow(child, first, (*path, first))
@@ -185,7 +186,7 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         )
     rows.append(("module", f"{structure.module or '(unnamed)'} · entry {structure.entry or '-'}"))
     reachable = sum(f.reachable for f in structure.functions)
-    ops_line = f"{structure.total_ops:,} ops in {counted(reachable, 'reachable function')}"
+    ops_line = f"{counted(structure.total_ops, 'op')} in {counted(reachable, 'reachable function')}"
     if structure.call_depth:
         entry = structure.function(structure.entry or "")
         if entry is not None:
@@ -210,7 +211,8 @@ def render_inspect(report: InspectReport, console: Console) -> None:
         console.print()
     console.print(
         counts_table(
-            f"Op counts ({len(structure.op_counts)} kinds, {structure.total_ops} ops)",
+            f"Op counts ({plural(len(structure.op_counts), 'kind')}, "
+            f"{plural(structure.total_ops, 'op')})",
             structure.op_counts,
         )
     )

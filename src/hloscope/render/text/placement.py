@@ -27,14 +27,14 @@ from hloscope.render.text.common import (
     sources_text,
 )
 from hloscope.reports import PlacementReport
-from hloscope.units import human_bytes
+from hloscope.units import counted, human_bytes
 
 MAX_PLACEMENT_ROWS = 40
 
 
 def compute_text(placement: Placement) -> str:
-    counts = " · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())
-    return f"{placement.total_ops} ops: {counts}" if counts else "no ops"
+    counts = " · ".join(f"{kind} {count:,}" for kind, count in placement.compute_types.items())
+    return f"{counted(placement.total_ops, 'op')}: {counts}" if counts else "no ops"
 
 
 def mesh_text(placement: Placement) -> str:
@@ -47,7 +47,7 @@ def mesh_text(placement: Placement) -> str:
 
 def placement_line(placement: Placement) -> str:
     """One line for `inspect`: compute types, then what else there is."""
-    parts = [" · ".join(f"{kind} {count}" for kind, count in placement.compute_types.items())]
+    parts = [" · ".join(f"{kind} {count:,}" for kind, count in placement.compute_types.items())]
     for label, regions in (
         ("host region", placement.host_regions),
         ("other compute region", placement.other_regions),
@@ -63,7 +63,7 @@ def placement_line(placement: Placement) -> str:
     if placement.meshes:
         parts.append(mesh_text(placement))
     if placement.shardings:
-        parts.append(f"{len(placement.shardings)} shardings")
+        parts.append(counted(len(placement.shardings), "sharding"))
     if placement.collectives:
         parts.append(", ".join(collective_count_text(c) for c in placement.collectives))
     if placement.warnings:
@@ -148,12 +148,12 @@ def manual_cells(manual: ManualComputation) -> list[Cell]:
 def collective_count_text(collective: Collective) -> str:
     """`all_reduce ×1`, and how many run per call when loops repeat them
     (`all_reduce ×1 (4 per call)`, `(in a loop of unknown trip count)`)."""
-    text = f"{collective.op} ×{collective.count}"
+    text = f"{collective.op} ×{collective.count:,}"
     if collective.in_loops:
         if collective.per_call is None:
             text += " (in a loop of unknown trip count)"
         elif collective.per_call != collective.count:
-            text += f" ({collective.per_call} per call)"
+            text += f" ({collective.per_call:,} per call)"
     return text
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import jax
@@ -16,6 +16,7 @@ import numpy as np
 
 from hloscope.environment import xla_of_jaxlib
 from hloscope.errors import HloscopeError, one_line
+from hloscope.ir.custom_calls import outside_xla, unrunnable_custom_calls
 from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.private import (
@@ -62,12 +63,15 @@ def compile_module(
     partitions: int = 1,
     replicas: int = 1,
     compiler_options: CompilerOptions = (),
+    custom_call_targets: Iterable[str] = (),
 ) -> Compilation:
     """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
-    debug options for this compilation only."""
-    with native_stderr_captured():
-        # Creating the backend logs the device count to stderr (pjrt_client.cc).
-        backend = jax.extend.backend.get_backend()
+    debug options for this compilation only. `custom_call_targets`: the targets the
+    module calls; one the backend cannot run is refused before compiling."""
+    backend = _local_backend()
+    refusal = _custom_call_refusal(custom_call_targets, backend.platform)
+    if refusal is not None:
+        raise HloscopeError(refusal, where=label)
     needed = partitions * replicas
     devices = backend.local_devices()
     if needed > len(devices):
@@ -106,6 +110,42 @@ def compile_module(
         executable.cost_analysis,
         executable.get_compiled_memory_stats,
     )
+
+
+def custom_call_refusal(custom_call_targets: Iterable[str]) -> str | None:
+    """Why a module calling `custom_call_targets` cannot be compiled for the local
+    backend, known without compiling it (`hloscope.ir.custom_calls`); None when
+    nothing says so. The local backend is started only for a module that needs
+    implementations registered with it (starting one takes a TPU's lock, a GPU's
+    memory)."""
+    if not outside_xla(custom_call_targets):
+        return None
+    return _custom_call_refusal(custom_call_targets, _local_backend().platform)
+
+
+def _custom_call_refusal(custom_call_targets: Iterable[str], platform: str) -> str | None:
+    unrunnable = unrunnable_custom_calls(custom_call_targets, platform)
+    if not unrunnable:
+        return None
+    names = ", ".join(unrunnable[:_NAMED_TARGETS])
+    if len(unrunnable) > _NAMED_TARGETS:
+        names += f" and {len(unrunnable) - _NAMED_TARGETS} more"
+    which = "a custom call" if len(unrunnable) == 1 else "custom calls"
+    return (
+        f"the module holds {which} the local {platform} backend cannot run ({names}): "
+        "compile it on the backend it was written for"
+    )
+
+
+_NAMED_TARGETS = 6
+"""How many targets a refusal names before `and N more`."""
+
+
+def _local_backend() -> Any:
+    with native_stderr_captured():
+        # Creating the backend logs the device count to stderr (pjrt_client.cc), and
+        # registers JAX's custom calls (LAPACK, callbacks) with XLA.
+        return jax.extend.backend.get_backend()
 
 
 def _compilation(compiled: Any, elapsed: float | None, label: str) -> Compilation:

@@ -55,7 +55,9 @@ class RenderedView(VerticalScroll):
         )
 
     def on_resize(self, event: events.Resize) -> None:
-        width = event.size.width - 2
+        # Its padding and its scrollbar's gutter (kept whether the report scrolls or
+        # not): drawn wider, a table's widest lines would wrap, borders included.
+        width = event.size.width - 2 - self.styles.scrollbar_size_vertical
         if width != self._width:
             self._width = width
             self.query_one(".rendered-text", Static).update(

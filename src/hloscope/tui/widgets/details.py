@@ -23,6 +23,7 @@ from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 from hloscope.tui.widgets.lists import RowList
+from hloscope.units import counted
 
 MAX_USERS = 50
 MAX_ATTRIBUTE_CHARS = 400
@@ -155,7 +156,9 @@ def detail_rows(
             count = callee.op.end - callee.op.id - 1
             rows.append(
                 Row(
-                    Text.assemble(("→ ", ""), (f"@{name}", "yellow"), (f"  {count:,} ops", "dim")),
+                    Text.assemble(
+                        ("→ ", ""), (f"@{name}", "yellow"), (f"  {counted(count, 'op')}", "dim")
+                    ),
                     callee.op.id,
                 )
             )
@@ -250,7 +253,8 @@ def _function_rows(
     rows = [
         Row(
             Text(
-                f"{function.visibility} function · {ops_inside(module, function.op):,} ops",
+                f"{function.visibility} function · "
+                f"{counted(ops_inside(module, function.op), 'op')}",
                 style="dim",
             )
         )

@@ -146,7 +146,7 @@ class ModuleTree(Tree[NodeData]):
             for index, region in enumerate(op.regions):
                 count = sum(len(block.ops) for block in region.blocks)
                 label = Text(f"region {index}", style="italic")
-                label.append(f"  {count:,} ops", style="dim")
+                label.append(f"  {counted(count, 'op')}", style="dim")
                 node.add(label, RegionNode(op.id, index), allow_expand=count > 0)
             return
         children = self._region_ops(data)
@@ -221,9 +221,10 @@ class ModuleTree(Tree[NodeData]):
 
     # -- following the selection --------------------------------------------------
 
-    def reveal(self, op_id: int) -> None:
+    def reveal(self, op_id: int, *, centre: bool = False) -> None:
         """Move the cursor to `op_id`'s node, expanding its ancestors and moving their
-        windows as needed."""
+        windows as needed; with `centre`, scroll it to the middle of the pane (a jump,
+        as the IR pane centres its line), else just into view."""
         if self.module is None:
             return
         node = self.nodes.get(op_id)
@@ -267,9 +268,9 @@ class ModuleTree(Tree[NodeData]):
                     return
                 parent_node = found
             node = parent_node
-        self._move_to(node)
+        self._move_to(node, centre=centre)
 
-    def _move_to(self, node: TreeNode[NodeData]) -> None:
+    def _move_to(self, node: TreeNode[NodeData], *, centre: bool = False) -> None:
         """Put the cursor on `node` once the tree has laid out its (new) lines."""
 
         def move() -> None:
@@ -278,7 +279,11 @@ class ModuleTree(Tree[NodeData]):
             except UnknownNodeID:
                 return  # replaced meanwhile (another window was filled)
             self.move_cursor(node)
-            self.scroll_to_node(node, animate=False)
+            if centre and node.line >= 0:
+                middle = self.scrollable_content_region.height // 2
+                self.scroll_to(y=max(0, node.line - middle), animate=False)
+            else:
+                self.scroll_to_node(node, animate=False)
 
         self.call_after_refresh(move)
 
