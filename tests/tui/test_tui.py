@@ -83,7 +83,7 @@ async def test_opens_a_dump_on_the_ir_tab():
         labels = [plain(node.label) for node in tree.root.children]
         assert [label.split()[0] for label in labels] == ["main", "dense", "relu", "head"]
         assert tree.root.children[0].is_expanded
-        assert "jit_mlp · lowered · 16 ops · line 2/29" in status(app)
+        assert "jit_mlp · lowered · 16 ops in 4 functions · line 2/29" in status(app)
 
 
 @sync

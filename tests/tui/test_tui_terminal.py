@@ -126,7 +126,7 @@ def test_tui_timeout_stops_a_load_that_does_not_end(terminal):
 @pytest.mark.slow
 def test_tui_timeout_limits_the_loading_only(terminal):
     term = terminal(["tui", "samples/dumps/mlp.stablehlo.mlir", "--timeout", "600"])
-    term.wait_for(lambda s: "lowered · 16 ops · line" in s, "the module")
+    term.wait_for(lambda s: "lowered · 16 ops in 4 functions · line" in s, "the module")
     term.keys("q")
     assert "EXIT=0" in term.wait_for(lambda s: "EXIT=" in s, "the command to exit")
 

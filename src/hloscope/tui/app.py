@@ -45,7 +45,6 @@ from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree
 from hloscope.tui.widgets.pending import PendingView
 from hloscope.tui.widgets.report_list import ReportList
-from hloscope.units import counted
 
 IR_TAB = "ir"
 
@@ -373,7 +372,7 @@ class HloscopeApp(WorkingApp):
         module = loaded.module
         self.query_one("#title-bar", Static).update(
             f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
-            f"{loaded.source.stage} {loaded.source.ir} · {counted(session.op_count, 'op')}"
+            f"{loaded.source.stage} {loaded.source.ir} · {session.op_count_text}"
         )
         tabs = self.query_one(TabbedContent)
         active = self._active_view()

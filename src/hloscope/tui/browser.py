@@ -27,7 +27,6 @@ from hloscope.tui.session import Session, describe_failure, print_module
 from hloscope.tui.widgets.details import OpDetails, callees, detail_rows
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
-from hloscope.units import counted
 
 MAX_HISTORY = 200
 
@@ -500,7 +499,7 @@ class BrowserPane(Vertical):
         view = self.query_one(IRView)
         text = Text()
         text.append(f"{loaded.module.name or 'module'}", style="bold")
-        text.append(f" · {loaded.source.stage} · {counted(self.session.op_count, 'op')}")
+        text.append(f" · {loaded.source.stage} · {self.session.op_count_text}")
         line = view.cursor_line
         if line is not None:
             text.append(f" · line {line + 1:,}/{len(printed.lines):,}")

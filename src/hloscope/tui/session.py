@@ -22,6 +22,7 @@ from hloscope.sources import loader
 from hloscope.tui.filters import FILTERS, OpFilter
 from hloscope.tui.printed import PrintedModule, index_printed
 from hloscope.tui.views.base import ReportView
+from hloscope.units import counted
 
 Progress = Callable[[str], None]
 
@@ -87,6 +88,13 @@ class Session:
         """The module's ops as written, for the title and the status line
         (`analyses.structure.module_op_count`)."""
         return module_op_count(self.loaded.module)
+
+    @functools.cached_property
+    def op_count_text(self) -> str:
+        """`218 ops in 6 functions`: the op count with what it counts, every function
+        (the Overview's says `211 ops in 4 reachable functions`)."""
+        functions = counted(len(self.loaded.module.functions), "function")
+        return f"{counted(self.op_count, 'op')} in {functions}"
 
     @property
     def structure(self) -> Structure | None:
