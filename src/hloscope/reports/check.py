@@ -155,6 +155,12 @@ def check_target(
     else:
         comparison = compare(baseline.measurement, measurement, tolerances)
         notes.extend(_backend_notes(baseline.backend, backend))
+    if "memory.peak_bytes" not in measurement.facts and "programs.count" not in measurement.facts:
+        notes.append(
+            "XLA's buffer assignment is not in what was read (an optimized module read as it "
+            "is): memory.peak_bytes and the buffers at the peak are not checked; give the "
+            "dump folder XLA wrote, or the module before optimization"
+        )
     changes = comparison.changes if comparison is not None else ()
     grown = comparison.grown_at_peak if comparison is not None else ()
     sources = [*(s for c in changes for s in c.sources), *(g.site for g in grown)]
