@@ -104,6 +104,34 @@ async def test_the_first_screen_of_an_optimized_module_shows_the_entry_function(
 
 
 @sync
+async def test_clones_of_one_function_are_folded_in_the_tree_as_the_overview_groups_them():
+    # Mixtral's tree listed 4,002 functions, 258 of them clones of one `add`; the
+    # Overview grouped them and the tree did not. A jump into a clone opens its group.
+    from hloscope.analyses.structure import function_groups
+    from tui_support import plain
+
+    target = str(DUMPS.relative_to(ROOT) / "mlp.after_optimizations.hlo")
+    app = HloscopeApp(target)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await quiet(pilot)
+        module = app.session.loaded.module
+        group = next(g for g in function_groups(module) if len(g.functions) >= 3)
+        tree = app.query_one(ModuleTree)
+        labels = [plain(node.label) for node in tree.root.children]
+        folded = next(label for label in labels if label.startswith(group.name + " "))
+        assert f"×{len(group.functions)} clones" in folded
+        tops = {label.split()[0] for label in labels}
+        assert not tops & set(group.functions[1:])
+        last = module.functions[group.functions[-1]]
+        browser(app).jump(last.op.id)
+        await quiet(pilot)
+        node = tree.cursor_node
+        assert node is not None and plain(node.label).startswith(group.functions[-1])
+        assert node.parent is not None and node.parent.is_expanded
+
+
+@sync
 async def test_the_first_screen_shows_the_entry_function_s_ops_in_the_tree_too():
     # The tree put `main`, the last function, on its bottom row: its ops out of sight
     # below (Mixtral's first screen was a wall of region clones). A jump centres it,

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
-from hloscope.analyses.structure import ops_inside
+from hloscope.analyses.structure import function_groups, ops_inside
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 from hloscope.units import counted
@@ -49,7 +49,19 @@ class PageNode:
     start: int
 
 
-NodeData = OpNode | RegionNode | PageNode
+@dataclasses.dataclass(frozen=True)
+class CloneGroupNode:
+    """Functions XLA cloned from one (`analyses.structure.function_groups`), folded
+    under one node as the Overview groups them; its members are made with it."""
+
+    name: str
+
+
+NodeData = OpNode | RegionNode | PageNode | CloneGroupNode
+
+CLONES_FOLDED = 3
+"""Clones of one function shown under a node of their own from this many on (two sit
+as well side by side)."""
 
 
 class ModuleTree(Tree[NodeData]):
@@ -97,12 +109,31 @@ class ModuleTree(Tree[NodeData]):
         self.clear()
         self.root.set_label(Text(f"module @{module.name}" if module.name else "module"))
         self.root.data = None
+        folded = {
+            member: group
+            for group in function_groups(module)
+            if len(group.functions) >= CLONES_FOLDED
+            for member in group.functions
+        }
+        group_nodes: dict[str, TreeNode[NodeData]] = {}
         for name, function in module.functions.items():
+            parent = self.root
+            group = folded.get(name)
+            if group is not None:
+                if group.name not in group_nodes:
+                    label = Text(group.name, style="bold")
+                    label.append(
+                        f"  ×{len(group.functions)} clones · "
+                        f"{counted(ops_inside(module, function.op), 'op')} each",
+                        style="dim",
+                    )
+                    group_nodes[group.name] = self.root.add(label, CloneGroupNode(group.name))
+                parent = group_nodes[group.name]
             label = Text(name, style="bold")
             ops = ops_inside(module, function.op)
             label.append(f"  {function.visibility} · {counted(ops, 'op')}", style="dim")
             inside = function.op.end - function.op.id - 1  # its return too
-            node = self.root.add(label, OpNode(function.op.id), allow_expand=inside > 0)
+            node = parent.add(label, OpNode(function.op.id), allow_expand=inside > 0)
             self.nodes[function.op.id] = node
         self.root.expand()
         entry = module.entry
@@ -115,7 +146,7 @@ class ModuleTree(Tree[NodeData]):
     def _region_ops(self, data: NodeData | None) -> Sequence[Op]:
         """The ops a node groups: a function's or an op's region ops (all regions,
         or one)."""
-        if self.module is None or data is None or isinstance(data, PageNode):
+        if self.module is None or data is None or isinstance(data, PageNode | CloneGroupNode):
             return ()
         op = self.module.ops[data.op_id]
         regions = op.regions
@@ -132,7 +163,7 @@ class ModuleTree(Tree[NodeData]):
     def fill(self, node: TreeNode[NodeData], start: int = 0) -> None:
         """Make `node`'s children: its window of ops starting at `start`."""
         data = node.data
-        if self.module is None or data is None or isinstance(data, PageNode):
+        if self.module is None or data is None or isinstance(data, PageNode | CloneGroupNode):
             return
         if self._windows.get(node.id) == start:
             return
@@ -271,7 +302,13 @@ class ModuleTree(Tree[NodeData]):
         self._move_to(node, centre=centre)
 
     def _move_to(self, node: TreeNode[NodeData], *, centre: bool = False) -> None:
-        """Put the cursor on `node` once the tree has laid out its (new) lines."""
+        """Put the cursor on `node` once the tree has laid out its (new) lines, its
+        ancestors expanded (a clone's group is)."""
+        ancestor = node.parent
+        while ancestor is not None and ancestor is not self.root:
+            if not ancestor.is_expanded:
+                ancestor.expand()
+            ancestor = ancestor.parent
 
         def move() -> None:
             try:
