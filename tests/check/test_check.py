@@ -432,3 +432,37 @@ def test_a_result_moved_to_host_memory_is_a_memory_kind_change(tmp_path: Path) -
     found = regressions(report)
     moved = [f for f in found if f.startswith("memory_kinds.")]
     assert moved and all(found[f][1] is None for f in moved)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("[tool.hloscope.check]\ntargets = [{ target = 3 }]\n", "each target needs target ="),
+        (
+            '[tool.hloscope.check]\n[[tool.hloscope.check.targets]]\ntarget = "x.py:f"\nfoo = 1\n',
+            "unknown key 'foo'",
+        ),
+        ("[tool.hloscope.check\n", "pyproject.toml: cannot read it"),
+        (
+            '[tool.hloscope.check]\ntolerances = { "memory.*" = "lots" }\n'
+            '[[tool.hloscope.check.targets]]\ntarget = "x.py:f"\n',
+            "cannot read the tolerance 'lots'",
+        ),
+    ],
+)
+def test_a_broken_configuration_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch, config: str, message: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check")
+    assert run.code == 2 and message in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_script_that_raises_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    script = tmp_path / "bad.py"
+    script.write_text('raise ValueError("boom")\n')
+    run = run_cli("check", str(script), "--baseline", str(tmp_path / "b.json"), "--update")
+    assert run.code == 2 and "the program failed: ValueError: boom" in run.stderr
+    assert not (tmp_path / "b.json").exists()
