@@ -466,3 +466,25 @@ def test_a_script_that_raises_is_one_line_and_exit_2(tmp_path: Path) -> None:
     run = run_cli("check", str(script), "--baseline", str(tmp_path / "b.json"), "--update")
     assert run.code == 2 and "the program failed: ValueError: boom" in run.stderr
     assert not (tmp_path / "b.json").exists()
+
+
+def test_compile_time_within_a_second_is_noise_whatever_the_tolerance() -> None:
+    # A small program's compile time is recorded as 0.0 s: with a relative tolerance
+    # alone, a loaded machine's 0.3 s failed the configured targets' test once.
+    from types import MappingProxyType
+
+    from hloscope.analyses.baseline.compare import compare
+    from hloscope.analyses.baseline.facts import Measurement
+    from hloscope.analyses.baseline.tolerance import Tolerances
+
+    def measured(seconds: float) -> Measurement:
+        return Measurement(MappingProxyType({"compile.seconds": seconds}), {}, ())
+
+    tolerances = Tolerances.from_specs({"compile.seconds": "50%"})
+    assert compare(measured(0.0), measured(0.3), tolerances).changes == ()
+    slower = compare(measured(0.0), measured(1.5), tolerances).changes
+    assert [(c.fact, c.regression, c.tolerance) for c in slower] == [
+        ("compile.seconds", True, "50%")
+    ]
+    assert compare(measured(30.0), measured(44.0), tolerances).changes == ()
+    assert compare(measured(30.0), measured(46.0), tolerances).regressions

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer
 from hloscope.analyses.baseline.tolerance import (
+    NOISE_FLOORS,
     Tolerances,
     describe_amount,
     worse_direction,
@@ -91,7 +92,7 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
             regression = new is None or old is not None
         else:
             old_value, new_value = old or 0, new or 0
-            if tolerance.allows(old_value, new_value):
+            if tolerance.allows(old_value, new_value, NOISE_FLOORS.get(fact, 0.0)):
                 continue
             regression = (new_value > old_value) == (direction == "up")
         deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), regression)

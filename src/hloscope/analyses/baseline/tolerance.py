@@ -33,8 +33,11 @@ class Tolerance:
     text: str = "exact"
     """As written (`5% or 1 MiB`), or `exact`."""
 
-    def allows(self, before: float, after: float) -> bool:
-        return abs(after - before) <= max(self.absolute, self.relative * abs(before))
+    def allows(self, before: float, after: float, floor: float = 0.0) -> bool:
+        """Whether moving from `before` to `after` is within this tolerance, or within
+        `floor` (the fact's noise, `NOISE_FLOORS`), whichever allows more."""
+        allowed = max(self.absolute, self.relative * abs(before), floor)
+        return abs(after - before) <= allowed
 
 
 EXACT = Tolerance()
@@ -42,6 +45,11 @@ EXACT = Tolerance()
 DEFAULT_TOLERANCES: Mapping[str, str] = {"compile.seconds": "200% or 2s"}
 """Compile time doubles on a loaded machine, and a small program's seconds are noise:
 only a program that compiles three times as long, and two seconds longer, fails."""
+
+NOISE_FLOORS: Mapping[str, float] = {"compile.seconds": 1.0}
+"""Moves no tolerance can call a regression: a compile time within a second of the
+baseline's is the clock's noise (a small program's is recorded as 0.0 or 0.1 s, and a
+loaded machine takes a few tenths more), whatever relative tolerance is written."""
 
 _DOWN_IS_WORSE = ("params.donated", "params.donated_bytes", "memory.alias_bytes")
 _ANY_IS_WORSE = ("params.aliases.*", "params.used", "params.bytes_passed", "memory_kinds.*")
