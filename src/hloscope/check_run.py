@@ -9,10 +9,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hloscope.analyses.baseline.record import Baseline
+from hloscope.analyses.baseline.facts import Measurement
+from hloscope.analyses.baseline.record import Backend, Baseline
 from hloscope.analyses.baseline.tolerance import Tolerances
 from hloscope.errors import HloscopeError, display_path
-from hloscope.reports.check import CheckReport, TargetCheck, check_target, measure_program
+from hloscope.reports.check import (
+    CheckReport,
+    TargetCheck,
+    check_target,
+    measure_program,
+    refuse_baseline,
+)
 from hloscope.sources import baselines
 from hloscope.sources.loader import Call, LoadOptions
 
@@ -33,22 +40,23 @@ def check_one(
 ) -> CheckReport:
     """Check `target` (or `obj`, a Python object in hand named `target`, called as
     `call` says) against the baseline file `baseline`."""
-    check = _check(
+    stored = baselines.read_baseline_file(baseline)
+    # A missing file is refused before compiling; the platform is known only after
+    # (JAX's backend starts once the target is imported, which may configure it).
+    refuse_baseline(stored, None, display_path(baseline), update)
+    measurement, backend = _measure(target, options or LoadOptions(), calls, obj, call)
+    check = _compare(
         name or target,
         target,
         baseline,
-        options or LoadOptions(),
-        calls,
+        stored,
+        measurement,
+        backend,
         Tolerances.from_specs(tolerances, "tolerance"),
         update,
-        obj,
-        call,
     )
     return CheckReport(
-        checks=(check,),
-        baseline=display_path(baseline),
-        backend=check.backend,
-        updated=update,
+        checks=(check,), baseline=display_path(baseline), backend=backend, updated=update
     )
 
 
@@ -68,23 +76,26 @@ def check_configured(update: bool = False, only: Sequence[str] = ()) -> CheckRep
             names = ", ".join(t.name for t in targets)
             raise HloscopeError(f"no configured target {unknown[0]!r} (there are: {names})")
         targets = tuple(t for t in targets if t.name in only)
-    shared = Tolerances.from_specs(config.tolerances, display_path(config.path))
-    platform = baselines.local_backend().platform
+    where = display_path(config.path)
+    shared = Tolerances.from_specs(config.tolerances, where)
     checks = []
     for entry in targets:
         options = LoadOptions(args=entry.arg, args_factory=entry.args, module=entry.module)
-        tolerances = shared.merged(Tolerances(_own(entry.tolerances, config.path)))
+        own = Tolerances.from_specs(entry.tolerances, where, defaults=False)
+        measurement, backend = _measure(entry.target, options, entry.calls, None, None)
+        # One file per target and platform: named once the target has started JAX.
+        path = baselines.baseline_path(config.folder, entry.name, backend.platform)
+        stored = baselines.read_baseline_file(path)
         checks.append(
-            _check(
+            _compare(
                 entry.name,
                 entry.target,
-                baselines.baseline_path(config.folder, entry.name, platform),
-                options,
-                entry.calls,
-                tolerances,
+                path,
+                stored,
+                measurement,
+                backend,
+                shared.merged(own),
                 update,
-                None,
-                None,
             )
         )
     return CheckReport(
@@ -95,34 +106,27 @@ def check_configured(update: bool = False, only: Sequence[str] = ()) -> CheckRep
     )
 
 
-def _own(specs: Mapping[str, str | float], path: Path) -> tuple[Any, ...]:
-    """A target's own tolerances, without the defaults again."""
-    if not specs:
-        return ()
-    every = Tolerances.from_specs(specs, display_path(path)).patterns
-    return every[len(Tolerances.from_specs(None).patterns) :]
+def _measure(
+    target: str, options: LoadOptions, calls: str | None, obj: Any, call: Call | None
+) -> tuple[Measurement, Backend]:
+    """The facts of a target, and the backend it was compiled for (asked after the
+    target is imported)."""
+    program = baselines.checked_program(target, options, call=call, calls=calls, obj=obj)
+    return measure_program(program), baselines.local_backend()
 
 
-def _check(
+def _compare(
     name: str,
     target: str,
     path: Path,
-    options: LoadOptions,
-    calls: str | None,
+    stored: Baseline | None,
+    measurement: Measurement,
+    backend: Backend,
     tolerances: Tolerances,
     update: bool,
-    obj: Any,
-    call: Call | None,
 ) -> TargetCheck:
-    stored = baselines.read_baseline_file(path)
-    if stored is None and not update:
-        raise HloscopeError(
-            "no baseline here: record one with --update (and commit it)",
-            where=display_path(path),
-        )
-    program = baselines.checked_program(target, options, call=call, calls=calls, obj=obj)
-    measurement = measure_program(program)
-    backend = baselines.local_backend()
+    """The check of one measured target against its stored baseline; with `update`,
+    the measurement stored as the new one."""
     check = check_target(
         name, target, measurement, backend, stored, display_path(path), tolerances, update
     )

@@ -6,6 +6,7 @@ inserted, JAX's donation, XLA's memory analysis), read here directly."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -488,3 +489,38 @@ def test_compile_time_within_a_second_is_noise_whatever_the_tolerance() -> None:
     ]
     assert compare(measured(30.0), measured(44.0), tolerances).changes == ()
     assert compare(measured(30.0), measured(46.0), tolerances).regressions
+
+
+CONFIGURES_JAX = """\
+import jax
+import jax.numpy as jnp
+
+jax.config.update("jax_num_cpu_devices", 8)
+
+
+def double(x):
+    return x * 2
+
+
+def example_args():
+    return (jax.ShapeDtypeStruct((8,), jnp.float32),)
+"""
+
+
+def test_configured_targets_are_imported_before_jax_starts(tmp_path: Path) -> None:
+    # A module that configures JAX when imported (8 CPU devices) is imported before
+    # anything starts JAX's backend; the backend's platform names the baseline file only
+    # then (the configured targets started it first, and the setting was ignored).
+    # Its own process: in this one, JAX started long ago.
+    (tmp_path / "model.py").write_text(CONFIGURES_JAX)
+    (tmp_path / "pyproject.toml").write_text(
+        '[[tool.hloscope.check.targets]]\ntarget = "model.py:double"\n'
+        'args = "model.py:example_args"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["PYTHONPATH"] = str(Path.cwd() / "src")
+    command = [sys.executable, "-m", "hloscope", "check", "--update", "--json"]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["backend"]["device_count"] == 8
+    assert (tmp_path / "hloscope-baselines" / "double.cpu.json").is_file()

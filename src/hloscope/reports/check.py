@@ -83,25 +83,29 @@ def _measure_compiled(
     lowered: Loaded, buffers: BufferDumps | None, optimized: Loaded
 ) -> Measurement:
     from hloscope.analyses.baseline.facts import Compiled, measure
-    from hloscope.analyses.fusions import analyze_fusions, lowered_user_frames
+    from hloscope.analyses.fusions import analyze_fusions
     from hloscope.analyses.params import analyze_params
     from hloscope.analyses.placement import analyze_placement
     from hloscope.analyses.structure import analyze_structure
-    from hloscope.reports.memory import memory_report
+    from hloscope.reports.common import lowered_frames
+    from hloscope.reports.memory import buffers_analysis
 
     root = os.getcwd()
     before = lowered.module if lowered.source.stage != OPTIMIZED else None
-    frames = lowered_user_frames(before) if before is not None else None
+    # The lowered module's frames and the optimized module's parameters, made once for
+    # the fusions, the facts and the buffers (the memory report alone makes its own).
+    frames = lowered_frames(lowered)
     module = optimized.module
     compilation = optimized.compilation
-    memory = memory_report(buffers).analysis if buffers is not None else None
+    params = analyze_params(module, optimized.lowering)
+    memory = buffers_analysis(buffers, params, frames) if buffers is not None else None
     return measure(
         Compiled(
             optimized=module,
             structure=analyze_structure(module),
             fusions=analyze_fusions(module, source_root=root, lowered=frames),
             placement=analyze_placement(module),
-            params=analyze_params(module, optimized.lowering),
+            params=params,
             memory=memory,
             memory_totals=compilation.memory if compilation is not None else None,
             cost=compilation.cost if compilation is not None else None,
@@ -122,6 +126,26 @@ def _measure_run(run: RecordedRun) -> Measurement:
     return program_facts((c.function, c.compile_seconds) for c in run.compiles)
 
 
+def refuse_baseline(
+    baseline: Baseline | None, backend: Backend | None, baseline_path: str, update: bool
+) -> None:
+    """Without `update`, refuse a missing baseline, or one recorded on another platform
+    than `backend`'s (None: not known yet, before the target is compiled)."""
+    if update:
+        return
+    if baseline is None:
+        raise HloscopeError(
+            "no baseline here: record one with --update (and commit it)", where=baseline_path
+        )
+    if backend is not None and baseline.backend.platform != backend.platform:
+        raise HloscopeError(
+            f"the baseline was recorded on {baseline.backend.platform} and this runs on "
+            f"{backend.platform}: baselines compare on one backend (record one for "
+            f"{backend.platform} with --update, in a file of its own)",
+            where=baseline_path,
+        )
+
+
 def check_target(
     name: str,
     target: str,
@@ -132,27 +156,14 @@ def check_target(
     tolerances: Tolerances,
     update: bool,
 ) -> TargetCheck:
-    """Compare `measurement` with `baseline` (None: none is stored). Without `update`,
-    a missing baseline or one of another backend is refused."""
+    """Compare `measurement` with `baseline` where it was recorded on this platform
+    (`refuse_baseline` has refused the rest, unless recording with `update`)."""
     from hloscope.analyses.baseline.compare import compare
 
+    refuse_baseline(baseline, backend, baseline_path, update)
     notes: list[str] = []
     comparison = None
-    if baseline is None:
-        if not update:
-            raise HloscopeError(
-                "no baseline here: record one with --update (and commit it)",
-                where=baseline_path,
-            )
-    elif baseline.backend.platform != backend.platform:
-        if not update:
-            raise HloscopeError(
-                f"the baseline was recorded on {baseline.backend.platform} and this runs on "
-                f"{backend.platform}: baselines compare on one backend (record one for "
-                f"{backend.platform} with --update, in a file of its own)",
-                where=baseline_path,
-            )
-    else:
+    if baseline is not None and baseline.backend.platform == backend.platform:
         comparison = compare(baseline.measurement, measurement, tolerances)
         notes.extend(_backend_notes(baseline.backend, backend))
     if "memory.peak_bytes" not in measurement.facts and "programs.count" not in measurement.facts:

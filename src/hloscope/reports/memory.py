@@ -13,7 +13,9 @@ from hloscope.source_text import line_texts
 from hloscope.stages import Source
 
 if TYPE_CHECKING:
+    from hloscope.analyses.fusions import LoweredFrames
     from hloscope.analyses.memory import MemoryAnalysis
+    from hloscope.analyses.params import ParameterUsage
     from hloscope.sources.loader import Loaded
     from hloscope.sources.memory import BufferDumps
 
@@ -38,22 +40,11 @@ class MemoryReport:
 def memory_report(buffers: BufferDumps) -> MemoryReport:
     """Build the `memory` report of XLA's buffer assignment and live ranges of an
     optimized module (`hloscope.sources.memory`)."""
-    from hloscope.analyses.memory import analyze_memory
     from hloscope.analyses.params import analyze_params
 
     loaded = buffers.loaded
     usage = analyze_params(loaded.module, loaded.lowering)
-    paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
-    compilation = loaded.compilation
-    analysis = analyze_memory(
-        buffers.assignment,
-        buffers.live,
-        loaded.module,
-        paths,
-        compilation.memory if compilation is not None and not buffers.dumped else None,
-        source_root=os.getcwd(),
-        lowered=lowered_frames(loaded),
-    )
+    analysis = buffers_analysis(buffers, usage, lowered_frames(loaded))
     notes = loaded.notes + analysis.notes
     return MemoryReport(
         source=loaded.source,
@@ -69,6 +60,28 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
             for s in b.sources
         ),
         notes=notes,
+    )
+
+
+def buffers_analysis(
+    buffers: BufferDumps, usage: ParameterUsage, frames: LoweredFrames | None
+) -> MemoryAnalysis:
+    """XLA's buffer assignment and live ranges analysed: buffers named by the paths of
+    `usage` (the optimized module's parameters) and mapped to the user's lines through
+    `frames` (the lowered module's), which a caller that has them already passes in."""
+    from hloscope.analyses.memory import analyze_memory
+
+    loaded = buffers.loaded
+    paths = {p.hlo_index: p.path for p in usage.parameters if p.hlo_index is not None}
+    compilation = loaded.compilation
+    return analyze_memory(
+        buffers.assignment,
+        buffers.live,
+        loaded.module,
+        paths,
+        compilation.memory if compilation is not None and not buffers.dumped else None,
+        source_root=os.getcwd(),
+        lowered=frames,
     )
 
 

@@ -105,14 +105,22 @@ class Tolerances:
 
     @classmethod
     def from_specs(
-        cls, specs: Mapping[str, str | float] | str | float | None, where: str | None = None
+        cls,
+        specs: Mapping[str, str | float] | str | float | None,
+        where: str | None = None,
+        *,
+        defaults: bool = True,
     ) -> Tolerances:
         """Tolerances as the configuration and the pytest fixture give them: a
         mapping of fact pattern to tolerance, or one tolerance for the measured facts
-        (memory, cost, compile time; a bare number is relative: 0.05 is 5%)."""
-        patterns = [
-            (p, parse_tolerance(t, "hloscope defaults")) for p, t in DEFAULT_TOLERANCES.items()
-        ]
+        (memory, cost, compile time; a bare number is relative: 0.05 is 5%), after
+        `DEFAULT_TOLERANCES` unless `defaults` is False (a target's own, merged after
+        the shared ones)."""
+        patterns = (
+            [(p, parse_tolerance(t, "hloscope defaults")) for p, t in DEFAULT_TOLERANCES.items()]
+            if defaults
+            else []
+        )
         if specs is None:
             return cls(tuple(patterns))
         if not isinstance(specs, Mapping):
