@@ -18,6 +18,7 @@ from hloscope.analyses.baseline.tolerance import (
     NOISE_FLOORS,
     Tolerances,
     describe_amount,
+    describe_move,
     worse_direction,
 )
 from hloscope.units import human_bytes
@@ -167,13 +168,9 @@ def _detail(fact: str, old: FactValue | None, new: FactValue | None) -> str:
         return f"new: {describe_amount(fact, new or 0)}"
     if new is None:
         return f"gone (was {describe_amount(fact, old)})"
-    text = f"{describe_amount(fact, old)} -> {describe_amount(fact, new)}"
-    delta = new - old
-    sign = "+" if delta > 0 else "-"
-    text += f" ({sign}{describe_amount(fact, abs(delta))}"
-    if old:
-        text += f", {delta / abs(old):+.0%}"
-    return text + ")"
+    amount, percent = describe_move(fact, old, new)
+    moved = f"{amount}, {percent}" if percent else amount
+    return f"{describe_amount(fact, old)} -> {describe_amount(fact, new)} ({moved})"
 
 
 def _site_deltas(

@@ -213,11 +213,7 @@ def measure(compiled: Compiled) -> Measurement:
     if compiled.compile_seconds is not None:
         facts["compile.seconds"] = _seconds(compiled.compile_seconds)
 
-    return Measurement(
-        facts=MappingProxyType(dict(sorted(facts.items()))),
-        sites=MappingProxyType({name: _sorted(counter) for name, counter in sorted(sites.items())}),
-        peak_buffers=peak,
-    )
+    return _measurement(facts, sites, peak)
 
 
 def program_facts(compiles: Iterable[tuple[str, float | None]]) -> Measurement:
@@ -234,10 +230,20 @@ def program_facts(compiles: Iterable[tuple[str, float | None]]) -> Measurement:
     for function, count in per_function.items():
         facts[f"programs.{function}.count"] = count
     facts["compile.seconds"] = _seconds(seconds)
+    return _measurement(facts, {}, ())
+
+
+def _measurement(
+    facts: Mapping[str, FactValue],
+    sites: Mapping[str, Counter[str]],
+    peak: tuple[PeakBuffer, ...],
+) -> Measurement:
+    """Facts sorted by name, and each fact's sites most ops first: the order a
+    baseline file is written in, so that recording again changes no line needlessly."""
     return Measurement(
         facts=MappingProxyType(dict(sorted(facts.items()))),
-        sites=MappingProxyType({}),
-        peak_buffers=(),
+        sites=MappingProxyType({name: _sorted(counter) for name, counter in sorted(sites.items())}),
+        peak_buffers=peak,
     )
 
 

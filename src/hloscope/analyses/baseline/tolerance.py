@@ -157,3 +157,10 @@ def describe_amount(fact: str, value: float) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.3f}"
     return f"{int(value):,}"
+
+
+def describe_move(fact: str, before: float, after: float) -> tuple[str, str | None]:
+    """A fact's move for people: (`+176.8 MiB`, `+501%`); no percentage from zero."""
+    delta = after - before
+    amount = ("+" if delta > 0 else "-") + describe_amount(fact, abs(delta))
+    return amount, (f"{delta / abs(before):+.0%}" if before else None)

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.baseline.compare import Change, GrownBuffers
-from hloscope.analyses.baseline.tolerance import describe_amount
+from hloscope.analyses.baseline.tolerance import describe_amount, describe_move
 from hloscope.render.text.common import clip, notes_group, short_source, simple_table
 from hloscope.render.text.memory import shape_text
 from hloscope.reports.check import CheckReport, TargetCheck
@@ -145,11 +145,8 @@ def _amount(fact: str, value: float | None) -> str:
 def _delta(change: Change) -> str:
     if change.before is None or change.after is None:
         return "new" if change.before is None else "gone"
-    delta = change.after - change.before
-    text = ("+" if delta > 0 else "-") + describe_amount(change.fact, abs(delta))
-    if change.before:
-        text += f" {delta / abs(change.before):+.0%}"
-    return text
+    amount, percent = describe_move(change.fact, change.before, change.after)
+    return f"{amount} {percent}" if percent else amount
 
 
 def _lines_table(
