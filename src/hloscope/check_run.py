@@ -112,7 +112,7 @@ def _measure(
     """The facts of a target, and the backend it was compiled for (asked after the
     target is imported)."""
     program = baselines.checked_program(target, options, call=call, calls=calls, obj=obj)
-    return measure_program(program), baselines.local_backend()
+    return measure_program(program), baselines.backend_record()
 
 
 def _compare(

@@ -59,7 +59,7 @@ def hlo_baseline(request: pytest.FixtureRequest) -> Callable[..., CheckReport]:
         from hloscope.api import object_label
         from hloscope.check_run import check_one
         from hloscope.errors import HloscopeError
-        from hloscope.sources.baselines import baseline_path, local_backend
+        from hloscope.sources.baselines import backend_record, baseline_path
         from hloscope.sources.loader import Call
 
         stem = f"{test_path.stem}.{request.node.name}" + (f".{name}" if name else "")
@@ -70,7 +70,7 @@ def hlo_baseline(request: pytest.FixtureRequest) -> Callable[..., CheckReport]:
                 pytrace=False,
             )
         used.add(stem)
-        path = baseline_path(test_path.parent / FOLDER, stem, local_backend().platform)
+        path = baseline_path(test_path.parent / FOLDER, stem, backend_record().platform)
         try:
             report = check_one(
                 object_label(fn),

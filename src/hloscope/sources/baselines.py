@@ -184,7 +184,7 @@ def write_baseline_file(path: Path, baseline: Baseline) -> None:
         raise HloscopeError(f"cannot write the baseline: {exc}", where=display_path(path)) from None
 
 
-def local_backend() -> Backend:
+def backend_record() -> Backend:
     """What a program compiled here is compiled for."""
     from hloscope.analyses.baseline.record import Backend
     from hloscope.environment import package_version

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
+import jax.extend
 
 from hloscope.errors import one_line
 from hloscope.native_stderr import native_stderr_captured
@@ -22,10 +25,17 @@ def default_backend(*, start: bool) -> str | None:
         return f"unavailable: {one_line(str(exc), 200)}"
 
 
+def local_backend() -> Any:
+    """JAX's default backend, started here if it was not: quietly, since starting it
+    logs the device count to the native stderr (pjrt_client.cc). Starting it also
+    registers JAX's custom calls (LAPACK, callbacks) with XLA."""
+    with native_stderr_captured():
+        return jax.extend.backend.get_backend()
+
+
 def local_devices() -> tuple[str, str, int]:
     """(platform, device kind, device count) of JAX's default backend: what a program
     compiled here is compiled for (`hloscope check` compares only on the same)."""
-    with native_stderr_captured():
-        # Starting the backend logs the device count to stderr (pjrt_client.cc).
-        devices = jax.devices()
-    return str(jax.default_backend()), str(devices[0].device_kind), len(devices)
+    backend = local_backend()
+    devices = backend.devices()
+    return str(backend.platform), str(devices[0].device_kind), len(devices)

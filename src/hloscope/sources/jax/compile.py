@@ -19,6 +19,7 @@ from hloscope.errors import HloscopeError, one_line
 from hloscope.ir.custom_calls import outside_xla, unrunnable_custom_calls
 from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.entrypoint import user_code
+from hloscope.sources.jax.backend import local_backend
 from hloscope.sources.jax.private import (
     private_compile_options,
     private_device_assignment,
@@ -68,7 +69,7 @@ def compile_module(
     """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
     debug options for this compilation only. `custom_call_targets`: the targets the
     module calls; one the backend cannot run is refused before compiling."""
-    backend = _local_backend()
+    backend = local_backend()
     refusal = _custom_call_refusal(custom_call_targets, backend.platform)
     if refusal is not None:
         raise HloscopeError(refusal, where=label)
@@ -120,7 +121,7 @@ def custom_call_refusal(custom_call_targets: Iterable[str]) -> str | None:
     memory)."""
     if not outside_xla(custom_call_targets):
         return None
-    return _custom_call_refusal(custom_call_targets, _local_backend().platform)
+    return _custom_call_refusal(custom_call_targets, local_backend().platform)
 
 
 def _custom_call_refusal(custom_call_targets: Iterable[str], platform: str) -> str | None:
@@ -139,13 +140,6 @@ def _custom_call_refusal(custom_call_targets: Iterable[str], platform: str) -> s
 
 _NAMED_TARGETS = 6
 """How many targets a refusal names before `and N more`."""
-
-
-def _local_backend() -> Any:
-    with native_stderr_captured():
-        # Creating the backend logs the device count to stderr (pjrt_client.cc), and
-        # registers JAX's custom calls (LAPACK, callbacks) with XLA.
-        return jax.extend.backend.get_backend()
 
 
 def _compilation(compiled: Any, elapsed: float | None, label: str) -> Compilation:
