@@ -787,3 +787,85 @@ def _tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
             raise HloscopeError(f"--tolerance {text}: expected FACT=TOLERANCE (memory.*=5%)")
         specs[pattern.strip()] = value.strip()
     return specs or None
+
+
+# --------------------------------------------------------------------------- profile
+
+ProfileTargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="TARGET | SCRIPT.py [ARGS]...",
+        help="An entrypoint (pkg.module:function, file.py:function) with its example "
+        "arguments, or a Python script, run as `python SCRIPT.py ARGS` would run it "
+        "(put -- before its arguments when they clash with hloscope's options).",
+        show_default=False,
+    ),
+]
+RunsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--runs",
+        metavar="N",
+        help="Measured runs (default: as many as fit in about 2 seconds, 3 to 100).",
+        show_default=False,
+    ),
+]
+WarmupOption = Annotated[
+    int,
+    typer.Option("--warmup", metavar="N", help="Runs before the measured ones, not traced."),
+]
+TraceDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace-dir",
+        metavar="DIR",
+        help="Keep JAX's profiler trace in DIR (for XProf or Perfetto); a temporary "
+        "folder otherwise.",
+        show_default=False,
+    ),
+]
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def profile(
+    ctx: typer.Context,
+    target: ProfileTargetArg,
+    arg: ArgOption = None,
+    args: ArgsOption = None,
+    runs: RunsOption = None,
+    warmup: WarmupOption = 1,
+    trace_dir: TraceDirOption = None,
+    json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
+    debug: DebugOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """Where the run time goes: the compiled program run under JAX's profiler, its time
+    per XLA instruction and per line of your code. For a script: per jitted function,
+    its calls, compilations and time per call, and the ops run outside any jit."""
+    argv = list(ctx.args)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+
+    def build() -> reports.ProfileReport:
+        if runs is not None and runs < 1:
+            raise HloscopeError(f"--runs {runs}: expected at least 1")
+        if warmup < 0:
+            raise HloscopeError(f"--warmup {warmup}: expected 0 or more")
+        if argv:
+            raise HloscopeError(
+                f"unexpected arguments {' '.join(argv)}: a function's example arguments "
+                "come from --arg or --args",
+                where=target,
+            )
+        from hloscope.sources.profile import profiled
+
+        options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
+        program = profiled(
+            loader.load(target, options), runs=runs, warmup=warmup, trace_dir=trace_dir
+        )
+        return reports.profile_report(program.lowered, program.loaded, program.runs)
+
+    emit(debug, json, build, timeout=timeout, what=target)

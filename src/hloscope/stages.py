@@ -92,6 +92,10 @@ class Lowering:
         default=None, repr=False, compare=False
     )
     """Runs XLA's cost analysis of the lowered module; None where there is none."""
+    runnable: Any = dataclasses.field(default=None, repr=False, compare=False)
+    """The jitted callable and the example arguments it was lowered on, `(jitted,
+    args, kwargs)`, for running the program as it is called (`profile`); None for a
+    stage given as it is (nothing to call it with)."""
 
     @functools.cached_property
     def cost(self) -> Mapping[str, float] | None:
@@ -113,6 +117,46 @@ class Compilation:
     cost: Mapping[str, float] | None
     memory: Mapping[str, int] | None
     platform: str
+
+
+# --------------------------------------------------------------------------- profile
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceEvent:
+    """One execution of one XLA instruction, as JAX's profiler recorded it."""
+
+    name: str
+    """The instruction (`broadcast_add_fusion`, `while.6`): the trace's `hlo_op`."""
+    run: int
+    """Which measured run it belongs to (0 for the first), by the trace's `run_id`."""
+    device: int
+    """The device it ran on (the trace's `device_ordinal`)."""
+    thread: int
+    """The trace line (a host thread, a device stream) it was recorded on: events of
+    one line nest, an instruction holding its while body's ones."""
+    start_ns: float
+    duration_ns: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfiledRuns:
+    """A compiled program run under JAX's profiler: the measured runs' wall times and
+    the executions of its instructions the trace recorded."""
+
+    module: str
+    """The module that ran (`jit_f`): events of other modules are not kept."""
+    run_seconds: tuple[float, ...]
+    """Wall time of each measured run, as the caller saw it: the call until its
+    results are ready."""
+    warmup: int
+    """Runs before the measured ones, not traced."""
+    events: tuple[TraceEvent, ...]
+    inputs: str
+    """Where the inputs came from: `given`, `generated` (seeded random values for
+    shapes), or both."""
+    trace_file: str | None
+    """The `.xplane.pb` kept in `--trace-dir`; None when the trace was temporary."""
 
 
 # --------------------------------------------------------------------------- aot-check

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         PlacementReport,
     )
     from hloscope.reports.check import CheckReport
+    from hloscope.reports.profile import ProfileReport
     from hloscope.stages import RecordedCompile, Source
 
 SCHEMA_VERSION = 1
@@ -793,3 +794,46 @@ def check_json(report: CheckReport) -> dict[str, Any]:
         "targets": targets,
     }
     return document("check", label, body)
+
+
+def profile_json(report: ProfileReport) -> dict[str, Any]:
+    analysis = report.analysis
+    times = analysis.seconds_per_run
+    body: dict[str, Any] = {
+        "source": source_json(report.source),
+        "module": report.module,
+        "runs": analysis.runs,
+        "warmup": analysis.warmup,
+        "seconds_per_run": {"median": times.median, "min": times.min, "max": times.max},
+        "ops": [
+            {
+                "name": op.name,
+                "kind": op.kind,
+                "calls": op.calls,
+                "seconds": op.seconds,
+                "share": op.share,
+                "user_source": op.user_source,
+                "sources": list(op.sources),
+                "function": op.function,
+            }
+            for op in analysis.ops
+        ],
+        "lines": [
+            {
+                "source": line.source,
+                "seconds": line.seconds,
+                "share": line.share,
+                "ops": list(line.ops),
+            }
+            for line in analysis.lines
+        ],
+        "op_seconds": analysis.op_seconds,
+        "coverage": analysis.coverage,
+        "overhead_seconds": analysis.overhead_seconds,
+        "devices": analysis.devices,
+        "inputs": analysis.inputs,
+        "trace_file": analysis.trace_file,
+        "unknown_ops": list(analysis.unknown_ops),
+        "notes": list(report.notes),
+    }
+    return document("profile", report.source.target, body)

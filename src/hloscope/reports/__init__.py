@@ -6,8 +6,8 @@ everything their renderers show (`hloscope.render`: text, JSON, and in Python
 `render.display`); building one runs the analyses, and nothing here renders.
 
 One module per report (`inspect`, `params`, `placement`, `fusions`, `aot`, `memory`,
-`diff`, `compiles`, `passes`): its dataclass, its builder, and its `ENTRY`, which
-names its renderers and its browser tab; `registry.REPORTS` lists them once, and the
+`diff`, `compiles`, `passes`, `check`, `profile`): its dataclass, its builder, and its
+`ENTRY`, which names its renderers and its browser tab; `registry.REPORTS` lists them once, and the
 front ends read it. Each builder imports the analyses it runs, so a command loads
 only its own (`aot-check`'s bring numpy, `diff`'s and `passes`' are large):
 start-up is part of every command's time.
@@ -33,6 +33,7 @@ from hloscope.reports.passes import (
     pick_pass,
 )
 from hloscope.reports.placement import PlacementReport, placement_report
+from hloscope.reports.profile import ProfileReport, profile_report
 from hloscope.reports.registry import REPORTS, entry_of
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "ParamsReport",
     "PassesReport",
     "PlacementReport",
+    "ProfileReport",
     "ReportEntry",
     "Timings",
     "aot_check_report",
@@ -66,5 +68,6 @@ __all__ = [
     "passes_report",
     "pick_pass",
     "placement_report",
+    "profile_report",
     "stage_timings",
 ]

@@ -19,6 +19,7 @@ from hloscope.reports import (
     params,
     passes,
     placement,
+    profile,
 )
 from hloscope.reports.entry import ReportEntry
 
@@ -33,6 +34,7 @@ REPORTS: tuple[ReportEntry, ...] = (
     compiles.ENTRY,
     passes.ENTRY,
     check.ENTRY,
+    profile.ENTRY,
 )
 
 

@@ -264,6 +264,9 @@ def from_lowered(
         handle=lowered,
         static=static,
         cost_analysis=lambda: _cost(lowered),
+        runnable=(lowered_from, call[0], call[1])
+        if lowered_from is not None and call is not None
+        else None,
     )
 
 

@@ -1,0 +1,224 @@
+"""Where the run time goes: JAX's profiler events joined to the optimized module.
+
+Each event of the trace is one execution of one XLA instruction, named as in the
+compiled module (`hloscope.stages.TraceEvent`). The join is by that name with the
+fusions and unfused ops of the module (`analyses.fusions`), which know each
+instruction's kind, its source lines and the user's own line (`user_source`).
+
+An instruction's time is its self time: events of one trace line nest (a while
+loop's event holds the events of its body's instructions run on that thread), and
+what a nested event took is counted once, for the nested instruction. Times are per
+run and per device: summed over the measured runs and the devices, then divided by
+both (an SPMD program runs every instruction on every device). A line's time is that
+of the instructions whose `user_source` it is: a fusion counts for one line, the one
+`user_source` names, though it may hold ops of several (its `sources`).
+
+`coverage` is the instructions' time over the measured run time: near 1 when they
+run one after another and the call does little else, lower when the time goes to
+dispatch, waiting, or instructions the trace does not name; above 1 when
+instructions run in parallel. The rest of a run's time (`overhead_seconds`) is the
+time around the instructions: Python's dispatch, argument handling, the wait for
+results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from hloscope.analyses.fusions import FusionAnalysis, library_lines
+from hloscope.stages import ProfiledRuns, TraceEvent
+
+
+@dataclasses.dataclass(frozen=True)
+class RunTimes:
+    """Wall time of one run, over the measured runs."""
+
+    median: float
+    min: float
+    max: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfiledOp:
+    """One XLA instruction of the compiled module, by its run time."""
+
+    name: str
+    """The instruction (`tanh_add_fusion`, `while.6`), as the module and the trace
+    name it."""
+    kind: str
+    """A fusion's kind (`kLoop`, `__ynn_fusion`, the backend's own where it names
+    one), else the instruction's opcode (`sort`, `copy`, `while`, `custom_call`);
+    `unknown` for a name the module does not hold."""
+    calls: int
+    """Executions per run (a while body's instructions run once per iteration)."""
+    seconds: float
+    """Self time per run (and per device)."""
+    share: float
+    """Of all the instructions' time."""
+    user_source: str | None
+    """`file.py:LINE` of the user's own code that made it (`Fusion.user_source`)."""
+    sources: tuple[str, ...]
+    """Every line XLA's metadata gives it, libraries' included."""
+    function: str | None
+    """The module's function it is in (`main`, a while body's)."""
+
+    @property
+    def library_sources(self) -> tuple[str, ...]:
+        """The `sources` in libraries' files."""
+        return library_lines(self.sources)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfiledLine:
+    """One line of the user's code, by the run time of the instructions it made."""
+
+    source: str | None
+    """`file.py:LINE`; None for the instructions no line of the user's made."""
+    seconds: float
+    share: float
+    ops: tuple[str, ...]
+    """Its instructions, most time first."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileAnalysis:
+    """Where the run time of a compiled program goes."""
+
+    module: str
+    runs: int
+    """Measured runs."""
+    warmup: int
+    seconds_per_run: RunTimes
+    ops: tuple[ProfiledOp, ...]
+    """Most time first."""
+    lines: tuple[ProfiledLine, ...]
+    """Most time first."""
+    op_seconds: float
+    """The instructions' time per run (and per device)."""
+    coverage: float | None
+    """`op_seconds` over the mean measured run time; None when no run took time."""
+    overhead_seconds: float
+    """Per run, the time around the instructions: the median run time less
+    `op_seconds` (never below 0)."""
+    devices: int
+    """Devices the instructions ran on."""
+    unknown_ops: tuple[str, ...]
+    """Names in the trace that the module does not hold."""
+    inputs: str
+    """`given`, `generated` (seeded random values for shapes), or both."""
+    trace_file: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Instruction:
+    kind: str
+    user_source: str | None
+    sources: tuple[str, ...]
+    function: str | None
+
+
+def self_times(events: Sequence[TraceEvent]) -> list[float]:
+    """Each event's duration less that of the events nested directly in it on the same
+    trace line (in the order of `events`)."""
+    own = [event.duration_ns for event in events]
+    by_line: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for index, event in enumerate(events):
+        by_line[(event.run, event.thread)].append(index)
+    for indices in by_line.values():
+        indices.sort(key=lambda i: (events[i].start_ns, -events[i].duration_ns))
+        open_: list[int] = []
+        for index in indices:
+            event = events[index]
+            while open_ and _end(events[open_[-1]]) <= event.start_ns:
+                open_.pop()
+            if open_ and event.start_ns + event.duration_ns <= _end(events[open_[-1]]):
+                own[open_[-1]] -= event.duration_ns
+            open_.append(index)
+    return [max(seconds, 0.0) for seconds in own]
+
+
+def _end(event: TraceEvent) -> float:
+    return event.start_ns + event.duration_ns
+
+
+def _instructions(fusions: FusionAnalysis) -> Mapping[str, _Instruction]:
+    table: dict[str, _Instruction] = {}
+    for fusion in fusions.fusions:
+        table[fusion.name] = _Instruction(
+            fusion.backend_kind or fusion.kind, fusion.user_source, fusion.sources, fusion.function
+        )
+    for op in fusions.unfused:
+        opcode = op.op.rpartition(".")[2]
+        table[op.name] = _Instruction(opcode, op.user_source, op.sources, op.function)
+    return table
+
+
+def analyze_profile(runs: ProfiledRuns, fusions: FusionAnalysis) -> ProfileAnalysis:
+    """Join the profiled runs' events to the optimized module's instructions."""
+    table = _instructions(fusions)
+    events = runs.events
+    measured = len(runs.run_seconds)
+    devices = len({event.device for event in events}) or 1
+    scale = 1e-9 / (max(measured, 1) * devices)
+    seconds: dict[str, float] = defaultdict(float)
+    executions: dict[str, int] = defaultdict(int)
+    for event, own in zip(events, self_times(events), strict=True):
+        seconds[event.name] += own * scale
+        executions[event.name] += 1
+    total = sum(seconds.values())
+    unknown = _Instruction("unknown", None, (), None)
+    ops = tuple(
+        sorted(
+            (
+                ProfiledOp(
+                    name=name,
+                    kind=table.get(name, unknown).kind,
+                    calls=round(executions[name] / (max(measured, 1) * devices)),
+                    seconds=spent,
+                    share=spent / total if total > 0 else 0.0,
+                    user_source=table.get(name, unknown).user_source,
+                    sources=table.get(name, unknown).sources,
+                    function=table.get(name, unknown).function,
+                )
+                for name, spent in seconds.items()
+            ),
+            key=lambda op: (-op.seconds, op.name),
+        )
+    )
+    times = runs.run_seconds or (0.0,)
+    mean_run = statistics.fmean(times)
+    median = statistics.median(times)
+    return ProfileAnalysis(
+        module=runs.module,
+        runs=measured,
+        warmup=runs.warmup,
+        seconds_per_run=RunTimes(median=median, min=min(times), max=max(times)),
+        ops=ops,
+        lines=_lines(ops, total),
+        op_seconds=total,
+        coverage=total / mean_run if mean_run > 0 else None,
+        overhead_seconds=max(median - total, 0.0),
+        devices=devices,
+        unknown_ops=tuple(sorted(name for name in seconds if name not in table)),
+        inputs=runs.inputs,
+        trace_file=runs.trace_file,
+    )
+
+
+def _lines(ops: Iterable[ProfiledOp], total: float) -> tuple[ProfiledLine, ...]:
+    by_line: dict[str | None, list[ProfiledOp]] = defaultdict(list)
+    for op in ops:
+        by_line[op.user_source].append(op)
+    lines = [
+        ProfiledLine(
+            source=source,
+            seconds=(spent := sum(op.seconds for op in members)),
+            share=spent / total if total > 0 else 0.0,
+            ops=tuple(op.name for op in members),
+        )
+        for source, members in by_line.items()
+    ]
+    return tuple(sorted(lines, key=lambda line: (-line.seconds, line.source or "")))

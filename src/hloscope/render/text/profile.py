@@ -1,0 +1,159 @@
+"""`hloscope profile` as text: the time per run, the user's lines by time with their
+code, and the XLA instructions by time."""
+
+from __future__ import annotations
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.analyses.profile import ProfileAnalysis
+from hloscope.render.text.common import (
+    clip,
+    describe_source,
+    header_table,
+    notes_group,
+    plural,
+    short_source,
+    simple_table,
+    timings_text,
+)
+from hloscope.render.text.source_lines import SourceColumn
+from hloscope.reports.profile import ProfileReport
+
+MAX_LINE_ROWS = 15
+MAX_OP_ROWS = 25
+
+
+def duration(value: float) -> str:
+    """`1.25 s`, `12.3 ms`, `45.0 µs`, `800 ns`: three figures at any scale."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            shown = value / scale
+            return f"{shown:.3g} {unit}" if shown < 100 else f"{shown:.0f} {unit}"
+    return f"{value * 1e9:.0f} ns"
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:.1f}%"
+
+
+def runs_text(analysis: ProfileAnalysis) -> str:
+    """`median 1.2 ms · min 1.1 ms · max 1.9 ms over 20 runs (1 warm-up)`."""
+    times = analysis.seconds_per_run
+    return (
+        f"median {duration(times.median)} · min {duration(times.min)} · "
+        f"max {duration(times.max)} over {plural(analysis.runs, 'run')} "
+        f"({analysis.warmup} warm-up, not measured)"
+    )
+
+
+def coverage_text(analysis: ProfileAnalysis) -> str:
+    """`instructions 1.1 ms a run (92.0% of the run) · around them 95 µs`."""
+    covered = "" if analysis.coverage is None else f" ({percent(analysis.coverage)} of the run)"
+    return (
+        f"{duration(analysis.op_seconds)} a run{covered} · around them "
+        f"{duration(analysis.overhead_seconds)} (dispatch, arguments, waiting for results)"
+    )
+
+
+def render_profile(report: ProfileReport, console: Console) -> None:
+    analysis = report.analysis
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(report.source.target, style="bold")),
+        ("source", describe_source(report.source)),
+        ("module", report.module or "(unnamed)"),
+        ("time per run", Text(runs_text(analysis), style="bold")),
+        ("instructions", coverage_text(analysis)),
+        ("inputs", _inputs_text(analysis.inputs)),
+        ("timings", timings_text(report.timings)),
+    ]
+    if analysis.trace_file:
+        rows.append(("trace", analysis.trace_file))
+    console.print(header_table(rows))
+    console.print()
+    console.print(lines_table(report))
+    console.print()
+    console.print(ops_table(analysis))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print(notes)
+
+
+def _inputs_text(inputs: str) -> str:
+    if "generated" in inputs:
+        return f"{inputs} (values for shapes: seeded random, the same every run)"
+    return inputs
+
+
+def lines_table(report: ProfileReport) -> Table:
+    """Your lines by the time of the instructions they made, with their code."""
+    analysis = report.analysis
+    table = simple_table(
+        "Your lines by time",
+        [
+            ("time", "right", True),
+            ("share", "right", True),
+            ("line", "left", True),
+            ("code", "left", True),
+            ("instructions", "left", False),
+        ],
+    )
+    for line in analysis.lines[:MAX_LINE_ROWS]:
+        where = (
+            Text(short_source(line.source), style="bold")
+            if line.source
+            else Text("(no line of yours)", style="dim")
+        )
+        code = clip(report.line_texts.get(line.source or "", ""), 50)
+        table.add_row(
+            duration(line.seconds),
+            percent(line.share),
+            where,
+            code,
+            _names(line.ops),
+        )
+    if len(analysis.lines) > MAX_LINE_ROWS:
+        table.caption = f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)"
+        table.caption_justify = "left"
+    return table
+
+
+def _names(names: tuple[str, ...], limit: int = 3) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")
+
+
+def ops_table(analysis: ProfileAnalysis) -> Table:
+    """The instructions by self time per run."""
+    shown = analysis.ops[:MAX_OP_ROWS]
+    sources = SourceColumn(shown)
+    table = simple_table(
+        "Instructions by time",
+        [
+            ("time", "right", True),
+            ("share", "right", True),
+            ("calls", "right", True),
+            ("instruction", "left", True),
+            ("kind", "left", True),
+        ],
+    )
+    sources.add_to(table)
+    for op in shown:
+        table.add_row(
+            duration(op.seconds),
+            percent(op.share),
+            str(op.calls),
+            op.name,
+            op.kind,
+            sources.cell(op),
+        )
+    captions = [
+        "time: self time per run (a loop's body counts for its own instructions)",
+        sources.caption(),
+    ]
+    if len(analysis.ops) > MAX_OP_ROWS:
+        captions.append(f"… {len(analysis.ops) - MAX_OP_ROWS} more (--json lists all)")
+    table.caption = "\n".join(c for c in captions if c)
+    table.caption_justify = "left"
+    return table

@@ -1,0 +1,192 @@
+"""Running a compiled program under JAX's profiler (`hloscope profile`).
+
+The program is called as user code calls it (the jitted function on concrete
+inputs: the arrays given, or seeded random values for shapes), first for the
+warm-up runs, then for the measured runs with JAX's profiler tracing into a folder
+of its own. The trace is read with JAX's public `jax.profiler.ProfileData`: every
+executed XLA instruction is an event whose stats name it (`hlo_op`), its module
+(`hlo_module`) and the execution it belongs to (`run_id`), on the CPU as host
+events, on a GPU as device events. Nothing of the trace's own format is parsed
+here.
+
+The module compiled for the report (`Lowered.compile()`) is the executable the calls
+run: JAX's call path finds it in its cache rather than compiling again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from hloscope.errors import HloscopeError, describe_exception, display_path, one_line
+from hloscope.sources.entrypoint import user_code
+from hloscope.sources.jax.inputs import InputPlan
+from hloscope.stages import Lowering, ProfiledRuns, TraceEvent
+
+RUN_BUDGET_SECONDS = 2.0
+"""The measured runs' default total: as many runs as fit, within the bounds below."""
+MIN_RUNS = 3
+MAX_RUNS = 100
+
+
+def profile_lowering(
+    lowering: Lowering,
+    module: str,
+    label: str,
+    *,
+    runs: int | None = None,
+    warmup: int = 1,
+    trace_dir: str | None = None,
+) -> ProfiledRuns:
+    """Run the program of `lowering` (whose optimized module is named `module`)
+    `warmup` times, then `runs` times under JAX's profiler (by default as many as fit
+    in about two seconds), and hand back the runs' wall times and the executions of
+    the module's instructions the trace recorded."""
+    if lowering.runnable is None:
+        raise HloscopeError(
+            f"a {_stage_name(lowering)} carries no function to call: name the function "
+            "(jitted or not), with its example arguments, to profile it",
+            where=label,
+        )
+    jitted, args, kwargs = lowering.runnable
+    plan = InputPlan(jitted, args, kwargs, label)
+    origins = sorted({leaf.origin for leaf in plan.leaves if leaf.origin != "python"})
+    run_once = _runner(jitted, plan, label)
+    warm = [run_once() for _ in range(max(warmup, 0 if runs is not None else 1))]
+    if runs is None:
+        typical = statistics.median(warm)
+        runs = int(min(MAX_RUNS, max(MIN_RUNS, RUN_BUDGET_SECONDS // max(typical, 1e-6))))
+        if typical * MIN_RUNS > RUN_BUDGET_SECONDS:
+            runs = 1
+    if runs < 1:
+        raise HloscopeError(f"--runs {runs}: expected at least 1 run")
+    with _trace_folder(trace_dir) as folder:
+        with _profiler(folder, label):
+            seconds = tuple(run_once() for _ in range(runs))
+        trace = _trace_file(folder, label)
+        events = _instruction_events(trace, module)
+        kept = str(display_path(trace)) if trace_dir is not None else None
+    return ProfiledRuns(
+        module=module,
+        run_seconds=seconds,
+        warmup=len(warm),
+        events=events,
+        inputs=" and ".join(origins) if origins else "given",
+        trace_file=kept,
+    )
+
+
+def _stage_name(lowering: Lowering) -> str:
+    return {
+        "lowered": "jax.stages.Lowered",
+        "compiled": "jax.stages.Compiled",
+        "exported": "jax.export.Exported",
+    }.get(lowering.kind, "stage")
+
+
+def _runner(jitted: Any, plan: InputPlan, label: str) -> Callable[[], float]:
+    """One run: fresh inputs (a run may donate, and so delete, what it is given), then
+    the call until its results are ready, timed."""
+
+    def run() -> float:
+        args, kwargs = plan.make()
+        try:
+            with user_code():
+                start = time.perf_counter()
+                jax.block_until_ready(jitted(*args, **kwargs))
+                return time.perf_counter() - start
+        except HloscopeError:
+            raise
+        except Exception as exc:
+            raise HloscopeError(
+                f"running it raised {describe_exception(exc)}", where=label
+            ) from exc
+
+    return run
+
+
+@contextlib.contextmanager
+def _trace_folder(trace_dir: str | None) -> Iterator[Path]:
+    """`--trace-dir` (made if missing), or a temporary folder removed afterwards."""
+    if trace_dir is not None:
+        folder = Path(trace_dir)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HloscopeError(
+                f"cannot make the trace folder: {exc.strerror}", where=trace_dir
+            ) from exc
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="hloscope-trace-") as temporary:
+        yield Path(temporary)
+
+
+@contextlib.contextmanager
+def _profiler(folder: Path, label: str) -> Iterator[None]:
+    """JAX's profiler tracing into `folder` while the block runs, without its Python
+    tracer (every Python call an event: the runs would measure it)."""
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    try:
+        jax.profiler.start_trace(str(folder), profiler_options=options)
+    except Exception as exc:
+        raise HloscopeError(
+            f"JAX's profiler cannot start: {one_line(str(exc), 300)}", where=label
+        ) from exc
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            jax.profiler.stop_trace()
+
+
+def _trace_file(folder: Path, label: str) -> Path:
+    """The newest `.xplane.pb` JAX's profiler wrote under `folder`."""
+    files = sorted(folder.glob("plugins/profile/*/*.xplane.pb"), key=lambda p: p.stat().st_mtime)
+    if not files:
+        raise HloscopeError("JAX's profiler wrote no trace", where=label)
+    return files[-1]
+
+
+def _instruction_events(trace: Path, module: str) -> tuple[TraceEvent, ...]:
+    """The executions of `module`'s instructions in a trace, each run numbered by the
+    order its first instruction started in."""
+    data = jax.profiler.ProfileData.from_file(str(trace))
+    found: list[tuple[Any, int, int, float, float, str]] = []
+    thread = 0
+    for plane in data.planes:
+        for line in plane.lines:
+            thread += 1
+            for event in line.events:
+                stats = dict(event.stats)
+                name = stats.get("hlo_op")
+                if name is None or stats.get("hlo_module") != module:
+                    continue
+                device = int(stats.get("device_ordinal", 0))
+                found.append(
+                    (
+                        stats.get("run_id"),
+                        device,
+                        thread,
+                        float(event.start_ns),
+                        float(event.duration_ns),
+                        str(name),
+                    )
+                )
+    first_start: dict[Any, float] = {}
+    for run_id, _, _, start, _, _ in found:
+        first_start[run_id] = min(start, first_start.get(run_id, start))
+    ordered = sorted(first_start, key=lambda run_id: first_start[run_id])
+    order = {run_id: index for index, run_id in enumerate(ordered)}
+    return tuple(
+        TraceEvent(name, order[run_id], device, thread, start, duration)
+        for run_id, device, thread, start, duration, name in sorted(found, key=lambda f: f[3])
+    )

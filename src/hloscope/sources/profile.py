@@ -1,0 +1,56 @@
+"""A loaded target's program run under JAX's profiler (`hloscope profile`).
+
+The program is compiled here (the optimized module is what the trace's events are
+joined to) and run as it is called: an entrypoint's jitted function on its example
+arguments (`sources.jax.profile`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hloscope.errors import HloscopeError
+from hloscope.sources.loader import Loaded
+from hloscope.stages import ProfiledRuns
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfiledProgram:
+    """A program compiled here and run under JAX's profiler."""
+
+    loaded: Loaded
+    """The optimized module that ran."""
+    lowered: Loaded
+    """What was loaded before compiling (its lowered module maps instructions back
+    to the user's lines)."""
+    runs: ProfiledRuns
+
+
+def profiled(
+    loaded: Loaded,
+    *,
+    runs: int | None = None,
+    warmup: int = 1,
+    trace_dir: str | None = None,
+) -> ProfiledProgram:
+    """Compile a loaded target (when it is not compiled already) and run it under JAX's
+    profiler: `warmup` runs, then `runs` measured ones (by default as many as fit in
+    about two seconds), the trace in `trace_dir` or a temporary folder."""
+    lowering = loaded.lowering
+    if lowering is None:
+        raise HloscopeError(
+            "profiling a dumped module is not supported yet: name the Python function "
+            "(pkg.module:function or file.py:function) with its example arguments",
+            where=loaded.label,
+        )
+    optimized = loaded.optimized()
+    from hloscope.sources.jax.profile import profile_lowering
+
+    name = optimized.module.name or lowering.name
+    return ProfiledProgram(
+        loaded=optimized,
+        lowered=loaded,
+        runs=profile_lowering(
+            lowering, name, loaded.label, runs=runs, warmup=warmup, trace_dir=trace_dir
+        ),
+    )
