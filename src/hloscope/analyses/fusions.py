@@ -121,6 +121,9 @@ Category = Literal[
 ]
 """What an op left outside any fusion is."""
 
+# The ops a fused kernel is built around, the others fused into its prologue and
+# epilogue: where its time goes.
+HERO_OPS = frozenset({"dot", "dot_general", "convolution"})
 COPIES = frozenset({"copy", "copy_start", "copy_done", "copy-start", "copy-done"})
 ASYNC = frozenset(
     {"async_start", "async_update", "async_done", "async-start", "async-update", "async-done"}
@@ -183,6 +186,10 @@ class Fusion:
     """Where `user_source` was found: `optimized` (the optimized module's own
     frames) or `lowered` (the lowered module's deeper stack, paired by op name and
     innermost frame, where the optimized module kept a shorter one)."""
+    hero_source: str | None = None
+    """The user's line of the op the kernel is built around where it holds one, its
+    first matmul or convolution (XLA fuses the elementwise ops after it into its
+    epilogue), else `user_source`: where the fusion's run time goes."""
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -579,6 +586,8 @@ def analyze_fusions(
         operands, operand_bytes = _shapes(module, op.operands)
         results, result_bytes = _shapes(module, op.results)
         user_source, user_from = _first_user_source((op, *reversed(inside)), source_root, lowered)
+        heroes = [o for o in inside if o.short_name in HERO_OPS]
+        hero_source = _first_user_source(heroes, source_root, lowered)[0] if heroes else None
         fusions.append(
             Fusion(
                 name=name,
@@ -598,6 +607,7 @@ def analyze_fusions(
                 result_bytes=result_bytes,
                 user_source=user_source,
                 user_source_from=user_from,
+                hero_source=hero_source or user_source,
             )
         )
 

@@ -10,8 +10,11 @@ loop's event holds the events of its body's instructions run on that thread), an
 what a nested event took is counted once, for the nested instruction. Times are per
 run and per device: summed over the measured runs and the devices, then divided by
 both (an SPMD program runs every instruction on every device). A line's time is that
-of the instructions whose `user_source` it is: a fusion counts for one line, the one
-`user_source` names, though it may hold ops of several (its `sources`).
+of the instructions whose `user_source` it is: a fusion counts for one line, though
+it may hold ops of several (its `sources`): that of the matmul or convolution it is
+built around, where it holds one (XLA fuses the elementwise ops after a matmul into
+its epilogue, and the kernel's time is the matmul's), else the fusion's
+`user_source`, as `fusions` shows it.
 
 `coverage` is the instructions' time over the measured run time: near 1 when they
 run one after another and the call does little else, lower when the time goes to
@@ -59,7 +62,9 @@ class ProfiledOp:
     share: float
     """Of all the instructions' time."""
     user_source: str | None
-    """`file.py:LINE` of the user's own code that made it (`Fusion.user_source`)."""
+    """`file.py:LINE` of the user's own code that made it: for a fusion, the line of
+    the matmul or convolution it is built around where it holds one
+    (`Fusion.hero_source`), else its `user_source`."""
     sources: tuple[str, ...]
     """Every line XLA's metadata gives it, libraries' included."""
     function: str | None
@@ -148,7 +153,10 @@ def _instructions(fusions: FusionAnalysis) -> Mapping[str, _Instruction]:
     table: dict[str, _Instruction] = {}
     for fusion in fusions.fusions:
         table[fusion.name] = _Instruction(
-            fusion.backend_kind or fusion.kind, fusion.user_source, fusion.sources, fusion.function
+            fusion.backend_kind or fusion.kind,
+            fusion.hero_source,
+            fusion.sources,
+            fusion.function,
         )
     for op in fusions.unfused:
         opcode = op.op.rpartition(".")[2]

@@ -105,11 +105,19 @@ def _runner(jitted: Any, plan: InputPlan, label: str) -> Callable[[], float]:
         except HloscopeError:
             raise
         except Exception as exc:
-            raise HloscopeError(
-                f"running it raised {describe_exception(exc)}", where=label
-            ) from exc
+            raise HloscopeError(f"running it raised {_run_error(exc)}", where=label) from exc
 
     return run
+
+
+def _run_error(exc: Exception) -> str:
+    """The error a run raised, in one line: a host callback's own exception is the
+    last line of the traceback XLA's runtime error quotes."""
+    message = str(exc)
+    if "Traceback (most recent call last)" in message:
+        last = message.strip().splitlines()[-1].strip()
+        return f"{type(exc).__name__} in a host callback: {one_line(last, 300)}"
+    return describe_exception(exc)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,187 @@
+"""`hloscope profile` on real programs, checked against JAX's own profiler trace (kept
+with --trace-dir and read here with `jax.profiler.ProfileData`) and against the
+instructions of the executable JAX compiles, not against what the command printed
+before."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES, line_of, sample
+
+OP_KEYS = {"name", "kind", "calls", "seconds", "share", "user_source", "sources"}
+LINE_KEYS = {"source", "seconds", "share", "ops"}
+
+
+def load_sample(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_profile_test", SAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_contract(doc):
+    assert doc["schema_version"] == 1
+    assert doc["command"] == "profile"
+    assert doc["runs"] >= 1
+    times = doc["seconds_per_run"]
+    assert times["min"] <= times["median"] <= times["max"]
+    for key in ("ops", "lines"):
+        seconds = [entry["seconds"] for entry in doc[key]]
+        assert seconds == sorted(seconds, reverse=True)
+    assert all(op.keys() >= OP_KEYS for op in doc["ops"])
+    assert all(line.keys() >= LINE_KEYS for line in doc["lines"])
+    assert sum(op["share"] for op in doc["ops"]) == pytest.approx(1.0)
+    assert isinstance(doc["coverage"], float)
+
+
+def trace_times(folder: Path, module: str) -> dict[str, float]:
+    """Nanoseconds per instruction of `module` in JAX's own trace, summed over events."""
+    import jax
+
+    (trace,) = folder.glob("plugins/profile/*/*.xplane.pb")
+    times: dict[str, float] = defaultdict(float)
+    for plane in jax.profiler.ProfileData.from_file(str(trace)).planes:
+        for line in plane.lines:
+            for event in line.events:
+                stats = dict(event.stats)
+                if stats.get("hlo_module") == module and "hlo_op" in stats:
+                    times[stats["hlo_op"]] += event.duration_ns
+    return times
+
+
+def compiled_instructions(function, args) -> set[str]:
+    """The instruction names of the executable JAX compiles for `function(*args)`."""
+    text = function.lower(*args).compile().as_text()
+    return set(re.findall(r"^\s*(?:ROOT\s+)?%?([\w.-]+)\s*=", text, flags=re.MULTILINE))
+
+
+@pytest.fixture(scope="module")
+def step_profile(tmp_path_factory):
+    from conftest import run_cli
+
+    folder = tmp_path_factory.mktemp("trace")
+    run = run_cli(
+        "profile", *sample("profile_step", "step"), "--runs", "3", "--trace-dir", str(folder), "--json"
+    )
+    assert run.code == 0, run.stderr
+    return run.json(), folder
+
+
+def test_the_line_holding_the_work_comes_first(step_profile):
+    doc, _ = step_profile
+    assert_contract(doc)
+    matmul = line_of(SAMPLES / "profile_step.py", "the matmuls: nearly all")
+    first = doc["lines"][0]
+    assert first["source"] == f"samples/profile_step.py:{matmul}"
+    assert first["share"] > 0.8
+    # The fusion built around the matmuls holds the other lines' ops too: its sources
+    # say so, and its time is the matmul's line's.
+    assert first["ops"][0] == doc["ops"][0]["name"]
+
+
+def test_every_op_is_an_instruction_of_the_compiled_module(step_profile):
+    doc, _ = step_profile
+    module = load_sample("profile_step")
+    names = compiled_instructions(module.step, module.example_args())
+    assert doc["ops"] and {op["name"] for op in doc["ops"]} <= names
+    assert doc["unknown_ops"] == []
+
+
+def test_the_times_are_jaxs_own_trace(step_profile):
+    doc, folder = step_profile
+    assert doc["trace_file"] is not None
+    times = trace_times(folder, doc["module"])
+    # No loops here: an instruction's self time is its events' whole duration.
+    for op in doc["ops"]:
+        assert op["seconds"] * doc["runs"] == pytest.approx(times[op["name"]] * 1e-9, rel=1e-6)
+    assert set(times) == {op["name"] for op in doc["ops"]}
+
+
+def test_coverage_of_a_step_whose_ops_run_one_after_another(step_profile):
+    doc, _ = step_profile
+    assert 0.5 <= doc["coverage"] <= 1.05
+    assert doc["overhead_seconds"] >= 0
+
+
+def test_a_loop_on_eight_devices(cli):
+    # Layers scanned over 8 CPU devices: the body's instructions run once per layer
+    # on each device, and a time is per device.
+    module = load_sample("scanned_layers")
+    run = cli("profile", *sample("scanned_layers", "deep_mlp"), "--runs", "2", "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert_contract(doc)
+    assert doc["devices"] == 8
+    loops = [op for op in doc["ops"] if op["kind"] == "while"]
+    assert len(loops) == 1 and loops[0]["calls"] == 1
+    (all_reduce,) = [op for op in doc["ops"] if op["kind"] == "all_reduce"]
+    assert all_reduce["calls"] == module.LAYERS
+    assert {op["calls"] for op in doc["ops"]} == {1, module.LAYERS}
+
+
+def test_a_flax_training_step_is_told_by_the_users_lines(cli):
+    run = cli("profile", *sample("flax_nnx", "train_step"), "--runs", "3", "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert_contract(doc)
+    mine = [line for line in doc["lines"] if line["source"] is not None]
+    assert mine and all(line["source"].startswith("samples/flax_nnx.py:") for line in mine)
+    assert doc["lines"][0]["source"] is not None
+    # The libraries' lines are beside them, never in their place.
+    linear = [op for op in doc["ops"] if any("flax/nnx/nn/linear.py" in s for s in op["sources"])]
+    assert linear and all(op["user_source"].startswith("samples/") for op in linear)
+
+
+def test_the_text_report(cli):
+    run = cli("profile", *sample("profile_step", "step"), "--runs", "2")
+    assert run.code == 0, run.stderr
+    assert "Your lines by time" in run.stdout
+    assert "Instructions by time" in run.stdout
+    assert "the matmuls: nearly all" in run.stdout
+
+
+def test_a_step_that_raises_when_it_runs(cli):
+    run = cli("profile", *sample("profile_step", "failing_step", "failing_args"))
+    assert run.code == 2
+    assert run.stdout == ""
+    (line,) = run.stderr.splitlines()
+    assert "samples/profile_step.py:failing_step" in line
+    assert "ValueError: the host check rejects every batch" in line
+    assert "Traceback" not in run.stderr
+
+
+def test_the_profiler_already_active(cli, tmp_path):
+    import jax
+
+    jax.profiler.start_trace(str(tmp_path))
+    try:
+        run = cli("profile", *sample("profile_step", "step"), "--runs", "1")
+    finally:
+        jax.profiler.stop_trace()
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert "JAX's profiler cannot start" in line
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [(["--runs", "0"], "--runs 0"), (["--warmup", "-1"], "--warmup -1")],
+)
+def test_bad_counts(cli, option, message):
+    run = cli("profile", *sample("profile_step", "step"), *option)
+    assert run.code == 2
+    assert message in run.stderr
+
+
+def test_nothing_is_written_beside_the_users_files(cli, tmp_path):
+    before = sorted(p.name for p in SAMPLES.iterdir())
+    run = cli("profile", *sample("profile_step", "step"), "--runs", "1", "--json")
+    assert run.code == 0
+    assert sorted(p.name for p in SAMPLES.iterdir()) == before
