@@ -68,7 +68,9 @@ def step_profile(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("trace")
     run = run_cli(
-        "profile", *sample("profile_step", "step"), "--runs", "3", "--trace-dir", str(folder), "--json"
+        "profile",
+        *sample("profile_step", "step"),
+        *("--runs", "3", "--trace-dir", str(folder), "--json"),
     )
     assert run.code == 0, run.stderr
     return run.json(), folder
