@@ -72,3 +72,36 @@ def head_args():
     """The arguments of the `head` call inside `mlp`."""
     params, x = example_args()
     return (x, params["scale"])
+
+
+def run_both(steps):
+    """Question 3's two choices side by side, each called `steps` times on the same
+    concrete inputs: `mlp` (one outer jit: one program a call) and
+    `mlp_without_outer_jit` (its inner jits called from Python: three programs a
+    call, `layer` twice and `head`), then one op outside any jit (`jnp.tanh`).
+
+        hloscope profile samples/jit_granularity.py 20
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    params = {
+        "layers": [
+            (rng.standard_normal((WIDTH, WIDTH), np.float32), np.zeros(WIDTH, np.float32))
+            for _ in range(2)
+        ],
+        "scale": np.ones(WIDTH, np.float32),
+    }
+    params = jax.device_put(params)
+    x = jax.device_put(rng.standard_normal((BATCH, WIDTH), np.float32))
+    for _ in range(steps):
+        mlp(params, x).block_until_ready()
+    for _ in range(steps):
+        mlp_without_outer_jit(params, x).block_until_ready()
+    return jnp.tanh(x).block_until_ready()
+
+
+if __name__ == "__main__":
+    import sys
+
+    run_both(int(sys.argv[1]) if len(sys.argv) > 1 else 20)

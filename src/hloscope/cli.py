@@ -849,11 +849,23 @@ def profile(
     if argv[:1] == ["--"]:
         argv = argv[1:]
 
-    def build() -> reports.ProfileReport:
+    def build() -> reports.ProfileReport | reports.ScriptProfileReport:
         if runs is not None and runs < 1:
             raise HloscopeError(f"--runs {runs}: expected at least 1")
         if warmup < 0:
             raise HloscopeError(f"--warmup {warmup}: expected 0 or more")
+        if _is_script(target):
+            if arg or args or runs is not None:
+                raise HloscopeError(
+                    "--arg, --args and --runs are for a function; a script runs as it is, "
+                    "with its own arguments after its name",
+                    where=target,
+                )
+            from hloscope.sources.jax.profile import profile_script
+
+            return reports.script_profile_report(
+                profile_script(target, argv, stdout_to_stderr=json, trace_dir=trace_dir)
+            )
         if argv:
             raise HloscopeError(
                 f"unexpected arguments {' '.join(argv)}: a function's example arguments "
@@ -868,4 +880,21 @@ def profile(
         )
         return reports.profile_report(program.lowered, program.loaded, program.runs)
 
-    emit(debug, json, build, timeout=timeout, what=target)
+    emit(debug, json, build, _profile_exit, timeout=timeout, what=target)
+
+
+def _is_script(target: str) -> bool:
+    """A Python script to run (`SCRIPT.py`), not an entrypoint (`file.py:function`)."""
+    from pathlib import Path
+
+    return target.endswith(".py") and Path(target).is_file()
+
+
+def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -> int:
+    """A script's failure (its error: exit 2, its own exit code) after its report."""
+    if isinstance(report, reports.ScriptProfileReport):
+        if report.error is not None:
+            print_error(f"{report.target}: {report.error}")
+            return ExitCode.ERROR
+        return report.exit_code
+    return ExitCode.OK

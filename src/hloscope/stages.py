@@ -159,6 +159,29 @@ class ProfiledRuns:
     """The `.xplane.pb` kept in `--trace-dir`; None when the trace was temporary."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ProgramRun:
+    """One execution of a compiled program while a script ran under JAX's profiler."""
+
+    module: str
+    """The module that ran (`jit_step`), as the trace names it."""
+    start_ns: float
+    """When its first instruction started."""
+    end_ns: float
+    """When its last instruction ended."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfiledScript:
+    """A script run under JAX's profiler: what JAX compiled (`RecordedRun`) and every
+    execution of a compiled program the trace recorded."""
+
+    recorded: RecordedRun
+    programs: tuple[ProgramRun, ...]
+    trace_file: str | None
+    """The `.xplane.pb` kept in `--trace-dir`; None when the trace was temporary."""
+
+
 # --------------------------------------------------------------------------- aot-check
 
 
@@ -315,6 +338,9 @@ class RecordedCompile:
     module: CompiledModule | None = dataclasses.field(default=None, repr=False, compare=False)
     """The module JAX handed XLA, when it was kept (the recording keeps the latest
     ones, within a memory bound)."""
+    module_name: str | None = None
+    """The module's name (`jit_step`), kept when the module is not: what JAX's profiler
+    names the executions of its program (`hloscope profile SCRIPT.py`)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -187,3 +187,36 @@ def test_nothing_is_written_beside_the_users_files(cli, tmp_path):
     run = cli("profile", *sample("profile_step", "step"), "--runs", "1", "--json")
     assert run.code == 0
     assert sorted(p.name for p in SAMPLES.iterdir()) == before
+
+
+def test_a_script_with_question_threes_two_choices(cli):
+    # One outer jit against its inner jits called from Python, 5 steps each: the calls
+    # and compilations of each jitted function are exact.
+    run = cli("profile", "samples/jit_granularity.py", "5", "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert doc["command"] == "profile"
+    by_name = {f["function"]: f for f in doc["functions"]}
+    assert {name: (f["calls"], f["compiles"]) for name, f in by_name.items()} == {
+        "mlp": (5, 1),
+        "layer": (10, 1),
+        "head": (5, 1),
+    }
+    # Where Python says the function starts: its decorator's line.
+    decorator = line_of(SAMPLES / "jit_granularity.py", "def layer") - 1
+    assert by_name["layer"]["source"] == f"samples/jit_granularity.py:{decorator}"
+    for f in doc["functions"]:
+        assert f["run_seconds"] > 0 and f["compile_seconds"] > 0
+        assert f["seconds_per_call"] == pytest.approx(f["run_seconds"] / f["calls"])
+    # jnp.tanh outside any jit: one op compiled and run on its own.
+    assert doc["eager"]["calls"] == 1 and doc["eager"]["compiles"] == 1
+    assert doc["eager"]["seconds"] > 0
+    assert doc["exit_code"] == 0 and doc["error"] is None
+
+
+def test_a_script_that_raises(cli, tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("import jax.numpy as jnp\nprint(jnp.ones(3).sum())\nraise SystemExit(3)\n")
+    run = cli("profile", str(script), "--json")
+    assert run.code == 3
+    assert run.json()["eager"]["calls"] >= 1

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from hloscope.analyses.fusions import FusionAnalysis, library_lines
-from hloscope.stages import ProfiledRuns, TraceEvent
+from hloscope.stages import ProfiledRuns, ProgramRun, RecordedCompile, TraceEvent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,3 +230,102 @@ def _lines(ops: Iterable[ProfiledOp], total: float) -> tuple[ProfiledLine, ...]:
         for source, members in by_line.items()
     ]
     return tuple(sorted(lines, key=lambda line: (-line.seconds, line.source or "")))
+
+
+# --------------------------------------------------------------------------- scripts
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionProfile:
+    """One jitted function of a script: how often it compiled and ran, and the time
+    each took."""
+
+    function: str
+    """Its qualified name, as `compiles` names it."""
+    source: str | None
+    """`file.py:LINE` of its definition, where JAX says."""
+    calls: int
+    """Executions of its compiled programs (an inner jit traced into an outer one
+    runs as part of the outer one's program, and is not counted)."""
+    compiles: int
+    compile_seconds: float
+    run_seconds: float
+    """Summed over its executions, each from its first instruction's start to its last
+    one's end: the time its programs ran, without Python's dispatch."""
+    seconds_per_call: float | None
+    """`run_seconds` over `calls`; None when it never ran."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EagerProfile:
+    """The ops run outside any jit, each compiled and run as a program of its own."""
+
+    calls: int
+    compiles: int
+    compile_seconds: float
+    seconds: float
+    """Their programs' run time, as `FunctionProfile.run_seconds`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptProfile:
+    """Every jitted function a script ran, by run time, and its eager ops."""
+
+    functions: tuple[FunctionProfile, ...]
+    """Most run time first."""
+    eager: EagerProfile
+    wall_seconds: float
+    """The script's whole run."""
+    run_seconds: float
+    """Every program's run time."""
+    unmatched: tuple[str, ...]
+    """Modules that ran with no compilation recorded for them (compiled before the
+    recording began, or sharing the name of a function's module)."""
+
+
+def analyze_script_profile(
+    compiles: Sequence[RecordedCompile], programs: Sequence[ProgramRun], wall_seconds: float
+) -> ScriptProfile:
+    """Join the executions of a script's programs to the compilations that made them,
+    by module name (`jit_step`)."""
+    runs_of: dict[str, list[float]] = defaultdict(list)
+    for run in programs:
+        runs_of[run.module].append((run.end_ns - run.start_ns) * 1e-9)
+    groups: dict[tuple[str, str | None], list[RecordedCompile]] = defaultdict(list)
+    eager = [c for c in compiles if c.eager]
+    for compile_ in compiles:
+        if not compile_.eager:
+            groups[(compile_.function, compile_.source)].append(compile_)
+    functions = []
+    for (function, source), made in groups.items():
+        times = _run_times(made, runs_of)
+        functions.append(
+            FunctionProfile(
+                function=function,
+                source=source,
+                calls=len(times),
+                compiles=len(made),
+                compile_seconds=sum(c.compile_seconds or 0.0 for c in made),
+                run_seconds=sum(times),
+                seconds_per_call=sum(times) / len(times) if times else None,
+            )
+        )
+    eager_times = _run_times(eager, runs_of)
+    known = {c.module_name for c in compiles}
+    return ScriptProfile(
+        functions=tuple(sorted(functions, key=lambda f: (-f.run_seconds, f.function))),
+        eager=EagerProfile(
+            calls=len(eager_times),
+            compiles=len(eager),
+            compile_seconds=sum(c.compile_seconds or 0.0 for c in eager),
+            seconds=sum(eager_times),
+        ),
+        wall_seconds=wall_seconds,
+        run_seconds=sum(sum(times) for times in runs_of.values()),
+        unmatched=tuple(sorted(set(runs_of) - known)),
+    )
+
+
+def _run_times(made: Sequence[RecordedCompile], runs_of: Mapping[str, list[float]]) -> list[float]:
+    names = {c.module_name for c in made if c.module_name is not None}
+    return [seconds for name in sorted(names) for seconds in runs_of.get(name, ())]

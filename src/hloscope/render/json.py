@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         PlacementReport,
     )
     from hloscope.reports.check import CheckReport
-    from hloscope.reports.profile import ProfileReport
+    from hloscope.reports.profile import ProfileReport, ScriptProfileReport
     from hloscope.stages import RecordedCompile, Source
 
 SCHEMA_VERSION = 1
@@ -837,3 +837,35 @@ def profile_json(report: ProfileReport) -> dict[str, Any]:
         "notes": list(report.notes),
     }
     return document("profile", report.source.target, body)
+
+
+def script_profile_json(report: ScriptProfileReport) -> dict[str, Any]:
+    analysis = report.analysis
+    eager = analysis.eager
+    body: dict[str, Any] = {
+        "functions": [
+            {
+                "function": f.function,
+                "source": f.source,
+                "calls": f.calls,
+                "compiles": f.compiles,
+                "compile_seconds": f.compile_seconds,
+                "run_seconds": f.run_seconds,
+                "seconds_per_call": f.seconds_per_call,
+            }
+            for f in analysis.functions
+        ],
+        "eager": {
+            "calls": eager.calls,
+            "seconds": eager.seconds,
+            "compiles": eager.compiles,
+            "compile_seconds": eager.compile_seconds,
+        },
+        "wall_seconds": analysis.wall_seconds,
+        "run_seconds": analysis.run_seconds,
+        "exit_code": report.exit_code,
+        "error": report.error,
+        "trace_file": report.trace_file,
+        "notes": list(report.notes),
+    }
+    return document("profile", report.target, body)

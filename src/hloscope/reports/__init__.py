@@ -33,7 +33,12 @@ from hloscope.reports.passes import (
     pick_pass,
 )
 from hloscope.reports.placement import PlacementReport, placement_report
-from hloscope.reports.profile import ProfileReport, profile_report
+from hloscope.reports.profile import (
+    ProfileReport,
+    ScriptProfileReport,
+    profile_report,
+    script_profile_report,
+)
 from hloscope.reports.registry import REPORTS, entry_of
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "PlacementReport",
     "ProfileReport",
     "ReportEntry",
+    "ScriptProfileReport",
     "Timings",
     "aot_check_report",
     "compiles_report",
@@ -69,5 +75,6 @@ __all__ = [
     "pick_pass",
     "placement_report",
     "profile_report",
+    "script_profile_report",
     "stage_timings",
 ]

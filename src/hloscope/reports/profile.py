@@ -14,9 +14,9 @@ from hloscope.source_text import line_texts
 from hloscope.stages import Source
 
 if TYPE_CHECKING:
-    from hloscope.analyses.profile import ProfileAnalysis
+    from hloscope.analyses.profile import ProfileAnalysis, ScriptProfile
     from hloscope.sources.loader import Loaded
-    from hloscope.stages import ProfiledRuns
+    from hloscope.stages import ProfiledRuns, ProfiledScript
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,4 +75,49 @@ ENTRY = ReportEntry(
     report=ProfileReport,
     json="hloscope.render.json:profile_json",
     text="hloscope.render.text.profile:render_profile",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptProfileReport:
+    """A script run under JAX's profiler: per jitted function, its calls, compilations
+    and time per call, and the ops run outside any jit."""
+
+    target: str
+    """The script and its arguments."""
+    analysis: ScriptProfile
+    exit_code: int
+    """The script's own exit code."""
+    error: str | None
+    """The exception the script raised, on one line."""
+    trace_file: str | None
+    notes: tuple[str, ...]
+
+
+def script_profile_report(profiled: ProfiledScript) -> ScriptProfileReport:
+    """Build the `profile` report of a script run under JAX's profiler."""
+    from hloscope.analyses.profile import analyze_script_profile
+
+    recorded = profiled.recorded
+    analysis = analyze_script_profile(recorded.compiles, profiled.programs, recorded.wall_seconds)
+    notes: tuple[str, ...] = ()
+    if analysis.unmatched:
+        notes += (
+            f"{len(analysis.unmatched)} programs ran with no compilation recorded for them "
+            f"({', '.join(analysis.unmatched[:5])}): compiled before the script's run began",
+        )
+    return ScriptProfileReport(
+        target=recorded.label,
+        analysis=analysis,
+        exit_code=recorded.exit_code,
+        error=recorded.error,
+        trace_file=profiled.trace_file,
+        notes=notes,
+    )
+
+
+SCRIPT_ENTRY = ReportEntry(
+    report=ScriptProfileReport,
+    json="hloscope.render.json:script_profile_json",
+    text="hloscope.render.text.profile:render_script_profile",
 )

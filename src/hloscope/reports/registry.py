@@ -35,6 +35,7 @@ REPORTS: tuple[ReportEntry, ...] = (
     passes.ENTRY,
     check.ENTRY,
     profile.ENTRY,
+    profile.SCRIPT_ENTRY,
 )
 
 

@@ -14,12 +14,13 @@ from hloscope.render.text.common import (
     header_table,
     notes_group,
     plural,
+    seconds,
     short_source,
     simple_table,
     timings_text,
 )
 from hloscope.render.text.source_lines import SourceColumn
-from hloscope.reports.profile import ProfileReport
+from hloscope.reports.profile import ProfileReport, ScriptProfileReport
 
 MAX_LINE_ROWS = 15
 MAX_OP_ROWS = 25
@@ -157,3 +158,63 @@ def ops_table(analysis: ProfileAnalysis) -> Table:
     table.caption = "\n".join(c for c in captions if c)
     table.caption_justify = "left"
     return table
+
+
+def render_script_profile(report: ScriptProfileReport, console: Console) -> None:
+    analysis = report.analysis
+    rows: list[tuple[str, RenderableType]] = [
+        ("script", Text(report.target, style="bold")),
+        ("wall time", seconds(analysis.wall_seconds)),
+        ("programs ran", f"{duration(analysis.run_seconds)} in all"),
+    ]
+    if report.trace_file:
+        rows.append(("trace", report.trace_file))
+    if report.error:
+        rows.append(("raised", Text(report.error, style="red")))
+    elif report.exit_code:
+        rows.append(("exit code", str(report.exit_code)))
+    console.print(header_table(rows))
+    console.print()
+    table = simple_table(
+        "Jitted functions by run time",
+        [
+            ("function", "left", True),
+            ("defined at", "left", True),
+            ("calls", "right", True),
+            ("compiles", "right", True),
+            ("compile time", "right", True),
+            ("run time", "right", True),
+            ("per call", "right", True),
+        ],
+    )
+    for f in analysis.functions:
+        table.add_row(
+            Text(f.function, style="bold"),
+            short_source(f.source) or "-",
+            str(f.calls),
+            str(f.compiles),
+            duration(f.compile_seconds),
+            duration(f.run_seconds),
+            duration(f.seconds_per_call) if f.seconds_per_call is not None else "-",
+        )
+    eager = analysis.eager
+    if eager.compiles or eager.calls:
+        table.add_row(
+            Text("(ops outside any jit)", style="dim"),
+            "-",
+            str(eager.calls),
+            str(eager.compiles),
+            duration(eager.compile_seconds),
+            duration(eager.seconds),
+            duration(eager.seconds / eager.calls) if eager.calls else "-",
+        )
+    table.caption = (
+        "run time: each call's program from its first instruction's start to its last's "
+        "end (Python's dispatch not included); an inner jit called by an outer one runs "
+        "inside the outer one's program"
+    )
+    table.caption_justify = "left"
+    console.print(table)
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print(notes)

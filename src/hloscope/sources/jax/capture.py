@@ -216,6 +216,7 @@ class CompileRecorder:
                 ops=pending.ops,
                 persistent_cache_hit=pending.cache_hit,
                 module=pending.module,
+                module_name=pending.module.name if pending.module is not None else None,
             )
         )
         self._bound_modules()

@@ -28,7 +28,13 @@ import jax
 from hloscope.errors import HloscopeError, describe_exception, display_path, one_line
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.inputs import InputPlan
-from hloscope.stages import Lowering, ProfiledRuns, TraceEvent
+from hloscope.stages import (
+    Lowering,
+    ProfiledRuns,
+    ProfiledScript,
+    ProgramRun,
+    TraceEvent,
+)
 
 RUN_BUDGET_SECONDS = 2.0
 """The measured runs' default total: as many runs as fit, within the bounds below."""
@@ -81,6 +87,22 @@ def profile_lowering(
         inputs=" and ".join(origins) if origins else "given",
         trace_file=kept,
     )
+
+
+def profile_script(
+    script: str, argv: list[str], *, stdout_to_stderr: bool, trace_dir: str | None = None
+) -> ProfiledScript:
+    """Run `script` as `python SCRIPT ARGV...` would, recording what JAX compiles
+    (`capture.record_script`) with JAX's profiler tracing every program it runs."""
+    from hloscope.sources.jax.capture import record_script
+
+    with _trace_folder(trace_dir) as folder:
+        with _profiler(folder, script):
+            recorded = record_script(script, argv, stdout_to_stderr=stdout_to_stderr)
+        trace = _trace_file(folder, script)
+        programs = _program_runs(trace)
+        kept = str(display_path(trace)) if trace_dir is not None else None
+    return ProfiledScript(recorded, programs, kept)
 
 
 def _stage_name(lowering: Lowering) -> str:
@@ -198,3 +220,21 @@ def _instruction_events(trace: Path, module: str) -> tuple[TraceEvent, ...]:
         TraceEvent(name, order[run_id], device, thread, start, duration)
         for run_id, device, thread, start, duration, name in sorted(found, key=lambda f: f[3])
     )
+
+
+def _program_runs(trace: Path) -> tuple[ProgramRun, ...]:
+    """Every execution of a compiled program in a trace: its instructions' events
+    grouped by the trace's `run_id` (one per execution, over all its devices)."""
+    spans: dict[tuple[str, Any], list[float]] = {}
+    for plane in jax.profiler.ProfileData.from_file(str(trace)).planes:
+        for line in plane.lines:
+            for event in line.events:
+                stats = dict(event.stats)
+                module = stats.get("hlo_module")
+                if module is None or "hlo_op" not in stats:
+                    continue
+                start, end = float(event.start_ns), float(event.start_ns + event.duration_ns)
+                span = spans.setdefault((str(module), stats.get("run_id")), [start, end])
+                span[0], span[1] = min(span[0], start), max(span[1], end)
+    runs = (ProgramRun(module, start, end) for (module, _), (start, end) in spans.items())
+    return tuple(sorted(runs, key=lambda run: run.start_ns))
