@@ -52,3 +52,10 @@ def failing_step(x):
 
 def failing_args():
     return (jax.ShapeDtypeStruct((8,), jnp.float32),)
+
+
+def eight_times_args():
+    """The same step on a batch eight times larger: eight times the work (`hloscope
+    check --runtime` against a baseline recorded with `example_args` fails)."""
+    x, w, b = example_args()
+    return (jax.ShapeDtypeStruct((BATCH * 8, WIDTH), jnp.float32), w, b)

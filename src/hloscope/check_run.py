@@ -37,14 +37,16 @@ def check_one(
     name: str | None = None,
     obj: Any = None,
     call: Call | None = None,
+    runtime: bool = False,
 ) -> CheckReport:
     """Check `target` (or `obj`, a Python object in hand named `target`, called as
-    `call` says) against the baseline file `baseline`."""
+    `call` says) against the baseline file `baseline`; with `runtime`, its run time too
+    (the program run under JAX's profiler)."""
     stored = baselines.read_baseline_file(baseline)
     # A missing file is refused before compiling; the platform is known only after
     # (JAX's backend starts once the target is imported, which may configure it).
     refuse_baseline(stored, None, display_path(baseline), update)
-    measurement, backend = _measure(target, options or LoadOptions(), calls, obj, call)
+    measurement, backend = _measure(target, options or LoadOptions(), calls, obj, call, runtime)
     check = _compare(
         name or target,
         target,
@@ -60,7 +62,9 @@ def check_one(
     )
 
 
-def check_configured(update: bool = False, only: Sequence[str] = ()) -> CheckReport:
+def check_configured(
+    update: bool = False, only: Sequence[str] = (), runtime: bool = False
+) -> CheckReport:
     """Check every target `[tool.hloscope.check]` lists (or those named in `only`)."""
     config = baselines.find_config()
     if config is None or not config.targets:
@@ -82,7 +86,7 @@ def check_configured(update: bool = False, only: Sequence[str] = ()) -> CheckRep
     for entry in targets:
         options = LoadOptions(args=entry.arg, args_factory=entry.args, module=entry.module)
         own = Tolerances.from_specs(entry.tolerances, where, defaults=False)
-        measurement, backend = _measure(entry.target, options, entry.calls, None, None)
+        measurement, backend = _measure(entry.target, options, entry.calls, None, None, runtime)
         # One file per target and platform: named once the target has started JAX.
         path = baselines.baseline_path(config.folder, entry.name, backend.platform)
         stored = baselines.read_baseline_file(path)
@@ -107,12 +111,37 @@ def check_configured(update: bool = False, only: Sequence[str] = ()) -> CheckRep
 
 
 def _measure(
-    target: str, options: LoadOptions, calls: str | None, obj: Any, call: Call | None
+    target: str,
+    options: LoadOptions,
+    calls: str | None,
+    obj: Any,
+    call: Call | None,
+    runtime: bool = False,
 ) -> tuple[Measurement, Backend]:
     """The facts of a target, and the backend it was compiled for (asked after the
-    target is imported)."""
+    target is imported); with `runtime`, its run time under JAX's profiler."""
     program = baselines.checked_program(target, options, call=call, calls=calls, obj=obj)
-    return measure_program(program), baselines.backend_record()
+    measurement = measure_program(program)
+    if runtime:
+        measurement = _with_runtime(target, program, measurement)
+    return measurement, baselines.backend_record()
+
+
+def _with_runtime(
+    target: str, program: baselines.CheckedProgram, measurement: Measurement
+) -> Measurement:
+    from hloscope.analyses.baseline.facts import with_runtime
+    from hloscope.reports.profile import profile_report
+    from hloscope.sources.profile import profiled
+
+    if program.optimized is None or program.lowered is None:
+        raise HloscopeError(
+            "--runtime runs one compiled program: a script or a function with --calls is not one",
+            where=target,
+        )
+    runs = profiled(program.optimized)
+    report = profile_report(program.lowered, runs.loaded, runs.runs)
+    return with_runtime(measurement, report.analysis)
 
 
 def _compare(

@@ -734,6 +734,14 @@ def check(
     module: ModuleOption = None,
     calls: CallsCheckOption = None,
     tolerance: ToleranceOption = None,
+    runtime: Annotated[
+        bool,
+        typer.Option(
+            "--runtime",
+            help="Also run the program under JAX's profiler and check its run time "
+            "(runtime.seconds_per_run), with a tolerance derived from the runs' spread.",
+        ),
+    ] = False,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
     debug: DebugOption = False,
@@ -755,7 +763,7 @@ def check(
                     "--baseline, --arg, --args, --module, --calls and --tolerance go with "
                     "a TARGET; without one, the configured targets are checked"
                 )
-            return check_configured(update)
+            return check_configured(update, runtime=runtime)
         if baseline is None:
             raise HloscopeError(
                 "which baseline? give --baseline FILE (see hloscope check --help)", where=target
@@ -767,6 +775,7 @@ def check(
             calls=calls,
             tolerances=tolerances,
             update=update,
+            runtime=runtime,
         )
 
     emit(
@@ -854,7 +863,9 @@ def profile(
             raise HloscopeError(f"--runs {runs}: expected at least 1")
         if warmup < 0:
             raise HloscopeError(f"--warmup {warmup}: expected 0 or more")
-        if _is_script(target):
+        from hloscope.sources.target import is_script
+
+        if is_script(target):
             if arg or args or runs is not None:
                 raise HloscopeError(
                     "--arg, --args and --runs are for a function; a script runs as it is, "
@@ -881,13 +892,6 @@ def profile(
         return reports.profile_report(program.lowered, program.loaded, program.runs)
 
     emit(debug, json, build, _profile_exit, timeout=timeout, what=target)
-
-
-def _is_script(target: str) -> bool:
-    """A Python script to run (`SCRIPT.py`), not an entrypoint (`file.py:function`)."""
-    from pathlib import Path
-
-    return target.endswith(".py") and Path(target).is_file()
 
 
 def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -> int:

@@ -220,3 +220,22 @@ def test_a_script_that_raises(cli, tmp_path):
     run = cli("profile", str(script), "--json")
     assert run.code == 3
     assert run.json()["eager"]["calls"] >= 1
+
+
+def test_check_runtime_passes_unchanged_and_fails_eight_times_the_work(cli, tmp_path):
+    baseline = tmp_path / "step.json"
+    step = ["check", "samples/profile_step.py:step", "--baseline", str(baseline), "--runtime"]
+    recorded = cli(*step, "--args", "samples/profile_step.py:example_args", "--update", "--json")
+    assert recorded.code == 0, recorded.stderr
+    # Unchanged: passes, twice (the tolerance comes from the runs' own spread).
+    for _ in range(2):
+        again = cli(*step, "--args", "samples/profile_step.py:example_args", "--json")
+        assert again.code == 0, again.stdout
+    slower = cli(*step, "--args", "samples/profile_step.py:eight_times_args", "--json")
+    assert slower.code == 1
+    regressions = {c["fact"]: c for c in slower.json()["changes"] if c["regression"]}
+    runtime = regressions["runtime.seconds_per_run"]
+    assert runtime["after"] > 2 * runtime["before"]
+    assert "from the runs' spread" in runtime["tolerance"]
+    matmul = line_of(SAMPLES / "profile_step.py", "the matmuls: nearly all")
+    assert f"samples/profile_step.py:{matmul}" in runtime["sources"]

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hloscope.errors import HloscopeError, display_path
+from hloscope.sources.target import is_script
 
 if TYPE_CHECKING:
     from hloscope.analyses.baseline.record import Backend, Baseline
@@ -227,7 +228,7 @@ def checked_program(
     from hloscope.sources.loader import load, load_object
     from hloscope.sources.memory import compiled_memory_dumps, loaded_memory_dumps
 
-    if obj is None and (calls is not None or _is_script(target)):
+    if obj is None and (calls is not None or is_script(target)):
         from hloscope.sources.jax.capture import record_target
 
         if options.args or options.args_factory:
@@ -248,7 +249,3 @@ def checked_program(
         return CheckedProgram(lowered=loaded, optimized=buffers.loaded, buffers=buffers)
     buffers = compiled_memory_dumps(loaded)
     return CheckedProgram(lowered=loaded, optimized=buffers.loaded, buffers=buffers)
-
-
-def _is_script(target: str) -> bool:
-    return target.endswith(".py") and Path(target).is_file()

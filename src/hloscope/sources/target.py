@@ -182,3 +182,8 @@ def parse_arg_spec(text: str) -> ArgSpec:
     else:
         dims = tuple(int(d) for d in dims_text)
     return ArgSpec(dtype=dtype, shape=dims, text=text.strip())
+
+
+def is_script(target: str) -> bool:
+    """A Python script to run (`SCRIPT.py`), not an entrypoint (`file.py:function`)."""
+    return target.endswith(".py") and Path(target).is_file()

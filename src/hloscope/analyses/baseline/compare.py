@@ -13,12 +13,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer
+from hloscope.analyses.baseline.facts import (
+    RUNTIME_SECONDS,
+    RUNTIME_SPREAD,
+    FactValue,
+    Measurement,
+    PeakBuffer,
+)
 from hloscope.analyses.baseline.tolerance import (
+    EXACT,
     NOISE_FLOORS,
     Tolerances,
     describe_amount,
     describe_move,
+    describe_site_delta,
+    runtime_tolerance,
     worse_direction,
 )
 from hloscope.units import human_bytes
@@ -85,8 +94,14 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
         old, new = before.facts.get(fact), after.facts.get(fact)
         if fact == "compile.seconds" and (old is None or new is None):
             continue
+        if fact == RUNTIME_SPREAD or (fact == RUNTIME_SECONDS and (old is None or new is None)):
+            # Measured with --runtime only; the spread is the noise, not a fact.
+            continue
         direction = worse_direction(fact)
         tolerance = tolerances.of(fact)
+        if fact == RUNTIME_SECONDS and tolerance is EXACT:
+            spreads = (before.facts.get(RUNTIME_SPREAD, 0), after.facts.get(RUNTIME_SPREAD, 0))
+            tolerance = runtime_tolerance(tuple(float(s) for s in spreads))
         if direction == "any":
             if old == new:
                 continue
@@ -97,7 +112,7 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
                 continue
             regression = (new_value > old_value) == (direction == "up")
         deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), regression)
-        where = _deltas_words(deltas)
+        where = _deltas_words(fact, deltas)
         if fact.startswith("memory.") and regression and not deltas:
             deltas = [(g.site, g.after - g.before) for g in grown]
             where = _grown_words(grown)
@@ -184,10 +199,10 @@ def _site_deltas(
     return moved
 
 
-def _deltas_words(deltas: Sequence[tuple[str, int]]) -> str:
+def _deltas_words(fact: str, deltas: Sequence[tuple[str, int]]) -> str:
     """`+2 at model.py:14, -1 at model.py:9`."""
     shown = deltas[:SOURCES_SHOWN]
-    words = ", ".join(f"{delta:+d} at {site}" for site, delta in shown)
+    words = ", ".join(f"{describe_site_delta(fact, delta)} at {site}" for site, delta in shown)
     if len(deltas) > len(shown):
         words += f", and {len(deltas) - len(shown)} more"
     return words

@@ -27,6 +27,7 @@ from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import Placement
 from hloscope.analyses.placement.collectives import collective_kind
 from hloscope.analyses.placement.loops import RunsPerCall
+from hloscope.analyses.profile import ProfileAnalysis
 from hloscope.analyses.structure import Structure
 from hloscope.ir.model import Module, Op
 
@@ -231,6 +232,28 @@ def program_facts(compiles: Iterable[tuple[str, float | None]]) -> Measurement:
         facts[f"programs.{function}.count"] = count
     facts["compile.seconds"] = _seconds(seconds)
     return _measurement(facts, {}, ())
+
+
+RUNTIME_SECONDS = "runtime.seconds_per_run"
+RUNTIME_SPREAD = "runtime.spread"
+"""How far the runs measured with it spread ((max - min) / median): not a fact to
+compare but the noise its tolerance is derived from (`tolerance.runtime_tolerance`)."""
+RUNTIME_LINES_KEPT = 8
+
+
+def with_runtime(measurement: Measurement, profile: ProfileAnalysis) -> Measurement:
+    """A measurement with the run time the profile measured (`check --runtime`): the
+    median seconds per run, their spread, and the instructions' time of the user's
+    top lines as the sites of the run time, in microseconds (which lines got slower)."""
+    times = profile.seconds_per_run
+    facts = dict(measurement.facts)
+    facts[RUNTIME_SECONDS] = round(times.median, 6)
+    facts[RUNTIME_SPREAD] = round((times.max - times.min) / times.median, 2) if times.median else 0
+    lines: Counter[str] = Counter()
+    for line in profile.lines[:RUNTIME_LINES_KEPT]:
+        lines[line.source or UNKNOWN_SITE] += round(line.seconds * 1e6)
+    sites = {**{k: Counter(v) for k, v in measurement.sites.items()}, RUNTIME_SECONDS: lines}
+    return _measurement(facts, sites, measurement.peak_buffers)
 
 
 def _measurement(

@@ -59,6 +59,20 @@ _MEASURED = ("memory.*", "cost.*", "compile.*")
 _BYTE_UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "kb": 1000, "mb": 1000**2}
 
 
+RUNTIME_TOLERANCE_BOUNDS = (1.0, 3.0)
+"""The relative tolerance of a run time, whatever the spread: at least 100% (a loaded
+machine doubles a run's time), at most 300% (a program four times slower fails)."""
+
+
+def runtime_tolerance(spreads: tuple[float, ...]) -> Tolerance:
+    """The tolerance of a run time, derived from the noise measured with it: four
+    times the larger spread of the runs ((max - min) / median) of the baseline and of
+    this measurement, within `RUNTIME_TOLERANCE_BOUNDS`."""
+    low, high = RUNTIME_TOLERANCE_BOUNDS
+    relative = min(max(4 * max(spreads, default=0.0), low), high)
+    return Tolerance(relative=relative, text=f"{relative * 100:.0f}% (from the runs' spread)")
+
+
 def worse_direction(fact: str) -> Worse:
     if fact in _DOWN_IS_WORSE:
         return "down"
@@ -154,9 +168,19 @@ def describe_amount(fact: str, value: float) -> str:
         return human_bytes(value)
     if fact.endswith("seconds"):
         return f"{value:.2f} s"
+    if fact.startswith("runtime.") and fact.endswith("seconds_per_run"):
+        return f"{value * 1000:.3g} ms"
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.3f}"
     return f"{int(value):,}"
+
+
+def describe_site_delta(fact: str, delta: int) -> str:
+    """How much one line's share of a fact moved: `+2` ops; for the run time, whose
+    sites hold microseconds, `+62.1 ms`."""
+    if fact.startswith("runtime."):
+        return f"{delta / 1000:+.3g} ms"
+    return f"{delta:+d}"
 
 
 def describe_move(fact: str, before: float, after: float) -> tuple[str, str | None]:

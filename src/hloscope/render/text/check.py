@@ -11,7 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.baseline.compare import Change, GrownBuffers
-from hloscope.analyses.baseline.tolerance import describe_amount, describe_move
+from hloscope.analyses.baseline.tolerance import (
+    describe_amount,
+    describe_move,
+    describe_site_delta,
+)
 from hloscope.render.text.common import clip, notes_group, short_source, simple_table
 from hloscope.render.text.memory import shape_text
 from hloscope.reports.check import CheckReport, TargetCheck
@@ -164,7 +168,9 @@ def _lines_table(
         if change.fact.startswith("memory."):
             continue
         for site, delta in change.site_deltas:
-            by_site.setdefault(site, []).append(f"{change.fact} {delta:+d}")
+            by_site.setdefault(site, []).append(
+                f"{change.fact} {describe_site_delta(change.fact, delta)}"
+            )
     table = simple_table(
         "Where they come from",
         [("line", "left", True), ("what it adds", "left", False)],
