@@ -57,5 +57,5 @@ def failing_args():
 def eight_times_args():
     """The same step on a batch eight times larger: eight times the work (`hloscope
     check --runtime` against a baseline recorded with `example_args` fails)."""
-    x, w, b = example_args()
+    _, w, b = example_args()
     return (jax.ShapeDtypeStruct((BATCH * 8, WIDTH), jnp.float32), w, b)
