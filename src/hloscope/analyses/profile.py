@@ -272,7 +272,7 @@ class ScriptProfile:
     """Every jitted function a script ran, by run time, and its eager ops."""
 
     functions: tuple[FunctionProfile, ...]
-    """Most run time first."""
+    """In the order they first compiled."""
     eager: EagerProfile
     wall_seconds: float
     """The script's whole run."""
@@ -313,7 +313,7 @@ def analyze_script_profile(
     eager_times = _run_times(eager, runs_of)
     known = {c.module_name for c in compiles}
     return ScriptProfile(
-        functions=tuple(sorted(functions, key=lambda f: (-f.run_seconds, f.function))),
+        functions=tuple(functions),
         eager=EagerProfile(
             calls=len(eager_times),
             compiles=len(eager),

@@ -176,7 +176,7 @@ def render_script_profile(report: ScriptProfileReport, console: Console) -> None
     console.print(header_table(rows))
     console.print()
     table = simple_table(
-        "Jitted functions by run time",
+        "Jitted functions, in the order they first compiled",
         [
             ("function", "left", True),
             ("defined at", "left", True),
