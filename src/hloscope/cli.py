@@ -859,37 +859,13 @@ def profile(
         argv = argv[1:]
 
     def build() -> reports.ProfileReport | reports.ScriptProfileReport:
-        if runs is not None and runs < 1:
-            raise HloscopeError(f"--runs {runs}: expected at least 1")
-        if warmup < 0:
-            raise HloscopeError(f"--warmup {warmup}: expected 0 or more")
-        from hloscope.sources.target import is_script
-
-        if is_script(target):
-            if arg or args or runs is not None:
-                raise HloscopeError(
-                    "--arg, --args and --runs are for a function; a script runs as it is, "
-                    "with its own arguments after its name",
-                    where=target,
-                )
-            from hloscope.sources.jax.profile import profile_script
-
-            return reports.script_profile_report(
-                profile_script(target, argv, stdout_to_stderr=json, trace_dir=trace_dir)
-            )
-        if argv:
-            raise HloscopeError(
-                f"unexpected arguments {' '.join(argv)}: a function's example arguments "
-                "come from --arg or --args",
-                where=target,
-            )
-        from hloscope.sources.profile import profiled
+        from hloscope.sources.profile import profile_target
 
         options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
-        program = profiled(
-            loader.load(target, options), runs=runs, warmup=warmup, trace_dir=trace_dir
+        profiled = profile_target(
+            target, argv, options, runs=runs, warmup=warmup, trace_dir=trace_dir, quiet=json
         )
-        return reports.profile_report(program.lowered, program.loaded, program.runs)
+        return reports.profiled_report(profiled)
 
     emit(debug, json, build, _profile_exit, timeout=timeout, what=target)
 

@@ -37,6 +37,7 @@ from hloscope.reports.profile import (
     ProfileReport,
     ScriptProfileReport,
     profile_report,
+    profiled_report,
     script_profile_report,
 )
 from hloscope.reports.registry import REPORTS, entry_of
@@ -75,6 +76,7 @@ __all__ = [
     "pick_pass",
     "placement_report",
     "profile_report",
+    "profiled_report",
     "script_profile_report",
     "stage_timings",
 ]

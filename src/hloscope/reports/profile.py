@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 from hloscope.reports.common import Timings, lowered_frames, stage_timings
 from hloscope.reports.entry import ReportEntry
 from hloscope.source_text import line_texts
-from hloscope.stages import Source
+from hloscope.stages import ProfiledScript, Source
 
 if TYPE_CHECKING:
     from hloscope.analyses.profile import ProfileAnalysis, ScriptProfile
     from hloscope.sources.loader import Loaded
-    from hloscope.stages import ProfiledRuns, ProfiledScript
+    from hloscope.sources.profile import ProfiledProgram
+    from hloscope.stages import ProfiledRuns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +70,16 @@ def profile_report(lowered: Loaded, optimized: Loaded, runs: ProfiledRuns) -> Pr
         timings=stage_timings(optimized),
         notes=notes,
     )
+
+
+def profiled_report(
+    profiled: ProfiledProgram | ProfiledScript,
+) -> ProfileReport | ScriptProfileReport:
+    """The report of what `sources.profile.profile_target` ran: a script's, or one
+    program's."""
+    if isinstance(profiled, ProfiledScript):
+        return script_profile_report(profiled)
+    return profile_report(profiled.lowered, profiled.loaded, profiled.runs)
 
 
 ENTRY = ReportEntry(

@@ -2,7 +2,8 @@
 
 The program is compiled here (the optimized module is what the trace's events are
 joined to) and run as it is called: an entrypoint's jitted function on its example
-arguments (`sources.jax.profile`).
+arguments (`sources.jax.profile`). A script runs as it is, every program it runs
+traced.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 
 from hloscope.errors import HloscopeError
-from hloscope.sources.loader import Loaded
-from hloscope.stages import ProfiledRuns
+from hloscope.sources.loader import Loaded, LoadOptions, load
+from hloscope.sources.target import is_script
+from hloscope.stages import ProfiledRuns, ProfiledScript
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,3 +56,39 @@ def profiled(
             lowering, name, loaded.label, runs=runs, warmup=warmup, trace_dir=trace_dir
         ),
     )
+
+
+def profile_target(
+    target: str,
+    argv: list[str],
+    options: LoadOptions,
+    *,
+    runs: int | None = None,
+    warmup: int = 1,
+    trace_dir: str | None = None,
+    quiet: bool = False,
+) -> ProfiledProgram | ProfiledScript:
+    """Profile what `target` names: a script (`SCRIPT.py`, run with `argv`; `quiet`
+    sends what it prints to stderr), or an entrypoint loaded with `options` (see
+    `profiled`)."""
+    if runs is not None and runs < 1:
+        raise HloscopeError(f"--runs {runs}: expected at least 1")
+    if warmup < 0:
+        raise HloscopeError(f"--warmup {warmup}: expected 0 or more")
+    if is_script(target):
+        if options.args or options.args_factory or runs is not None:
+            raise HloscopeError(
+                "--arg, --args and --runs are for a function; a script runs as it is, "
+                "with its own arguments after its name",
+                where=target,
+            )
+        from hloscope.sources.jax.profile import profile_script
+
+        return profile_script(target, argv, stdout_to_stderr=quiet, trace_dir=trace_dir)
+    if argv:
+        raise HloscopeError(
+            f"unexpected arguments {' '.join(argv)}: a function's example arguments come "
+            "from --arg or --args",
+            where=target,
+        )
+    return profiled(load(target, options), runs=runs, warmup=warmup, trace_dir=trace_dir)
