@@ -50,3 +50,13 @@ def native_stderr_captured() -> Iterator[list[str]]:
                 lines.extend(sink.read().decode("utf-8", "replace").splitlines())
     finally:
         _capture_lock.release()
+
+
+@contextlib.contextmanager
+def native_stderr_kept() -> Iterator[None]:
+    """Leave native code's lines on file descriptor 2 while the block runs: in a child
+    process whose stderr the parent reads, the last line XLA wrote before aborting is
+    what the parent's one line names. (Capturing inside the block finds the lock taken
+    and leaves descriptor 2 as it is.)"""
+    with _capture_lock:
+        yield

@@ -239,3 +239,42 @@ def test_check_runtime_passes_unchanged_and_fails_eight_times_the_work(cli, tmp_
     assert "from the runs' spread" in runtime["tolerance"]
     matmul = line_of(SAMPLES / "profile_step.py", "the matmuls: nearly all")
     assert f"samples/profile_step.py:{matmul}" in runtime["sources"]
+
+
+def test_a_dumped_hlo_module_profiled_without_python(cli, tmp_path):
+    # The module before optimizations, compiled and run in a child process on seeded
+    # random inputs made for its parameters' shapes.
+    run = cli(
+        "profile",
+        "samples/dumps/mlp.before_optimizations.hlo",
+        *("--runs", "3", "--trace-dir", str(tmp_path), "--json"),
+    )
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert_contract(doc)
+    assert doc["inputs"] == "generated"
+    assert doc["source"]["stage"] == "optimized"
+    times = trace_times(tmp_path, doc["module"])
+    assert set(times) == {op["name"] for op in doc["ops"]}
+    for op in doc["ops"]:
+        assert op["seconds"] * doc["runs"] == pytest.approx(times[op["name"]] * 1e-9, rel=1e-6)
+    # The dump's metadata still names the lines of the program it came from.
+    assert doc["lines"][0]["source"].startswith("samples/nested_jits.py:")
+
+
+def test_an_optimized_dump_is_refused(cli):
+    run = cli("profile", "samples/dumps/mlp.after_optimizations.hlo")
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert "before optimization" in line
+
+
+@pytest.mark.corpus
+def test_a_dump_that_aborts_xla_costs_one_line(cli, corpus):
+    # A valid module whose compilation fails one of XLA's checks (SIGABRT): the child
+    # dies, hloscope says so in one line, naming XLA's message.
+    module = corpus / "xla-cc-embedded-hlo/xla/hlo/transforms/bfloat16_propagation_test.014.hlo"
+    run = cli("profile", str(module), "--runs", "1")
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert "XLA aborted" in line and "Check failed" in line

@@ -30,6 +30,7 @@ from hloscope.ir import parse
 from hloscope.ir.custom_calls import module_custom_call_targets, outside_xla
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
+from hloscope.ir.types import parse_type
 from hloscope.sources import dumps
 from hloscope.sources.entrypoint import import_target
 from hloscope.sources.target import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         CompiledModule,
         CompilerOptions,
         Lowering,
+        ProfiledRuns,
     )
 
 PYTHON_OBJECT: Final = "python-object"
@@ -120,6 +122,14 @@ class Program(Protocol):
         local backend cannot run); None when nothing says so."""
         ...
 
+    def profile(
+        self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
+    ) -> tuple[Compilation, ProfiledRuns]:
+        """Compile it for the local backend and run it under JAX's profiler: `warmup`
+        runs, then `runs` measured ones (None: as many as fit in about two seconds).
+        `module` is its model (it names the program and its parameters)."""
+        ...
+
 
 @dataclasses.dataclass(eq=False)
 class Loaded:
@@ -167,6 +177,32 @@ class Loaded:
             compiler_options=(*self.options.compiler_options, *compiler_options),
         )
         compilation = self.program.compile(self.label, options.compiler_options)
+        return self._with_compilation(compilation, options, start)
+
+    def profiled(
+        self, runs: int | None = None, warmup: int = 1, trace_dir: str | None = None
+    ) -> tuple[Loaded, ProfiledRuns]:
+        """Compile the target here and run it under JAX's profiler (`Program.profile`):
+        the optimized module that ran, and the runs' times and events. The trace goes
+        to `trace_dir`, or to a temporary folder it owns."""
+        if self.program is None:
+            raise HloscopeError(
+                "this is an optimized module, read as it is: profiling compiles and runs "
+                "a program here, so give the module before optimizations (a dump "
+                "folder's before_optimizations file) or the Python function",
+                where=self.label,
+            )
+        start = time.perf_counter()
+        options = dataclasses.replace(self.options, optimized=True)
+        compilation, profiled = self.program.profile(
+            self.label, self.module, runs, warmup, trace_dir
+        )
+        return self._with_compilation(compilation, options, start), profiled
+
+    def _with_compilation(
+        self, compilation: Compilation, options: LoadOptions, start: float
+    ) -> Loaded:
+        """The same target, as the optimized module `compilation` holds."""
         parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, self.label)
         return Loaded(
             source=dataclasses.replace(self.source, ir=parsed.format, stage=OPTIMIZED),
@@ -226,6 +262,19 @@ class _LoweringProgram:
         # says why it cannot.
         return None
 
+    def profile(
+        self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
+    ) -> tuple[Compilation, ProfiledRuns]:
+        from hloscope.sources.jax.profile import profile_lowering
+
+        # The call finds this executable in JAX's cache: the module that runs.
+        compilation = self.compile(label, ())
+        name = module.name or self.lowering.name
+        profiled = profile_lowering(
+            self.lowering, name, label, runs=runs, warmup=warmup, trace_dir=trace_dir
+        )
+        return compilation, profiled
+
 
 @dataclasses.dataclass(eq=False)
 class _ModuleProgram:
@@ -253,23 +302,56 @@ class _ModuleProgram:
             self.custom_call_targets = module_custom_call_targets(self.parsed.model)
         return self.custom_call_targets
 
+    def _prepared(self, label: str) -> None:
+        """The module as bytecode, and its device counts (the parsed module let go)."""
+        if self.parsed is None:
+            return
+        bytecode = self.parsed.bytecode()
+        if bytecode is None:
+            raise HloscopeError(
+                "cannot compile this module: it is shown as XLA's HLO because its MLIR "
+                "form does not verify",
+                where=label,
+            )
+        partitions = self.parsed.model.num_partitions
+        replicas = self.parsed.model.num_replicas
+        # A module that does not say is one partition and one replica.
+        self.bytecode = bytecode
+        self.partitions = 1 if partitions is None else partitions
+        self.replicas = 1 if replicas is None else replicas
+        self.parsed = None
+
+    def profile(
+        self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
+    ) -> tuple[Compilation, ProfiledRuns]:
+        targets = self._custom_call_targets()
+        specs = _parameter_specs(module, label)
+        self._prepared(label)
+        if self.partitions * self.replicas > 1:
+            raise HloscopeError(
+                f"profiling a dumped module runs it on one device, and this one is for "
+                f"{self.partitions * self.replicas} ({self.replicas} replicas x "
+                f"{self.partitions} partitions): profile the Python function instead",
+                where=label,
+            )
+        refusal = self.refusal()
+        if refusal is not None:
+            raise HloscopeError(refusal, where=label)
+        from hloscope.sources.jax.module_run import profile_module
+
+        return profile_module(
+            self.bytecode,
+            specs,
+            label,
+            runs=runs,
+            warmup=warmup,
+            trace_dir=trace_dir,
+            custom_call_targets=tuple(sorted(targets)),
+        )
+
     def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
         targets = self._custom_call_targets()
-        if self.parsed is not None:
-            bytecode = self.parsed.bytecode()
-            if bytecode is None:
-                raise HloscopeError(
-                    "cannot compile this module: it is shown as XLA's HLO because its MLIR "
-                    "form does not verify",
-                    where=label,
-                )
-            partitions = self.parsed.model.num_partitions
-            replicas = self.parsed.model.num_replicas
-            # A module that does not say is one partition and one replica.
-            self.bytecode = bytecode
-            self.partitions = 1 if partitions is None else partitions
-            self.replicas = 1 if replicas is None else replicas
-            self.parsed = None
+        self._prepared(label)
         from hloscope.sources.jax.compile import compile_module
 
         return compile_module(
@@ -280,6 +362,32 @@ class _ModuleProgram:
             compiler_options,
             targets,
         )
+
+
+def _parameter_specs(module: Module, label: str) -> tuple[str, ...]:
+    """The entry parameters' shapes (`f32[8,128]`), for the inputs a dumped module is
+    run on; a parameter no array can be made for (a token, a tuple, a dynamic
+    dimension) is refused."""
+    entry = module.entry
+    if entry is None:
+        raise HloscopeError("the module has no entry function to run", where=label)
+    specs = []
+    for argument in entry.arguments:
+        (tensor, *more) = parse_type(argument.type) or (None,)
+        if (
+            tensor is None
+            or more
+            or tensor.dtype == "token"
+            or tensor.shape is None
+            or None in tensor.shape
+        ):
+            raise HloscopeError(
+                f"cannot make an input for parameter {argument.index} ({argument.shape}): "
+                "profiling a dump runs it on arrays made for its parameters' shapes",
+                where=label,
+            )
+        specs.append(tensor.hlo)
+    return tuple(specs)
 
 
 def loading_step(target: str) -> str:

@@ -1,9 +1,10 @@
 """A loaded target's program run under JAX's profiler (`hloscope profile`).
 
 The program is compiled here (the optimized module is what the trace's events are
-joined to) and run as it is called: an entrypoint's jitted function on its example
-arguments (`sources.jax.profile`). A script runs as it is, every program it runs
-traced.
+joined to) and run: an entrypoint's jitted function as it is called, on its example
+arguments (`sources.jax.profile`); a dump's module before optimizations on inputs
+made for its parameters' shapes, in a child process (`sources.jax.module_run`). A
+script runs as it is, every program it runs traced.
 """
 
 from __future__ import annotations
@@ -35,27 +36,11 @@ def profiled(
     warmup: int = 1,
     trace_dir: str | None = None,
 ) -> ProfiledProgram:
-    """Compile a loaded target (when it is not compiled already) and run it under JAX's
-    profiler: `warmup` runs, then `runs` measured ones (by default as many as fit in
-    about two seconds), the trace in `trace_dir` or a temporary folder."""
-    lowering = loaded.lowering
-    if lowering is None:
-        raise HloscopeError(
-            "profiling a dumped module is not supported yet: name the Python function "
-            "(pkg.module:function or file.py:function) with its example arguments",
-            where=loaded.label,
-        )
-    optimized = loaded.optimized()
-    from hloscope.sources.jax.profile import profile_lowering
-
-    name = optimized.module.name or lowering.name
-    return ProfiledProgram(
-        loaded=optimized,
-        lowered=loaded,
-        runs=profile_lowering(
-            lowering, name, loaded.label, runs=runs, warmup=warmup, trace_dir=trace_dir
-        ),
-    )
+    """Compile a loaded target here and run it under JAX's profiler (`Loaded.profiled`):
+    `warmup` runs, then `runs` measured ones (by default as many as fit in about two
+    seconds), the trace in `trace_dir` or a temporary folder."""
+    optimized, runs_made = loaded.profiled(runs, warmup, trace_dir)
+    return ProfiledProgram(loaded=optimized, lowered=loaded, runs=runs_made)
 
 
 def profile_target(

@@ -69,6 +69,22 @@ def compile_module(
     """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
     debug options for this compilation only. `custom_call_targets`: the targets the
     module calls; one the backend cannot run is refused before compiling."""
+    executable, elapsed, platform = compile_executable(
+        mlir, label, partitions, replicas, compiler_options, custom_call_targets
+    )
+    return executable_compilation(executable, elapsed, platform)
+
+
+def compile_executable(
+    mlir: bytes | str,
+    label: str,
+    partitions: int = 1,
+    replicas: int = 1,
+    compiler_options: CompilerOptions = (),
+    custom_call_targets: Iterable[str] = (),
+) -> tuple[Any, float, str]:
+    """`compile_module`'s executable, loaded on the local backend's first devices, with
+    the seconds XLA took and the backend's platform: what `profile` runs."""
     backend = local_backend()
     refusal = _custom_call_refusal(custom_call_targets, backend.platform)
     if refusal is not None:
@@ -103,11 +119,16 @@ def compile_module(
         raise HloscopeError(
             f"{xla_of_jaxlib()} failed to compile it: {one_line(str(exc), 300)}", where=label
         ) from exc
-    elapsed = time.perf_counter() - start
+    return executable, time.perf_counter() - start, str(backend.platform)
+
+
+def executable_compilation(executable: Any, elapsed: float, platform: str) -> Compilation:
+    """The optimized module of an executable `compile_executable` made, with XLA's
+    analyses."""
     return _with_analyses(
         executable.hlo_modules()[0],
         elapsed,
-        backend.platform,
+        platform,
         executable.cost_analysis,
         executable.get_compiled_memory_stats,
     )

@@ -93,6 +93,15 @@ def private_device_list(devices: tuple[Any, ...]) -> Any:
     return _xla_client.DeviceList(devices)
 
 
+def private_execute(executable: Any, arguments: list[Any]) -> list[Any]:
+    """`LoadedExecutable.execute_sharded` (jaxlib's, no public API runs a module JAX did
+    not lower): run a one-device executable `compile_executable` made on arrays placed
+    on its device, and hand back its results' arrays."""
+    results = executable.execute_sharded(arguments)
+    per_device = results.disassemble_into_single_device_arrays()
+    return [array for arrays in per_device for array in arrays]
+
+
 def private_backends_started() -> bool:
     """Whether JAX has started its backends in this process
     (`jax._src.xla_bridge.backends_are_initialized`): asking for the default backend

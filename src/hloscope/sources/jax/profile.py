@@ -63,8 +63,27 @@ def profile_lowering(
         )
     jitted, args, kwargs = lowering.runnable
     plan = InputPlan(jitted, args, kwargs, label)
+
+    def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return jitted(*args, **kwargs)
+
+    return profile_runs(call, plan, module, label, runs=runs, warmup=warmup, trace_dir=trace_dir)
+
+
+def profile_runs(
+    call: Callable[[tuple[Any, ...], dict[str, Any]], Any],
+    plan: InputPlan,
+    module: str,
+    label: str,
+    *,
+    runs: int | None,
+    warmup: int,
+    trace_dir: str | None,
+) -> ProfiledRuns:
+    """`call` on fresh inputs from `plan`: `warmup` times, then `runs` times under JAX's
+    profiler; the runs' wall times and the executions of `module`'s instructions."""
     origins = sorted({leaf.origin for leaf in plan.leaves if leaf.origin != "python"})
-    run_once = _runner(jitted, plan, label)
+    run_once = _runner(call, plan, label)
     warm = [run_once() for _ in range(max(warmup, 0 if runs is not None else 1))]
     if runs is None:
         typical = statistics.median(warm)
@@ -113,7 +132,9 @@ def _stage_name(lowering: Lowering) -> str:
     }.get(lowering.kind, "stage")
 
 
-def _runner(jitted: Any, plan: InputPlan, label: str) -> Callable[[], float]:
+def _runner(
+    call: Callable[[tuple[Any, ...], dict[str, Any]], Any], plan: InputPlan, label: str
+) -> Callable[[], float]:
     """One run: fresh inputs (a run may donate, and so delete, what it is given), then
     the call until its results are ready, timed."""
 
@@ -122,7 +143,7 @@ def _runner(jitted: Any, plan: InputPlan, label: str) -> Callable[[], float]:
         try:
             with user_code():
                 start = time.perf_counter()
-                jax.block_until_ready(jitted(*args, **kwargs))
+                jax.block_until_ready(call(args, kwargs))
                 return time.perf_counter() - start
         except HloscopeError:
             raise
