@@ -152,9 +152,7 @@ def _child(folder: Path) -> int:
             trace_dir=request["trace_dir"],
         )
     except HloscopeError as exc:
-        (folder / "error.json").write_text(
-            json.dumps({"message": exc.message, "where": exc.where})
-        )
+        (folder / "error.json").write_text(json.dumps({"message": exc.message, "where": exc.where}))
         return CHILD_EXIT_REFUSED
     result = {
         "compile_seconds": compilation.compile_seconds,
