@@ -71,6 +71,15 @@ def profile_report(lowered: Loaded, optimized: Loaded, runs: ProfiledRuns) -> Pr
     )
 
 
+def loaded_profile_report(loaded: Loaded) -> ProfileReport:
+    """The `profile` report of a loaded target: its program compiled (when it is not
+    already) and run under JAX's profiler, as `hloscope profile` runs it."""
+    from hloscope.sources.profile import profiled
+
+    program = profiled(loaded)
+    return profile_report(program.lowered, program.loaded, program.runs)
+
+
 ENTRY = ReportEntry(
     report=ProfileReport,
     json="hloscope.render.json:profile_json",
