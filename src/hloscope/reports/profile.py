@@ -84,6 +84,7 @@ ENTRY = ReportEntry(
     report=ProfileReport,
     json="hloscope.render.json:profile_json",
     text="hloscope.render.text.profile:render_profile",
+    tab="hloscope.tui.views.profile:VIEW",
 )
 
 
