@@ -45,6 +45,7 @@ def test_the_browser_shows_the_registrys_tabs_in_its_order():
         "fusions",
         "aot",
         "memory",
+        "profile",
     ]
     assert tuple(entry.browser_tab() for entry in REPORTS if entry.tab is not None) == VIEWS
 

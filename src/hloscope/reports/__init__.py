@@ -36,6 +36,7 @@ from hloscope.reports.placement import PlacementReport, placement_report
 from hloscope.reports.profile import (
     ProfileReport,
     ScriptProfileReport,
+    loaded_profile_report,
     profile_report,
     profiled_report,
     script_profile_report,
@@ -67,6 +68,7 @@ __all__ = [
     "fusions_report",
     "inspect_report",
     "loaded_memory_report",
+    "loaded_profile_report",
     "lowered_frames",
     "memory_report",
     "params_report",

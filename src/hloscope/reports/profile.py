@@ -82,10 +82,20 @@ def profiled_report(
     return profile_report(profiled.lowered, profiled.loaded, profiled.runs)
 
 
+def loaded_profile_report(loaded: Loaded) -> ProfileReport:
+    """The `profile` report of a loaded target: its program compiled (when it is not
+    already) and run under JAX's profiler, as `hloscope profile` runs it."""
+    from hloscope.sources.profile import profiled
+
+    program = profiled(loaded)
+    return profile_report(program.lowered, program.loaded, program.runs)
+
+
 ENTRY = ReportEntry(
     report=ProfileReport,
     json="hloscope.render.json:profile_json",
     text="hloscope.render.text.profile:render_profile",
+    tab="hloscope.tui.views.profile:VIEW",
 )
 
 

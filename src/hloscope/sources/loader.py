@@ -23,16 +23,15 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
-from hloscope.ir.custom_calls import module_custom_call_targets, outside_xla
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
-from hloscope.ir.types import parse_type
 from hloscope.sources import dumps
 from hloscope.sources.entrypoint import import_target
+from hloscope.sources.programs import LoweringProgram, ModuleProgram, Program
 from hloscope.sources.target import (
     DumpTarget,
     EntrypointTarget,
@@ -106,29 +105,6 @@ class LoadOptions:
     defer_model: bool = False
     """Build the model of a module parsed as MLIR when it is first asked for
     (`ParsedModule.model`), not while loading: the browser prints a module first."""
-
-
-class Program(Protocol):
-    """What XLA is given for a loaded target (an entrypoint's lowering, a dump's module
-    before optimizations), kept so that the target can be compiled again with other
-    `compiler_options`, as `jax.stages.Lowered.compile` can."""
-
-    def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
-        """Compile it for the local backend with `compiler_options`."""
-        ...
-
-    def refusal(self) -> str | None:
-        """Why compiling it here would fail, known without compiling (custom calls the
-        local backend cannot run); None when nothing says so."""
-        ...
-
-    def profile(
-        self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
-    ) -> tuple[Compilation, ProfiledRuns]:
-        """Compile it for the local backend and run it under JAX's profiler: `warmup`
-        runs, then `runs` measured ones (None: as many as fit in about two seconds).
-        `module` is its model (it names the program and its parameters)."""
-        ...
 
 
 @dataclasses.dataclass(eq=False)
@@ -244,150 +220,6 @@ class XlaDump:
     """The dump folder (temporary: gone after the `with` block)."""
     compiled: Loaded
     """The optimized module XLA made."""
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _LoweringProgram:
-    """An entrypoint's (or an object's) lowering: compiled through JAX."""
-
-    lowering: Lowering
-
-    def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
-        from hloscope.sources.jax.compile import compile_lowering
-
-        return compile_lowering(self.lowering, label, compiler_options)
-
-    def refusal(self) -> str | None:
-        # JAX lowered it for the local backend, or compiles it for another one and
-        # says why it cannot.
-        return None
-
-    def profile(
-        self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
-    ) -> tuple[Compilation, ProfiledRuns]:
-        from hloscope.sources.jax.profile import profile_lowering
-
-        # The call finds this executable in JAX's cache: the module that runs.
-        compilation = self.compile(label, ())
-        name = module.name or self.lowering.name
-        profiled = profile_lowering(
-            self.lowering, name, label, runs=runs, warmup=warmup, trace_dir=trace_dir
-        )
-        return compilation, profiled
-
-
-@dataclasses.dataclass(eq=False)
-class _ModuleProgram:
-    """A dump's module before optimizations, compiled as MLIR. The parsed module is
-    turned into bytecode at the first compile and then let go."""
-
-    parsed: ParsedModule | None
-    bytecode: bytes = b""
-    partitions: int = 1
-    replicas: int = 1
-    custom_call_targets: frozenset[str] | None = None
-    """The custom-call targets the module names (read at the first ask)."""
-
-    def refusal(self) -> str | None:
-        targets = self._custom_call_targets()
-        if not outside_xla(targets):
-            return None  # without importing JAX (the browser asks of every dump)
-        from hloscope.sources.jax.compile import custom_call_refusal
-
-        return custom_call_refusal(targets)
-
-    def _custom_call_targets(self) -> frozenset[str]:
-        if self.custom_call_targets is None:
-            assert self.parsed is not None
-            self.custom_call_targets = module_custom_call_targets(self.parsed.model)
-        return self.custom_call_targets
-
-    def _prepared(self, label: str) -> None:
-        """The module as bytecode, and its device counts (the parsed module let go)."""
-        if self.parsed is None:
-            return
-        bytecode = self.parsed.bytecode()
-        if bytecode is None:
-            raise HloscopeError(
-                "cannot compile this module: it is shown as XLA's HLO because its MLIR "
-                "form does not verify",
-                where=label,
-            )
-        partitions = self.parsed.model.num_partitions
-        replicas = self.parsed.model.num_replicas
-        # A module that does not say is one partition and one replica.
-        self.bytecode = bytecode
-        self.partitions = 1 if partitions is None else partitions
-        self.replicas = 1 if replicas is None else replicas
-        self.parsed = None
-
-    def profile(
-        self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
-    ) -> tuple[Compilation, ProfiledRuns]:
-        targets = self._custom_call_targets()
-        specs = _parameter_specs(module, label)
-        self._prepared(label)
-        if self.partitions * self.replicas > 1:
-            raise HloscopeError(
-                f"profiling a dumped module runs it on one device, and this one is for "
-                f"{self.partitions * self.replicas} ({self.replicas} replicas x "
-                f"{self.partitions} partitions): profile the Python function instead",
-                where=label,
-            )
-        refusal = self.refusal()
-        if refusal is not None:
-            raise HloscopeError(refusal, where=label)
-        from hloscope.sources.jax.module_run import profile_module
-
-        return profile_module(
-            self.bytecode,
-            specs,
-            label,
-            runs=runs,
-            warmup=warmup,
-            trace_dir=trace_dir,
-            custom_call_targets=tuple(sorted(targets)),
-        )
-
-    def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
-        targets = self._custom_call_targets()
-        self._prepared(label)
-        from hloscope.sources.jax.compile import compile_module
-
-        return compile_module(
-            self.bytecode,
-            label,
-            self.partitions,
-            self.replicas,
-            compiler_options,
-            targets,
-        )
-
-
-def _parameter_specs(module: Module, label: str) -> tuple[str, ...]:
-    """The entry parameters' shapes (`f32[8,128]`), for the inputs a dumped module is
-    run on; a parameter no array can be made for (a token, a tuple, a dynamic
-    dimension) is refused."""
-    entry = module.entry
-    if entry is None:
-        raise HloscopeError("the module has no entry function to run", where=label)
-    specs = []
-    for argument in entry.arguments:
-        (tensor, *more) = parse_type(argument.type) or (None,)
-        if (
-            tensor is None
-            or more
-            or tensor.dtype == "token"
-            or tensor.shape is None
-            or None in tensor.shape
-        ):
-            raise HloscopeError(
-                f"cannot make an input for parameter {argument.index} ({argument.shape}): "
-                "profiling a dump runs it on arrays made for its parameters' shapes",
-                where=label,
-            )
-        specs.append(tensor.hlo)
-    return tuple(specs)
 
 
 def loading_step(target: str) -> str:
@@ -616,7 +448,7 @@ def _lower_entrypoint(
         arguments_hint=_hint(call),
     )
     notes = entrypoint.notes + lowering.notes
-    program = _LoweringProgram(lowering)
+    program = LoweringProgram(lowering)
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = program.compile(label, options.compiler_options)
@@ -852,7 +684,7 @@ def _load_dump_data(
     fmt, parsed, lowering = _parse_dump(data, label, options.defer_model)
     stage = stage_hint or _stage_of(parsed, data, file_name)
     compilation = None
-    program = None if stage == OPTIMIZED else _ModuleProgram(parsed)
+    program = None if stage == OPTIMIZED else ModuleProgram(parsed)
     if program is not None and options.optimized:
         if not options.compile_dumps:
             raise HloscopeError(

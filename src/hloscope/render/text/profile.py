@@ -66,7 +66,7 @@ def render_profile(report: ProfileReport, console: Console) -> None:
         ("module", report.module or "(unnamed)"),
         ("time per run", Text(runs_text(analysis), style="bold")),
         ("instructions", coverage_text(analysis)),
-        ("inputs", _inputs_text(analysis.inputs)),
+        ("inputs", inputs_text(analysis.inputs)),
         ("timings", timings_text(report.timings)),
     ]
     if analysis.trace_file:
@@ -81,7 +81,8 @@ def render_profile(report: ProfileReport, console: Console) -> None:
         console.print(notes)
 
 
-def _inputs_text(inputs: str) -> str:
+def inputs_text(inputs: str) -> str:
+    """Where the inputs came from, and what generated values are."""
     if "generated" in inputs:
         return f"{inputs} (values for shapes: seeded random, the same every run)"
     return inputs

@@ -1,5 +1,6 @@
 """What a report tab shows before its report is there: that it is being built, or
-what pressing enter will do (compile the optimized module, run the AOT check)."""
+what pressing enter will do (compile the optimized module, run the AOT check or
+the profile)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ class PendingView(Static, can_focus=True):
             "enter",
             "run",
             "Run",
-            tooltip="Build the tab's report: compile the optimized module, or run the AOT check",
+            tooltip=(
+                "Build the tab's report: compile the optimized module, or run what the "
+                "tab says (the AOT check, the profile)"
+            ),
             show=True,
         ),
     ]
