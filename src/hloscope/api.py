@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         ParamsReport,
         PassesReport,
         PlacementReport,
+        ProfileReport,
     )
     from hloscope.sources.loader import Call, Loaded, LoadOptions
     from hloscope.stages import Source
@@ -303,6 +304,20 @@ class Inspection(Displayed):
 
             self._memory = shown(reports.loaded_memory_report(self.loaded))
         return self._memory
+
+    def profile(
+        self, runs: int | None = None, warmup: int = 1, trace_dir: str | None = None
+    ) -> ProfileReport:
+        """Where the run time goes, by XLA instruction and by line (`hloscope
+        profile`): compiles, then runs the program under JAX's profiler, `warmup`
+        times and then `runs` times (by default as many as fit in about two seconds),
+        each time it is asked (times differ from run to run). The trace stays in
+        `trace_dir` when given."""
+        from hloscope import reports
+        from hloscope.sources.profile import profiled
+
+        program = profiled(self.loaded, runs=runs, warmup=warmup, trace_dir=trace_dir)
+        return shown(reports.profile_report(program.lowered, program.loaded, program.runs))
 
     def aot_check(self, aot: Any = None) -> AotReport:
         """The direct call against the AOT path (`hloscope aot-check`): calls the
