@@ -180,7 +180,8 @@ VIEW = ReportView(
     optimized=True,
     on_demand=(
         "Run your function under JAX's profiler (this runs your code: a warm-up run, "
-        "then as many runs as fit in about two seconds, on its example arguments), and "
-        "show where the run time goes: per line of yours and per XLA instruction."
+        "then as many runs as fit in about two seconds, on its example arguments; a "
+        "dump runs in a child process on inputs made for its parameters), and show "
+        "where the run time goes: per line of yours and per XLA instruction."
     ),
 )
