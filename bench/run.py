@@ -62,13 +62,7 @@ HLOSCOPE = [PYTHON, "-m", "hloscope"]
 sys.path.insert(0, str(ROOT))
 
 from bench import generate  # noqa: E402
-
-
-@dataclasses.dataclass
-class Measurement:
-    seconds: float
-    max_rss_kb: int
-    stdout: str
+from bench.measure import Measurement, measure_command  # noqa: E402
 
 
 def bytecode_cache_env() -> dict[str, str]:
@@ -81,26 +75,10 @@ def bytecode_cache_env() -> dict[str, str]:
     return environment
 
 
-def measure(command: list[str], env: dict[str, str] | None = None) -> Measurement:
-    """Wall time and peak RSS (the process and the children it waited for)."""
-    with tempfile.TemporaryFile() as out:
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.PIPE,
-            cwd=ROOT,
-            env={**bytecode_cache_env(), **(env or {})},
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - start
-        stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-        out.seek(0)
-        stdout = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise RuntimeError(f"{' '.join(command)} failed ({code}): {stderr[-500:]}")
-    return Measurement(elapsed, int(usage.ru_maxrss), stdout)
+def measure(command: list[str]) -> Measurement:
+    """Wall time and peak RSS of `command`, run from the repository root with the
+    bytecode cache on."""
+    return measure_command(command, cwd=ROOT, env=bytecode_cache_env())
 
 
 def median_of(command: list[str], repeats: int) -> tuple[float, int, str]:
