@@ -9,7 +9,7 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    HLO text) and on the corpus' largest real modules. Goals: at most 1.5x the
    floor's time at 100k and 1M ops for text and HLO, 2x for bytecode and portable
    artifacts; time per op flat within 20% from 10k to 1M; peak memory at most 2x
-   the floor's.
+   the floor's (each command's own peak, as bench/measure.py measures it).
 2. diff: `hloscope diff A B --json` of a 100k-op module and a mutated copy against
    the floor of parsing both (goal: at most 3x), and against GNU `diff` of their
    texts (no goal: the scale of a line diff).
@@ -76,8 +76,8 @@ def bytecode_cache_env() -> dict[str, str]:
 
 
 def measure(command: list[str]) -> Measurement:
-    """Wall time and peak RSS of `command`, run from the repository root with the
-    bytecode cache on."""
+    """Wall time and the command's own peak RSS, run from the repository root with
+    the bytecode cache on."""
     return measure_command(command, cwd=ROOT, env=bytecode_cache_env())
 
 
