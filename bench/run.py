@@ -9,7 +9,7 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    HLO text) and on the corpus' largest real modules. Goals: at most 1.5x the
    floor's time at 100k and 1M ops for text and HLO, 2x for bytecode and portable
    artifacts; time per op flat within 20% from 10k to 1M; peak memory at most 2x
-   the floor's.
+   the floor's (each command's own peak, as bench/measure.py measures it).
 2. diff: `hloscope diff A B --json` of a 100k-op module and a mutated copy against
    the floor of parsing both (goal: at most 3x), and against GNU `diff` of their
    texts (no goal: the scale of a line diff).
@@ -62,13 +62,7 @@ HLOSCOPE = [PYTHON, "-m", "hloscope"]
 sys.path.insert(0, str(ROOT))
 
 from bench import generate  # noqa: E402
-
-
-@dataclasses.dataclass
-class Measurement:
-    seconds: float
-    max_rss_kb: int
-    stdout: str
+from bench.measure import Measurement, measure_command  # noqa: E402
 
 
 def bytecode_cache_env() -> dict[str, str]:
@@ -81,26 +75,10 @@ def bytecode_cache_env() -> dict[str, str]:
     return environment
 
 
-def measure(command: list[str], env: dict[str, str] | None = None) -> Measurement:
-    """Wall time and peak RSS (the process and the children it waited for)."""
-    with tempfile.TemporaryFile() as out:
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.PIPE,
-            cwd=ROOT,
-            env={**bytecode_cache_env(), **(env or {})},
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - start
-        stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-        out.seek(0)
-        stdout = out.read().decode(errors="replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise RuntimeError(f"{' '.join(command)} failed ({code}): {stderr[-500:]}")
-    return Measurement(elapsed, int(usage.ru_maxrss), stdout)
+def measure(command: list[str]) -> Measurement:
+    """Wall time and the command's own peak RSS, run from the repository root with
+    the bytecode cache on."""
+    return measure_command(command, cwd=ROOT, env=bytecode_cache_env())
 
 
 def median_of(command: list[str], repeats: int) -> tuple[float, int, str]:
