@@ -32,6 +32,11 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    plain Python read of the files counting their instruction lines. No goal: what
    matters is seconds rather than minutes; the ratio says what counting costs.
 
+7. profile: `hloscope profile samples/profile_step.py:step --runs 20` against the
+   same step compiled and run 20 times by a plain loop timing each call (after one
+   warm-up call): the median time per run, as each measures it. Goal: 1.2x (JAX's
+   profiler tracing every instruction costs little beside the run itself).
+
 Results go to bench/results/latest.md and latest.json.
 
     .venv/bin/python bench/run.py [--quick]     # --quick: skip the 1M-op modules
@@ -425,6 +430,61 @@ def passes_rows() -> list[Row]:
 # --------------------------------------------------------------------------- report
 
 
+# --------------------------------------------------------------------------- 7. profile
+
+PROFILE_RUNS = 20
+
+PLAIN_RUNS = """
+import statistics, sys, time
+sys.path.insert(0, {root!r})
+import jax
+from samples.profile_step import example_args, step
+from hloscope_bench_inputs import concrete
+args = concrete(example_args())
+jax.block_until_ready(step(*args))
+times = []
+for _ in range({runs}):
+    start = time.perf_counter()
+    jax.block_until_ready(step(*args))
+    times.append(time.perf_counter() - start)
+print(statistics.median(times))
+"""
+
+CONCRETE_INPUTS = """
+import jax, numpy as np
+def concrete(shapes):
+    rng = np.random.default_rng(0)
+    return tuple(
+        jax.device_put(rng.standard_normal(s.shape).astype(s.dtype)) for s in shapes
+    )
+"""
+
+
+def profile_rows(repeats: int = 3) -> list[Row]:
+    target = ["samples/profile_step.py:step", "--args", "samples/profile_step.py:example_args"]
+    command = [*HLOSCOPE, "profile", *target, "--runs", str(PROFILE_RUNS), "--json"]
+    plain, profiled = [], []
+    with tempfile.TemporaryDirectory(prefix="hloscope-bench-") as folder:
+        Path(folder, "hloscope_bench_inputs.py").write_text(CONCRETE_INPUTS)
+        script = PLAIN_RUNS.format(root=str(ROOT), runs=PROFILE_RUNS)
+        plain_command = [PYTHON, "-c", f"import sys; sys.path.insert(0, {folder!r})\n{script}"]
+        for _ in range(repeats):
+            # Interleaved, so that the machine's load weighs on both alike.
+            plain.append(float(measure(plain_command).stdout.strip().splitlines()[-1]))
+            doc = json.loads(measure(command).stdout)
+            profiled.append(doc["seconds_per_run"]["median"])
+    return [
+        Row(
+            "profile",
+            "profile's runs (traced) vs the same runs in a plain loop",
+            None,
+            statistics.median(plain),
+            statistics.median(profiled),
+            1.2,
+        )
+    ]
+
+
 def machine() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -510,6 +570,7 @@ def main() -> int:
         ("entrypoint", entrypoint_rows),
         ("compiles", compiles_rows),
         ("passes", passes_rows),
+        ("profile", profile_rows),
     ):
         print(f"measuring {section} ...", flush=True)
         rows.extend(build())
