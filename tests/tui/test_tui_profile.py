@@ -11,7 +11,7 @@ from conftest import DUMPS, ROOT
 from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.screens.message import ErrorScreen
-from hloscope.tui.views.profile import can_profile
+from hloscope.tui.views.profile import ProfileView, can_profile
 from hloscope.tui.widgets.pending import PendingView
 from hloscope.tui.widgets.report_list import ReportList
 from tui_support import SIZE, loaded, quiet, selected_name, status, sync, until
@@ -85,6 +85,12 @@ async def test_the_profile_tab_leads_from_the_matmul_to_its_fusion():
         assert app.query_one(TabbedContent).active == "tab-ir"
         assert selected_name(app) == "mhlo.fusion"
         assert f"samples/profile_step.py:{MATMUL}: 1/" in status(app)
+        # r runs the program again; the tab shows the new runs.
+        await press(pilot, PROFILE_KEY, "r")
+        await until(pilot, lambda: app.on_demand["profile"] is not report, "the second run")
+        await until(pilot, lambda: app.job is None, "the second run's end")
+        await quiet(pilot)
+        assert app.query_one("#profile-view", ProfileView).report is app.on_demand["profile"]
 
 
 @sync

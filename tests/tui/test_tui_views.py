@@ -12,6 +12,7 @@ from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.browser import BrowserPane
 from hloscope.tui.screens.message import ErrorScreen
+from hloscope.tui.views.aot import AotView
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.pending import PendingView
 from hloscope.tui.widgets.report_list import ReportList
@@ -377,10 +378,14 @@ async def test_the_aot_check_runs_when_asked_and_shows_the_differences():
         await loaded(app, pilot)
         await press(pilot, "6")
         assert app.query_one("#aot-view") is not None
-        # r runs it again.
+        # r runs it again, and the tab shows the new report, not the first one.
+        first = app.on_demand["aot"]
         await press(pilot, "r")
         assert app.jobs[-1] == "AOT check: samples/wrapped.py:difference"
         await until(pilot, lambda: app.job is None, "the second check")
+        await quiet(pilot)
+        assert app.on_demand["aot"] is not first
+        assert app.query_one("#aot-view", AotView).report is app.on_demand["aot"]
 
 
 @sync

@@ -360,7 +360,8 @@ class HloscopeApp(WorkingApp):
             self.on_demand_failures.pop(message.view_id, None)
         view = next((v for v in VIEWS if v.id == message.view_id), None)
         if view is not None:
-            await self._refresh_view(view)
+            # A report run again (`r`) is a new report for the same widget type.
+            await self._refresh_view(view, replace=True)
 
     # -- showing a session --------------------------------------------------------------
 
@@ -429,8 +430,9 @@ class HloscopeApp(WorkingApp):
             view.id, f"{view.title} could not be built: {failure}", runnable=False
         ).add_class("view-failure")
 
-    async def _refresh_view(self, view: ReportView) -> None:
-        """Show what `view`'s tab should show now (its report arrived)."""
+    async def _refresh_view(self, view: ReportView, replace: bool = False) -> None:
+        """Show what `view`'s tab should show now (its report arrived); with `replace`,
+        even when it shows a report already (one built again)."""
         session = self.session
         pane_id = f"tab-{view.id}"
         if session is None or pane_id not in self._view_tabs:
@@ -438,7 +440,12 @@ class HloscopeApp(WorkingApp):
         pane = self.query_one(TabbedContent).get_pane(pane_id)
         old = pane.children[0] if pane.children else None
         widget = self._view_widget(session, view)
-        if old is not None and type(old) is type(widget) and not isinstance(old, PendingView):
+        if (
+            not replace
+            and old is not None
+            and type(old) is type(widget)
+            and not isinstance(old, PendingView)
+        ):
             return  # already showing the report
         had_focus = self.focused is not None and pane in self.focused.ancestors
         await pane.remove_children()

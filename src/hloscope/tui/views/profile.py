@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -30,7 +32,7 @@ from hloscope.render.text.profile import (
 from hloscope.render.text.source_lines import SourceColumn, elide_source
 from hloscope.reports import ProfileReport, loaded_profile_report
 from hloscope.sources.loader import Loaded
-from hloscope.tui.views.base import ReportView
+from hloscope.tui.views.base import ReportView, RunView
 from hloscope.tui.widgets.report_list import (
     Column,
     Jump,
@@ -155,7 +157,15 @@ def header_text(report: ProfileReport) -> Text:
 
 
 class ProfileView(Vertical):
-    """The profile report; rows lead to their instructions in the IR."""
+    """The profile report; rows lead to their instructions in the IR; `r` runs the
+    program again (after editing the code, or to see the times move)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "run_again", "Run the profile again", show=True),
+    ]
+
+    def action_run_again(self) -> None:
+        self.post_message(RunView("profile"))
 
     def __init__(self, report: ProfileReport, module: Module) -> None:
         super().__init__(id="profile-view", classes="report-view")
