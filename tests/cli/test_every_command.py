@@ -1,7 +1,7 @@
 """Every command on the samples, checked against the JSON contract (DESIGN.md) rather
 than recorded outputs, so that it holds on every JAX release hloscope supports: what
 the smoke tier (`make smoke-jax`) runs on JAX 0.8 and 0.9 for the commands the goldens
-do not cover (`memory`, `passes`, `compiles`), and for `--version` and the
+do not cover (`memory`, `passes`, `compiles`, `profile`), and for `--version` and the
 `environment` every JSON report carries.
 """
 
@@ -36,6 +36,9 @@ CASES: list[tuple[str, list[str]]] = [
     ("placement", [*sample("sharded_mlp", "mlp"), "--compile"]),
     ("aot-check", sample("aot", "step")),
     ("diff", ["samples/dumps/mlp.stablehlo.mlir", "samples/dumps/mlp.exported.bin"]),
+    ("profile", [*sample("profile_step", "step"), "--runs", "2"]),
+    ("profile", ["samples/dumps/mlp.before_optimizations.hlo", "--runs", "2"]),
+    ("profile", ["samples/jit_granularity.py", "2"]),
 ]
 
 
@@ -78,6 +81,15 @@ def check_contract(command: str, doc: dict[str, Any]) -> None:
         assert doc["fusions"] and all(f["kind"].startswith("k") for f in doc["fusions"])
     elif command == "placement":
         assert doc["summary"] and doc["shardings"]
+    elif command == "profile" and "functions" in doc:
+        assert {f["function"]: f["calls"] for f in doc["functions"]} == {
+            "mlp": 2,
+            "layer": 4,
+            "head": 2,
+        }
+    elif command == "profile":
+        assert doc["ops"] and doc["lines"] and doc["runs"] == 2
+        assert sum(op["share"] for op in doc["ops"]) == pytest.approx(1.0)
     elif command == "aot-check" or command == "diff":
         assert doc["verdict"] == "same"
 
