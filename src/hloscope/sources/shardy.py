@@ -60,7 +60,7 @@ def shardy_dumps(loaded: Loaded) -> ShardyDumps:
             text = before_file.read_text(encoding="utf-8", errors="replace")
             before = parse_hlo_text(text, before_file.name).model
         if propagated is None:
-            return ShardyDumps(compiled, None, before, _no_shardy(loaded))
+            return ShardyDumps(compiled, None, before, _no_shardy(loaded, compiled))
         return ShardyDumps(compiled, read_propagation(propagated), before, None)
 
 
@@ -73,7 +73,12 @@ def _pick(paths: list[Path], name: str) -> Path | None:
     return paths[0] if paths else None
 
 
-def _no_shardy(loaded: Loaded) -> str:
+def _no_shardy(loaded: Loaded, compiled: Loaded) -> str:
+    if (compiled.module.num_partitions or 1) <= 1:
+        return (
+            "no sharding origins: the module is not partitioned (one partition), "
+            "so no partitioner ran"
+        )
     if loaded.lowering is not None:
         from hloscope.sources.jax.compile import shardy_partitioner
 

@@ -371,7 +371,7 @@ def render_placement(report: PlacementReport, console: Console) -> None:
     if report.why is not None:
         from hloscope.render.text.why import why_section
 
-        section(why_section(report.why))
+        section(why_section(report.why, report.notes))
     if placement.warnings:
         section(placement_warnings(placement))
     notes = notes_group(report.notes)

@@ -14,14 +14,15 @@ if TYPE_CHECKING:
     from hloscope.analyses.placement.why_report import CollectiveSite, Why
 
 
-def why_section(why: Why) -> RenderableType:
-    """The causes, one line per collective site, then the origins."""
+def why_section(why: Why, notes: tuple[str, ...] = ()) -> RenderableType:
+    """The causes, one line per collective site, then the origins; `why.note` unless
+    it is among the report's `notes` (shown below)."""
     lines: list[RenderableType] = [
         Text(f"Why each collective is there ({len(why.sites)})", style="bold")
     ]
     for site in why.sites:
         lines.append(Text("• " + _short(site), style="dim" if site.note else ""))
-    if why.note:
+    if why.note and why.note not in notes:
         lines.append(Text(why.note, style="dim"))
     if why.origins:
         lines.append(Text(""))
