@@ -74,7 +74,7 @@ def _pick(paths: list[Path], name: str) -> Path | None:
 
 
 def _no_shardy(loaded: Loaded, compiled: Loaded) -> str:
-    if (compiled.module.num_partitions or 1) <= 1:
+    if (loaded.module.num_partitions or 1) <= 1 and (compiled.module.num_partitions or 1) <= 1:
         return (
             "no sharding origins: the module is not partitioned (one partition), "
             "so no partitioner ran"
