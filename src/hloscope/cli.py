@@ -89,6 +89,7 @@ PrintOption = Annotated[bool, typer.Option("--print", help="Print the report eve
 PrintedAnywayOption = Annotated[
     bool, typer.Option("--print", help="Print the report (what this command always does).")
 ]
+WHY_HELP = "Compile with Shardy's dumps and say why each collective is there."
 DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
 TimeoutOption = Annotated[
     float | None,
@@ -297,18 +298,16 @@ def placement(
     compile: CompileOption = False,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
+    why: Annotated[bool, typer.Option("--why", help=WHY_HELP)] = False,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """Where it runs: compute types (host vs device), memory kinds and transfers,
     shardings and meshes, collectives, and warnings."""
-    emit(
-        debug,
-        json,
-        lambda: reports.placement_report(loader.load(target, _options(arg, args, module, compile))),
-        timeout=timeout,
-        what=target,
-    )
+    # --why compiles the loaded module itself, with Shardy's dumps.
+    build = reports.placement_why_report if why else reports.placement_report
+    options = _options(arg, args, module, compile and not why)
+    emit(debug, json, lambda: build(loader.load(target, options)), timeout=timeout, what=target)
 
 
 @app.command()

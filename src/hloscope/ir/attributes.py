@@ -638,3 +638,43 @@ def read_sharding(text: str) -> Sharding:
     if text.startswith("#sdy."):
         return parse_sdy_sharding(text)
     return parse_hlo_sharding(text)
+
+
+_GROUP_AXIS = re.compile(r'axis_ref<name\s*=\s*"((?:[^"\\]|\\.)*)"')
+_GROUP_MESH = re.compile(r"mesh\s*=\s*@([\w.$-]+)")
+_DENSE_GROUPS = re.compile(r"dense<(\[.*\])>\s*:\s*tensor<(\d+)x(\d+)x")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplicaGroups:
+    """Which devices a collective communicates among: XLA's mesh-axes form
+    (`#stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = [...]>`, on a mesh of
+    XLA's own axes `axis_0`, ...) or explicit groups of device ids."""
+
+    mesh: str | None
+    """The mesh of the mesh-axes form; None for explicit groups."""
+    axes: tuple[str, ...]
+    """The mesh axes of the mesh-axes form (XLA's names)."""
+    groups: tuple[tuple[int, ...], ...]
+    """Explicit groups of device ids; empty for the mesh-axes form."""
+
+
+@functools.lru_cache(maxsize=256)
+def parse_replica_groups(text: str) -> ReplicaGroups | None:
+    """A collective's `replica_groups` attribute; None when it is neither form."""
+    if "replica_group_mesh_axes" in text:
+        mesh = _GROUP_MESH.search(text)
+        return ReplicaGroups(
+            mesh=mesh.group(1) if mesh else None,
+            axes=tuple(_GROUP_AXIS.findall(text)),
+            groups=(),
+        )
+    dense = _DENSE_GROUPS.search(text)
+    if dense is None:
+        return None
+    ids = [int(n) for n in re.findall(r"-?\d+", dense.group(1))]
+    width = int(dense.group(3))
+    if width == 0 or len(ids) % width:
+        return None
+    groups = tuple(tuple(ids[i : i + width]) for i in range(0, len(ids), width))
+    return ReplicaGroups(mesh=None, axes=(), groups=groups)

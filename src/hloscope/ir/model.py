@@ -212,6 +212,12 @@ class Op:
         copy-start's destination, source, context)."""
         return decoded.tuple_memory_spaces(self.attributes.get("xla_shape", ""))
 
+    @property
+    def replica_groups(self) -> decoded.ReplicaGroups | None:
+        """A collective's device groups (`replica_groups`); None when it has none."""
+        text = self.attributes.get("replica_groups")
+        return decoded.parse_replica_groups(text) if text else None
+
     def references(self, key: str) -> tuple[str, ...]:
         """The functions an attribute names (`callee = @f`, `calls = [@a, @b]`), by
         name; empty when it has none."""

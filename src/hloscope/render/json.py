@@ -404,6 +404,10 @@ def placement_json(report: PlacementReport) -> dict[str, Any]:
         }
         for p in placement.placed_ops
     ]
+    if report.why is not None:
+        from hloscope.render.why_json import add_why
+
+        add_why(body, report.why)
     body["notes"] = list(report.notes)
     return document("placement", report.source.target, body)
 

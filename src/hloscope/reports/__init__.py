@@ -32,7 +32,11 @@ from hloscope.reports.passes import (
     passes_report,
     pick_pass,
 )
-from hloscope.reports.placement import PlacementReport, placement_report
+from hloscope.reports.placement import (
+    PlacementReport,
+    placement_report,
+    placement_why_report,
+)
 from hloscope.reports.profile import (
     ProfileReport,
     ScriptProfileReport,
@@ -77,6 +81,7 @@ __all__ = [
     "passes_report",
     "pick_pass",
     "placement_report",
+    "placement_why_report",
     "profile_report",
     "profiled_report",
     "script_profile_report",

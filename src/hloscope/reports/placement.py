@@ -10,6 +10,7 @@ from hloscope.stages import Source
 
 if TYPE_CHECKING:
     from hloscope.analyses.placement import Placement
+    from hloscope.analyses.placement.why_report import Why
     from hloscope.sources.loader import Loaded
 
 
@@ -21,6 +22,8 @@ class PlacementReport:
     source: Source
     placement: Placement
     notes: tuple[str, ...]
+    why: Why | None = None
+    """With `--why`: each collective's cause, from Shardy's origins."""
 
 
 def placement_report(loaded: Loaded) -> PlacementReport:
@@ -30,6 +33,44 @@ def placement_report(loaded: Loaded) -> PlacementReport:
     return PlacementReport(
         source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
     )
+
+
+def placement_why_report(loaded: Loaded) -> PlacementReport:
+    """The `placement --why` report: the target compiled with Shardy's dumps, its
+    optimized module's placement, and each collective's cause."""
+    from hloscope.analyses.params import analyze_params
+    from hloscope.analyses.placement import analyze_placement
+    from hloscope.analyses.placement.why import explain_collectives
+    from hloscope.sources.shardy import shardy_dumps
+
+    # The user's names for the arguments, from the parameter map (`params`'s paths).
+    usage = analyze_params(loaded.module, loaded.lowering)
+    arguments = {
+        p.hlo_index: (p.path, _spec(p.sharding))
+        for p in usage.parameters
+        if p.hlo_index is not None
+    }
+    entry = loaded.module.entry
+    results = {r.index: r.info for r in entry.results if r.info} if entry is not None else {}
+    dumps = shardy_dumps(loaded)
+    compiled = dumps.compiled
+    why = explain_collectives(
+        compiled.module, dumps.propagation, dumps.before, arguments, results, dumps.note
+    )
+    notes = compiled.notes + ((dumps.note,) if dumps.note else ())
+    return PlacementReport(
+        source=compiled.source,
+        placement=analyze_placement(compiled.module),
+        notes=notes,
+        why=why,
+    )
+
+
+def _spec(sharding: str | None) -> str | None:
+    """`P(None, 'model')` of the parameter map's `P(None, 'model') over mesh(...)`."""
+    if sharding is None:
+        return None
+    return sharding.partition(" over ")[0]
 
 
 ENTRY = ReportEntry(

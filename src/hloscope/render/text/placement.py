@@ -368,6 +368,10 @@ def render_placement(report: PlacementReport, console: Console) -> None:
                     style="dim",
                 )
             )
+    if report.why is not None:
+        from hloscope.render.text.why import why_section
+
+        section(why_section(report.why, report.notes))
     if placement.warnings:
         section(placement_warnings(placement))
     notes = notes_group(report.notes)

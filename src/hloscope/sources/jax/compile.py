@@ -230,3 +230,9 @@ def _memory(stats: Any) -> Mapping[str, int] | None:
     )
     out = {f: int(getattr(stats, f)) for f in fields if hasattr(stats, f)}
     return out or None
+
+
+def shardy_partitioner() -> bool:
+    """Whether JAX partitions with Shardy (`jax_use_shardy_partitioner`), as the
+    target left it when it was imported."""
+    return bool(jax.config.jax_use_shardy_partitioner)

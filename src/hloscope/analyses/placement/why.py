@@ -1,0 +1,457 @@
+"""Why each collective is there: the optimized module's collectives joined to
+Shardy's sharding origins (`hloscope.ir.shardy`).
+
+Shardy's dump after propagation says, per value and mesh axis, what set the axis
+(an argument, a requested result, a constraint), but carries no locations. The
+module XLA was given (`before_optimizations`, the same compilation's dump, with its
+calls inlined as Shardy inlines them) has them: the two op sequences are lined up
+by op kind (`difflib`), which gives each Shardy op its source line and op name, and
+each `constraint_N` its line.
+
+A collective of the optimized module carries the op name and line of the op that
+needed the data. The Shardy op with that line and name is where the shardings meet:
+the mesh axes on which its operands and results disagree are those the collective
+moves (checked against the size of its device groups). For each such axis the
+values sharded along it give the origins that sharded it, and the others what asked
+for it unsharded. A collective XLA placed at a result without a location is tied to
+the result it feeds. Where none of this holds, the site says so in `note`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections.abc import Mapping, Sequence
+
+from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.why_report import (
+    AxisCause,
+    CollectiveSite,
+    OriginEffect,
+    ShardingOrigin,
+    Why,
+)
+from hloscope.ir.locations import Location, user_frame
+from hloscope.ir.model import TERMINATOR_NAMES, Module, Op
+from hloscope.ir.shardy_model import Origin, ShardyPropagation, ShardyValue
+
+_SHARDING_OPS = frozenset({"sdy.reshard", "sdy.sharding_constraint"})
+
+
+def explain_collectives(
+    optimized: Module,
+    propagation: ShardyPropagation | None,
+    before: Module | None,
+    arguments: Mapping[int, tuple[str, str | None]],
+    results: Mapping[int, str],
+    note: str | None,
+) -> Why:
+    """The cause of each collective of `optimized`, from Shardy's `propagation` of the
+    same compilation and the module XLA was given (`before`, for lines).
+    `arguments` maps an entry argument's index to its user path and readable
+    sharding (`P(None, 'model')`), `results` a result's index to its name; `note`
+    says why `propagation` is missing, when it is."""
+    collectives = [(op, kind[0]) for op in optimized.ops if (kind := collective_kind(op))]
+    if propagation is None or (not propagation.ops and not propagation.values):
+        sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
+        return Why(available=False, note=note, sites=sites, origins=())
+    lines = _lines(propagation, before)
+    namer = _Namer(propagation, lines, arguments, results)
+    sites = tuple(
+        _explain(optimized, op, kind, propagation, lines, namer) for op, kind in collectives
+    )
+    untied = sum(1 for site in sites if site.note)
+    why_note = note
+    if untied:
+        why_note = (
+            f"{untied} of {len(sites)} collectives could not be tied to Shardy's origins "
+            "(see each one's note)"
+        )
+    return Why(
+        available=True, note=why_note, sites=sites, origins=_effects(propagation, namer, sites)
+    )
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def _lines(propagation: ShardyPropagation, before: Module | None) -> list[Location | None]:
+    """Each Shardy op's location, from the op of `before` it lines up with."""
+    located: list[Location | None] = [None] * len(propagation.ops)
+    if before is None or before.entry is None:
+        return located
+    given = _inlined(before)
+    mine = [_kind(op.name) for op in propagation.ops]
+    theirs = [key for key, _ in given]
+    matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            located[block.a + k] = given[block.b + k][1]
+    return located
+
+
+def _kind(name: str) -> str:
+    if name in _SHARDING_OPS:
+        return "sharding"
+    if name == "sdy.constant":
+        return "stablehlo.constant"
+    return name
+
+
+def _inlined(module: Module) -> list[tuple[str, Location]]:
+    """The entry's ops in order with calls inlined, as Shardy's import inlines them;
+    an op of a called function without a line takes the call's location."""
+    out: list[tuple[str, Location]] = []
+
+    def walk(name: str, outer: Location | None, depth: int) -> None:
+        function = module.functions.get(name)
+        if function is None or depth > 32:
+            return
+        for op in module.function_ops(function):
+            if op.parent is not function.op or op.name in TERMINATOR_NAMES:
+                continue
+            location = op.location
+            if outer is not None and not location.frames:
+                location = outer
+            if op.name == "func.call":
+                for callee in op.references("callee"):
+                    walk(callee, location, depth + 1)
+                continue
+            target = op.custom_call_target
+            if target == "xla.sdy.FuncResultSharding":
+                continue
+            out.append(("sharding" if target == "Sharding" else op.name, location))
+
+    assert module.entry is not None
+    walk(module.entry.name, None, 0)
+    return out
+
+
+def _source(location: Location | None) -> str | None:
+    if location is None:
+        return None
+    frame = user_frame(location.frames)
+    return frame.source if frame is not None else location.source
+
+
+# --------------------------------------------------------------------------- names
+
+
+class _Namer:
+    """Shardy's origins in the user's words."""
+
+    def __init__(
+        self,
+        propagation: ShardyPropagation,
+        lines: Sequence[Location | None],
+        arguments: Mapping[int, tuple[str, str | None]],
+        results: Mapping[int, str],
+    ) -> None:
+        self.propagation = propagation
+        self.arguments = arguments
+        self.results = results
+        self.constraints: dict[str, tuple[str | None, ShardyValue | None]] = {}
+        for op, location in zip(propagation.ops, lines, strict=True):
+            if op.origin_name and op.origin_name not in self.constraints:
+                value = propagation.values[op.results[0]] if op.results else None
+                self.constraints[op.origin_name] = (_source(location), value)
+
+    def origin(self, origin: Origin) -> ShardingOrigin:
+        prop = self.propagation
+        if origin.kind == "argument" and origin.index is not None:
+            path, words = self.arguments.get(origin.index, (None, None))
+            if words is None and origin.index < prop.arguments:
+                words = _dims_words(prop.values[origin.index])
+            return ShardingOrigin("argument", origin.index, path, None, words)
+        if origin.kind == "result" and origin.index is not None:
+            value = prop.results[origin.index] if origin.index < len(prop.results) else None
+            return ShardingOrigin(
+                "result",
+                origin.index,
+                self.results.get(origin.index),
+                None,
+                _dims_words(value) if value is not None else None,
+            )
+        if origin.kind == "constraint":
+            source, constrained = self.constraints.get(origin.text, (None, None))
+            words = _dims_words(constrained) if constrained is not None else None
+            return ShardingOrigin("constraint", origin.index, origin.text, source, words)
+        return ShardingOrigin("other", None, origin.text, None, None)
+
+
+def _dims_words(value: ShardyValue) -> str | None:
+    if value.dimensions is None:
+        return None
+    return (
+        "["
+        + ", ".join("{" + ", ".join(f'"{a}"' for a in dim) + "}" for dim in value.dimensions)
+        + "]"
+    )
+
+
+# --------------------------------------------------------------------------- sites
+
+
+def _untied(module: Module, op: Op, kind: str, note: str | None) -> CollectiveSite:
+    source = _source(op.location)
+    where = f" at {source}" if source else ""
+    reason = note or "Shardy's origins are not available"
+    return CollectiveSite(
+        op=kind,  # type: ignore[arg-type]
+        instruction=_instruction(module, op),
+        source=source,
+        axes=(),
+        causes=(),
+        meets=None,
+        meets_op=None,
+        sentence=f"{kind.replace('_', '-')}{where}: no origins ({reason})",
+        note=reason,
+    )
+
+
+def _instruction(module: Module, op: Op) -> str:
+    return module.value_name(op.results[0]) if op.results else op.name
+
+
+def _group_size(module: Module, op: Op) -> int | None:
+    groups = op.replica_groups
+    if groups is None:
+        return None
+    if groups.groups:
+        return len(groups.groups[0])
+    mesh = next((m for m in module.meshes if m.name == groups.mesh), None)
+    if mesh is None:
+        return None
+    sizes = dict(mesh.axes)
+    size = 1
+    for axis in groups.axes:
+        if axis not in sizes:
+            return None
+        size *= sizes[axis]
+    return size
+
+
+def _result_fed(module: Module, op: Op) -> int | None:
+    """The entry result `op`'s value becomes, through copies and tuples only."""
+    entry = module.entry
+    frontier = list(op.results)
+    seen: set[int] = set()
+    while frontier:
+        value = frontier.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        for user_id in module.users(value):
+            user = module.ops[user_id]
+            if user.name in TERMINATOR_NAMES and entry is not None and user.function == entry.name:
+                return user.operands.index(value)
+            if user.name.rpartition(".")[2] in ("copy", "tuple", "get_tuple_element", "bitcast"):
+                frontier.extend(user.results)
+    return None
+
+
+def _explain(
+    module: Module,
+    op: Op,
+    kind: str,
+    prop: ShardyPropagation,
+    lines: Sequence[Location | None],
+    namer: _Namer,
+) -> CollectiveSite:
+    size = _group_size(module, op)
+    mesh_axes = next(iter(prop.meshes.values()), ())
+    name = op.location.name
+    innermost = op.location.source
+    # (operand values, result values, where they meet, the op there)
+    candidates: list[tuple[tuple[int, ...], tuple[int, ...], str | None, str]] = []
+    if innermost is not None:
+        same_line = [
+            i for i, loc in enumerate(lines) if loc is not None and loc.source == innermost
+        ]
+        named = [i for i in same_line if lines[i] is not None and lines[i].name == name]  # type: ignore[union-attr]
+        for i in named + [i for i in same_line if i not in named]:
+            shardy_op = prop.ops[i]
+            candidates.append(
+                (shardy_op.operands, shardy_op.results, _source(lines[i]), shardy_op.name)
+            )
+    else:
+        result = _result_fed(module, op)
+        if result is not None and result < len(prop.returned):
+            candidates.append(
+                ((prop.returned[result],), (-1 - result,), f"result {result}", "return")
+            )
+    for operands, results, meets, meets_op in candidates:
+        axes = _moved_axes(prop, operands, results, size, mesh_axes)
+        if not axes:
+            continue
+        causes = tuple(_cause(prop, namer, axis, operands, results) for axis in axes)
+        site = CollectiveSite(
+            op=kind,  # type: ignore[arg-type]
+            instruction=_instruction(module, op),
+            source=_source(op.location),
+            axes=axes,
+            causes=causes,
+            meets=meets,
+            meets_op=meets_op,
+            sentence="",
+            note=None,
+        )
+        return _with_sentence(site)
+    reason = (
+        "no op of Shardy's propagation at its line disagrees on a mesh axis of its size"
+        if candidates
+        else "XLA gave it no line, and it feeds no result directly"
+        if innermost is None
+        else "no op of Shardy's propagation lines up with its line"
+    )
+    return _untied(module, op, kind, reason)
+
+
+def _value(prop: ShardyPropagation, index: int) -> ShardyValue | None:
+    if index < 0:  # a result's requested sharding
+        k = -1 - index
+        return prop.results[k] if k < len(prop.results) else None
+    return prop.values[index] if index < len(prop.values) else None
+
+
+def _moved_axes(
+    prop: ShardyPropagation,
+    operands: Sequence[int],
+    results: Sequence[int],
+    size: int | None,
+    mesh_axes: Sequence[tuple[str, int]],
+) -> tuple[str, ...]:
+    """The mesh axes operands and results disagree on, of the collective's size."""
+    inputs = {a for v in operands if (value := _value(prop, v)) for a in value.axes}
+    outputs = {a for v in results if (value := _value(prop, v)) for a in value.axes}
+    differ = [name for name, _ in mesh_axes if (name in inputs) != (name in outputs)]
+    if size is None:
+        return tuple(differ)
+    sizes = dict(mesh_axes)
+    for count in range(1, len(differ) + 1):
+        for chosen in itertools.combinations(differ, count):
+            total = 1
+            for axis in chosen:
+                total *= sizes[axis]
+            if total == size:
+                return chosen
+    return ()
+
+
+def _cause(
+    prop: ShardyPropagation,
+    namer: _Namer,
+    axis: str,
+    operands: Sequence[int],
+    results: Sequence[int],
+) -> AxisCause:
+    sharded: list[ShardingOrigin] = []
+    unsharded: list[ShardingOrigin] = []
+    for index in (*operands, *results):
+        value = _value(prop, index)
+        if value is None:
+            continue
+        if axis in value.axes:
+            origin = value.origins.get(axis)
+            if origin is not None:
+                sharded.append(namer.origin(origin))
+        elif value.dimensions is not None and index in results:
+            # What the op must produce: an operand without the axis asks nothing.
+            unsharded.extend(namer.origin(o) for o in _setters(prop, index, value))
+    return AxisCause(axis, _distinct(sharded), _distinct(unsharded))
+
+
+def _setters(prop: ShardyPropagation, index: int, value: ShardyValue) -> list[Origin]:
+    """What set `value`'s sharding as a whole: the argument, result or constraint it
+    is, else the origins of its axes."""
+    if index < 0:
+        return [Origin("result", -1 - index, f"output: {-1 - index}")]
+    if index < prop.arguments:
+        return [Origin("argument", index, f"input: {index}")]
+    for op in prop.ops:
+        if index in op.results and op.origin is not None:
+            return [op.origin]
+    return list(value.origins.values())
+
+
+def _distinct(origins: Sequence[ShardingOrigin]) -> tuple[ShardingOrigin, ...]:
+    return tuple(dict.fromkeys(origins))
+
+
+def _with_sentence(site: CollectiveSite) -> CollectiveSite:
+    import dataclasses
+
+    kind = site.op.replace("_", "-")
+    axes = ", ".join(f"`{a}`" for a in site.axes)
+    where = f" at {site.source}" if site.source else ""
+    meets_op = (site.meets_op or "").rpartition(".")[2]
+    if meets_op in ("reshard", "sharding_constraint"):
+        meets_op = "sharding constraint"
+    through = (
+        f" through the {meets_op} at {site.meets}"
+        if site.meets and not site.meets.startswith("result")
+        else ""
+    )
+    parts = []
+    for cause in site.causes:
+        sharded = _labels(cause.sharded_by) or "the propagation"
+        if cause.unsharded_by and site.op not in ("all_reduce", "reduce_scatter"):
+            asks = _labels(cause.unsharded_by, with_sharding=False)
+            verb = "asks" if len(cause.unsharded_by) == 1 else "ask"
+            parts.append(
+                f"{asks} {verb} for the value unsharded along `{cause.axis}`, "
+                f"which it got from {sharded}{through}"
+            )
+        else:
+            parts.append(
+                f"the {meets_op or 'op'}{' at ' + site.meets if site.meets else ''} reduces a "
+                f"dimension sharded along `{cause.axis}` by {sharded}"
+            )
+    sentence = f"{kind} over {axes}{where}: " + "; ".join(parts)
+    return dataclasses.replace(site, sentence=sentence)
+
+
+def _labels(origins: Sequence[ShardingOrigin], *, with_sharding: bool = True) -> str:
+    words = [
+        o.label
+        + (f" ({o.sharding})" if with_sharding and o.sharding and o.kind == "argument" else "")
+        for o in origins
+    ]
+    return " and ".join(words)
+
+
+# --------------------------------------------------------------------------- origins
+
+
+def _effects(
+    prop: ShardyPropagation, namer: _Namer, sites: Sequence[CollectiveSite]
+) -> tuple[OriginEffect, ...]:
+    """The arguments, results and constraints, each with what it set and caused."""
+    keys: list[Origin] = []
+    for index in range(prop.arguments):
+        keys.append(Origin("argument", index, f"input: {index}"))
+    for index in range(len(prop.results)):
+        keys.append(Origin("result", index, f"output: {index}"))
+    named: dict[str, None] = {}
+    for op in prop.ops:
+        if op.origin is not None and op.origin.text not in named:
+            named[op.origin.text] = None
+            keys.append(op.origin)
+    out: list[OriginEffect] = []
+    everything = (*prop.values, *prop.results)
+    for key in keys:
+        origin = namer.origin(key)
+        axes: dict[str, None] = {}
+        values = 0
+        for value in everything:
+            touched = [a for a, o in value.origins.items() if namer.origin(o) == origin]
+            if touched:
+                values += 1
+                axes.update(dict.fromkeys(touched))
+        caused = tuple(
+            i
+            for i, site in enumerate(sites)
+            if any(origin in (*c.sharded_by, *c.unsharded_by) for c in site.causes)
+        )
+        out.append(OriginEffect(origin, tuple(axes), values, caused))
+    return tuple(out)

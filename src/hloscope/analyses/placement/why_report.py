@@ -1,0 +1,119 @@
+"""What `placement --why` reports: the cause of each collective of the optimized
+module, and what each argument, result and sharding constraint set (frozen
+dataclasses; `why` computes them)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from hloscope.analyses.placement.report import CollectiveOp
+
+OriginKind = Literal["argument", "result", "constraint", "other"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardingOrigin:
+    """Something that set a sharding: an entry argument's, a requested result
+    sharding, or a sharding constraint (Shardy's origins)."""
+
+    kind: OriginKind
+    """`argument`, `result`, `constraint`, or `other` (a name Shardy gives that is
+    none of those, kept as it is)."""
+    index: int | None
+    """The argument's, result's or constraint's number (Shardy's `input: N`,
+    `output: N`, `constraint_N`); None for `other`."""
+    name: str | None
+    """An argument's user path (`w1`, `block.down.kernel`), a result's name, or
+    Shardy's name for the rest (`constraint_0`)."""
+    source: str | None
+    """A constraint's `file.py:LINE` (the user's own frame); None for arguments and
+    results."""
+    sharding: str | None
+    """The sharding it asks for, for reading: `P(None, 'model')` for an argument
+    from Python, `[{}, {"model"}]` on the mesh otherwise."""
+
+    @property
+    def label(self) -> str:
+        """`argument w1`, `result 0`, `sharding constraint at model.py:14`."""
+        if self.kind == "argument":
+            return f"argument `{self.name or self.index}`"
+        if self.kind == "result":
+            name = f" `{self.name}`" if self.name else ""
+            return f"result {self.index}{name}"
+        if self.kind == "constraint":
+            where = f" at {self.source}" if self.source else f" {self.name}"
+            return f"sharding constraint{where}"
+        return f"`{self.name}`"
+
+
+@dataclasses.dataclass(frozen=True)
+class AxisCause:
+    """Why one mesh axis of a collective moves: what sharded the values along it,
+    and what asked for them unsharded along it."""
+
+    axis: str
+    sharded_by: tuple[ShardingOrigin, ...]
+    """The origins of the axis on the values that are sharded along it, where the
+    shardings meet."""
+    unsharded_by: tuple[ShardingOrigin, ...]
+    """What set the shardings of the values there that are not sharded along it:
+    a constraint, a requested result, the other axes' origins. Empty for a reduction
+    over the axis (the op itself sums the partial results)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectiveSite:
+    """One collective of the optimized module, and why it is there."""
+
+    op: CollectiveOp
+    instruction: str
+    """The optimized module's value (`%all-gather`)."""
+    source: str | None
+    """Where XLA put it: `file.py:LINE` of the user's frame (the op that needed
+    the data)."""
+    axes: tuple[str, ...]
+    """The user's mesh axes it communicates over; empty when they are not known."""
+    causes: tuple[AxisCause, ...]
+    """Per axis, where its sharding came from."""
+    meets: str | None
+    """The line where the conflicting shardings meet (the op Shardy propagated
+    through), or `result N` where a result's requested sharding meets the value it
+    returns."""
+    meets_op: str | None
+    """The op there (`stablehlo.dot`, `sdy.reshard`)."""
+    sentence: str
+    """The cause in one sentence."""
+    note: str | None
+    """Why it could not be tied to Shardy's origins, when it could not."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OriginEffect:
+    """One argument, result or constraint: what it set and which collectives it
+    caused."""
+
+    origin: ShardingOrigin
+    axes: tuple[str, ...]
+    """The mesh axes it set, on any value."""
+    values: int
+    """How many values of the entry got an axis from it (itself included)."""
+    collectives: tuple[int, ...]
+    """The sites (indices into `Why.sites`) it is a cause of."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Why:
+    """Why each collective is there, from Shardy's own origins."""
+
+    available: bool
+    """Whether Shardy's origins were read (False: GSPMD, or nothing to compile)."""
+    note: str | None
+    """Why the origins are missing, or what could not be tied."""
+    sites: tuple[CollectiveSite, ...]
+    """Every collective of the optimized module, in module order."""
+    origins: tuple[OriginEffect, ...]
+    """The entry arguments, the results and each constraint, in that order."""
+
+    def sites_of(self, op: str) -> tuple[CollectiveSite, ...]:
+        return tuple(site for site in self.sites if site.op == op)
