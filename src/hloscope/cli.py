@@ -804,8 +804,9 @@ ProfileTargetArg = Annotated[
     typer.Argument(
         metavar="TARGET | SCRIPT.py [ARGS]...",
         help="An entrypoint (pkg.module:function, file.py:function) with its example "
-        "arguments, or a Python script, run as `python SCRIPT.py ARGS` would run it "
-        "(put -- before its arguments when they clash with hloscope's options).",
+        "arguments; a module before optimizations (run on seeded random inputs, in a "
+        "child process); or a Python script, run as `python SCRIPT.py ARGS` would run "
+        "it (put -- before its arguments when they clash with hloscope's options).",
         show_default=False,
     ),
 ]
