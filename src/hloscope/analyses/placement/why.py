@@ -57,8 +57,9 @@ def explain_collectives(
         return Why(available=False, note=note, sites=sites, origins=())
     lines = _lines(propagation, before)
     namer = _Namer(propagation, lines, arguments, results)
+    used: set[int] = set()
     sites = tuple(
-        _explain(optimized, op, kind, propagation, lines, namer) for op, kind in collectives
+        _explain(optimized, op, kind, propagation, lines, namer, used) for op, kind in collectives
     )
     untied = sum(1 for site in sites if site.note)
     why_note = note
@@ -257,33 +258,53 @@ def _explain(
     prop: ShardyPropagation,
     lines: Sequence[Location | None],
     namer: _Namer,
+    used: set[int],
 ) -> CollectiveSite:
+    """`used`: the Shardy ops earlier collectives were tied to (updated here)."""
     size = _group_size(module, op)
     mesh_axes = next(iter(prop.meshes.values()), ())
-    name = op.location.name
-    innermost = op.location.source
-    # (operand values, result values, where they meet, the op there)
-    candidates: list[tuple[tuple[int, ...], tuple[int, ...], str | None, str]] = []
+    location = op.location
+    innermost = location.source
+    # (Shardy op index or None, operand values, result values, where they meet, the op)
+    candidates: list[tuple[int | None, tuple[int, ...], tuple[int, ...], str | None, str]] = []
     if innermost is not None:
+        user = _source(location)
+
+        def rank(i: int) -> tuple[bool, bool, bool, bool, int]:
+            # The innermost frame of a library's layer (Flax's `Linear`) is shared by
+            # every layer: the whole stack, then the user's frame and the op name tell
+            # them apart; where even those agree (layers called in a loop), the order
+            # does: the next collective goes to an op no earlier one took.
+            theirs = lines[i]
+            assert theirs is not None
+            return (
+                theirs.frames != location.frames,
+                _source(theirs) != user,
+                theirs.name != location.name,
+                i in used,
+                i,
+            )
+
         same_line = [
             i for i, loc in enumerate(lines) if loc is not None and loc.source == innermost
         ]
-        named = [i for i in same_line if lines[i] is not None and lines[i].name == name]  # type: ignore[union-attr]
-        for i in named + [i for i in same_line if i not in named]:
+        for i in sorted(same_line, key=rank):
             shardy_op = prop.ops[i]
             candidates.append(
-                (shardy_op.operands, shardy_op.results, _source(lines[i]), shardy_op.name)
+                (i, shardy_op.operands, shardy_op.results, _source(lines[i]), shardy_op.name)
             )
     else:
         result = _result_fed(module, op)
         if result is not None and result < len(prop.returned):
             candidates.append(
-                ((prop.returned[result],), (-1 - result,), f"result {result}", "return")
+                (None, (prop.returned[result],), (-1 - result,), f"result {result}", "return")
             )
-    for operands, results, meets, meets_op in candidates:
+    for index, operands, results, meets, meets_op in candidates:
         axes = _moved_axes(prop, operands, results, size, mesh_axes)
         if not axes:
             continue
+        if index is not None:
+            used.add(index)
         causes = tuple(_cause(prop, namer, axis, operands, results) for axis in axes)
         site = CollectiveSite(
             op=kind,  # type: ignore[arg-type]
