@@ -26,11 +26,16 @@ from hloscope.ir.model import Module, Op, is_computation
 
 
 def analyze_placement(
-    module: Module, large_host_input_bytes: int = LARGE_HOST_INPUT_BYTES
+    module: Module,
+    large_host_input_bytes: int = LARGE_HOST_INPUT_BYTES,
+    argument_names: Mapping[int, str] | None = None,
 ) -> Placement:
     """Compute placement, memory kinds, transfers, shardings and collectives of
     `module`; a host region reading at least `large_host_input_bytes` of device
-    values is warned about."""
+    values is warned about. `argument_names` names the entry's arguments by index
+    (`analyses.params.argument_paths`: the paths `params` shows); without it, by
+    their locations."""
+    names: Mapping[int, str] = argument_names or {}
     scan = PlacementScan(module)
     placement = compute_contexts(module, scan)
     functions = placement.functions
@@ -72,15 +77,15 @@ def analyze_placement(
         )
     )
 
-    memory, host_values = entry_memory(module)
+    memory, host_values = entry_memory(module, names)
     transfers = memory_flow(module, ops, host_values)
     regions = compute_regions(module, placed, placement.contexts, host_values)
-    shardings, op_shardings, manual = sharding_annotations(module, functions, ops)
+    shardings, op_shardings, manual = sharding_annotations(module, functions, ops, names)
 
     warnings = call_mark_warnings(module, ops, placement.contexts)
     if host_values:
         warnings += host_memory_warnings(
-            module, _readers(module, ranges, host_values), labels, host_values, memory
+            module, _readers(module, ranges, host_values), labels, host_values, memory, names
         )
     warnings += large_input_warnings(regions, large_host_input_bytes)
 

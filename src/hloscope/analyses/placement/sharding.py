@@ -13,7 +13,7 @@ is read on the module's mesh where its devices are the mesh's in iota order
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.placement.report import (
     ManualComputation,
@@ -38,7 +38,7 @@ def _on_mesh(sharding: Sharding | None, meshes: Sequence[IrMesh]) -> str | None:
 
 
 def sharding_annotations(
-    module: Module, functions: Sequence[str], ops: Sequence[Op]
+    module: Module, functions: Sequence[str], ops: Sequence[Op], names: Mapping[int, str]
 ) -> tuple[list[ShardingAnnotation], int, list[ManualComputation]]:
     shardings: list[ShardingAnnotation] = []
     manual: list[ManualComputation] = []
@@ -56,11 +56,12 @@ def sharding_annotations(
             if sharding is None:
                 continue
             value = f"%arg{argument.index}"
+            name_ = names.get(argument.index, argument.name) if is_entry else argument.name
             shardings.append(
                 ShardingAnnotation(
                     kind="argument",
                     value=value,
-                    name=argument.name if argument.name != value else None,
+                    name=name_ if name_ != value else None,
                     function=name,
                     sharding=sharding.text,
                     source=None,
