@@ -35,12 +35,15 @@ def placement_report(loaded: Loaded) -> PlacementReport:
 
 def loaded_placement(loaded: Loaded) -> Placement:
     """The placement of a loaded target's module, its arguments named by the paths
-    `params` shows (one naming for every view)."""
+    `params` shows and its meshes' axes by the user's names (one naming for every
+    view)."""
     from hloscope.analyses.params import argument_paths
     from hloscope.analyses.placement import analyze_placement
 
     names = argument_paths(loaded.module, loaded.lowering)
-    return analyze_placement(loaded.module, argument_names=names)
+    return analyze_placement(
+        loaded.module, argument_names=names, declared_meshes=loaded.declared_meshes
+    )
 
 
 def placement_why_report(loaded: Loaded) -> PlacementReport:

@@ -26,10 +26,10 @@ from hloscope.ir.attributes import Mesh as IrMesh
 from hloscope.ir.model import Module, Op, is_computation
 
 
-def module_meshes(module: Module) -> list[Mesh]:
+def module_meshes(meshes: Sequence[IrMesh]) -> list[Mesh]:
     return [
         Mesh(name=mesh.name, axes=mesh.axes, devices=mesh.devices, text=mesh.body)
-        for mesh in module.meshes
+        for mesh in meshes
     ]
 
 
@@ -38,13 +38,16 @@ def _on_mesh(sharding: Sharding | None, meshes: Sequence[IrMesh]) -> str | None:
 
 
 def sharding_annotations(
-    module: Module, functions: Sequence[str], ops: Sequence[Op], names: Mapping[int, str]
+    module: Module,
+    functions: Sequence[str],
+    ops: Sequence[Op],
+    names: Mapping[int, str],
+    meshes: Sequence[IrMesh],
 ) -> tuple[list[ShardingAnnotation], int, list[ManualComputation]]:
     shardings: list[ShardingAnnotation] = []
     manual: list[ManualComputation] = []
     spmd_params = module.spmd_parameter_shardings
     spmd_outputs = module.spmd_output_shardings
-    meshes = module.meshes
     entry = module.entry
     for name in functions:
         function = module.functions[name]
