@@ -300,12 +300,16 @@ def _explain(
                 (None, (prop.returned[result],), (-1 - result,), f"result {result}", "return")
             )
     for index, operands, results, meets, meets_op in candidates:
-        axes = _moved_axes(prop, operands, results, size, mesh_axes)
+        factors = prop.ops[index].factors if index is not None else None
+        conflicts = _conflicts(prop, operands, results, factors)
+        axes = _moved_axes(prop, operands, results, size, mesh_axes, conflicts)
         if not axes:
             continue
         if index is not None:
             used.add(index)
-        causes = tuple(_cause(prop, namer, axis, operands, results) for axis in axes)
+        causes = tuple(
+            _cause(prop, namer, axis, operands, results, axis in conflicts) for axis in axes
+        )
         site = CollectiveSite(
             op=kind,  # type: ignore[arg-type]
             instruction=_instruction(module, op),
@@ -335,17 +339,43 @@ def _value(prop: ShardyPropagation, index: int) -> ShardyValue | None:
     return prop.values[index] if index < len(prop.values) else None
 
 
+def _conflicts(
+    prop: ShardyPropagation,
+    operands: Sequence[int],
+    results: Sequence[int],
+    factors: tuple[tuple[tuple[int, ...], ...], ...] | None,
+) -> frozenset[str]:
+    """The mesh axes that shard dimensions of different factors of the op's sharding
+    rule (a dot's `x` split along its rows and `w` along the contracted dimension,
+    over one axis): present on both sides, they still move."""
+    if factors is None or len(factors) != len(operands) + len(results):
+        return frozenset()
+    seen: dict[str, set[tuple[int, ...]]] = {}
+    for index, dims in zip((*operands, *results), factors, strict=True):
+        value = _value(prop, index)
+        if value is None or value.dimensions is None:
+            continue
+        for axes, factor in zip(value.dimensions, dims, strict=False):
+            for axis in axes:
+                seen.setdefault(axis, set()).add(factor)
+    return frozenset(axis for axis, found in seen.items() if len(found) > 1)
+
+
 def _moved_axes(
     prop: ShardyPropagation,
     operands: Sequence[int],
     results: Sequence[int],
     size: int | None,
     mesh_axes: Sequence[tuple[str, int]],
+    conflicts: frozenset[str] = frozenset(),
 ) -> tuple[str, ...]:
-    """The mesh axes operands and results disagree on, of the collective's size."""
+    """The mesh axes operands and results disagree on (or that shard different
+    factors of the op: `conflicts`), of the collective's size."""
     inputs = {a for v in operands if (value := _value(prop, v)) for a in value.axes}
     outputs = {a for v in results if (value := _value(prop, v)) for a in value.axes}
-    differ = [name for name, _ in mesh_axes if (name in inputs) != (name in outputs)]
+    differ = [
+        name for name, _ in mesh_axes if (name in inputs) != (name in outputs) or name in conflicts
+    ]
     if size is None:
         return tuple(differ)
     sizes = dict(mesh_axes)
@@ -365,6 +395,7 @@ def _cause(
     axis: str,
     operands: Sequence[int],
     results: Sequence[int],
+    conflict: bool = False,
 ) -> AxisCause:
     sharded: list[ShardingOrigin] = []
     unsharded: list[ShardingOrigin] = []
@@ -379,7 +410,7 @@ def _cause(
         elif value.dimensions is not None and index in results:
             # What the op must produce: an operand without the axis asks nothing.
             unsharded.extend(namer.origin(o) for o in _setters(prop, index, value))
-    return AxisCause(axis, _distinct(sharded), _distinct(unsharded))
+    return AxisCause(axis, _distinct(sharded), _distinct(unsharded), conflict)
 
 
 def _setters(prop: ShardyPropagation, index: int, value: ShardyValue) -> list[Origin]:
@@ -416,7 +447,13 @@ def _with_sentence(site: CollectiveSite) -> CollectiveSite:
     parts = []
     for cause in site.causes:
         sharded = _labels(cause.sharded_by) or "the propagation"
-        if cause.unsharded_by and site.op not in ("all_reduce", "reduce_scatter"):
+        if cause.conflict and not cause.unsharded_by:
+            verb = "shard" if len(cause.sharded_by) > 1 else "shards"
+            parts.append(
+                f"{sharded} {verb} different dimensions of the {meets_op or 'op'}"
+                f"{' at ' + site.meets if site.meets else ''} along `{cause.axis}`"
+            )
+        elif cause.unsharded_by and site.op not in ("all_reduce", "reduce_scatter"):
             asks = _labels(cause.unsharded_by, with_sharding=False)
             verb = "asks" if len(cause.unsharded_by) == 1 else "ask"
             parts.append(
