@@ -36,6 +36,10 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    same step compiled and run 20 times by a plain loop timing each call (after one
    warm-up call): the median time per run, as each measures it. Goal: 1.2x (JAX's
    profiler tracing every instruction costs little beside the run itself).
+8. placement --why: `hloscope placement samples/why_collectives.py:constrained
+   --why --json` against a plain script compiling the same function with Shardy's
+   verbose dumps into a temporary folder (`xla_dump_hlo_pass_re=shardy-verbose`),
+   each as a whole process. Goal: 1.3x.
 
 Results go to bench/results/latest.md and latest.json.
 
@@ -485,6 +489,43 @@ def profile_rows(repeats: int = 3) -> list[Row]:
     ]
 
 
+# --------------------------------------------------------------------------- 8. placement --why
+
+WHY_SCRIPT = """
+import importlib.util, sys, tempfile
+sys.path.insert(0, {root!r})
+spec = importlib.util.spec_from_file_location("why", {root!r} + "/samples/why_collectives.py")
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+with tempfile.TemporaryDirectory() as folder:
+    m.constrained.lower(*m.constrained_args()).compile(compiler_options={{
+        "xla_dump_to": folder, "xla_dump_hlo_pass_re": "shardy-verbose"}})
+"""
+
+
+def why_rows(repeats: int = 3) -> list[Row]:
+    """`placement --why` against a plain script compiling the same function with
+    Shardy's verbose dumps (the compile --why does, with nothing read back)."""
+    plain = [PYTHON, "-c", WHY_SCRIPT.format(root=str(ROOT))]
+    sample = "samples/why_collectives.py"
+    target = [f"{sample}:constrained", "--args", f"{sample}:constrained_args"]
+    command = [*HLOSCOPE, "placement", *target, "--why", "--json"]
+    baseline, why = [], []
+    for _ in range(repeats):
+        # Interleaved, so that the machine's load weighs on both alike.
+        baseline.append(measure(plain).seconds)
+        why.append(measure(command).seconds)
+    return [
+        Row(
+            "placement --why",
+            "placement --why vs lower().compile() with Shardy's dumps",
+            None,
+            statistics.median(baseline),
+            statistics.median(why),
+            1.3,
+        )
+    ]
+
+
 def machine() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -571,6 +612,7 @@ def main() -> int:
         ("compiles", compiles_rows),
         ("passes", passes_rows),
         ("profile", profile_rows),
+        ("placement --why", why_rows),
     ):
         print(f"measuring {section} ...", flush=True)
         rows.extend(build())

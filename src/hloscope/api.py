@@ -207,6 +207,7 @@ class Inspection(Displayed):
         self._optimized: Inspection | None = None
         self._fusions: FusionsReport | None = None
         self._memory: MemoryReport | None = None
+        self._placement_why: PlacementReport | None = None
 
     # -- what it is ------------------------------------------------------------------
 
@@ -262,6 +263,17 @@ class Inspection(Displayed):
         from hloscope import reports
 
         return shown(reports.placement_report(self.loaded))
+
+    def placement_why(self) -> PlacementReport:
+        """The `placement` report of the optimized module with each collective's cause
+        in `why` (`hloscope placement --why`): compiles once with Shardy's verbose
+        dumps into a temporary folder; without Shardy's origins (GSPMD, an optimized
+        module read as it is), `why.note` says why."""
+        if self._placement_why is None:
+            from hloscope import reports
+
+            self._placement_why = shown(reports.placement_why_report(self.loaded))
+        return self._placement_why
 
     def optimized(self) -> Inspection:
         """The optimized module, as `--compile` reads it: a function is compiled for

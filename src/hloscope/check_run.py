@@ -19,9 +19,10 @@ from hloscope.reports.check import (
     check_target,
     measure_program,
     refuse_baseline,
+    with_collective_origins,
 )
 from hloscope.sources import baselines
-from hloscope.sources.loader import Call, LoadOptions
+from hloscope.sources.loader import Call, Loaded, LoadOptions
 
 ToleranceSpecs = Mapping[str, str | float] | str | float | None
 
@@ -46,7 +47,9 @@ def check_one(
     # A missing file is refused before compiling; the platform is known only after
     # (JAX's backend starts once the target is imported, which may configure it).
     refuse_baseline(stored, None, display_path(baseline), update)
-    measurement, backend = _measure(target, options or LoadOptions(), calls, obj, call, runtime)
+    measurement, backend, lowered = _measure(
+        target, options or LoadOptions(), calls, obj, call, runtime
+    )
     check = _compare(
         name or target,
         target,
@@ -57,6 +60,7 @@ def check_one(
         Tolerances.from_specs(tolerances, "tolerance"),
         update,
     )
+    check = with_collective_origins(check, lowered)
     return CheckReport(
         checks=(check,), baseline=display_path(baseline), backend=backend, updated=update
     )
@@ -86,22 +90,23 @@ def check_configured(
     for entry in targets:
         options = LoadOptions(args=entry.arg, args_factory=entry.args, module=entry.module)
         own = Tolerances.from_specs(entry.tolerances, where, defaults=False)
-        measurement, backend = _measure(entry.target, options, entry.calls, None, None, runtime)
+        measurement, backend, lowered = _measure(
+            entry.target, options, entry.calls, None, None, runtime
+        )
         # One file per target and platform: named once the target has started JAX.
         path = baselines.baseline_path(config.folder, entry.name, backend.platform)
         stored = baselines.read_baseline_file(path)
-        checks.append(
-            _compare(
-                entry.name,
-                entry.target,
-                path,
-                stored,
-                measurement,
-                backend,
-                shared.merged(own),
-                update,
-            )
+        check = _compare(
+            entry.name,
+            entry.target,
+            path,
+            stored,
+            measurement,
+            backend,
+            shared.merged(own),
+            update,
         )
+        checks.append(with_collective_origins(check, lowered))
     return CheckReport(
         checks=tuple(checks),
         baseline=display_path(config.folder),
@@ -117,14 +122,15 @@ def _measure(
     obj: Any,
     call: Call | None,
     runtime: bool = False,
-) -> tuple[Measurement, Backend]:
-    """The facts of a target, and the backend it was compiled for (asked after the
-    target is imported); with `runtime`, its run time under JAX's profiler."""
+) -> tuple[Measurement, Backend, Loaded | None]:
+    """The facts of a target, the backend it was compiled for (asked after the
+    target is imported), and the lowered target (to explain a regressed collective);
+    with `runtime`, its run time under JAX's profiler."""
     program = baselines.checked_program(target, options, call=call, calls=calls, obj=obj)
     measurement = measure_program(program)
     if runtime:
         measurement = _with_runtime(target, program, measurement)
-    return measurement, baselines.backend_record()
+    return measurement, baselines.backend_record(), program.lowered
 
 
 def _with_runtime(

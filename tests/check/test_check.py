@@ -524,3 +524,23 @@ def test_configured_targets_are_imported_before_jax_starts(tmp_path: Path) -> No
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["backend"]["device_count"] == 8
     assert (tmp_path / "hloscope-baselines" / "double.cpu.json").is_file()
+
+
+def test_a_new_collective_names_its_origin(tmp_path: Path) -> None:
+    # The all-gather above, explained as `placement --why` explains it, from Shardy's
+    # origins: the argument whose sharding brought it.
+    baseline = str(tmp_path / "layer.json")
+    target = [f"{MODELS}:layer", "--baseline", baseline]
+    assert run_cli("check", *target, "--args", f"{MODELS}:replicated_weight", "--update").code == 0
+    split = ["check", *target, "--args", f"{MODELS}:split_weight"]
+    run = run_cli(*split, "--json")
+    assert run.code == 1, run.stderr
+    line = f"{MODELS}:{line_of(Path(MODELS), 'return jnp.tanh(x @ w)')}"
+    (entry,) = [c for c in run.json()["changes"] if c["fact"] == "collectives.all-gather.count"]
+    assert entry["sources"] == [line]
+    (said,) = entry["origins"]
+    assert said.startswith("all-gather over `data` at ")
+    assert "argument `w` (P('data', None))" in said
+    others = [c for c in run.json()["changes"] if not c["fact"].startswith("collectives.")]
+    assert all(c["origins"] == [] for c in others)
+    assert f"why: {said[:40]}" in " ".join(run_cli(*split).stdout.split())

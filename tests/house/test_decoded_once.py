@@ -33,6 +33,7 @@ NOT_DECODERS = frozenset(
         "sharding_brief",  # a decoded sharding for a table cell
         "is_user_file",  # whether a file path is the user's
         "user_frame",  # the innermost frame of a decoded location in the user's code
+        "with_declared_axes",  # decoded meshes under the axis names the user declared
     }
 )
 

@@ -237,18 +237,9 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
     warning = _donation_warning(lowering.notes if lowering is not None else ())
 
     if leaves:
-        kept = [leaf for leaf in leaves if leaf.hlo_index is not None]
-        offset = implicit_count
-        if len(arguments) - offset != len(kept):
-            if len(arguments) >= len(kept):
-                # Implicit parameters JAX did not mark (an optimized module drops the
-                # attributes): they come first.
-                offset = len(arguments) - len(kept)
-            else:
-                notes.append(
-                    f"the module's entry has {len(arguments)} parameters but the lowering "
-                    f"kept {len(kept)} arguments; the map may be off"
-                )
+        offset, off = _leaf_offset(arguments, leaves, implicit_count)
+        if off:
+            notes.append(off)
         parameters = tuple(
             _leaf_parameter(live, uses, leaf, arguments, offset, meshes, aliases, warning)
             for leaf in leaves
@@ -281,6 +272,54 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
         totals=_totals(parameters, len(static), len(arguments), functions),
         notes=tuple(notes),
     )
+
+
+def argument_paths(module: Module, lowering: Lowering | None = None) -> dict[int, str]:
+    """The user's name of each entry argument, by its index: the path `params` shows
+    (`model.blocks[0].down.kernel`, where the module's own location may say
+    `model.states[0][0]` for a Flax NNX module); the location name for a dump. The
+    one place every view names arguments from."""
+    entry = module.entry
+    if entry is None:
+        return {}
+    arguments = entry.arguments
+    implicit_count = _implicit_count(entry)
+    leaves = lowering.arguments if lowering is not None and lowering.arguments else ()
+    if not leaves:
+        return {a.index: argument_name(a) for a in arguments[implicit_count:]}
+    offset, _ = _leaf_offset(arguments, leaves, implicit_count)
+    out: dict[int, str] = {}
+    for leaf in leaves:
+        if leaf.hlo_index is not None and 0 <= leaf.hlo_index + offset < len(arguments):
+            argument = arguments[leaf.hlo_index + offset]
+            out[argument.index] = _leaf_path(leaf, argument)
+    return out
+
+
+def _leaf_offset(
+    arguments: Sequence[Argument], leaves: Sequence[ArgumentLeaf], implicit_count: int
+) -> tuple[int, str | None]:
+    """Where the kept leaves start among the entry's arguments, and a note when the
+    counts do not agree."""
+    kept = [leaf for leaf in leaves if leaf.hlo_index is not None]
+    if len(arguments) - implicit_count == len(kept):
+        return implicit_count, None
+    if len(arguments) >= len(kept):
+        # Implicit parameters JAX did not mark (an optimized module drops the
+        # attributes): they come first.
+        return len(arguments) - len(kept), None
+    return implicit_count, (
+        f"the module's entry has {len(arguments)} parameters but the lowering "
+        f"kept {len(kept)} arguments; the map may be off"
+    )
+
+
+def _leaf_path(leaf: ArgumentLeaf, argument: Argument) -> str:
+    if _GENERIC_PATH.match(leaf.path) and not argument_name(argument).startswith("%arg"):
+        # JAX did not know the parameter's name (an Exported's tree), but the module
+        # does: it names arguments after the function's parameters.
+        return argument_name(argument)
+    return leaf.path
 
 
 def _empty(
@@ -331,14 +370,9 @@ def _leaf_parameter(
             memory_kind=leaf.memory_kind,
         )
     ir = _ir_facts(live, uses, argument, meshes, aliases)
-    path = leaf.path
-    if _GENERIC_PATH.match(path) and not argument_name(argument).startswith("%arg"):
-        # JAX did not know the parameter's name (an Exported's tree), but the module
-        # does: it names arguments after the function's parameters.
-        path = argument_name(argument)
     return Parameter(
         position=leaf.position,
-        path=path,
+        path=_leaf_path(leaf, argument),
         hlo_index=argument.index,
         status=ir.status,
         shape=leaf.shape,

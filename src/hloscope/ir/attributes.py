@@ -147,6 +147,41 @@ class Mesh:
         return "mesh(" + ", ".join(f"{name}={size}" for name, size in self.axes) + ")"
 
 
+_XLA_AXIS = re.compile(r"axis_\d+")
+
+
+def with_declared_axes(meshes: Sequence[Mesh], declared: Sequence[Mesh]) -> tuple[Mesh, ...]:
+    """`meshes` (an optimized module's: XLA names their axes `axis_0`, `axis_1`, ...,
+    and may add axes of size 1) under the axis names of the `declared` mesh it was
+    compiled from (`data=4, model=2` for `axis_0=4, axis_1=1, axis_2=2`). A mesh is
+    renamed only where one declared mesh has the same devices in the same order and
+    the same axis sizes other than 1, in order; otherwise it is kept as it is."""
+    out: list[Mesh] = []
+    for mesh in meshes:
+        names = [name for name, _ in mesh.axes]
+        match = None
+        if names and all(_XLA_AXIS.fullmatch(name) for name in names):
+            sizes = [size for _, size in mesh.axes if size != 1]
+            match = next(
+                (
+                    d
+                    for d in declared
+                    if d.devices == mesh.devices
+                    and d.device_ids == mesh.device_ids
+                    and [size for _, size in d.axes if size != 1] == sizes
+                ),
+                None,
+            )
+        if match is None:
+            out.append(mesh)
+            continue
+        users = iter(name for name, size in match.axes if size != 1)
+        axes = tuple((next(users) if size != 1 else name, size) for name, size in mesh.axes)
+        body = ", ".join(f'"{name}"={size}' for name, size in axes)
+        out.append(dataclasses.replace(mesh, axes=axes, text=f"#sdy.mesh<[{body}]>"))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=1024)
 def parse_mesh(name: str, text: str) -> Mesh:
     """A mesh from its printed attribute."""

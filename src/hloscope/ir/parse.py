@@ -16,6 +16,7 @@ from typing import Any
 
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import hlo, reader
+from hloscope.ir.attributes import Mesh, parse_mesh
 from hloscope.ir.build import build_model
 from hloscope.ir.context import mlir_context, native, portable_context, release_note
 from hloscope.ir.model import Module
@@ -91,6 +92,22 @@ def parse_mlir(
         mlir_printer(module),
         mlir_writer(module),
     )
+
+
+def declared_meshes(bytecode: bytes) -> tuple[Mesh, ...]:
+    """The `sdy.mesh` ops of a module JAX lowered in this process, without building
+    its model: the user's axis names, for the optimized module compiled from it
+    (whose meshes XLA names `axis_0`, ...)."""
+    from jaxlib.mlir import ir
+
+    out: list[Mesh] = []
+    with native(), mlir_context():
+        module = ir.Module.parse(bytecode)
+        for op in module.body.operations:
+            if op.operation.name == "sdy.mesh":
+                name = ir.StringAttr(op.attributes["sym_name"]).value
+                out.append(parse_mesh(name, str(op.attributes["mesh"])))
+    return tuple(out)
 
 
 @contextmanager

@@ -122,10 +122,32 @@ def _read(module: Any) -> ShardyPropagation:
             values.append(_value(sharding, origin, owner))
             ids[result] = len(values) - 1
         ops.append(
-            ShardyOp(op.name, operands, tuple(range(first, len(values))), origin_name, owner)
+            ShardyOp(
+                op.name,
+                operands,
+                tuple(range(first, len(values))),
+                origin_name,
+                owner,
+                _rule(_attribute(attrs, "sdy.sharding_rule")),
+            )
         )
     return ShardyPropagation(
         meshes, tuple(values), len(block.arguments), tuple(results), returned, tuple(ops)
+    )
+
+
+def _rule(attr: Any) -> tuple[tuple[tuple[int, ...], ...], ...] | None:
+    from jaxlib.mlir.dialects import sdy
+
+    if attr is None or not _is(sdy.OpShardingRuleAttr, attr):
+        return None
+    rule = sdy.OpShardingRuleAttr(attr)
+    return tuple(
+        tuple(
+            tuple(int(i) for i in sdy.DimMappingAttr(dim).factor_indices)
+            for dim in sdy.TensorMappingAttr(tensor).dim_mappings
+        )
+        for tensor in (*rule.operand_mappings, *rule.result_mappings)
     )
 
 

@@ -53,6 +53,10 @@ class ShardyOp:
     """A constraint's or reshard's own name (`constraint_0`)."""
     origin: Origin | None = None
     """That name decoded: what a value's `"self"` is here."""
+    factors: tuple[tuple[tuple[int, ...], ...], ...] | None = None
+    """Its sharding rule (`sdy.sharding_rule`): per operand, then per result, per
+    dimension, the rule's factors; None without one. Two dimensions on one factor
+    are the same index of the computation (a dot's contracted `k`)."""
 
 
 @dataclasses.dataclass(frozen=True)

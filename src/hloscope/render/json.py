@@ -749,7 +749,9 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
     return document("memory", report.source.target, body)
 
 
-def _change_json(change: Change, target: str) -> dict[str, Any]:
+def _change_json(
+    change: Change, target: str, origins: Mapping[str, tuple[str, ...]]
+) -> dict[str, Any]:
     return {
         "fact": change.fact,
         "before": change.before,
@@ -759,7 +761,12 @@ def _change_json(change: Change, target: str) -> dict[str, Any]:
         "detail": change.detail,
         "sources": list(change.sources),
         "target": target,
+        "origins": [s for line in change.sources for s in origins.get(line, ())],
     }
+
+
+def _explained(change: Change) -> bool:
+    return change.regression and change.fact.startswith("collectives.")
 
 
 def check_json(report: CheckReport) -> dict[str, Any]:
@@ -768,7 +775,8 @@ def check_json(report: CheckReport) -> dict[str, Any]:
     for check in report.checks:
         comparison = check.comparison
         changes.extend(
-            _change_json(c, check.name) for c in (comparison.changes if comparison else ())
+            _change_json(c, check.name, check.origins if _explained(c) else {})
+            for c in (comparison.changes if comparison else ())
         )
         recorded = check.baseline.backend if check.baseline is not None else None
         targets.append(

@@ -52,6 +52,7 @@ def site_json(site: CollectiveSite) -> dict[str, Any]:
                 "axis": cause.axis,
                 "sharded_by": [origin_json(o) for o in cause.sharded_by],
                 "unsharded_by": [origin_json(o) for o in cause.unsharded_by],
+                "conflict": cause.conflict,
             }
             for cause in site.causes
         ],

@@ -50,6 +50,10 @@ class TargetCheck:
     notes: tuple[str, ...]
     line_texts: Mapping[str, str]
     """The code of each line a change names (`file.py:LINE` -> text), where readable."""
+    origins: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Where a collective fact regressed: per line a change names (`file.py:LINE`),
+    the cause of each collective there, as `placement --why` says it (Shardy's
+    origins: the argument, result or constraint that sharded or asked for it)."""
 
     @property
     def passed(self) -> bool:
@@ -187,6 +191,47 @@ def check_target(
         notes=tuple(notes),
         line_texts=line_texts(sources),
     )
+
+
+def with_collective_origins(check: TargetCheck, lowered: Loaded | None) -> TargetCheck:
+    """`check` with the origins of its regressed collectives. They come from a second
+    compilation, with Shardy's dumps (`placement_why_report`), made only when a
+    collective regressed: the check itself costs nothing more."""
+    comparison = check.comparison
+    if lowered is None or comparison is None or lowered.source.stage == OPTIMIZED:
+        return check
+    lines = {
+        source
+        for change in comparison.regressions
+        if change.fact.startswith("collectives.")
+        for source in change.sources
+    }
+    if not lines:
+        return check
+    from hloscope.reports.placement import placement_why_report
+
+    try:
+        why = placement_why_report(lowered).why
+    except HloscopeError:
+        return check  # the check stands without them
+    if why is None or not why.available:
+        return check
+    origins: dict[str, tuple[str, ...]] = {}
+    for line in sorted(lines):
+        # The check's lines are relative to the working directory, --why's as JAX
+        # recorded them.
+        said = [
+            site.sentence
+            for site in why.sites
+            if site.source and not site.note and _same_line(site.source, line)
+        ]
+        if said:
+            origins[line] = tuple(dict.fromkeys(said))
+    return dataclasses.replace(check, origins=origins) if origins else check
+
+
+def _same_line(source: str, line: str) -> bool:
+    return source == line or source.endswith("/" + line)
 
 
 def _backend_notes(recorded: Backend, here: Backend) -> list[str]:

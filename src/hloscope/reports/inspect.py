@@ -44,8 +44,8 @@ class InspectReport:
 def inspect_report(loaded: Loaded) -> InspectReport:
     """Build the `inspect` report of a loaded target."""
     from hloscope.analyses.params import analyze_params
-    from hloscope.analyses.placement import analyze_placement
     from hloscope.analyses.structure import analyze_structure
+    from hloscope.reports.placement import loaded_placement
 
     lowering = loaded.lowering
     compilation = loaded.compilation
@@ -63,7 +63,7 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         notes=loaded.notes,
         fusions=_fusion_summary(loaded) if loaded.source.stage == OPTIMIZED else None,
         params=analyze_params(loaded.module, lowering),
-        placement=analyze_placement(loaded.module),
+        placement=loaded_placement(loaded),
     )
 
 

@@ -28,10 +28,21 @@ class PlacementReport:
 
 def placement_report(loaded: Loaded) -> PlacementReport:
     """Build the `placement` report of a loaded target."""
+    return PlacementReport(
+        source=loaded.source, placement=loaded_placement(loaded), notes=loaded.notes
+    )
+
+
+def loaded_placement(loaded: Loaded) -> Placement:
+    """The placement of a loaded target's module, its arguments named by the paths
+    `params` shows and its meshes' axes by the user's names (one naming for every
+    view)."""
+    from hloscope.analyses.params import argument_paths
     from hloscope.analyses.placement import analyze_placement
 
-    return PlacementReport(
-        source=loaded.source, placement=analyze_placement(loaded.module), notes=loaded.notes
+    names = argument_paths(loaded.module, loaded.lowering)
+    return analyze_placement(
+        loaded.module, argument_names=names, declared_meshes=loaded.declared_meshes
     )
 
 
@@ -39,7 +50,6 @@ def placement_why_report(loaded: Loaded) -> PlacementReport:
     """The `placement --why` report: the target compiled with Shardy's dumps, its
     optimized module's placement, and each collective's cause."""
     from hloscope.analyses.params import analyze_params
-    from hloscope.analyses.placement import analyze_placement
     from hloscope.analyses.placement.why import explain_collectives
     from hloscope.sources.shardy import shardy_dumps
 
@@ -60,7 +70,7 @@ def placement_why_report(loaded: Loaded) -> PlacementReport:
     notes = compiled.notes + ((dumps.note,) if dumps.note else ())
     return PlacementReport(
         source=compiled.source,
-        placement=analyze_placement(compiled.module),
+        placement=loaded_placement(compiled),
         notes=notes,
         why=why,
     )

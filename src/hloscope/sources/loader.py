@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from hloscope.errors import HloscopeError, display_path
 from hloscope.ir import parse
+from hloscope.ir.attributes import Mesh
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
@@ -122,6 +123,9 @@ class Loaded:
     options: LoadOptions = dataclasses.field(default_factory=LoadOptions)
     program: Program | None = dataclasses.field(default=None, repr=False)
     """What can be compiled (again): None for an optimized module read as it is."""
+    declared_meshes: tuple[Mesh, ...] = ()
+    """For a module compiled here: the meshes the module it was compiled from
+    declares, under the user's axis names (XLA's own say `axis_0`, `axis_1`)."""
 
     @property
     def module(self) -> Module:
@@ -189,6 +193,7 @@ class Loaded:
             notes=self.notes + parsed.notes,
             options=options,
             program=self.program,
+            declared_meshes=self.declared_meshes or self.module.meshes,
         )
 
     def compile_refusal(self) -> str | None:
@@ -468,8 +473,19 @@ def _lower_entrypoint(
         stage=stage,
         path=None,
     )
+    declared: tuple[Mesh, ...] = ()
+    if stage == OPTIMIZED and lowering.mlir_bytecode is not None:
+        declared = parse.declared_meshes(lowering.mlir_bytecode)
     return Loaded(
-        source, parsed, lowering, compilation, 0.0, notes + parsed.notes, options, program
+        source,
+        parsed,
+        lowering,
+        compilation,
+        0.0,
+        notes + parsed.notes,
+        options,
+        program,
+        declared_meshes=declared,
     )
 
 

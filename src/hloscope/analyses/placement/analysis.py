@@ -22,15 +22,25 @@ from hloscope.analyses.placement.warnings import (
     host_memory_warnings,
     large_input_warnings,
 )
+from hloscope.ir.attributes import Mesh as IrMesh
+from hloscope.ir.attributes import with_declared_axes
 from hloscope.ir.model import Module, Op, is_computation
 
 
 def analyze_placement(
-    module: Module, large_host_input_bytes: int = LARGE_HOST_INPUT_BYTES
+    module: Module,
+    large_host_input_bytes: int = LARGE_HOST_INPUT_BYTES,
+    argument_names: Mapping[int, str] | None = None,
+    declared_meshes: Sequence[IrMesh] = (),
 ) -> Placement:
     """Compute placement, memory kinds, transfers, shardings and collectives of
     `module`; a host region reading at least `large_host_input_bytes` of device
-    values is warned about."""
+    values is warned about. `argument_names` names the entry's arguments by index
+    (`analyses.params.argument_paths`: the paths `params` shows); without it, by
+    their locations. `declared_meshes`: the meshes of the module an optimized one was
+    compiled from, whose axis names replace XLA's `axis_N` (`with_declared_axes`)."""
+    names: Mapping[int, str] = argument_names or {}
+    meshes = with_declared_axes(module.meshes, declared_meshes)
     scan = PlacementScan(module)
     placement = compute_contexts(module, scan)
     functions = placement.functions
@@ -72,15 +82,15 @@ def analyze_placement(
         )
     )
 
-    memory, host_values = entry_memory(module)
+    memory, host_values = entry_memory(module, names)
     transfers = memory_flow(module, ops, host_values)
     regions = compute_regions(module, placed, placement.contexts, host_values)
-    shardings, op_shardings, manual = sharding_annotations(module, functions, ops)
+    shardings, op_shardings, manual = sharding_annotations(module, functions, ops, names, meshes)
 
     warnings = call_mark_warnings(module, ops, placement.contexts)
     if host_values:
         warnings += host_memory_warnings(
-            module, _readers(module, ranges, host_values), labels, host_values, memory
+            module, _readers(module, ranges, host_values), labels, host_values, memory, names
         )
     warnings += large_input_warnings(regions, large_host_input_bytes)
 
@@ -91,7 +101,7 @@ def analyze_placement(
         regions=tuple(regions),
         memory=tuple(memory),
         transfers=tuple(transfers),
-        meshes=tuple(module_meshes(module)),
+        meshes=tuple(module_meshes(meshes)),
         shardings=tuple(shardings),
         op_shardings=op_shardings,
         manual_computations=tuple(manual),

@@ -40,15 +40,19 @@ def _is_host_kind(kind: str) -> bool:
     return kind in HOST_MEMORY_KINDS or kind == _space_name(HOST_MEMORY_SPACE)
 
 
-def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]:
+def entry_memory(
+    module: Module, names: Mapping[int, str]
+) -> tuple[list[MemoryPlacement], dict[int, str]]:
     """Memory kinds of the entry function's arguments and results, and the argument
-    values in host memory (value -> memory kind)."""
+    values in host memory (value -> memory kind). `names`: the arguments' user
+    names by index."""
     entry = module.entry
     out: list[MemoryPlacement] = []
     host_values: dict[int, str] = {}
     if entry is None:
         return out, host_values
     kind: MemoryPlacementKind
+    name: str | None
     for kind, items in (("argument", entry.arguments), ("result", entry.results)):
         for item in items:
             memory_kind = item.memory_kind
@@ -60,7 +64,8 @@ def entry_memory(module: Module) -> tuple[list[MemoryPlacement], dict[int, str]]
             if kind == "argument":
                 argument = entry.arguments[item.index]
                 value = f"%arg{item.index}"
-                name = argument.name if argument.name != value else None
+                name = names.get(item.index, argument.name)
+                name = name if name != value else None
                 if is_host and argument.value >= 0:
                     host_values[argument.value] = kind_text
             else:

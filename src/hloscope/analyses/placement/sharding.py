@@ -13,7 +13,7 @@ is read on the module's mesh where its devices are the mesh's in iota order
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.placement.report import (
     ManualComputation,
@@ -26,10 +26,10 @@ from hloscope.ir.attributes import Mesh as IrMesh
 from hloscope.ir.model import Module, Op, is_computation
 
 
-def module_meshes(module: Module) -> list[Mesh]:
+def module_meshes(meshes: Sequence[IrMesh]) -> list[Mesh]:
     return [
         Mesh(name=mesh.name, axes=mesh.axes, devices=mesh.devices, text=mesh.body)
-        for mesh in module.meshes
+        for mesh in meshes
     ]
 
 
@@ -38,13 +38,16 @@ def _on_mesh(sharding: Sharding | None, meshes: Sequence[IrMesh]) -> str | None:
 
 
 def sharding_annotations(
-    module: Module, functions: Sequence[str], ops: Sequence[Op]
+    module: Module,
+    functions: Sequence[str],
+    ops: Sequence[Op],
+    names: Mapping[int, str],
+    meshes: Sequence[IrMesh],
 ) -> tuple[list[ShardingAnnotation], int, list[ManualComputation]]:
     shardings: list[ShardingAnnotation] = []
     manual: list[ManualComputation] = []
     spmd_params = module.spmd_parameter_shardings
     spmd_outputs = module.spmd_output_shardings
-    meshes = module.meshes
     entry = module.entry
     for name in functions:
         function = module.functions[name]
@@ -56,11 +59,12 @@ def sharding_annotations(
             if sharding is None:
                 continue
             value = f"%arg{argument.index}"
+            name_ = names.get(argument.index, argument.name) if is_entry else argument.name
             shardings.append(
                 ShardingAnnotation(
                     kind="argument",
                     value=value,
-                    name=argument.name if argument.name != value else None,
+                    name=name_ if name_ != value else None,
                     function=name,
                     sharding=sharding.text,
                     source=None,

@@ -115,6 +115,7 @@ def host_memory_warnings(
     labels: Mapping[int, str],
     host_values: Mapping[int, str],
     memory: Sequence[MemoryPlacement],
+    user_names: Mapping[int, str],
 ) -> list[PlacementWarning]:
     by_value: dict[int, list[Op]] = {}
     if not host_values:
@@ -144,7 +145,7 @@ def host_memory_warnings(
     for value, users in by_value.items():
         argument = argument_names.get(value)
         if argument is not None:
-            what = f"argument {argument.name}"
+            what = f"argument {user_names.get(argument.index, argument.name)}"
             where = kinds.get(argument.index, "host")
         else:
             what = module.value_name(value)

@@ -57,8 +57,9 @@ def explain_collectives(
         return Why(available=False, note=note, sites=sites, origins=())
     lines = _lines(propagation, before)
     namer = _Namer(propagation, lines, arguments, results)
+    used: set[int] = set()
     sites = tuple(
-        _explain(optimized, op, kind, propagation, lines, namer) for op, kind in collectives
+        _explain(optimized, op, kind, propagation, lines, namer, used) for op, kind in collectives
     )
     untied = sum(1 for site in sites if site.note)
     why_note = note
@@ -257,34 +258,58 @@ def _explain(
     prop: ShardyPropagation,
     lines: Sequence[Location | None],
     namer: _Namer,
+    used: set[int],
 ) -> CollectiveSite:
+    """`used`: the Shardy ops earlier collectives were tied to (updated here)."""
     size = _group_size(module, op)
     mesh_axes = next(iter(prop.meshes.values()), ())
-    name = op.location.name
-    innermost = op.location.source
-    # (operand values, result values, where they meet, the op there)
-    candidates: list[tuple[tuple[int, ...], tuple[int, ...], str | None, str]] = []
+    location = op.location
+    innermost = location.source
+    # (Shardy op index or None, operand values, result values, where they meet, the op)
+    candidates: list[tuple[int | None, tuple[int, ...], tuple[int, ...], str | None, str]] = []
     if innermost is not None:
+        user = _source(location)
+
+        def rank(i: int) -> tuple[bool, bool, bool, bool, int]:
+            # The innermost frame of a library's layer (Flax's `Linear`) is shared by
+            # every layer: the whole stack, then the user's frame and the op name tell
+            # them apart; where even those agree (layers called in a loop), the order
+            # does: the next collective goes to an op no earlier one took.
+            theirs = lines[i]
+            assert theirs is not None
+            return (
+                theirs.frames != location.frames,
+                _source(theirs) != user,
+                theirs.name != location.name,
+                i in used,
+                i,
+            )
+
         same_line = [
             i for i, loc in enumerate(lines) if loc is not None and loc.source == innermost
         ]
-        named = [i for i in same_line if lines[i] is not None and lines[i].name == name]  # type: ignore[union-attr]
-        for i in named + [i for i in same_line if i not in named]:
+        for i in sorted(same_line, key=rank):
             shardy_op = prop.ops[i]
             candidates.append(
-                (shardy_op.operands, shardy_op.results, _source(lines[i]), shardy_op.name)
+                (i, shardy_op.operands, shardy_op.results, _source(lines[i]), shardy_op.name)
             )
     else:
         result = _result_fed(module, op)
         if result is not None and result < len(prop.returned):
             candidates.append(
-                ((prop.returned[result],), (-1 - result,), f"result {result}", "return")
+                (None, (prop.returned[result],), (-1 - result,), f"result {result}", "return")
             )
-    for operands, results, meets, meets_op in candidates:
-        axes = _moved_axes(prop, operands, results, size, mesh_axes)
+    for index, operands, results, meets, meets_op in candidates:
+        factors = prop.ops[index].factors if index is not None else None
+        conflicts = _conflicts(prop, operands, results, factors)
+        axes = _moved_axes(prop, operands, results, size, mesh_axes, conflicts)
         if not axes:
             continue
-        causes = tuple(_cause(prop, namer, axis, operands, results) for axis in axes)
+        if index is not None:
+            used.add(index)
+        causes = tuple(
+            _cause(prop, namer, axis, operands, results, axis in conflicts) for axis in axes
+        )
         site = CollectiveSite(
             op=kind,  # type: ignore[arg-type]
             instruction=_instruction(module, op),
@@ -314,17 +339,43 @@ def _value(prop: ShardyPropagation, index: int) -> ShardyValue | None:
     return prop.values[index] if index < len(prop.values) else None
 
 
+def _conflicts(
+    prop: ShardyPropagation,
+    operands: Sequence[int],
+    results: Sequence[int],
+    factors: tuple[tuple[tuple[int, ...], ...], ...] | None,
+) -> frozenset[str]:
+    """The mesh axes that shard dimensions of different factors of the op's sharding
+    rule (a dot's `x` split along its rows and `w` along the contracted dimension,
+    over one axis): present on both sides, they still move."""
+    if factors is None or len(factors) != len(operands) + len(results):
+        return frozenset()
+    seen: dict[str, set[tuple[int, ...]]] = {}
+    for index, dims in zip((*operands, *results), factors, strict=True):
+        value = _value(prop, index)
+        if value is None or value.dimensions is None:
+            continue
+        for axes, factor in zip(value.dimensions, dims, strict=False):
+            for axis in axes:
+                seen.setdefault(axis, set()).add(factor)
+    return frozenset(axis for axis, found in seen.items() if len(found) > 1)
+
+
 def _moved_axes(
     prop: ShardyPropagation,
     operands: Sequence[int],
     results: Sequence[int],
     size: int | None,
     mesh_axes: Sequence[tuple[str, int]],
+    conflicts: frozenset[str] = frozenset(),
 ) -> tuple[str, ...]:
-    """The mesh axes operands and results disagree on, of the collective's size."""
+    """The mesh axes operands and results disagree on (or that shard different
+    factors of the op: `conflicts`), of the collective's size."""
     inputs = {a for v in operands if (value := _value(prop, v)) for a in value.axes}
     outputs = {a for v in results if (value := _value(prop, v)) for a in value.axes}
-    differ = [name for name, _ in mesh_axes if (name in inputs) != (name in outputs)]
+    differ = [
+        name for name, _ in mesh_axes if (name in inputs) != (name in outputs) or name in conflicts
+    ]
     if size is None:
         return tuple(differ)
     sizes = dict(mesh_axes)
@@ -344,6 +395,7 @@ def _cause(
     axis: str,
     operands: Sequence[int],
     results: Sequence[int],
+    conflict: bool = False,
 ) -> AxisCause:
     sharded: list[ShardingOrigin] = []
     unsharded: list[ShardingOrigin] = []
@@ -358,7 +410,7 @@ def _cause(
         elif value.dimensions is not None and index in results:
             # What the op must produce: an operand without the axis asks nothing.
             unsharded.extend(namer.origin(o) for o in _setters(prop, index, value))
-    return AxisCause(axis, _distinct(sharded), _distinct(unsharded))
+    return AxisCause(axis, _distinct(sharded), _distinct(unsharded), conflict)
 
 
 def _setters(prop: ShardyPropagation, index: int, value: ShardyValue) -> list[Origin]:
@@ -395,7 +447,13 @@ def _with_sentence(site: CollectiveSite) -> CollectiveSite:
     parts = []
     for cause in site.causes:
         sharded = _labels(cause.sharded_by) or "the propagation"
-        if cause.unsharded_by and site.op not in ("all_reduce", "reduce_scatter"):
+        if cause.conflict and not cause.unsharded_by:
+            verb = "shard" if len(cause.sharded_by) > 1 else "shards"
+            parts.append(
+                f"{sharded} {verb} different dimensions of the {meets_op or 'op'}"
+                f"{' at ' + site.meets if site.meets else ''} along `{cause.axis}`"
+            )
+        elif cause.unsharded_by and site.op not in ("all_reduce", "reduce_scatter"):
             asks = _labels(cause.unsharded_by, with_sharding=False)
             verb = "asks" if len(cause.unsharded_by) == 1 else "ask"
             parts.append(

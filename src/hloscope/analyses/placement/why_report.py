@@ -60,6 +60,10 @@ class AxisCause:
     """What set the shardings of the values there that are not sharded along it:
     a constraint, a requested result, the other axes' origins. Empty for a reduction
     over the axis (the op itself sums the partial results)."""
+    conflict: bool = False
+    """The values sharded along it use it on different dimensions of the op (factors
+    of its sharding rule: a dot's rows and its contracted dimension), so one side is
+    gathered."""
 
 
 @dataclasses.dataclass(frozen=True)

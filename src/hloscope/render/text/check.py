@@ -58,7 +58,9 @@ def _render_target(check: TargetCheck, console: Console) -> None:
         regressions, improvements = comparison.regressions, comparison.improvements
         if regressions:
             console.print(_changes_table("Regressions", regressions))
-            console.print(_lines_table(regressions, comparison.grown_at_peak, check.line_texts))
+            console.print(
+                _lines_table(regressions, comparison.grown_at_peak, check.line_texts, check.origins)
+            )
         if improvements:
             title = "Changes that are no regression" if regressions else "Changes"
             console.print(_changes_table(title, improvements[:MAX_IMPROVEMENT_ROWS]))
@@ -154,10 +156,14 @@ def _delta(change: Change) -> str:
 
 
 def _lines_table(
-    regressions: tuple[Change, ...], grown: tuple[GrownBuffers, ...], texts: Mapping[str, str]
+    regressions: tuple[Change, ...],
+    grown: tuple[GrownBuffers, ...],
+    texts: Mapping[str, str],
+    origins: Mapping[str, tuple[str, ...]],
 ) -> Table:
     """The regressions grouped by the line of the user's code they come from: the ops
-    each line gained, and the bytes its buffers hold at the memory peak."""
+    each line gained, the bytes its buffers hold at the memory peak, and why each
+    collective there is there (`placement --why`)."""
     by_site: dict[str, list[str]] = {}
     for entry in grown[:MAX_GROWN_ROWS]:
         shapes = clip(", ".join(shape_text(s) for s in entry.shapes), 48)
@@ -171,6 +177,8 @@ def _lines_table(
             by_site.setdefault(site, []).append(
                 f"{change.fact} {describe_site_delta(change.fact, delta)}"
             )
+    for site, said in origins.items():
+        by_site.setdefault(site, []).extend(f"why: {sentence}" for sentence in said)
     table = simple_table(
         "Where they come from",
         [("line", "left", True), ("what it adds", "left", False)],

@@ -1,0 +1,87 @@
+"""`placement --why` on a Flax NNX MLP sharded through `nnx.with_partitioning`
+(samples/why_nnx.py, 8 CPU devices): each all-reduce's cause named by the paths
+`params` prints, compared with Shardy's own dump of the same program (which
+argument set `model` on the operands of each reducing dot), read here from the file.
+
+Both blocks' ops have the same innermost frame (Flax's `Linear`), the same user line
+(the loop) and the same op name: the second all-reduce was blamed on the first
+block's weights before the join took them in order."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SAMPLE = "samples/why_nnx.py"
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+
+
+def hloscope_json(*argv):
+    done = subprocess.run(
+        [sys.executable, "-m", "hloscope", *argv, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def shardy_dump(tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("s", {SAMPLE!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        m.forward.lower(*m.example_args()).compile(compiler_options={{
+            "xla_dump_to": {str(tmp_path)!r}, "xla_dump_hlo_pass_re": "shardy-verbose"}})
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=300, env=ENV)
+    (path,) = tmp_path.glob("shardy/*/02.after_propagation.mlir")
+    return path.read_text()
+
+
+def reducing_dots(dump):
+    """Per dot that contracts the `model` axis away, in order: the argument index of
+    its kernel and the `input: N` Shardy gives its other operand's `model` axis."""
+    origins = {}
+    out = []
+    for line in dump.splitlines():
+        found = re.match(r"\s*%(\d+) = .*sdy\.sharding_origins = \[\{([^}]*)\}\]", line)
+        if not found:
+            continue
+        value, axes = found.groups()
+        origins[value] = dict(re.findall(r'(\w+) = "([^"]+)"', axes))
+        dot = re.match(r"\s*%\d+ = stablehlo\.dot %(\d+), %arg(\d+)", line)
+        if dot and "model" not in origins[value]:
+            left, kernel = dot.groups()
+            (source,) = re.fullmatch(r"input: (\d+)", origins[left]["model"]).groups()
+            out.append((int(kernel), int(source)))
+    return out
+
+
+def test_nnx_all_reduces_named_by_parameter_paths(tmp_path):
+    lines = (ROOT / SAMPLE).read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "return self.down(" in text)
+    dots = reducing_dots(shardy_dump(tmp_path))
+    assert len(dots) == 2
+    target = (f"{SAMPLE}:forward", "--args", f"{SAMPLE}:example_args")
+    paths = {p["hlo_index"]: p["path"] for p in hloscope_json("params", *target)["parameters"]}
+    document = hloscope_json("placement", *target, "--why")
+    (group,) = [c for c in document["collectives"] if c["op"] == "all_reduce"]
+    assert len(group["sites"]) == len(dots)
+    for block, (site, (kernel, source)) in enumerate(zip(group["sites"], dots, strict=True)):
+        assert site["axes"] == ["model"]
+        (cause,) = site["causes"]
+        named = {o["argument"] for o in cause["sharded_by"]}
+        assert named == {paths[kernel], paths[source]}
+        assert named == {f"model.blocks[{block}].down.kernel", f"model.blocks[{block}].up.kernel"}
+        assert site["source"].endswith(f"{SAMPLE}:{line}")
+        assert f"argument `model.blocks[{block}].down.kernel`" in site["sentence"]
