@@ -207,8 +207,8 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
 
 def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
     """The contract's `parameters` list, each object extended with `hlo_shape`, `bytes`,
-    `uses`, `aliases_output`, `sharding_attribute`, `donation_requested` and
-    `donation_dropped`."""
+    `uses`, `aliases_output`, `sharding_attribute`, `donation_requested`,
+    `donation_dropped` and `also`."""
     return [
         {
             "position": p.position,
@@ -226,6 +226,7 @@ def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
             "sharding_attribute": p.sharding_attribute,
             "donation_requested": p.donation_requested,
             "donation_dropped": p.donation_dropped,
+            "also": list(p.also),
         }
         for p in usage.parameters
     ]
