@@ -193,6 +193,7 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
         ],
         "summary": fusion_summary_json(report.summary),
         "jits": list(analysis.jits),
+        "library_jits": list(analysis.library_jits),
         "timings": plain(report.timings),
         "notes": list(report.notes),
     }
