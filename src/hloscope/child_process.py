@@ -111,6 +111,13 @@ class ChildProcess:
         except OSError as exc:
             raise HloscopeError(f"cannot start a child process ({self.module}): {exc}") from exc
 
+    def start(self) -> None:
+        """Start the child now, if it is not running, without waiting for it: it gets
+        ready (imports, a backend) while this process does other work."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = self._start()
+
     def request(
         self, header: dict[str, Any], payload: bytes = b"", timeout: float | None = None
     ) -> Reply:

@@ -94,15 +94,20 @@ def _read_hlo(kind: Any, payload: bytes, replies: Any) -> None:
     send_hlo_module(module, replies)
 
 
-def send_hlo_module(module: Any, replies: Any) -> None:
+def send_hlo_module(
+    module: Any, replies: Any, proto: bytes | None = None, printed: str | None = None
+) -> None:
     """Answer with what the main process builds an HLO module's model from: its proto
     (`parsed`), its MLIR conversion (`converted`, or `convert-error`), and the HLO
     names of the converted ops (`names`). Also what the module runner's child sends of
-    the module it compiled (`hloscope.sources.jax.module_run`)."""
+    the module it compiled (`hloscope.sources.jax.module_run`), whose proto and text
+    it has made already."""
     import jaxlib._jax as jax_ext
 
-    proto = module.as_serialized_hlo_module_proto()
-    printed = str(module.to_string())
+    if proto is None:
+        proto = module.as_serialized_hlo_module_proto()
+    if printed is None:
+        printed = str(module.to_string())
     layout = entry_computation_layout(printed)
     reader.write_frame(replies, {"stage": reader.STAGE_PARSED, "entry_layout": layout}, proto)
     try:
