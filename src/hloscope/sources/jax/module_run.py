@@ -112,10 +112,12 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
     if STAGE_REFUSED in stages:
         refused = stages[STAGE_REFUSED][0]
         raise HloscopeError(str(refused["message"]), where=refused.get("where") or label)
-    if STAGE_COMPILED not in stages or (request.run is not None and STAGE_RAN not in stages):
-        raise HloscopeError(_death(reply, compiled=STAGE_COMPILED in stages), where=label)
+    if STAGE_COMPILED not in stages:
+        raise HloscopeError(_death(reply, "compiling"), where=label)
+    if request.run is not None and STAGE_RAN not in stages:
+        raise HloscopeError(_death(reply, "running"), where=label)
     if "parsed" not in stages:
-        raise HloscopeError(_death(reply, compiled=True), where=label)
+        raise HloscopeError(_death(reply, "converting"), where=label)
     compiled, text = stages[STAGE_COMPILED]
     compilation = Compilation(
         hlo_proto=stages["parsed"][1],
@@ -140,20 +142,17 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
     return ModuleResult(compilation, optimized, runs)
 
 
-def _death(reply: Reply, *, compiled: bool) -> str:
-    """What ended the child, with XLA's last message (a failed check's, not its stack
-    trace's frames): `XLA aborted while compiling it (SIGABRT, jaxlib 0.10.2): Check
-    failed: ...`."""
-    doing = "running" if compiled else "compiling"
+def _death(reply: Reply, doing: str) -> str:
+    """What ended the child while `doing` it, with XLA's last message (a failed
+    check's, not its stack trace's frames): `XLA aborted while compiling it (SIGABRT,
+    jaxlib 0.10.2): Check failed: ...`."""
     message = reply.last_message()
     last = f": {one_line(message, 300)}" if message else ""
     jaxlib = f"jaxlib {package_version('jaxlib') or 'unknown'}"
-    if reply.timed_out is not None:
-        return f"{doing} it {reply.failure()} ({jaxlib}){last}"
     if reply.died is not None and reply.died < 0:
         crash = reply.failure().removeprefix("crashed (").removesuffix(")")
         return f"XLA aborted while {doing} it ({crash}, {jaxlib}){last}"
-    return f"{doing} it {reply.failure()} ({jaxlib}){last}"
+    return f"{doing} it, the child process {reply.failure()} ({jaxlib}){last}"
 
 
 # --------------------------------------------------------------------------- the child
