@@ -33,6 +33,7 @@ MARGIN = 60
 ABORTS_XLA = (
     "xla-cc-embedded-hlo/xla/hlo/transforms/bfloat16_propagation_test.014.hlo",
     "xla-cc-embedded-hlo/xla/service/sharding_propagation_test.244.hlo",
+    "xla/xla/hlo/translate/hlo_to_mhlo/tests/import_locs.hlo",
 )
 SUFFIXES = (".hlo", ".mlir", ".mlirbc", ".bc")
 
