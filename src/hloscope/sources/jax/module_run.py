@@ -32,7 +32,7 @@ import sys
 from typing import Any
 
 from hloscope.child_process import STAGE_DONE, ChildProcess, Reply, read_frame, write_frame
-from hloscope.environment import package_version
+from hloscope.environment import note_child_backend, package_version
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir.hlo import parsed_from_reply
 from hloscope.ir.parsed import ParsedModule
@@ -119,6 +119,7 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
     if "parsed" not in stages:
         raise HloscopeError(_death(reply, "converting"), where=label)
     compiled, text = stages[STAGE_COMPILED]
+    note_child_backend(str(compiled["platform"]))
     compilation = Compilation(
         hlo_proto=stages["parsed"][1],
         hlo_text=text.decode("utf-8"),
