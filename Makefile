@@ -62,14 +62,17 @@ smoke-jax: $(foreach v,$(SMOKE_JAX),.venv-jax-$(v)/.installed-stamp)
 
 # Longer than `make test`: 2,000 fuzzed inputs per loader (new ones each run, more
 # seeds from the corpus), the corpus sweep with every command loading each file
-# itself, and 400 new pytrees of every leaf kind JAX accepts (keys, float0, scalars,
-# ml_dtypes, shardings) checked against JAX's parameter map. FUZZ_EXAMPLES=N to
-# change the counts (the leaf kinds take at most 400).
+# itself, 400 new pytrees of every leaf kind JAX accepts (keys, float0, scalars,
+# ml_dtypes, shardings) checked against JAX's parameter map, and every HLO and MLIR
+# file of the corpus compiled through the command line and the Python API, watched
+# from outside (containment: about an hour on 2 cores). FUZZ_EXAMPLES=N to change the
+# counts (the leaf kinds take at most 400).
 FUZZ_EXAMPLES ?= 2000
 fuzz: $(STAMP)
 	HLOSCOPE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HLOSCOPE_SWEEP_UNCACHED=1 \
+		HLOSCOPE_CONTAINMENT_SAMPLE=all \
 		$(BIN)/python -m pytest tests/cli/test_fuzz.py tests/corpus/test_corpus_commands.py \
-		tests/api/test_leaf_kinds.py -s
+		tests/api/test_leaf_kinds.py tests/corpus/test_containment_corpus.py -s
 
 # Speed and memory against baselines measured in the same run (bench/run.py).
 bench: $(STAMP)

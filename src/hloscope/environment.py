@@ -45,15 +45,28 @@ def xla_of_jaxlib() -> str:
     return f"XLA (jaxlib {package_version('jaxlib') or 'unknown'})"
 
 
+_child_backend: str | None = None
+"""The platform of the backend a child process of this one compiled on, if any."""
+
+
+def note_child_backend(platform: str) -> None:
+    """Record that a child process (the module runner, compiling a dump) started JAX's
+    backend on `platform`: the command did start one, in its child."""
+    global _child_backend
+    _child_backend = platform
+
+
 def environment(*, start_backend: bool = False) -> Environment:
     """The environment of this process. `start_backend`: start JAX's backends to name
-    the default one (`--version`); otherwise it is named only where this process
-    started them already."""
+    the default one (`--version`); otherwise it is named only where this process (or
+    its module runner, `note_child_backend`) started them already."""
     backend = None
     if start_backend or "jax" in sys.modules:
         from hloscope.sources.jax.backend import default_backend
 
         backend = default_backend(start=start_backend)
+    if backend is None:
+        backend = _child_backend
     return Environment(
         hloscope=package_version("hloscope") or "unknown",
         jax=package_version("jax"),

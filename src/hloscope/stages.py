@@ -44,6 +44,10 @@ class ArgumentLeaf:
     `jax.buffer_donor` on it): False where JAX dropped a donation the caller asked for
     (no result of the parameter's shape and dtype to reuse its buffer); None when it
     was pruned or the lowered module is not known."""
+    also: tuple[str, ...] = ()
+    """The other paths by which the call reaches the same value, passed once: a Flax
+    Variable that the model and the optimizer both hold (`optimizer.params.w` beside
+    `model.w`)."""
 
 
 @dataclasses.dataclass(frozen=True)

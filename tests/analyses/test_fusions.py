@@ -8,7 +8,13 @@ import pytest
 
 from conftest import DUMPS, SAMPLES, line_of, sample
 from hloscope import reports
-from hloscope.analyses.fusions import analyze_fusions, jit_path, split_op_name
+from hloscope.analyses.fusions import (
+    analyze_fusions,
+    jit_owners,
+    jit_path,
+    split_op_name,
+    user_jit_path,
+)
 from hloscope.ir import hlo_names, parse
 from hloscope.sources import loader
 
@@ -324,3 +330,40 @@ def test_python_api_compiles_what_it_is_given():
     assert {f.name for f in report.analysis.crossing_jits} == {"maximum_tanh_fusion"}
     relu = source(NESTED, "return jax.nn.relu(x @ w + b)")
     assert report.line_texts[relu] == "return jax.nn.relu(x @ w + b)"
+
+
+# --------------------------------------------------------------------------- whose jits
+
+OWNED = """
+#user = loc("main"("/home/me/train.py":10:3))
+#lib = loc("helper"("/env/lib/python3.11/site-packages/lib/h.py":4:1))
+#mine = loc("inner"("/home/me/train.py":20:5))
+#in_lib = loc(callsite(#lib at #user))
+#in_mine = loc(callsite(#mine at #user))
+module @m {
+  func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %x, %x : tensor<4xf32> loc("jit(main)/jit(helper)/add"(#in_lib))
+    %1 = stablehlo.multiply %0, %0 : tensor<4xf32> loc("jit(main)/jit(inner)/mul"(#in_mine))
+    %2 = stablehlo.tanh %1 : tensor<4xf32> loc("jit(main)/jit(dynamic_slice_in_dim)/tanh"(#user))
+    %3 = stablehlo.exponential %2 : tensor<4xf32> loc("jit(main)/jit(nameless)/exp")
+    return %3 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_whose_jit_is_read_from_the_frames_of_its_ops():
+    module = parse.parse_mlir(OWNED, "owned.mlir").model
+    owners = jit_owners(module)
+    assert owners == {
+        "jit(main)": "user",
+        "jit(main)/jit(helper)": "library",  # its function's frame is in site-packages
+        "jit(main)/jit(inner)": "user",
+        # No frame is its function's: JAX leaves its own frames out.
+        "jit(main)/jit(dynamic_slice_in_dim)": "library",
+    }
+    # No named frames at all: unknown, counted as the user's.
+    assert "jit(main)/jit(nameless)" not in owners
+    assert user_jit_path("jit(main)/jit(helper)", owners) == "jit(main)"
+    assert user_jit_path("jit(main)/jit(inner)", owners) == "jit(main)/jit(inner)"
+    assert user_jit_path("jit(main)/jit(nameless)", owners) == "jit(main)/jit(nameless)"

@@ -206,3 +206,52 @@ def test_text_shows_the_users_line_first_and_never_cuts_a_line_number(cli):
                 at += 1
                 numbers.append(cell[at])
             assert line in [n.rstrip(",") for n in numbers], source
+
+
+# --------------------------------------------------------------------------- whose jits
+
+OWNERS = "tests/fixtures/jit_owner_targets.py"
+
+
+def owner_target(name):
+    return [f"{OWNERS}:{name}", "--args", f"{OWNERS}:example_args"]
+
+
+def test_jax_own_jits_in_a_scanned_step_are_not_separate_jits_of_the_user(cli):
+    # One jax.jit around a scan over layers: the scan's indexing is JAX's own
+    # jit(dynamic_index_in_dim) / jit(dynamic_update_index_in_dim), fused with the
+    # user's ops. The user wrote one jit; nothing crosses jits of theirs.
+    run = cli("fusions", *owner_target("scanned_step"), "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert doc["summary"]["crossing_jits"] == 0
+    assert not any(f["crosses_jits"] for f in doc["fusions"])
+    # Shown, labelled as JAX's own.
+    assert doc["library_jits"] == [
+        "jit(scanned_step)/jit(dynamic_index_in_dim)",
+        "jit(scanned_step)/jit(dynamic_update_index_in_dim)",
+    ]
+    assert any(
+        "jit(scanned_step)/jit(dynamic_update_index_in_dim)" in f["jits"] for f in doc["fusions"]
+    )
+    text = cli("fusions", *owner_target("scanned_step")).stdout
+    assert "combine ops of separate jits" not in " ".join(text.split())
+    assert "⇄" not in text
+    assert (
+        "dynamic_index_in_dim, dynamic_update_index_in_dim are JAX's or a library's own jits"
+        in " ".join(text.split())
+    )
+
+
+def test_sibling_jits_of_the_user_inside_a_scan_stay_flagged(cli):
+    run = cli("fusions", *owner_target("scanned_user_jits"), "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    crossing = [f for f in doc["fusions"] if f["crosses_jits"]]
+    assert len(crossing) == doc["summary"]["crossing_jits"] >= 1
+    assert {"jit(scanned_user_jits)/jit(_activate)", "jit(scanned_user_jits)/jit(_matmul)"} <= set(
+        crossing[0]["jits"]
+    )
+    assert doc["library_jits"] == ["jit(scanned_user_jits)/jit(dynamic_index_in_dim)"]
+    text = cli("fusions", *owner_target("scanned_user_jits")).stdout
+    assert "combines ops of separate jits" in " ".join(text.split())

@@ -46,6 +46,7 @@ def test_json_follows_the_contract(cli):
         "sharding_attribute": None,
         "donation_requested": False,
         "donation_dropped": None,
+        "also": [],
     }
     assert doc["totals"]["pruned"] == 2
     assert doc["totals"]["bytes_passed"] == 912

@@ -79,6 +79,67 @@ def test_nnx_train_step_params_match_jax_leaf_by_leaf(cli):
     assert not any(p["donated"] for p in doc["parameters"][-2:])
 
 
+HLO_TYPES = {"float32": "f32", "int32": "s32", "uint32": "u32"}
+
+
+def flax_names(*arguments, names):
+    """Flax's own names for the leaves `nnx.jit` passes for `arguments`, split together
+    as nnx.jit splits them (a Variable several reach is passed once, at its first
+    path), and, per first path, the other paths each argument reaches it by."""
+    from flax import nnx
+
+    def dotted(root, path):
+        return root + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path)
+
+    _graphdef, flat = nnx.graph.flatten(tuple(arguments), with_paths=True)
+    first = {}
+    order = []
+    for path, variable in flat:
+        name = dotted(names[path[0]], path[1:])
+        first[id(variable)] = name
+        value = variable[...]
+        order.append((name, f"{HLO_TYPES[str(value.dtype)]}{list(value.shape)}".replace(" ", "")))
+    also = {}
+    for root, argument in zip(names, arguments, strict=True):
+        for path, variable in nnx.to_flat_state(nnx.variables(argument)):
+            name = dotted(root, path)
+            if first.get(id(variable), name) != name:
+                also.setdefault(first[id(variable)], []).append(name)
+    return order, also
+
+
+@pytest.mark.parametrize(
+    ("step", "factory", "also_under"),
+    [
+        ("nnx_fsdp_step", "nnx_fsdp_args", "optimizer.params"),
+        ("nnx_model_and_optimizer_step", "nnx_model_and_optimizer_args", "optimizer.model"),
+    ],
+)
+def test_nnx_variables_shared_by_model_and_optimizer_keep_their_names(
+    cli, step, factory, also_under
+):
+    # The optimizer holds the model's own Variables (Flax's FSDP example builds it from
+    # `nnx.variables(model, nnx.Param)`; `nnx.ModelAndOptimizer` holds the model).
+    # nnx.jit passes each once: it is named by its first path, with the others beside.
+    run = cli("params", target(step), *fixture_args(factory), "--json")
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    model, optimizer, x, y = getattr(fixture_module(), factory)()
+    lowered = getattr(fixture_module(), step).lower(model, optimizer, x, y)
+    assert hloscope_parameter_map(doc) == jax_parameter_map(lowered)
+    order, also = flax_names(model, optimizer, names=("model", "optimizer"))
+    parameters = doc["parameters"]
+    assert [(p["path"], p["shape"]) for p in parameters[: len(order)]] == order
+    assert_readable([p["path"] for p in parameters])
+    assert {p["path"]: p["also"] for p in parameters if p["also"]} == also
+    assert sorted(also) == ["model.b1", "model.w1", "model.w2"]
+    assert also["model.w1"] == [f"{also_under}.w1"]
+    assert all(p["also"] == [] for p in parameters if not p["path"].startswith("model."))
+    text = cli("params", target(step), *fixture_args(factory))
+    assert "Passed once, reachable by several paths (named by the first)" in text.stdout
+    assert re.search(rf"model\.w1\s+{re.escape(also_under)}\.w1", text.stdout)
+
+
 def test_equinox_params_match_jax_and_list_non_array_fields_as_static(cli):
     run = cli("params", *sample("equinox_model", "loss", "loss_args"), "--json")
     assert run.code == 0, run.stderr

@@ -7,8 +7,8 @@ the user's files and leaves no temporary files behind.
   reports' registry hloscope's own renderers and tabs, by constant names.
 - Dumps are loaded under an audit hook (`sys.addaudithook`) with a marker planted
   in the module's names: no code compiled, executed or unpickled holds it, no file
-  is opened for writing next to the dump, and the only process started is
-  hloscope's own reader.
+  is opened for writing next to the dump, and the only processes started are
+  hloscope's own: the IR reader, and the module runner that compiles a dump.
 - Entrypoints and dumps run with `TMPDIR` pointing at an empty folder, in a copy of
   the user's folder: afterwards both are as they were (no `__pycache__`).
 """
@@ -117,7 +117,11 @@ def hook(event, args):
             events.append([event, path])
     elif event == "subprocess.Popen":
         argv = [str(a) for a in args[1]]
-        if argv[1:] != ["-m", "hloscope.ir.reader_child"]:
+        # hloscope's own children: the IR reader, the module runner (compiling a dump).
+        if argv[1:] not in (
+            ["-m", "hloscope.ir.reader_child"],
+            ["-m", "hloscope.sources.jax.module_run"],
+        ):
             events.append([event, argv])
     elif event in ("os.system", "os.exec", "os.posix_spawn"):
         events.append([event, repr(args)[:300]])

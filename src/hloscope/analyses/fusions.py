@@ -41,7 +41,15 @@ tuples, get-tuple-element, bitcasts) are neither fusions nor counted as unfused.
 JAX op names also carry the nesting of jits (`jit(mlp)/jit(dense)/...`). A fusion
 whose ops come from sibling jits (`dense` and `head`, neither inside the other)
 exists only because an outer jit compiled them together: called without the outer
-jit, each inner jit is its own XLA program and nothing fuses across them.
+jit, each inner jit is its own XLA program and nothing fuses across them. Only the
+user's own jits count: JAX jits some of its own functions (`lax.scan` indexes its
+operands with `jit(dynamic_index_in_dim)`), and libraries theirs, and the user
+cannot call those apart. A jit is the user's when the frames of the ops made inside
+it hold its function (by name) in a file of the user's (`ir.locations.is_user_file`);
+a library's when that frame is in a library's file, or when no frame is its
+function's at all (JAX leaves its own frames out of locations) while the ops have
+named frames; unknown without any (modules from other front ends), and counted as
+the user's (`jit_owners`).
 """
 
 from __future__ import annotations
@@ -58,6 +66,9 @@ from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.ir.model import Module, Op
 
 UserSourceFrom = Literal["optimized", "lowered"]
+
+JitOwner = Literal["user", "library"]
+"""Who defined a jit's function: the user, or JAX or another library."""
 """Which module's frames a `user_source` was read from."""
 
 LoweredFrames = Mapping[tuple[str, str | None], Frame]
@@ -165,9 +176,10 @@ class Fusion:
     jits: tuple[str, ...]
     """The jit nestings the ops came from (`jit(mlp)/jit(dense)`), sorted."""
     crosses_jits: bool
-    """Whether ops of sibling jits (neither nested in the other) were fused
-    together: the fusion exists only because an outer jit compiled them as one
-    program."""
+    """Whether ops of sibling jits of the user's (neither nested in the other) were
+    fused together: the fusion exists only because an outer jit compiled them as one
+    program. JAX's and libraries' own jits count as part of the jit that calls them
+    (`FusionAnalysis.library_jits`)."""
     operands: tuple[str, ...]
     """Operand shapes (`f32[8,64]`)."""
     results: tuple[str, ...]
@@ -271,6 +283,10 @@ class FusionAnalysis:
     """Ops inside fusions."""
     jits: tuple[str, ...]
     """Every jit nesting seen in op names, sorted."""
+    library_jits: tuple[str, ...] = ()
+    """The nestings of `jits` whose innermost jit is JAX's or another library's, not
+    the user's (`jit(train_step)/jit(dynamic_index_in_dim)`, which `lax.scan` makes):
+    shown, but not counted as jits the user could call apart."""
 
     @property
     def unfused_ops(self) -> int:
@@ -321,6 +337,60 @@ def jit_path(op_name: str) -> str | None:
     `jit(mlp)/jit(dense)/while/body/add`; None when it names no jit."""
     jits = [part for part in split_op_name(op_name) if _JIT_PART.match(part)]
     return "/".join(jits) if jits else None
+
+
+def jit_name(path: str) -> str:
+    """The function name of a nesting's innermost jit: `g` for `jit(f)/jit(g)`."""
+    last = path.rpartition("/")[2]
+    match = _JIT_PART.match(last)
+    return match.group(1) if match else last
+
+
+def jit_owners(module: Module) -> Mapping[str, JitOwner]:
+    """Who defined each jit nesting's innermost jit (see the module's docstring), by
+    nesting (`jit(f)/jit(g)`); a nesting whose ops have no named frames is absent."""
+    functions: dict[str, set[Frame]] = {}
+    seen: set[tuple[str, int]] = set()
+    for op in module.ops:
+        name = _op_name(op)
+        path = jit_path(name) if name is not None else None
+        if path is None or (path, id(op.location)) in seen:
+            continue
+        seen.add((path, id(op.location)))
+        named = [frame for frame in op.location.frames if frame.function]
+        if not named:
+            continue
+        parts = path.split("/")
+        for end in range(1, len(parts) + 1):
+            functions.setdefault("/".join(parts[:end]), set()).update(named)
+    owners: dict[str, JitOwner] = {}
+    for path, frames in functions.items():
+        function = jit_name(path)
+        defining = [f for f in frames if _names_function(f.function or "", function)]
+        user = any(is_user_file(f.file) for f in defining)
+        owners[path] = "user" if user else "library"
+    return MappingProxyType(owners)
+
+
+def _names_function(frame_function: str, jit_name: str) -> bool:
+    """Whether a frame's function (`layer`, `Model.__call__`, a qualified name) is the
+    one a jit is named after (`layer`, `__call__`; a callable object's class)."""
+    return bool(jit_name) and (
+        frame_function == jit_name
+        or frame_function.endswith("." + jit_name)
+        or frame_function.startswith(jit_name + ".")
+    )
+
+
+def user_jit_path(path: str, owners: Mapping[str, JitOwner]) -> str | None:
+    """The part of a jit nesting that is the user's: cut before the first jit that is
+    JAX's or a library's (whose ops are part of the jit calling it); None when the
+    outermost is not the user's."""
+    parts = path.split("/")
+    for end in range(1, len(parts) + 1):
+        if owners.get("/".join(parts[:end])) == "library":
+            return "/".join(parts[: end - 1]) or None
+    return path
 
 
 def _crosses(paths: Iterable[str]) -> bool:
@@ -551,6 +621,11 @@ def analyze_fusions(
     fusions: list[Fusion] = []
     unfused: list[UnfusedOp] = []
     all_jits: set[str] = set()
+    owners = jit_owners(module)
+
+    def crosses_user_jits(jits: Iterable[str]) -> bool:
+        return _crosses(p for p in (user_jit_path(j, owners) for j in jits) if p is not None)
+
     line_fusions: dict[str, dict[str, None]] = {}
     line_unfused: dict[str, dict[str, None]] = {}
     line_fused_ops: Counter[str] = Counter()
@@ -600,7 +675,7 @@ def analyze_fusions(
                 sources=tuple(sorted(sources, key=_source_key)),
                 op_names=tuple(op_names),
                 jits=tuple(sorted(jits)),
-                crosses_jits=_crosses(jits),
+                crosses_jits=crosses_user_jits(jits),
                 operands=operands,
                 results=results,
                 operand_bytes=operand_bytes,
@@ -699,14 +774,18 @@ def analyze_fusions(
         unfused_by_category=_sorted_counts(categories),
         fused_ops=sum(f.op_count for f in fusions),
         jits=tuple(sorted(all_jits)),
+        library_jits=tuple(sorted(j for j in all_jits if owners.get(j) == "library")),
     )
 
 
 def inner_jits(analysis: FusionAnalysis) -> tuple[str, ...]:
-    """Names of the jits called directly by the outermost one (`dense`, `head` for
-    `jit(mlp)/jit(dense)`, `jit(mlp)/jit(head)`), in order of name."""
+    """Names of the user's jits called directly by the outermost one (`dense`, `head`
+    for `jit(mlp)/jit(dense)`, `jit(mlp)/jit(head)`), in order of name."""
     names: set[str] = set()
+    library = set(analysis.library_jits)
     for path in analysis.jits:
+        if "/".join(path.split("/")[:2]) in library:
+            continue
         parts = path.split("/")
         if len(parts) >= 2:
             match = _JIT_PART.match(parts[1])

@@ -105,6 +105,10 @@ class Parameter:
     """The sharding exactly as the module holds it (`sdy.sharding`, `mhlo.sharding`)."""
     memory_kind: str | None
     """`device`, `pinned_host`, `unpinned_host`, ... when stated."""
+    also: tuple[str, ...] = ()
+    """The other paths by which the call reaches this leaf, which is passed once: a
+    Flax Variable that the model and the optimizer both hold is named by its first
+    path (`model.w`) and is also `optimizer.params.w`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -368,6 +372,7 @@ def _leaf_parameter(
             sharding=leaf.sharding,
             sharding_attribute=None,
             memory_kind=leaf.memory_kind,
+            also=leaf.also,
         )
     ir = _ir_facts(live, uses, argument, meshes, aliases)
     return Parameter(
@@ -386,6 +391,7 @@ def _leaf_parameter(
         sharding=_leaf_sharding(leaf.sharding, ir.sharding),
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind or leaf.memory_kind,
+        also=leaf.also,
     )
 
 

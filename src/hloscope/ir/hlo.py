@@ -30,6 +30,15 @@ def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: st
     """Parse HLO text or a proto in the reader process, then read what it answered:
     the module converted to MLIR, or XLA's own form where the conversion failed."""
     reply = reader.request(kind, payload, reader.read_timeout(len(payload)))
+    return parsed_from_reply(reply, kind, payload, source_name)
+
+
+def parsed_from_reply(
+    reply: reader.Reply, kind: reader.RequestKind, payload: bytes, source_name: str
+) -> ParsedModule:
+    """The model of an HLO module from what a child process answered of it
+    (`reader_child.send_hlo_module`): the reader's, or the module runner's of the
+    module it compiled (`kind` "proto", `payload` empty: the proto is the reply's)."""
     stages = reply.stages
     if reader.STAGE_ERROR in stages:
         raise _hlo_error(str(stages[reader.STAGE_ERROR][0].get("message", "")), source_name)

@@ -80,14 +80,10 @@ def main() -> int:
 
 
 def _read_hlo(kind: Any, payload: bytes, replies: Any) -> None:
-    import jaxlib._jax as jax_ext
-
-    hlo = xla_hlo()
-
     module: Any = None
     try:
         if kind == "text":
-            module = hlo.hlo_module_from_text(payload.decode("utf-8"))
+            module = xla_hlo().hlo_module_from_text(payload.decode("utf-8"))
         else:
             module = hlo_module_from_proto(payload)
             if module is None:
@@ -95,8 +91,23 @@ def _read_hlo(kind: Any, payload: bytes, replies: Any) -> None:
     except Exception as exc:
         reader.write_frame(replies, {"stage": reader.STAGE_ERROR, "message": str(exc)})
         return
-    proto = module.as_serialized_hlo_module_proto()
-    printed = str(module.to_string())
+    send_hlo_module(module, replies)
+
+
+def send_hlo_module(
+    module: Any, replies: Any, proto: bytes | None = None, printed: str | None = None
+) -> None:
+    """Answer with what the main process builds an HLO module's model from: its proto
+    (`parsed`), its MLIR conversion (`converted`, or `convert-error`), and the HLO
+    names of the converted ops (`names`). Also what the module runner's child sends of
+    the module it compiled (`hloscope.sources.jax.module_run`), whose proto and text
+    it has made already."""
+    import jaxlib._jax as jax_ext
+
+    if proto is None:
+        proto = module.as_serialized_hlo_module_proto()
+    if printed is None:
+        printed = str(module.to_string())
     layout = entry_computation_layout(printed)
     reader.write_frame(replies, {"stage": reader.STAGE_PARSED, "entry_layout": layout}, proto)
     try:

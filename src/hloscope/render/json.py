@@ -193,6 +193,7 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
         ],
         "summary": fusion_summary_json(report.summary),
         "jits": list(analysis.jits),
+        "library_jits": list(analysis.library_jits),
         "timings": plain(report.timings),
         "notes": list(report.notes),
     }
@@ -207,8 +208,8 @@ def fusions_json(report: FusionsReport) -> dict[str, Any]:
 
 def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
     """The contract's `parameters` list, each object extended with `hlo_shape`, `bytes`,
-    `uses`, `aliases_output`, `sharding_attribute`, `donation_requested` and
-    `donation_dropped`."""
+    `uses`, `aliases_output`, `sharding_attribute`, `donation_requested`,
+    `donation_dropped` and `also`."""
     return [
         {
             "position": p.position,
@@ -226,6 +227,7 @@ def parameters_json(usage: ParameterUsage) -> list[dict[str, Any]]:
             "sharding_attribute": p.sharding_attribute,
             "donation_requested": p.donation_requested,
             "donation_dropped": p.donation_dropped,
+            "also": list(p.also),
         }
         for p in usage.parameters
     ]

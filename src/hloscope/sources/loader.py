@@ -183,7 +183,8 @@ class Loaded:
         self, compilation: Compilation, options: LoadOptions, start: float
     ) -> Loaded:
         """The same target, as the optimized module `compilation` holds."""
-        parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, self.label)
+        assert self.program is not None
+        parsed = self.program.read_optimized(compilation, self.label)
         return Loaded(
             source=dataclasses.replace(self.source, ir=parsed.format, stage=OPTIMIZED),
             parsed=parsed,
@@ -457,7 +458,7 @@ def _lower_entrypoint(
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = program.compile(label, options.compiler_options)
-        parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
+        parsed = program.read_optimized(compilation, label)
         stage = OPTIMIZED
     else:
         compilation = None
@@ -697,6 +698,11 @@ def _load_dump_data(
 ) -> Loaded:
     """Parse a dump's bytes (read from a file, or given in hand), compiling them when
     the optimized module is wanted. `path`: the file read, if any."""
+    if options.optimized and options.compile_dumps:
+        # The compiling child gets ready while the dump is parsed here.
+        from hloscope.sources.jax.module_run import start_runner
+
+        start_runner()
     fmt, parsed, lowering = _parse_dump(data, label, options.defer_model)
     stage = stage_hint or _stage_of(parsed, data, file_name)
     compilation = None
@@ -709,7 +715,7 @@ def _load_dump_data(
                 where=label,
             )
         compilation = program.compile(label, options.compiler_options)
-        parsed = parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
+        parsed = program.read_optimized(compilation, label)
         stage = OPTIMIZED
     source = Source(
         target=text,

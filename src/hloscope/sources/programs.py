@@ -10,11 +10,13 @@ import dataclasses
 from typing import TYPE_CHECKING, Protocol
 
 from hloscope.errors import HloscopeError
+from hloscope.ir import parse
 from hloscope.ir.custom_calls import module_custom_call_targets, outside_xla
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 
 if TYPE_CHECKING:
+    from hloscope.sources.jax.module_run import ModuleResult, RunRequest
     from hloscope.stages import Compilation, CompilerOptions, Lowering, ProfiledRuns
 
 
@@ -30,6 +32,11 @@ class Program(Protocol):
     def refusal(self) -> str | None:
         """Why compiling it here would fail, known without compiling (custom calls the
         local backend cannot run); None when nothing says so."""
+        ...
+
+    def read_optimized(self, compilation: Compilation, label: str) -> ParsedModule:
+        """The model of the optimized module `compilation` (made by this program's
+        `compile` or `profile`) holds."""
         ...
 
     def profile(
@@ -57,6 +64,10 @@ class LoweringProgram:
         # says why it cannot.
         return None
 
+    def read_optimized(self, compilation: Compilation, label: str) -> ParsedModule:
+        # XLA compiled what the user's own function lowered to, in this process.
+        return parse.parse_compiled_hlo(compilation.hlo_proto, compilation.hlo_text, label)
+
     def profile(
         self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
     ) -> tuple[Compilation, ProfiledRuns]:
@@ -73,8 +84,10 @@ class LoweringProgram:
 
 @dataclasses.dataclass(eq=False)
 class ModuleProgram:
-    """A dump's module before optimizations, compiled as MLIR. The parsed module is
-    turned into bytecode at the first compile and then let go."""
+    """A dump's module before optimizations, compiled as MLIR in a child process
+    (`sources.jax.module_run`): XLA may abort on a module that did not come from the
+    user's own function. The parsed module is turned into bytecode at the first compile
+    and then let go."""
 
     parsed: ParsedModule | None
     bytecode: bytes = b""
@@ -82,6 +95,8 @@ class ModuleProgram:
     replicas: int = 1
     custom_call_targets: frozenset[str] | None = None
     """The custom-call targets the module names (read at the first ask)."""
+    optimized: tuple[Compilation, ParsedModule] | None = None
+    """The last compilation, and the model the child made of it, until it is read."""
 
     def refusal(self) -> str | None:
         targets = self._custom_call_targets()
@@ -119,7 +134,7 @@ class ModuleProgram:
     def profile(
         self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
     ) -> tuple[Compilation, ProfiledRuns]:
-        targets = self._custom_call_targets()
+        self._custom_call_targets()  # read before the parsed module is let go
         specs = _parameter_specs(module, label)
         self._prepared(label)
         if self.partitions * self.replicas > 1:
@@ -132,31 +147,41 @@ class ModuleProgram:
         refusal = self.refusal()
         if refusal is not None:
             raise HloscopeError(refusal, where=label)
-        from hloscope.sources.jax.module_run import profile_module
+        from hloscope.sources.jax.module_run import RunRequest
 
-        return profile_module(
-            self.bytecode,
-            specs,
-            label,
-            runs=runs,
-            warmup=warmup,
-            trace_dir=trace_dir,
-            custom_call_targets=tuple(sorted(targets)),
-        )
+        result = self._run(label, (), RunRequest(specs, runs, warmup, trace_dir))
+        assert result.runs is not None
+        return result.compilation, result.runs
 
     def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
-        targets = self._custom_call_targets()
+        self._custom_call_targets()  # read before the parsed module is let go
         self._prepared(label)
-        from hloscope.sources.jax.compile import compile_module
+        return self._run(label, compiler_options, None).compilation
 
-        return compile_module(
-            self.bytecode,
+    def _run(
+        self, label: str, compiler_options: CompilerOptions, run: RunRequest | None
+    ) -> ModuleResult:
+        from hloscope.sources.jax.module_run import ModuleRequest, run_module
+
+        targets = self._custom_call_targets()
+        request = ModuleRequest(
             label,
             self.partitions,
             self.replicas,
             compiler_options,
-            targets,
+            tuple(sorted(targets)),
+            run,
         )
+        result = run_module(self.bytecode, request)
+        self.optimized = (result.compilation, result.optimized)
+        return result
+
+    def read_optimized(self, compilation: Compilation, label: str) -> ParsedModule:
+        if self.optimized is not None and self.optimized[0] is compilation:
+            optimized, self.optimized = self.optimized[1], None
+            return optimized
+        # What XLA made of a dump is read as any dump is: in the reader process.
+        return parse.parse_hlo_proto(compilation.hlo_proto, label)
 
 
 def _parameter_specs(module: Module, label: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from hloscope.analyses.fusions import (
     FusionSummary,
     SourceLine,
     UnfusedOp,
+    jit_name,
     library_lines,
 )
 from hloscope.render.text.common import (
@@ -135,6 +136,21 @@ def _crossing_text(crossing: tuple[Fusion, ...]) -> str:
     )
 
 
+def library_jits_text(library_jits: tuple[str, ...]) -> str:
+    """`dynamic_index_in_dim, ... are JAX's or libraries' own jits: ...`: the jits
+    not counted as the user's, by the name of their innermost jit."""
+    names = tuple(dict.fromkeys(jit_name(path) for path in library_jits))
+    if len(names) == 1:
+        return (
+            f"{names[0]} is JAX's or a library's own jit: part of the jit calling it, "
+            "not a separate jit of yours"
+        )
+    return (
+        f"{names_text(names)} are JAX's or a library's own jits: part of the jits calling "
+        "them, not separate jits of yours"
+    )
+
+
 def render_fusions(report: FusionsReport, console: Console) -> None:
     analysis = report.analysis
     source = report.source
@@ -146,8 +162,11 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         ("timings", timings_text(report.timings)),
     ]
     crossing = analysis.crossing_jits
-    if crossing:
-        rows.append(("jits", _crossing_text(crossing)))
+    jits = [_crossing_text(crossing)] if crossing else []
+    if analysis.library_jits:
+        jits.append(library_jits_text(analysis.library_jits))
+    if jits:
+        rows.append(("jits", "\n".join(jits)))
     console.print(header_table(rows))
 
     shown_fusions = analysis.fusions[:MAX_FUSION_ROWS]

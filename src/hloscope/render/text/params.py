@@ -209,6 +209,23 @@ def dropped_donations_table(dropped: Sequence[Parameter]) -> Table:
     return table
 
 
+SHARED_TITLE = "Passed once, reachable by several paths (named by the first)"
+
+
+def shared_table(shared: Sequence[Parameter]) -> Table:
+    """The arguments the call reaches by several paths (a Flax Variable held by the
+    model and by the optimizer), passed once: the path they are named by, and the
+    others."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("argument")
+    table.add_column("also")
+    for p in shared[:MAX_PARAMETERS]:
+        table.add_row(ElidedPath(p.path), ", ".join(p.also))
+    if len(shared) > MAX_PARAMETERS:
+        table.add_row(Text(f"… {len(shared) - MAX_PARAMETERS} more (see --json)", style="dim"))
+    return table
+
+
 def render_params(report: ParamsReport, console: Console) -> None:
     usage = report.usage
     rows: list[tuple[str, RenderableType]] = [
@@ -222,6 +239,11 @@ def render_params(report: ParamsReport, console: Console) -> None:
     console.print()
     if usage.parameters:
         console.print(parameters_table(usage))
+        console.print()
+    shared = [p for p in usage.parameters if p.also]
+    if shared:
+        console.print(Text(SHARED_TITLE, style="bold italic"))
+        console.print(shared_table(shared))
         console.print()
     if usage.implicit:
         console.print(Text("Implicit parameters (no Python argument)", style="bold italic"))

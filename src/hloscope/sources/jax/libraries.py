@@ -12,7 +12,10 @@ lists (`model.states[0][3]`), a Flax `Variable` given to a plain `jax.jit` adds
 `.value`, Equinox splits every argument into its array leaves
 (`dynamic_nodonate['first'][2]`), and `jax.pmap` calls its arguments
 `flat_args[0]`. `readable_paths` names the leaves as the user wrote them
-(`model.blocks[0].linear.kernel`, `optimizer.opt_state[0].mu.head.bias`).
+(`model.blocks[0].linear.kernel`, `optimizer.opt_state[0].mu.head.bias`). NNX passes
+a Variable reachable from several arguments (an optimizer holding the model's own
+Variables) once, under the first: it is named by that path, and its other paths are
+listed beside it (`also`).
 
 Neither library is imported here unless the object in hand is one of theirs: a
 library object is told by the module its type comes from.
@@ -30,7 +33,7 @@ import jax
 import numpy as np
 
 from hloscope.errors import one_line
-from hloscope.sources.jax.arguments import example_value, tree_paths
+from hloscope.sources.jax.arguments import example_value, format_path, tree_paths
 from hloscope.stages import ArgumentLeaf, StaticArgument
 
 Library = Literal["flax", "equinox"]
@@ -170,13 +173,14 @@ def readable_paths(
     renamed them (JAX's names are kept everywhere else). `obj` is what was lowered
     (None for a stage given as it is); `call` its arguments, when known."""
     try:
-        paths = _renamed(obj, lowered, [leaf.path for leaf in leaves], call)
+        renamed = _renamed(obj, lowered, [leaf.path for leaf in leaves], call)
     except Exception:
         return leaves
-    if paths is None or len(paths) != len(leaves):
+    if renamed is None or len(renamed.paths) != len(leaves):
         return leaves
     return tuple(
-        dataclasses.replace(leaf, path=path) for leaf, path in zip(leaves, paths, strict=True)
+        dataclasses.replace(leaf, path=path, also=renamed.also.get(leaf.position, ()))
+        for leaf, path in zip(leaves, renamed.paths, strict=True)
     )
 
 
@@ -203,22 +207,31 @@ def library_static(
     return tuple(out)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Renamed:
+    paths: list[str]
+    """Per leaf, its path as the user wrote it."""
+    also: dict[int, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """Position -> the other paths a shared Flax Variable is reachable by."""
+
+
 def _renamed(
     obj: Any,
     lowered: Any,
     names: list[str],
     call: tuple[tuple[Any, ...], dict[str, Any]] | None,
-) -> list[str] | None:
+) -> _Renamed | None:
     if names and all(n.startswith("flat_args[") for n in names):
         # jax.pmap names its arguments by their place in its own flat list.
-        return tree_paths(lowered.in_tree, _parameter_names(obj)) or None
+        paths = tree_paths(lowered.in_tree, _parameter_names(obj))
+        return _Renamed(paths) if paths else None
     if (
         library_of(obj) == "equinox"
         and call is not None
         and any(n.startswith(("dynamic_donate", "dynamic_nodonate")) for n in names)
     ):
-        return _equinox_paths(obj, lowered, call)
-    return _flax_paths(lowered, names)
+        return _Renamed(_equinox_paths(obj, lowered, call))
+    return _flax_paths(obj, lowered, names)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -233,9 +246,10 @@ def _skeleton(lowered: Any) -> Any:
     return jax.tree_util.tree_unflatten(tree, [_Slot(i) for i in range(tree.num_leaves)])
 
 
-def _flax_paths(lowered: Any, names: list[str]) -> list[str] | None:
+def _flax_paths(obj: Any, lowered: Any, names: list[str]) -> _Renamed | None:
     """Names under Flax NNX's split states and Flax `Variable`s: the graph path of
-    each state leaf, and no `.value`."""
+    each state leaf, and no `.value`; and the other paths of a Variable that several
+    arguments (or several fields) reach."""
 
     def is_flax_node(x: Any) -> bool:
         return _is_node_states(x) or _is_tree_state(x) or _is_variable(x)
@@ -244,11 +258,22 @@ def _flax_paths(lowered: Any, names: list[str]) -> list[str] | None:
     if not any(is_flax_node(node) for _, node in found):
         return None
     out = list(names)
-    for _path, node in found:
+    # nnx.jit splits all its arguments in one context: a Variable an earlier argument
+    # holds is passed there only, and a later argument's graph refers to it by index.
+    # So the graphs are rebuilt in argument order, sharing those indexes.
+    shared_index = _shared_index()
+    all_paths: dict[int, list[str]] = {}
+    for path, node in found:
         if not is_flax_node(node):
             continue
         inner = jax.tree_util.tree_flatten_with_path(node)[0]
-        graph = _graph_paths(node) if _is_node_states(node) else {}
+        graph: dict[int, str] = {}
+        if _is_node_states(node):
+            rebuilt = _rebuilt(node, shared_index)
+            graph = _graph_paths(rebuilt)
+            head = _argument_head(obj, path, inner, out)
+            for position, reached in _every_path(rebuilt).items():
+                all_paths.setdefault(position, []).extend(head + p for p in reached)
         shown = user_key_paths(node) if _is_tree_state(node) else []
         for index, (sub_path, slot) in enumerate(inner):
             if not isinstance(slot, _Slot) or slot.position >= len(out):
@@ -264,25 +289,95 @@ def _flax_paths(lowered: Any, names: list[str]) -> list[str] | None:
                 out[slot.position] = head + "".join(_key_text(_key(k)) for k in keys)
             else:
                 out[slot.position] = head + graph.get(slot.position, "")
-    return out
+    also = {}
+    for position, reached in all_paths.items():
+        if position < len(out):
+            others = tuple(dict.fromkeys(p for p in reached if p != out[position]))
+            if others:
+                also[position] = others
+    return _Renamed(out, also)
 
 
-def _graph_paths(node_states: Any) -> dict[int, str]:
-    """Position -> graph path (`.blocks[0].linear.kernel`) of the leaves of an NNX
-    `NodeStates`, read by rebuilding the graph on placeholders."""
+def _shared_index() -> Any:
     from flax import nnx
 
-    rebuilt = nnx.graph.unflatten(node_states.graphdef, *node_states.states)
+    return nnx.graph.IndexMap()
+
+
+def _rebuilt(node_states: Any, shared_index: Any) -> Any:
+    """The graph of an NNX `NodeStates` rebuilt on placeholders (`_Slot`s), resolving
+    references to Variables of earlier arguments through `shared_index`."""
+    from flax import nnx
+
+    return nnx.graph.unflatten(node_states.graphdef, *node_states.states, index_ref=shared_index)
+
+
+def _graph_paths(rebuilt: Any) -> dict[int, str]:
+    """Position -> graph path (`.blocks[0].linear.kernel`) of the leaves of a rebuilt
+    NNX graph, as Flax's own `flatten` gives them (one path per Variable)."""
+    from flax import nnx
+
     _graphdef, flat = nnx.graph.flatten(rebuilt, with_paths=True)
     out: dict[int, str] = {}
     for path, value in flat:
-        slot = value
-        if _is_variable(value):
-            getter = getattr(value, "get_value", None)
-            slot = getter() if callable(getter) else getattr(value, "value", value)
+        slot = _slot_of(value)
         if isinstance(slot, _Slot):
             out[slot.position] = "".join(_key_text(k) for k in path)
     return out
+
+
+def _slot_of(value: Any) -> Any:
+    if _is_variable(value):
+        getter = getattr(value, "get_value", None)
+        return getter() if callable(getter) else getattr(value, "value", value)
+    return value
+
+
+_MAX_VISITS = 8
+"""How often one graph node is walked into by `_every_path`: enough for the paths
+people share Variables by, without walking a graph of many shared nodes once per path
+(exponentially many)."""
+
+
+def _every_path(rebuilt: Any) -> dict[int, list[str]]:
+    """Position -> every path (not only Flax's first) by which the rebuilt graph
+    reaches the Variable holding that leaf, in Flax's order of traversal."""
+    from flax import nnx
+
+    out: dict[int, list[str]] = {}
+    visits: dict[int, int] = {}
+
+    def walk(node: Any, path: str, ancestors: frozenset[int]) -> None:
+        if _is_variable(node):
+            slot = _slot_of(node)
+            if isinstance(slot, _Slot):
+                out.setdefault(slot.position, []).append(path)
+            return
+        impl = nnx.graph.get_node_impl(node)
+        if impl is None or id(node) in ancestors:
+            return
+        visits[id(node)] = visits.get(id(node), 0) + 1
+        if visits[id(node)] > _MAX_VISITS:
+            return
+        for key, child in impl.node_dict(node).items():
+            if isinstance(key, str) and key.startswith("_pytree__"):
+                continue  # Flax's own bookkeeping, no Variables
+            walk(child, path + _key_text(key), ancestors | {id(node)})
+
+    walk(rebuilt, "", frozenset())
+    return out
+
+
+def _argument_head(obj: Any, path: Any, inner: list[Any], names: list[str]) -> str:
+    """The name JAX gives the argument holding an NNX `NodeStates` (`optimizer`): read
+    off one of its leaves' names, or, for one without leaves of its own, made from the
+    function's parameter names."""
+    for sub_path, slot in inner:
+        if isinstance(slot, _Slot) and slot.position < len(names):
+            suffix = _keys(sub_path)
+            if names[slot.position].endswith(suffix):
+                return names[slot.position][: len(names[slot.position]) - len(suffix)]
+    return format_path(tuple(path), _parameter_names(obj))
 
 
 def _is_node_states(x: Any) -> bool:

@@ -1,164 +1,226 @@
-"""A dumped module compiled and run under JAX's profiler in a child process.
+"""A module that did not come from the user's own function (a dump) compiled, and run
+under JAX's profiler, in a child process kept for reuse.
 
-A module that did not come from the user's own function (a dump) may make XLA abort
-while compiling or running it; in a child, that costs the child, and hloscope says so
-in one line. The parent (`profile_module`) writes the request into a temporary
-folder (the module's bytecode and `request.json`), runs `python -m
-hloscope.sources.jax.module_run FOLDER`, and reads what the child wrote there: the
-optimized module (`optimized.pb`, `optimized.txt`), `result.json` (XLA's analyses,
-the runs' times and the trace's events), or `error.json` (a refusal, one line).
+Compiling such a module may make XLA abort (a failed check: SIGABRT) and running it
+may crash; in a child, that costs the child, and hloscope says so in one line naming
+XLA's last message. The child's entry point is general (`run_module`): compile this
+module (StableHLO bytecode or text) for the local backend, on this many devices, with
+these XLA debug options (`ModuleRequest`); optionally run it on inputs made for its
+entry parameters' shapes, seeded random values the same every run
+(`sources.jax.inputs`), under JAX's profiler (`RunRequest`); and hand back what XLA
+made (`ModuleResult`): the optimized module's proto and XLA's text of it, its model
+(built here from the child's MLIR conversion, as the reader process's answer is:
+`ir.hlo.parsed_from_reply`, so that XLA's converter crashing costs the child too),
+XLA's cost and memory analyses, and the runs' times and the trace's events. What XLA
+writes into a folder (`xla_dump_to` among the options) is written there by the child.
 
-The inputs are made for the entry parameters' shapes: seeded random values, the same
-every run (`sources.jax.inputs`).
+The protocol is `hloscope.child_process`'s: a request is a frame whose header holds the
+`ModuleRequest` and whose body is the module; the reply's frames are the stages the
+child reached (`compiled`, `ran`, then the reader's `parsed`, `converted`, `names`),
+or `refused` (one line: a custom call the backend cannot run, too few devices, XLA's
+compile error), ending with `done`. The child writes native code's lines on its
+stderr, which the parent keeps: the last one names a crash.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
-import subprocess
+import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
+from hloscope.child_process import STAGE_DONE, ChildProcess, Reply, read_frame, write_frame
+from hloscope.environment import note_child_backend, package_version
 from hloscope.errors import HloscopeError, one_line
-from hloscope.stages import Compilation, ProfiledRuns, TraceEvent
+from hloscope.ir.hlo import parsed_from_reply
+from hloscope.ir.parsed import ParsedModule
+from hloscope.stages import Compilation, CompilerOptions, ProfiledRuns, TraceEvent
 
-CHILD_EXIT_REFUSED = 3
-"""The child's exit code when it refused the module (`error.json` says why)."""
-
-
-def profile_module(
-    bytecode: bytes,
-    specs: tuple[str, ...],
-    label: str,
-    *,
-    runs: int | None,
-    warmup: int,
-    trace_dir: str | None,
-    custom_call_targets: tuple[str, ...] = (),
-) -> tuple[Compilation, ProfiledRuns]:
-    """Compile the StableHLO module `bytecode` for the local backend's first device and
-    run it under JAX's profiler on inputs made for `specs` (its parameters' shapes,
-    `f32[8,128]`), in a child process."""
-    with tempfile.TemporaryDirectory(prefix="hloscope-run-") as temporary:
-        folder = Path(temporary)
-        (folder / "module.mlirbc").write_bytes(bytecode)
-        request = {
-            "label": label,
-            "specs": list(specs),
-            "runs": runs,
-            "warmup": warmup,
-            "trace_dir": str(Path(trace_dir).resolve()) if trace_dir is not None else None,
-            "custom_call_targets": list(custom_call_targets),
-        }
-        (folder / "request.json").write_text(json.dumps(request))
-        done = subprocess.run(
-            [sys.executable, "-m", "hloscope.sources.jax.module_run", str(folder)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        error = folder / "error.json"
-        if done.returncode == CHILD_EXIT_REFUSED and error.is_file():
-            refused = json.loads(error.read_text())
-            raise HloscopeError(refused["message"], where=refused.get("where") or label)
-        result = folder / "result.json"
-        if done.returncode != 0 or not result.is_file():
-            raise HloscopeError(_death(done), where=label)
-        return _read(folder, json.loads(result.read_text()), trace_dir)
+STAGE_REFUSED = "refused"
+"""The module was refused (the header's `message` and `where`): one line."""
+STAGE_COMPILED = "compiled"
+"""XLA compiled it: the header has its analyses, the body is XLA's text of it."""
+STAGE_RAN = "ran"
+"""It ran under JAX's profiler: the body is the runs' JSON."""
 
 
-STACK_TRACE_HEADER = "*** Check failure stack trace: ***"
-"""What XLA writes after a failed check's message, before the stack's frames."""
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """How to run a compiled module under JAX's profiler."""
+
+    specs: tuple[str, ...]
+    """Its entry parameters' shapes (`f32[8,128]`), for the inputs made for them."""
+    runs: int | None
+    """Measured runs (None: as many as fit in about two seconds)."""
+    warmup: int
+    trace_dir: str | None
+    """Where the trace is kept (None: a temporary folder, gone after the run)."""
 
 
-def _death(done: subprocess.CompletedProcess[str]) -> str:
-    """What killed the child, with XLA's last message (a failed check's, not its stack
-    trace's frames)."""
-    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-    if STACK_TRACE_HEADER in lines:
-        lines = lines[: lines.index(STACK_TRACE_HEADER)]
-    lines = [line for line in lines if not line.startswith("@")]
-    # Without the log line's prefix (`F1125 23:18:42.265112 28098 file.cc:269] `).
-    message = lines[-1].partition("] ")[2] or lines[-1] if lines else ""
-    last = f": {one_line(message, 300)}" if message else ""
-    if done.returncode < 0:
-        return f"XLA aborted (signal {-done.returncode}) while compiling or running it{last}"
-    return f"compiling or running it failed (exit {done.returncode}){last}"
+@dataclasses.dataclass(frozen=True)
+class ModuleRequest:
+    """What the child does with a module: compile it for the local backend, and run it
+    when `run` says how."""
+
+    label: str
+    """What the module is called in messages (its file)."""
+    partitions: int = 1
+    replicas: int = 1
+    compiler_options: CompilerOptions = ()
+    """XLA debug options for this compilation (`xla_dump_to`, ...)."""
+    custom_call_targets: tuple[str, ...] = ()
+    """The targets it calls: one the backend cannot run is refused before compiling."""
+    run: RunRequest | None = None
 
 
-def _read(
-    folder: Path, result: dict[str, Any], trace_dir: str | None
-) -> tuple[Compilation, ProfiledRuns]:
+@dataclasses.dataclass(frozen=True)
+class ModuleResult:
+    """What the child made of a module."""
+
+    compilation: Compilation
+    optimized: ParsedModule
+    """The optimized module's model."""
+    runs: ProfiledRuns | None
+    """The runs, when the request asked for them."""
+
+
+class _ModuleRunner(ChildProcess):
+    def __init__(self) -> None:
+        super().__init__("hloscope.sources.jax.module_run", keep_stderr=True)
+
+
+_runner = _ModuleRunner()
+atexit.register(_runner.close)
+
+
+def start_runner() -> None:
+    """Start the child now, so that it imports JAX and starts the backend while this
+    process reads the module it will be asked to compile."""
+    _runner.start()
+
+
+def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
+    """Compile `module` (StableHLO bytecode or text) in the child process, and run it
+    when the request says how (see the module's docstring)."""
+    header = {"request": dataclasses.asdict(request)}
+    header["request"]["compiler_options"] = [list(o) for o in request.compiler_options]
+    reply = _runner.request(header, module)
+    stages = reply.stages
+    label = request.label
+    if STAGE_REFUSED in stages:
+        refused = stages[STAGE_REFUSED][0]
+        raise HloscopeError(str(refused["message"]), where=refused.get("where") or label)
+    if STAGE_COMPILED not in stages:
+        raise HloscopeError(_death(reply, "compiling"), where=label)
+    if request.run is not None and STAGE_RAN not in stages:
+        raise HloscopeError(_death(reply, "running"), where=label)
+    if "parsed" not in stages:
+        raise HloscopeError(_death(reply, "converting"), where=label)
+    compiled, text = stages[STAGE_COMPILED]
+    note_child_backend(str(compiled["platform"]))
     compilation = Compilation(
-        hlo_proto=(folder / "optimized.pb").read_bytes(),
-        hlo_text=(folder / "optimized.txt").read_text(),
-        compile_seconds=result["compile_seconds"],
-        cost=result["cost"],
-        memory=result["memory"],
-        platform=result["platform"],
+        hlo_proto=stages["parsed"][1],
+        hlo_text=text.decode("utf-8"),
+        compile_seconds=compiled["compile_seconds"],
+        cost=compiled["cost"],
+        memory=compiled["memory"],
+        platform=compiled["platform"],
     )
-    runs = ProfiledRuns(
-        module=result["module"],
-        run_seconds=tuple(result["run_seconds"]),
-        warmup=result["warmup"],
-        events=tuple(TraceEvent(**event) for event in result["events"]),
-        inputs=result["inputs"],
-        trace_file=result["trace_file"] if trace_dir is not None else None,
-    )
-    return compilation, runs
+    runs = None
+    if request.run is not None:
+        ran = json.loads(stages[STAGE_RAN][1])
+        runs = ProfiledRuns(
+            module=ran["module"],
+            run_seconds=tuple(ran["run_seconds"]),
+            warmup=ran["warmup"],
+            events=tuple(TraceEvent(**event) for event in ran["events"]),
+            inputs=ran["inputs"],
+            trace_file=ran["trace_file"] if request.run.trace_dir is not None else None,
+        )
+    optimized = parsed_from_reply(reply, "proto", b"", label)
+    return ModuleResult(compilation, optimized, runs)
 
 
-def _child(folder: Path) -> int:
-    """The child's work: compile, run under the profiler, write what it found."""
-    from hloscope.sources.jax.arguments import example_arguments
+def _death(reply: Reply, doing: str) -> str:
+    """What ended the child while `doing` it, with XLA's last message (a failed
+    check's, not its stack trace's frames): `XLA aborted while compiling it (SIGABRT,
+    jaxlib 0.10.2): Check failed: ...`."""
+    message = reply.last_message()
+    last = f": {one_line(message, 300)}" if message else ""
+    jaxlib = f"jaxlib {package_version('jaxlib') or 'unknown'}"
+    if reply.died is not None and reply.died < 0:
+        crash = reply.failure().removeprefix("crashed (").removesuffix(")")
+        return f"XLA aborted while {doing} it ({crash}, {jaxlib}){last}"
+    return f"{doing} it, the child process {reply.failure()} ({jaxlib}){last}"
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
+    """The child's work on one request: compile, run when asked, answer each stage."""
+    from hloscope.ir.reader_child import send_hlo_module
     from hloscope.sources.jax.compile import compile_executable, executable_compilation
+
+    label = request["label"]
+    try:
+        executable, elapsed, platform = compile_executable(
+            module,
+            label,
+            request["partitions"],
+            request["replicas"],
+            tuple((str(k), v) for k, v in request["compiler_options"]),
+            request["custom_call_targets"],
+        )
+        compilation = executable_compilation(executable, elapsed, platform)
+        compiled = {
+            "stage": STAGE_COMPILED,
+            "compile_seconds": compilation.compile_seconds,
+            "cost": dict(compilation.cost) if compilation.cost is not None else None,
+            "memory": dict(compilation.memory) if compilation.memory is not None else None,
+            "platform": compilation.platform,
+        }
+        write_frame(replies, compiled, compilation.hlo_text.encode("utf-8"))
+        if request["run"] is not None:
+            ran = _run(executable, request["run"], label)
+            write_frame(replies, {"stage": STAGE_RAN}, json.dumps(ran).encode("utf-8"))
+    except HloscopeError as exc:
+        write_frame(replies, {"stage": STAGE_REFUSED, "message": exc.message, "where": exc.where})
+        return
+    optimized = executable.hlo_modules()[0]
+    send_hlo_module(optimized, replies, compilation.hlo_proto, compilation.hlo_text)
+
+
+def _run(executable: Any, run: dict[str, Any], label: str) -> dict[str, Any]:
+    from hloscope.sources.jax.arguments import example_arguments
     from hloscope.sources.jax.inputs import InputPlan
     from hloscope.sources.jax.private import private_execute
     from hloscope.sources.jax.profile import profile_runs
     from hloscope.sources.target import parse_arg_spec
 
-    request = json.loads((folder / "request.json").read_text())
-    label = request["label"]
-    try:
-        executable, elapsed, platform = compile_executable(
-            (folder / "module.mlirbc").read_bytes(),
-            label,
-            custom_call_targets=request["custom_call_targets"],
-        )
-        compilation = executable_compilation(executable, elapsed, platform)
-        (folder / "optimized.pb").write_bytes(compilation.hlo_proto)
-        (folder / "optimized.txt").write_text(compilation.hlo_text)
-        module = str(executable.hlo_modules()[0].name)
-        args = example_arguments([parse_arg_spec(spec) for spec in request["specs"]])
+    module = str(executable.hlo_modules()[0].name)
+    args = example_arguments([parse_arg_spec(spec) for spec in run["specs"]])
 
-        def parameters(*leaves: Any) -> None:
-            """What the inputs are named by (`%arg0`, ...), for InputPlan."""
+    def parameters(*leaves: Any) -> None:
+        """What the inputs are named by (`%arg0`, ...), for InputPlan."""
 
-        plan = InputPlan(parameters, args, {}, label)
+    plan = InputPlan(parameters, args, {}, label)
 
-        def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-            return private_execute(executable, list(args))
+    def call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return private_execute(executable, list(args))
 
-        runs = profile_runs(
-            call,
-            plan,
-            module,
-            label,
-            runs=request["runs"],
-            warmup=request["warmup"],
-            trace_dir=request["trace_dir"],
-        )
-    except HloscopeError as exc:
-        (folder / "error.json").write_text(json.dumps({"message": exc.message, "where": exc.where}))
-        return CHILD_EXIT_REFUSED
-    result = {
-        "compile_seconds": compilation.compile_seconds,
-        "cost": dict(compilation.cost) if compilation.cost is not None else None,
-        "memory": dict(compilation.memory) if compilation.memory is not None else None,
-        "platform": compilation.platform,
+    runs = profile_runs(
+        call,
+        plan,
+        module,
+        label,
+        runs=run["runs"],
+        warmup=run["warmup"],
+        trace_dir=run["trace_dir"],
+    )
+    return {
         "module": runs.module,
         "run_seconds": list(runs.run_seconds),
         "warmup": runs.warmup,
@@ -166,13 +228,35 @@ def _child(folder: Path) -> int:
         "inputs": runs.inputs,
         "trace_file": runs.trace_file,
     }
-    (folder / "result.json").write_text(json.dumps(result))
-    return 0
+
+
+def main() -> int:
+    """The child's loop: one request after another until its stdin closes."""
+    from hloscope.native_stderr import native_stderr_kept
+
+    # Replies go to a descriptor of their own; what anything prints goes to stderr,
+    # so that it cannot break a frame.
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    requests = sys.stdin.buffer
+    # Native code's lines stay on stderr, which the parent keeps: the last names a
+    # crash.
+    with native_stderr_kept():
+        # Ready before the first request comes (the parent starts this process while
+        # it reads the module): JAX imported, the backend started.
+        from hloscope.ir import reader_child  # noqa: F401
+        from hloscope.sources.jax.backend import local_backend
+
+        local_backend()
+        while True:
+            frame = read_frame(requests)
+            if frame is None:
+                return 0
+            header, module = frame
+            _serve(header["request"], module, replies)
+            write_frame(replies, {"stage": STAGE_DONE})
 
 
 if __name__ == "__main__":
-    from hloscope.native_stderr import native_stderr_kept
-
-    with native_stderr_kept():
-        code = _child(Path(sys.argv[1]))
-    raise SystemExit(code)
+    raise SystemExit(main())

@@ -19,6 +19,7 @@ from hloscope.ir.model import Module
 from hloscope.render.text.params import (
     DROPPED_STYLE,
     DROPPED_TITLE,
+    SHARED_TITLE,
     STATUS_STYLES,
     parameter_cells,
     params_bytes_text,
@@ -171,6 +172,25 @@ def params_lines(report: ParamsReport, module: Module, only_unused: bool) -> lis
                     note=f"{p.path} was pruned: the module has no parameter for it",
                 )
                 for p in dropped
+            ],
+        )
+    shared = [p for p in usage.parameters if p.also]
+    if shared and not only_unused:
+        lines.append(blank())
+        lines += table(
+            SHARED_TITLE,
+            [Column("argument", width=56, path=True), Column("also", width=140)],
+            [
+                Row(
+                    [p.path, ", ".join(p.also)],
+                    jump=(
+                        argument_jump(module, p.hlo_index, p.path)
+                        if p.hlo_index is not None
+                        else None
+                    ),
+                    note=f"{p.path} was pruned: the module has no parameter for it",
+                )
+                for p in shared
             ],
         )
     if usage.static and not only_unused:
