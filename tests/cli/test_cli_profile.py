@@ -70,7 +70,7 @@ def step_profile(tmp_path_factory):
     run = run_cli(
         "profile",
         *sample("profile_step", "step"),
-        *("--runs", "3", "--trace-dir", str(folder), "--json"),
+        *("--runs", "5", "--trace-dir", str(folder), "--json"),
     )
     assert run.code == 0, run.stderr
     return run.json(), folder

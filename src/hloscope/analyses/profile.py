@@ -16,8 +16,9 @@ built around, where it holds one (XLA fuses the elementwise ops after a matmul i
 its epilogue, and the kernel's time is the matmul's), else the fusion's
 `user_source`, as `fusions` shows it.
 
-`coverage` is the instructions' time over the measured run time: near 1 when they
-run one after another and the call does little else, lower when the time goes to
+`coverage` is the instructions' time over the run's time, run by run, the median
+over the runs (one run slowed by the machine's load moves it little): near 1 when
+they run one after another and the call does little else, lower when the time goes to
 dispatch, waiting, or instructions the trace does not name; above 1 when
 instructions run in parallel. The rest of a run's time (`overhead_seconds`) is the
 time around the instructions: Python's dispatch, argument handling, the wait for
@@ -104,7 +105,8 @@ class ProfileAnalysis:
     op_seconds: float
     """The instructions' time per run (and per device)."""
     coverage: float | None
-    """`op_seconds` over the mean measured run time; None when no run took time."""
+    """Each run's instructions' time over its wall time, the median over the runs;
+    None when no run took time."""
     overhead_seconds: float
     """Per run, the time around the instructions: the median run time less
     `op_seconds` (never below 0)."""
@@ -173,9 +175,11 @@ def analyze_profile(runs: ProfiledRuns, fusions: FusionAnalysis) -> ProfileAnaly
     scale = 1e-9 / (max(measured, 1) * devices)
     seconds: dict[str, float] = defaultdict(float)
     executions: dict[str, int] = defaultdict(int)
+    per_run: dict[int, float] = defaultdict(float)
     for event, own in zip(events, self_times(events), strict=True):
         seconds[event.name] += own * scale
         executions[event.name] += 1
+        per_run[event.run] += own * 1e-9 / devices
     total = sum(seconds.values())
     unknown = _Instruction("unknown", None, (), None)
     ops = tuple(
@@ -197,7 +201,6 @@ def analyze_profile(runs: ProfiledRuns, fusions: FusionAnalysis) -> ProfileAnaly
         )
     )
     times = runs.run_seconds or (0.0,)
-    mean_run = statistics.fmean(times)
     median = statistics.median(times)
     return ProfileAnalysis(
         module=runs.module,
@@ -207,13 +210,22 @@ def analyze_profile(runs: ProfiledRuns, fusions: FusionAnalysis) -> ProfileAnaly
         ops=ops,
         lines=_lines(ops, total),
         op_seconds=total,
-        coverage=total / mean_run if mean_run > 0 else None,
+        coverage=_coverage(per_run, runs.run_seconds),
         overhead_seconds=max(median - total, 0.0),
         devices=devices,
         unknown_ops=tuple(sorted(name for name in seconds if name not in table)),
         inputs=runs.inputs,
         trace_file=runs.trace_file,
     )
+
+
+def _coverage(op_seconds: Mapping[int, float], run_seconds: Sequence[float]) -> float | None:
+    """The median over the runs of each run's instructions' time over its wall time
+    (the runs the trace numbered in order of their first instruction, as they ran)."""
+    ratios = [
+        op_seconds.get(index, 0.0) / wall for index, wall in enumerate(run_seconds) if wall > 0
+    ]
+    return statistics.median(ratios) if ratios else None
 
 
 def _lines(ops: Iterable[ProfiledOp], total: float) -> tuple[ProfiledLine, ...]:
