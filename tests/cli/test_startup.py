@@ -76,7 +76,12 @@ def test_inspect_of_an_optimized_dump_adds_the_fusion_summary():
 
 def test_each_report_command_loads_its_own_analysis():
     assert loaded_by("params", MLIR, "--json")[0] == {ANALYSES["params"]}
-    assert loaded_by("placement", MLIR, "--json")[0] == {ANALYSES["placement"]}
+    # Placement names the entry's arguments as params does, from params' one naming
+    # (`analyses.params.argument_paths`), and loads it for that.
+    assert loaded_by("placement", MLIR, "--json")[0] == {
+        ANALYSES["placement"],
+        ANALYSES["params"],
+    }
     assert loaded_by("diff", MLIR, HOST, "--json")[0] == {ANALYSES["diff"]}
 
 
