@@ -43,3 +43,13 @@ def test_profile_of_an_optimized_dump_says_why_not():
     insp = hloscope.inspect(str(DUMPS / "mlp.after_optimizations.hlo"))
     with pytest.raises(hloscope.HloscopeError, match="before optimization"):
         insp.profile()
+
+
+def test_a_bad_run_count_is_refused_before_anything_runs():
+    module = _sample()
+    insp = hloscope.inspect(module.failing_step, *module.failing_args())
+    # The step raises when it runs: refusing the count first is what says so.
+    with pytest.raises(hloscope.HloscopeError, match="--runs 0: expected at least 1"):
+        insp.profile(runs=0)
+    with pytest.raises(hloscope.HloscopeError, match="--warmup -1"):
+        insp.profile(warmup=-1)

@@ -39,6 +39,7 @@ def profiled(
     """Compile a loaded target here and run it under JAX's profiler (`Loaded.profiled`):
     `warmup` runs, then `runs` measured ones (by default as many as fit in about two
     seconds), the trace in `trace_dir` or a temporary folder."""
+    _check_counts(runs, warmup)
     optimized, runs_made = loaded.profiled(runs, warmup, trace_dir)
     return ProfiledProgram(loaded=optimized, lowered=loaded, runs=runs_made)
 
@@ -56,10 +57,7 @@ def profile_target(
     """Profile what `target` names: a script (`SCRIPT.py`, run with `argv`; `quiet`
     sends what it prints to stderr), or an entrypoint loaded with `options` (see
     `profiled`)."""
-    if runs is not None and runs < 1:
-        raise HloscopeError(f"--runs {runs}: expected at least 1")
-    if warmup < 0:
-        raise HloscopeError(f"--warmup {warmup}: expected 0 or more")
+    _check_counts(runs, warmup)
     if is_script(target):
         if options.args or options.args_factory or runs is not None:
             raise HloscopeError(
@@ -77,3 +75,11 @@ def profile_target(
             where=target,
         )
     return profiled(load(target, options), runs=runs, warmup=warmup, trace_dir=trace_dir)
+
+
+def _check_counts(runs: int | None, warmup: int) -> None:
+    """Refuse run counts no profile can have, before anything is loaded or run."""
+    if runs is not None and runs < 1:
+        raise HloscopeError(f"--runs {runs}: expected at least 1")
+    if warmup < 0:
+        raise HloscopeError(f"--warmup {warmup}: expected 0 or more")

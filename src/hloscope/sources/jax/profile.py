@@ -90,8 +90,6 @@ def profile_runs(
         runs = int(min(MAX_RUNS, max(MIN_RUNS, RUN_BUDGET_SECONDS // max(typical, 1e-6))))
         if typical * MIN_RUNS > RUN_BUDGET_SECONDS:
             runs = 1
-    if runs < 1:
-        raise HloscopeError(f"--runs {runs}: expected at least 1 run")
     with _trace_folder(trace_dir) as folder:
         with _profiler(folder, label):
             seconds = tuple(run_once() for _ in range(runs))
