@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test smoke-jax check lint typecheck imports format bench bench-quick fuzz clean
+.PHONY: install run test corpus smoke-jax check lint typecheck imports format bench bench-quick fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/hloscope inspect samples/nested_jits.py:mlp --args samples/nested_jits.py:example_args --print
 
+# The suite reads every 4th file of ../shared/corpus (a fixed sample); `make corpus`
+# reads every file (about 10 minutes on 2 cores).
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+corpus: $(STAMP)
+	HLOSCOPE_CORPUS_SAMPLE=1 $(BIN)/python -m pytest tests/corpus
 
 # The smoke tier on the older JAX releases hloscope supports (the full suite runs on
 # the newest, in .venv): for each release, its own environment (.venv-jax-0.8.3, ...,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, ROOT, corpus_files
+from conftest import CORPUS, ROOT, every_corpus_file
 
 SAMPLE = os.environ.get("HLOSCOPE_CONTAINMENT_SAMPLE", "4")
 SEED = 38
@@ -39,7 +39,7 @@ SUFFIXES = (".hlo", ".mlir", ".mlirbc", ".bc")
 
 
 def files() -> list[Path]:
-    every = [p for p in corpus_files() if p.suffix in SUFFIXES]
+    every = [p for p in every_corpus_file() if p.suffix in SUFFIXES]
     if SAMPLE == "all":
         return every
     picked = random.Random(SEED).sample(every, min(int(SAMPLE), len(every)))
