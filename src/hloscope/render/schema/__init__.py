@@ -60,7 +60,7 @@ def _runs(name: str) -> Callable[[], Body]:
 COMMANDS: dict[str, tuple[str, Callable[[], Body]]] = {
     "inspect": ("the overview of a module", _views("inspect")),
     "params": ("parameter usage", _views("params")),
-    "placement": ("compute placement, transfers, shardings, collectives (--why)", _views("placement")),
+    "placement": ("placement, transfers, shardings, collectives (--why)", _views("placement")),
     "fusions": ("the fusion regions of the optimized module", _views("fusions")),
     "aot-check": ("the direct call against the AOT path", _views("aot_check")),
     "diff": ("the structural diff of two targets", _views("diff")),
@@ -108,8 +108,7 @@ def schema_of(command: str) -> Schema:
     """The JSON Schema of `hloscope COMMAND --json`'s document."""
     if command not in COMMANDS:
         raise HloscopeError(
-            f"no JSON schema for {command!r}: the commands with --json are "
-            + ", ".join(COMMANDS)
+            f"no JSON schema for {command!r}: the commands with --json are " + ", ".join(COMMANDS)
         )
     what, body = COMMANDS[command]
     header: Schema = {
@@ -117,8 +116,7 @@ def schema_of(command: str) -> Schema:
         "$id": f"urn:hloscope:schema:{command}:{SCHEMA_VERSION}",
         "title": f"hloscope {command} --json",
         "description": f"{what[0].upper()}{what[1:]}. Keys listed as required are in every "
-        "document; keys may be added to any object, never renamed or removed. "
-        + VERSION_RULE,
+        "document; keys may be added to any object, never renamed or removed. " + VERSION_RULE,
     }
     if command == "profile":
         from hloscope.render.schema import runs

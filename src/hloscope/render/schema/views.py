@@ -80,9 +80,7 @@ STRUCTURE: dict[str, Schema] = {
     "functions": array(
         obj(
             {
-                **fields(
-                    FunctionInfo, "name", "visibility", "ops", "inlined_ops", "parameters"
-                ),
+                **fields(FunctionInfo, "name", "visibility", "ops", "inlined_ops", "parameters"),
                 **fields(FunctionInfo, "results"),
                 "calls": array(obj(fields(Call, "callee", "count"), title="Call")),
                 **fields(FunctionInfo, "called_by", "reachable", "op_counts"),
@@ -404,7 +402,13 @@ def placement_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
             "shardings": array(
                 obj(
                     fields(
-                        ShardingAnnotation, "value", "sharding", "kind", "name", "function", "source"
+                        ShardingAnnotation,
+                        "value",
+                        "sharding",
+                        "kind",
+                        "name",
+                        "function",
+                        "source",
                     ),
                     title="Sharding",
                 )
@@ -493,9 +497,7 @@ def diff_fields() -> dict[str, Schema]:
             {"a": INT, "b": INT, "changes": array(fusion_change)}, title="FusionChanges"
         ),
         "functions": array(dataclass_schema(FunctionPair)),
-        "timings": obj(
-            {"load_seconds": array(NUM), "diff_seconds": NUM}, title="DiffTimings"
-        ),
+        "timings": obj({"load_seconds": array(NUM), "diff_seconds": NUM}, title="DiffTimings"),
         "notes": STRS,
     }
 
