@@ -60,7 +60,7 @@ def _runs(name: str) -> Callable[[], Body]:
 COMMANDS: dict[str, tuple[str, Callable[[], Body]]] = {
     "inspect": ("the overview of a module", _views("inspect")),
     "params": ("parameter usage", _views("params")),
-    "placement": ("placement, transfers, shardings, collectives (--why)", _views("placement")),
+    "placement": ("compute placement, shardings, collectives (--why)", _views("placement")),
     "fusions": ("the fusion regions of the optimized module", _views("fusions")),
     "aot-check": ("the direct call against the AOT path", _views("aot_check")),
     "diff": ("the structural diff of two targets", _views("diff")),

@@ -159,12 +159,10 @@ def fields(cls: type, *names: str, **renamed: str) -> dict[str, Schema]:
 def dataclass_schema(cls: type, *, plain: bool = True) -> Schema:
     """A dataclass written whole, every field a required key (`plain`,
     `dataclasses.asdict`)."""
-    described = {f.name: of_type(field_type(cls, f.name), plain=plain) for f in _fields(cls)}
+    described = {
+        f.name: of_type(field_type(cls, f.name), plain=plain) for f in dataclasses.fields(cls)
+    }
     return obj(described, title=cls.__name__)
-
-
-def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
-    return dataclasses.fields(cls)
 
 
 def closed(schema: Schema) -> Schema:
