@@ -51,7 +51,22 @@ def run_cli(*args: str) -> Run:
                 raise AssertionError("hloscope.cli.main returned instead of exiting")
     finally:
         sys.stdin = stdin
-    return Run(code, stdout.getvalue(), stderr.getvalue())
+    run = Run(code, stdout.getvalue(), stderr.getvalue())
+    if "--json" in args and run.stdout.strip():
+        _validate_json(run, args)
+    return run
+
+
+def _validate_json(run: Run, args: tuple[str, ...]) -> None:
+    """Every `--json` document a test produces matches its command's JSON Schema
+    (`hloscope schema COMMAND`, in its closed form: tests/schema_support.py)."""
+    from schema_support import validate
+
+    try:
+        document = run.json()
+    except ValueError:
+        return  # Not one JSON document: the test that ran it says what is wrong.
+    validate(document, "hloscope " + " ".join(args))
 
 
 def exit_status(code: object, stderr: io.StringIO) -> int:

@@ -878,3 +878,18 @@ def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -
             return ExitCode.ERROR
         return report.exit_code
     return ExitCode.OK
+
+
+@app.command()
+def schema(
+    command: Annotated[
+        str | None,
+        typer.Argument(metavar="COMMAND", help="A command that takes --json.", show_default=False),
+    ] = None,
+    debug: DebugOption = False,
+) -> None:
+    """Print the JSON Schema of COMMAND's --json document; with no COMMAND, list them."""
+    from hloscope.render.schema import schema_text
+
+    with command_edge(debug):
+        sys.stdout.write(schema_text(command))
