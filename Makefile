@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test corpus smoke-jax check lint typecheck imports format bench bench-quick fuzz clean
+.PHONY: install run test corpus docs smoke-jax check lint typecheck imports format bench bench-quick fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,19 @@ test: $(STAMP)
 
 corpus: $(STAMP)
 	HLOSCOPE_CORPUS_SAMPLE=1 $(BIN)/python -m pytest tests/corpus
+
+# The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, a page
+# missing from the nav or a docstring mkdocstrings cannot read fails it. Its tools are
+# the `docs` extra, installed into .venv with their own stamp, so that `make test` does
+# not install them. mkdocstrings reads the API's docstrings from src/ (mkdocs.yml).
+DOCS_STAMP := $(VENV)/.docs-installed-stamp
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The smoke tier on the older JAX releases hloscope supports (the full suite runs on
 # the newest, in .venv): for each release, its own environment (.venv-jax-0.8.3, ...,
@@ -104,4 +117,4 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests samples bench
 
 clean:
-	rm -rf $(VENV) .venv-jax-* .venv-uv build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-jax-* .venv-uv build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -19,6 +19,14 @@ SAMPLES = ROOT / "samples"
 DUMPS = SAMPLES / "dumps"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS = (ROOT / ".." / "shared" / "corpus").resolve()
+DOCS = ROOT / "docs"
+
+
+def documentation_files() -> list[Path]:
+    """The documentation: the README and every page of the site (docs/, each listed in
+    mkdocs.yml's nav). Their `$ hloscope` transcripts and `>>>` examples are tests
+    (tests/cli/test_doc_transcripts.py, tests/api/test_doc_examples.py)."""
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 
 @dataclasses.dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import OptionList, TabbedContent
 
-from conftest import DUMPS, ROOT, line_of
+from conftest import DOCS, DUMPS, ROOT, line_of
 from hloscope.sources import loader
 from hloscope.tui.app import HloscopeApp, key_sections
 from hloscope.tui.browser import BrowserPane
@@ -854,12 +854,12 @@ async def test_a_computation_xla_does_not_print_is_still_browsable(corpus):
         assert cursor_text(app) == line  # the IR stays where it was
 
 
-def test_the_readme_lists_every_key():
-    # The README's key table is the help screen's, read from the bindings; after a
-    # change to the keys, paste `markdown_table(key_sections())` into the README.
+def test_the_docs_list_every_key():
+    # The browser page's key table is the help screen's, read from the bindings; after a
+    # change to the keys, paste `markdown_table(key_sections())` into docs/browser.md.
     from hloscope.tui.keys import markdown_table
 
-    assert markdown_table(key_sections()) in (ROOT / "README.md").read_text()
+    assert markdown_table(key_sections()) in (DOCS / "browser.md").read_text()
 
 
 @sync

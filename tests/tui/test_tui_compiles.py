@@ -121,11 +121,13 @@ async def test_space_marks_the_other_side_of_a_diff(tmp_path: Path) -> None:
     assert compile_loaded(report, first).module.name == "jit_grows"
 
 
-def test_the_readme_lists_every_key_of_the_compiles_view() -> None:
+def test_the_docs_list_every_key_of_the_compiles_view() -> None:
     # After a change to the keys, paste `markdown_table(compiles_key_sections())` into
-    # the README.
-    from conftest import ROOT
+    # docs/commands/compiles.md.
+    from conftest import DOCS
     from hloscope.tui.compiles_app import compiles_key_sections
     from hloscope.tui.keys import markdown_table
 
-    assert markdown_table(compiles_key_sections()) in (ROOT / "README.md").read_text()
+    assert (
+        markdown_table(compiles_key_sections()) in (DOCS / "commands" / "compiles.md").read_text()
+    )

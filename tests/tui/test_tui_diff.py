@@ -9,7 +9,7 @@ import sys
 from rich.text import Text
 from textual.widgets import OptionList, Static
 
-from conftest import DUMPS, ROOT, rename_hlo
+from conftest import DOCS, DUMPS, ROOT, rename_hlo
 from hloscope import reports
 from hloscope.analyses.diff import ADDED, CHANGED
 from hloscope.sources import loader
@@ -298,9 +298,9 @@ def test_summary_colours_the_counts():
     assert any("green" in str(span.style) for span in text.spans if span.start <= added < span.end)
 
 
-def test_the_readme_lists_every_key_of_the_diff_screen():
+def test_the_docs_list_every_key_of_the_diff_screen():
     # As for the browser: after a change to the keys, paste
-    # `markdown_table(diff_key_sections())` into the README.
+    # `markdown_table(diff_key_sections())` into docs/browser.md.
     from hloscope.tui.keys import markdown_table
 
-    assert markdown_table(diff_key_sections()) in (ROOT / "README.md").read_text()
+    assert markdown_table(diff_key_sections()) in (DOCS / "browser.md").read_text()

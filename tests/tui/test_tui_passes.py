@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, Static
 
-from conftest import ROOT
+from conftest import DOCS
 from hloscope.sources import loader
 from hloscope.tui.diff_app import DiffPane
 from hloscope.tui.keys import key_rows, markdown_table
@@ -116,7 +116,7 @@ async def test_the_passes_help_lists_every_key(dump: Path):
                 assert ", ".join(row.keys) in cells
 
 
-def test_the_readme_lists_every_key_of_the_passes_screen():
+def test_the_docs_list_every_key_of_the_passes_screen():
     # After a change to the keys, paste `markdown_table(passes_key_sections())` into
-    # the README.
-    assert markdown_table(passes_key_sections()) in (ROOT / "README.md").read_text()
+    # docs/commands/passes.md.
+    assert markdown_table(passes_key_sections()) in (DOCS / "commands" / "passes.md").read_text()

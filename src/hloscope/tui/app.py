@@ -523,7 +523,7 @@ class HloscopeApp(WorkingApp):
 
 
 def key_sections() -> list[tuple[str, type[DOMNode]]]:
-    """Every place the browser binds keys, for the help screen and the README."""
+    """Every place the browser binds keys, for the help screen and the docs."""
     return [
         ("Everywhere", HloscopeApp),
         ("IR tab", BrowserPane),

@@ -116,7 +116,7 @@ class LoadedDiffApp(DiffApp):
 
 
 def compiles_key_sections() -> list[tuple[str, type[DOMNode]]]:
-    """Every place the Compiles view binds keys, for its help screen and the README."""
+    """Every place the Compiles view binds keys, for its help screen and the docs."""
     return [
         ("Everywhere", CompilesApp),
         ("Compiles", CompilesView),

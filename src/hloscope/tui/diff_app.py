@@ -491,7 +491,7 @@ class DiffApp(WorkingApp):
 
 
 def diff_key_sections() -> list[tuple[str, type[DOMNode]]]:
-    """Every place the diff screen binds keys, for its help screen and the README."""
+    """Every place the diff screen binds keys, for its help screen and the docs."""
     return [
         ("Everywhere", DiffApp),
         ("Diff", DiffPane),

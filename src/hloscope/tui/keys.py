@@ -1,5 +1,5 @@
 """The key reference, read from the widgets' `BINDINGS` so that it cannot drift:
-the help screen and the README's key table both come from here."""
+the help screen and the docs' key tables both come from here."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def key_rows(cls: type[DOMNode]) -> list[KeyRow]:
 
 
 def markdown_table(sections: list[tuple[str, type[DOMNode]]]) -> str:
-    """The key reference as the README's table (a test keeps the README equal to it)."""
+    """The key reference as the docs' table (tests keep docs/ equal to it)."""
     lines = ["| keys | what they do |", "| --- | --- |"]
     for title, cls in sections:
         lines.append(f"| **{title}** | |")

@@ -297,7 +297,7 @@ class PassesApp(WorkingApp):
 
 
 def passes_key_sections() -> list[tuple[str, type[DOMNode]]]:
-    """Every place the passes screen binds keys, for its help screen and the README."""
+    """Every place the passes screen binds keys, for its help screen and the docs."""
     return [
         ("Everywhere", PassesApp),
         ("A pass's diff", PassDiffScreen),

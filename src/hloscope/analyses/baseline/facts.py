@@ -6,7 +6,7 @@ and the optimized module, fusions by kind, collectives and copies (count, bytes,
 many sit in loops), host transfers and memory kinds, parameters (used, unused,
 pruned, donated, and the result each donated buffer becomes), memory, cost and
 compile time. Fact names are dotted (`memory.temp_bytes`,
-`collectives.all-gather.count`); `FACT_NAMES` in the README lists them.
+`collectives.all-gather.count`); docs/commands/check.md lists them.
 
 Beside the numbers, a measurement keeps what explains a change, compactly: for the
 facts that count ops, how many come from each line of the user's code (`sites`), and

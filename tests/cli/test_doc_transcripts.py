@@ -1,4 +1,5 @@
-"""Every `$ hloscope ...` transcript of the README, run and compared with what it shows.
+"""Every `$ hloscope ...` transcript of the documentation (the README and every page of
+docs/: conftest's `documentation_files`), run and compared with what it shows.
 
 A transcript is a `$ hloscope ...` line in a fenced block (with its `\\` continuation
 lines and any `| jq ...` after it), the output lines under it, and, when the next
@@ -18,13 +19,16 @@ as in a pipe, and compared line by line with:
 - a line holding only `...` standing for any number of lines (an elision).
 
 markdown-it-py (rich's Markdown parser) finds the fenced blocks and their lines; the
-transcript tools that exist do not fit this README: cram and prysk read indented
+transcript tools that exist do not fit these pages: cram and prysk read indented
 `.t` files, byexample elides with `<...>` and runs outside pytest, and
 pytest-markdown-docs, phmdoctest and mktestdocs run Python blocks only.
 
-Each transcript is its own test, named by its README line. Nothing is written
-anywhere but the tool's own temporary folders, so two runs of the suite at once do
-not meet.
+Each distinct command is its own test, named by the file and line of its first
+transcript: a command shown in several places (the README's short example of a
+command a page shows in full, say) runs once, and what it printed is compared with
+each transcript of it, a failure naming the file and line of the one that differs.
+Nothing is written anywhere but the tool's own temporary folders, so two runs of the
+suite at once do not meet.
 """
 
 from __future__ import annotations
@@ -43,16 +47,18 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+from conftest import ROOT, documentation_files
+
 PROMPT = "$ "
 ELISION = "..."
 
 
 @dataclasses.dataclass(frozen=True)
 class Transcript:
+    file: str
+    """The documentation file, relative to the repository root (`docs/commands/diff.md`)."""
     line: int
-    """The README line of the `$ hloscope` prompt (1-based)."""
+    """The file's line of the `$ hloscope` prompt (1-based)."""
     command: str
     """The command as written, continuation lines included, without the prompt."""
     expected: tuple[str, ...]
@@ -61,13 +67,17 @@ class Transcript:
     """The code shown by a `$ echo $?` right after it; None when there is none."""
 
     @property
+    def place(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
     def id(self) -> str:
         words = self.command.split()
-        return f"README.md:{self.line}:{words[1] if len(words) > 1 else words[0]}"
+        return f"{self.place}:{words[1] if len(words) > 1 else words[0]}"
 
 
 def _commands(lines: list[str], first_line: int) -> list[tuple[int, str, list[str]]]:
-    """A block's `$ ` commands: (README line, command, output lines under it)."""
+    """A block's `$ ` commands: (file line, command, output lines under it)."""
     found: list[tuple[int, str, list[str]]] = []
     index = 0
     while index < len(lines):
@@ -87,9 +97,8 @@ def _commands(lines: list[str], first_line: int) -> list[tuple[int, str, list[st
     return found
 
 
-def readme_transcripts(text: str | None = None) -> list[Transcript]:
-    """The `$ hloscope` transcripts of the README, in order."""
-    text = README.read_text() if text is None else text
+def file_transcripts(text: str, file: str) -> list[Transcript]:
+    """The `$ hloscope` transcripts of one documentation file's text, in order."""
     transcripts: list[Transcript] = []
     for token in MarkdownIt().parse(text):
         if token.type != "fence" or token.map is None:
@@ -106,8 +115,25 @@ def readme_transcripts(text: str | None = None) -> list[Transcript]:
             exit_code = None
             if following is not None and following[1] == "echo $?":
                 exit_code = int(following[2][0])
-            transcripts.append(Transcript(line, command, tuple(output), exit_code))
+            transcripts.append(Transcript(file, line, command, tuple(output), exit_code))
     return transcripts
+
+
+def documentation_transcripts() -> list[Transcript]:
+    """The `$ hloscope` transcripts of every documentation file, in order."""
+    return [
+        transcript
+        for path in documentation_files()
+        for transcript in file_transcripts(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+
+
+def by_command(transcripts: list[Transcript]) -> list[list[Transcript]]:
+    """The transcripts grouped by command line (one run each), in order of first place."""
+    groups: dict[str, list[Transcript]] = {}
+    for transcript in transcripts:
+        groups.setdefault(transcript.command, []).append(transcript)
+    return list(groups.values())
 
 
 # --------------------------------------------------------------------------- comparing
@@ -199,7 +225,8 @@ def piped_to(command: str) -> list[str]:
     return [after for token, after in itertools.pairwise(tokens) if token == "|"]
 
 
-TRANSCRIPTS = readme_transcripts()
+TRANSCRIPTS = documentation_transcripts()
+COMMANDS = by_command(TRANSCRIPTS)
 
 
 def test_the_tool_run_is_this_checkout() -> None:
@@ -209,10 +236,15 @@ def test_the_tool_run_is_this_checkout() -> None:
     assert Path(printed.strip()).is_relative_to(ROOT / "src"), printed
 
 
-def test_the_readme_has_transcripts() -> None:
+def test_the_documentation_has_transcripts() -> None:
     # A change to the parsing that finds none would pass every case below.
     assert len(TRANSCRIPTS) >= 20
     assert any(t.exit_code is not None for t in TRANSCRIPTS)
+    # The README shows one example per command, and the command pages theirs.
+    files = {t.file for t in TRANSCRIPTS}
+    assert "README.md" in files
+    assert sum(1 for t in TRANSCRIPTS if t.file == "README.md") >= 10
+    assert {"docs/commands/params.md", "docs/commands/diff.md"} <= files
 
 
 def test_every_input_ships_in_the_repository() -> None:
@@ -222,12 +254,13 @@ def test_every_input_ships_in_the_repository() -> None:
         for word in shlex.split(transcript.command.replace("\\\n", " ")):
             if "/" in word and not word.startswith((".", "-")):
                 path = word.split(":")[0]
-                assert not Path(path).is_absolute(), f"README.md:{transcript.line}: {path}"
-                assert (ROOT / path).exists(), f"README.md:{transcript.line}: {path} is not here"
+                assert not Path(path).is_absolute(), f"{transcript.place}: {path}"
+                assert (ROOT / path).exists(), f"{transcript.place}: {path} is not here"
 
 
 def test_the_renamed_sample_is_the_mlp_renamed() -> None:
-    # The README says how samples/diff/mlp.renamed.hlo was made; this keeps it so.
+    # docs/commands/diff.md says how samples/diff/mlp.renamed.hlo was made; this keeps
+    # it so.
     from conftest import rename_hlo
 
     text = (ROOT / "samples" / "dumps" / "mlp.before_optimizations.hlo").read_text()
@@ -235,27 +268,41 @@ def test_the_renamed_sample_is_the_mlp_renamed() -> None:
     assert (ROOT / "samples" / "diff" / "mlp.renamed.hlo").read_text() == rename_hlo(text)[0]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("transcript", TRANSCRIPTS, ids=[t.id for t in TRANSCRIPTS])
-def test_readme_transcript(transcript: Transcript) -> None:
-    for program in piped_to(transcript.command):
-        if shutil.which(program) is None:
-            pytest.skip(f"{program} is not installed")
-    code, printed = run_transcript(transcript.command)
+def shows(transcript: Transcript, code: int, printed: str) -> str | None:
+    """Why the transcript does not show what the command printed; None when it does."""
     expected = _trimmed([masked(line) for line in transcript.expected])
     actual = _trimmed([masked(line) for line in printed.splitlines()])
     # Line by line; failing that, word by word: a longer time (`12.34 s` where the
-    # README has `9.81 s`) makes its column wider and the last column narrower, so
+    # page has `9.81 s`) makes its column wider and the last column narrower, so
     # that column's text, or a paragraph, may break at another word.
     if not matches(expected, actual) and not matches(words(expected), words(actual)):
-        diff = "\n".join(difflib.unified_diff(expected, actual, "README", "printed", lineterm=""))
-        pytest.fail(
-            f"README.md:{transcript.line}: `{transcript.command}` printed something else "
-            f"(masked, - README + printed):\n{diff}\n\nprinted:\n{printed}",
-            pytrace=False,
+        diff = "\n".join(
+            difflib.unified_diff(expected, actual, transcript.file, "printed", lineterm="")
         )
-    if transcript.exit_code is not None:
-        assert code == transcript.exit_code, printed
+        return (
+            f"{transcript.place}: `{transcript.command}` printed something else "
+            f"(masked, - {transcript.file} + printed):\n{diff}"
+        )
+    if transcript.exit_code is not None and code != transcript.exit_code:
+        return f"{transcript.place}: exit code {code}, not {transcript.exit_code}"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transcripts", COMMANDS, ids=[group[0].id for group in COMMANDS])
+def test_documented_command(transcripts: list[Transcript]) -> None:
+    command = transcripts[0].command
+    for program in piped_to(command):
+        if shutil.which(program) is None:
+            pytest.skip(f"{program} is not installed")
+    code, printed = run_transcript(command)
+    failures = [
+        failure
+        for transcript in transcripts
+        if (failure := shows(transcript, code, printed)) is not None
+    ]
+    if failures:
+        pytest.fail("\n\n".join([*failures, f"printed:\n{printed}"]), pytrace=False)
 
 
 # --------------------------------------------------------------------------- the parts
@@ -278,7 +325,8 @@ def test_a_block_gives_each_command_its_output_and_exit_code() -> None:
         "not a transcript\n"
         "```\n"
     )
-    first, second = readme_transcripts(text)
+    first, second = file_transcripts(text, "docs/page.md")
+    assert first.id == "docs/page.md:4:params"
     assert (first.line, first.command, first.expected, first.exit_code) == (
         4,
         "hloscope params a.py:f \\\n    --args a.py:g",
@@ -320,3 +368,17 @@ def test_words_are_compared_across_line_breaks() -> None:
     assert not matches(shown, printed)
     assert matches(words(shown), words(printed))
     assert not matches(words(shown), words(["why", "b a c d", "end"]))
+
+
+def test_a_command_shown_twice_runs_once_and_is_checked_against_both() -> None:
+    page = "```\n$ hloscope diff a b\nsame\n...\n$ echo $?\n0\n```\n"
+    readme = "Intro.\n\n```\n$ hloscope diff a b\nsame\n```\n"
+    shown = file_transcripts(page, "docs/diff.md") + file_transcripts(readme, "README.md")
+    (group,) = by_command(shown)
+    assert [t.place for t in group] == ["docs/diff.md:2", "README.md:4"]
+    assert [shows(t, 0, "same\nmore\n") for t in group] == [
+        None,
+        "README.md:4: `hloscope diff a b` printed something else (masked, - README.md + "
+        "printed):\n--- README.md\n+++ printed\n@@ -1 +1,2 @@\n same\n+more",
+    ]
+    assert shows(group[0], 1, "same\n") == "docs/diff.md:2: exit code 1, not 0"
