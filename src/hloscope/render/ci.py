@@ -57,25 +57,24 @@ def workflow_command(command: str, properties: Mapping[str, str], message: str) 
 
 
 def github_commands(report: CheckReport, root: str) -> list[str]:
-    """One `::error` per regression of every target, at the line it comes from (its
-    file relative to `root`, the repository's checkout), or a plain `::error::` when
-    no line of the user's makes it; one `::warning` per note; and each target's
-    verdict as a plain line of the job's log."""
+    """One `::error file=F,line=L::` per regression of every target, at the line it
+    comes from (its file relative to `root`, the repository's checkout), or a plain
+    `::error::` when no line of the user's makes it; one `::warning::` per note; and
+    each target's verdict as a plain line of the job's log. With several targets,
+    each message starts with its target's name."""
     lines: list[str] = []
     for check in report.checks:
-        title = f"hloscope check {check.name}"
+        named = f"{check.name}: " if len(report.checks) > 1 else ""
         comparison = check.comparison
         for change in comparison.regressions if comparison is not None else ():
-            properties = {"title": f"{title}: {change.fact} regressed"}
             source = change_source(change)
             location = _file_and_line(source, root) if source is not None else None
-            if location is not None:
-                properties = {"file": location[0], "line": str(location[1]), **properties}
-            message = regression_message(change, check, source)
+            properties = {"file": location[0], "line": str(location[1])} if location else {}
+            message = named + regression_message(change, check, source)
             lines.append(workflow_command("error", properties, message))
-        lines.extend(workflow_command("warning", {"title": title}, note) for note in check.notes)
+        lines.extend(workflow_command("warning", {}, named + note) for note in check.notes)
         said, more = verdict_words(check)
-        lines.append(f"{title}: {said}{more}")
+        lines.append(f"hloscope check {check.name}: {said}{more}")
     return lines
 
 
