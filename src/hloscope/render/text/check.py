@@ -13,7 +13,13 @@ from rich.text import Text
 from hloscope.analyses.baseline.compare import Change, GrownBuffers
 from hloscope.analyses.baseline.tolerance import describe_site_delta
 from hloscope.render.check_rows import change_rows, verdict_words
-from hloscope.render.text.common import clip, notes_group, short_source, simple_table
+from hloscope.render.text.common import (
+    clip,
+    notes_group,
+    short_source,
+    simple_table,
+    source_text,
+)
 from hloscope.render.text.memory import shape_text
 from hloscope.reports.check import CheckReport, TargetCheck
 from hloscope.units import counted, human_bytes
@@ -128,5 +134,5 @@ def _lines_table(
         code = texts.get(site)
         if code:
             cell = Text.assemble((clip(code, 70), "dim"), "\n", cell)
-        table.add_row(short_source(site), cell)
+        table.add_row(source_text(site), cell)
     return table
