@@ -97,7 +97,10 @@ def compiles_renderables(report: CompilesReport) -> list[RenderableType]:
         )
         for op in analysis.eager:
             table.add_row(
-                op.op, str(op.compiles), seconds(op.compile_seconds), ", ".join(op.call_sites[:4])
+                op.op,
+                str(op.compiles),
+                seconds(op.compile_seconds),
+                Text(", ").join(source_text(site, site) for site in op.call_sites[:4]),
             )
         parts.append(table)
     if analysis.compiles:
