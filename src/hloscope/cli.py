@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import typer
 
@@ -143,17 +143,19 @@ def emit(
     exit_code: Callable[[R], int] | None = None,
     timeout: float | None = None,
     what: str | None = None,
+    render: Callable[[R], None] | None = None,
 ) -> None:
-    """The shape of every command: build a report inside the error edge, then print it
-    as JSON or text with the renderers its registry entry names, then exit with the
+    """The shape of every command: build a report inside the error edge, print it as JSON
+    or text with the renderers its registry entry names (or with `render`), exit with the
     report's code (0 unless a check differs). Building stops after `timeout` seconds
-    (`--timeout`), naming `what`. A command's analyses load when its report is built,
-    its text renderer (and rich) only when it prints text."""
+    (`--timeout`), naming `what`. Analyses load to build, text renderers (rich) to print."""
     with command_edge(debug), gc_paused(keep_for_exit=True):
         with time_limit(timeout, what):
             report = build()
         entry = reports.entry_of(report)
-        if as_json:
+        if render is not None:
+            render(report)
+        elif as_json:
             from hloscope.environment import environment_json
 
             document = {**entry.json_renderer()(report), "environment": environment_json()}
@@ -742,6 +744,15 @@ def check(
         ),
     ] = False,
     json: JsonOption = False,
+    output: Annotated[
+        Literal["text", "json", "github", "markdown"] | None,
+        typer.Option(
+            "--format",
+            help="text, json (as --json), github (::error annotations at the lines, the "
+            "table of changes in $GITHUB_STEP_SUMMARY), markdown (the table, for a PR).",
+            show_default=False,
+        ),
+    ] = None,
     print_: PrintedAnywayOption = False,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
@@ -754,7 +765,15 @@ def check(
 
     from hloscope.check_run import check_configured, check_one
 
+    render = None
+    if output in ("github", "markdown"):
+        from hloscope.render.ci import PRINTERS
+
+        render = PRINTERS[output]
+
     def build() -> CheckReport:
+        if json and output not in (None, "json"):
+            raise HloscopeError(f"--json and --format {output} disagree: give one of them")
         tolerances = _tolerance_specs(tolerance or ())
         if target is None:
             if baseline is not None or arg or args or module or calls or tolerance:
@@ -779,11 +798,12 @@ def check(
 
     emit(
         debug,
-        json,
+        json or output == "json",
         build,
         lambda report: ExitCode.OK if report.passed else ExitCode.DIFFERENT,
         timeout=timeout,
         what=target or "the configured targets",
+        render=render,
     )
 
 

@@ -11,18 +11,20 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.baseline.compare import Change, GrownBuffers
-from hloscope.analyses.baseline.tolerance import (
-    describe_amount,
-    describe_move,
-    describe_site_delta,
+from hloscope.analyses.baseline.tolerance import describe_site_delta
+from hloscope.render.check_rows import change_rows, verdict_words
+from hloscope.render.text.common import (
+    clip,
+    notes_group,
+    short_source,
+    simple_table,
+    source_text,
 )
-from hloscope.render.text.common import clip, notes_group, short_source, simple_table
 from hloscope.render.text.memory import shape_text
 from hloscope.reports.check import CheckReport, TargetCheck
 from hloscope.units import counted, human_bytes
 
 MAX_GROWN_ROWS = 8
-MAX_KINDS_SHOWN = 6
 MAX_IMPROVEMENT_ROWS = 20
 
 
@@ -74,26 +76,10 @@ def _render_target(check: TargetCheck, console: Console) -> None:
 
 
 def _verdict(check: TargetCheck) -> Text:
-    facts = counted(len(check.measurement.facts), "fact")
-    comparison = check.comparison
-    if check.updated:
-        verb = "updated" if check.baseline is not None else "recorded"
-        return Text(f"{verb}: {facts} in {short_source(check.baseline_path)}", style="bold green")
-    assert comparison is not None
-    regressions = comparison.regressions
-    if regressions:
-        names = ", ".join(c.fact for c in regressions[:4])
-        more = f", … ({len(regressions)})" if len(regressions) > 4 else ""
-        return Text(
-            f"FAILED: {counted(len(regressions), 'regression')} ({names}{more})",
-            style="bold red",
-        )
-    text = Text(f"passed: {facts} compared, none regressed", style="bold green")
-    if comparison.improvements:
-        text.append(
-            f"; {counted(len(comparison.improvements), 'change')} to record with --update",
-            style="green",
-        )
+    said, more = verdict_words(check)
+    text = Text(said, style="bold green" if check.passed else "bold red")
+    if more:
+        text.append(more, style="green")
     return text
 
 
@@ -110,49 +96,9 @@ def _changes_table(title: str, changes: tuple[Change, ...]) -> Table:
             ("tolerance", "left", True),
         ],
     )
-    by_kind: dict[str, list[Change]] = {}
-    for change in changes:
-        stage = _op_kind_stage(change.fact)
-        if stage is not None:
-            by_kind.setdefault(stage, []).append(change)
-    for change in changes:
-        if _op_kind_stage(change.fact) is None:
-            table.add_row(
-                change.fact,
-                _amount(change.fact, change.before),
-                _amount(change.fact, change.after),
-                _delta(change),
-                change.tolerance,
-            )
-    for stage, kinds in by_kind.items():
-        deltas = sorted(
-            (((c.after or 0) - (c.before or 0)), c.fact[len(stage) + 1 :]) for c in kinds
-        )
-        deltas.sort(key=lambda item: (-abs(item[0]), item[1]))
-        words = ", ".join(f"{delta:+d} {kind}" for delta, kind in deltas[:MAX_KINDS_SHOWN])
-        if len(deltas) > MAX_KINDS_SHOWN:
-            words += f", … ({len(deltas)} kinds)"
-        table.add_row(f"{stage}.<kind>", "", "", words, kinds[0].tolerance)
+    for row in change_rows(changes):
+        table.add_row(row.fact, row.before, row.after, row.change, row.tolerance)
     return table
-
-
-def _op_kind_stage(fact: str) -> str | None:
-    """`ops.optimized` for `ops.optimized.mhlo.copy`; None for a total or another fact."""
-    for stage in ("ops.lowered", "ops.optimized"):
-        if fact.startswith(stage + ".") and fact != f"{stage}.total":
-            return stage
-    return None
-
-
-def _amount(fact: str, value: float | None) -> str:
-    return "-" if value is None else describe_amount(fact, value)
-
-
-def _delta(change: Change) -> str:
-    if change.before is None or change.after is None:
-        return "new" if change.before is None else "gone"
-    amount, percent = describe_move(change.fact, change.before, change.after)
-    return f"{amount} {percent}" if percent else amount
 
 
 def _lines_table(
@@ -188,5 +134,5 @@ def _lines_table(
         code = texts.get(site)
         if code:
             cell = Text.assemble((clip(code, 70), "dim"), "\n", cell)
-        table.add_row(short_source(site), cell)
+        table.add_row(source_text(site), cell)
     return table

@@ -5,15 +5,20 @@ middle, and the header, table and notes layouts every report uses.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import sys
+from collections.abc import Iterable
+from pathlib import Path
 from typing import IO
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +42,22 @@ class ReportConsole(Console):
 
     def on_broken_pipe(self) -> None:
         reader_gone()
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        """What rich renders, without the links of source lines (`source_text`) under
+        NO_COLOR: rich keeps links there, where it drops colours. (In a pipe rich
+        writes no escape codes at all, links included.)"""
+        segments = super().render(renderable, options)
+        if not self.no_color:
+            return segments
+        return (
+            Segment(text, style.update_link(None), control)
+            if style is not None and style.link
+            else Segment(text, style, control)
+            for text, style, control in segments
+        )
 
 
 def make_console(file: IO[str] | None = None) -> Console:
@@ -186,18 +207,63 @@ def short_source(source: str | None) -> str:
     return source[len(cwd) :] if source.startswith(cwd) else source
 
 
-def sources_text(sources: tuple[str, ...], limit: int = 4) -> str:
+def source_text(source: str | None, shown: str | None = None, style: str = "") -> Text:
+    """`file.py:LINE` as a report shows it (`short_source`), or `shown` in its place (a
+    shorter form, the line numbers alone); where the file is there, a link to it (its
+    `file://` URL), which a terminal shows as a link (OSC 8). Every `file:line` of the
+    text reports is made here; the console decides whether links are written: never
+    in a pipe or under NO_COLOR (`ReportConsole`)."""
+    text = Text(short_source(source) if shown is None else shown, style=style)
+    url = source_url(source) if source else None
+    if url is not None:
+        text.stylize(Style(link=url))
+    return text
+
+
+def sentence_text(sentence: str, sources: Iterable[str | None], style: str = "") -> Text:
+    """`sentence` with each of the `sources` it names (`file.py:LINE`) as `source_text`
+    shows it: relative to the working directory, a link to its file."""
+    named = sorted({s for s in sources if s}, key=len, reverse=True)
+    text = Text(style=style)
+    rest = sentence
+    while True:
+        hits = [(rest.find(s), -len(s), s) for s in named if s in rest]
+        if not hits:
+            text.append(rest)
+            return text
+        at, _, source = min(hits)
+        text.append(rest[:at])
+        text.append(source_text(source))
+        rest = rest[at + len(source) :]
+
+
+def source_url(source: str) -> str | None:
+    """The `file://` URL of the file of `file.py:LINE` (relative to the working
+    directory, or absolute); None when it names no file that is there."""
+    file, _, line = source.rpartition(":")
+    if not file or not line.isdigit():
+        return None
+    return _file_url(os.path.abspath(file))
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_url(path: str) -> str | None:
+    return Path(path).as_uri() if os.path.isfile(path) else None
+
+
+def sources_text(sources: tuple[str, ...], limit: int = 4) -> Text:
     """`a.py:3, :7, b.py:2`: a file named once for its consecutive lines."""
-    parts: list[str] = []
+    text = Text()
     last_file = None
-    for source in sources[:limit]:
+    for index, source in enumerate(sources[:limit]):
         short = short_source(source)
         file, _, line = short.rpartition(":")
-        parts.append(f":{line}" if file == last_file else short)
+        text.append(", " if index else "")
+        text.append(source_text(source, f":{line}" if file == last_file else short))
         last_file = file
     if len(sources) > limit:
-        parts.append(f"… {len(sources) - limit} more")
-    return ", ".join(parts)
+        text.append(f"{', ' if text.plain else ''}… {len(sources) - limit} more")
+    return text
 
 
 def timings_text(timings: Timings) -> str:

@@ -12,8 +12,8 @@ from hloscope.render.text.common import (
     header_table,
     plural,
     seconds,
-    short_source,
     simple_table,
+    source_text,
 )
 from hloscope.reports import CompilesReport
 from hloscope.stages import RecordedCompile
@@ -77,7 +77,7 @@ def compiles_renderables(report: CompilesReport) -> list[RenderableType]:
             why = function.likely_cause or _changes_of(analysis, function.indices)
             table.add_row(
                 Text(function.function, style="bold red" if function.recompiled else "bold"),
-                short_source(function.source),
+                source_text(function.source),
                 str(function.compiles),
                 str(function.signatures),
                 seconds(function.total_seconds),
@@ -97,7 +97,10 @@ def compiles_renderables(report: CompilesReport) -> list[RenderableType]:
         )
         for op in analysis.eager:
             table.add_row(
-                op.op, str(op.compiles), seconds(op.compile_seconds), ", ".join(op.call_sites[:4])
+                op.op,
+                str(op.compiles),
+                seconds(op.compile_seconds),
+                Text(", ").join(source_text(site, site) for site in op.call_sites[:4]),
             )
         parts.append(table)
     if analysis.compiles:
@@ -144,7 +147,7 @@ def _timeline(analysis: CompilesAnalysis) -> RenderableType:
             str(index),
             seconds(compile_.started_seconds),
             compile_.function + (" (cache)" if compile_.persistent_cache_hit else ""),
-            short_source(compile_.call_site),
+            source_text(compile_.call_site),
             seconds(compile_.trace_seconds),
             seconds(compile_.lower_seconds),
             seconds(compile_.compile_seconds),

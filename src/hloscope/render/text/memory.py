@@ -17,8 +17,8 @@ from hloscope.render.text.common import (
     header_table,
     notes_group,
     plural,
-    short_source,
     simple_table,
+    source_text,
 )
 from hloscope.render.text.source_lines import SourceColumn
 from hloscope.reports import MemoryReport
@@ -269,7 +269,7 @@ def _lines_group(report: MemoryReport) -> RenderableType | None:
         return None
     lines = [Text("Lines", style="bold")]
     for source, code in rows[:MAX_CODE_LINES]:
-        line = Text(f" {short_source(source)}  ", style="cyan")
+        line = Text.assemble(" ", source_text(source), "  ", style="cyan")
         line.append(clip(code, 100), style="")
         lines.append(line)
     return Group(*lines)

@@ -23,7 +23,7 @@ from hloscope.render.text.common import (
     describe_source,
     header_table,
     notes_group,
-    short_source,
+    source_text,
     sources_text,
 )
 from hloscope.reports import PlacementReport
@@ -128,7 +128,7 @@ def sharding_cells(sharding: ShardingAnnotation, entry: str) -> list[Cell]:
         value,
         sharding.name or "",
         sharding.on_mesh or sharding.words,
-        short_source(sharding.source),
+        source_text(sharding.source),
     ]
 
 
@@ -141,7 +141,7 @@ def manual_cells(manual: ManualComputation) -> list[Cell]:
         manual.in_words,
         manual.out_words,
         str(manual.ops),
-        short_source(manual.source),
+        source_text(manual.source),
     ]
 
 
@@ -194,7 +194,7 @@ def warning_text(warning: PlacementWarning, bullet: str) -> Text:
     """`{bullet}message (sources)`."""
     line = Text(f"{bullet}{warning.message}", style="yellow")
     if warning.sources:
-        line.append(f" ({sources_text(warning.sources)})", style="dim")
+        line.append(Text.assemble(" (", sources_text(warning.sources), ")", style="dim"))
     return line
 
 

@@ -15,8 +15,8 @@ from hloscope.render.text.common import (
     notes_group,
     plural,
     seconds,
-    short_source,
     simple_table,
+    source_text,
     timings_text,
 )
 from hloscope.render.text.source_lines import SourceColumn
@@ -103,7 +103,7 @@ def lines_table(report: ProfileReport) -> Table:
     )
     for line in analysis.lines[:MAX_LINE_ROWS]:
         where = (
-            Text(short_source(line.source), style="bold")
+            source_text(line.source, style="bold")
             if line.source
             else Text("(no line of yours)", style="dim")
         )
@@ -191,7 +191,7 @@ def render_script_profile(report: ScriptProfileReport, console: Console) -> None
     for f in analysis.functions:
         table.add_row(
             Text(f.function, style="bold"),
-            short_source(f.source) or "-",
+            source_text(f.source) if f.source else "-",
             str(f.calls),
             str(f.compiles),
             duration(f.compile_seconds),

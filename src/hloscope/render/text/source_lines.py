@@ -14,6 +14,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from hloscope.render.text.common import source_text
+
 ELLIPSIS = "…"
 
 YOUR_LINE = "your line"
@@ -63,20 +65,41 @@ class ElidedSource:
         return Measurement(shortest, len(self.source))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(elide_source(self.source, options.max_width), style=self.style, no_wrap=True)
+        shown = elide_source(self.source, options.max_width)
+        text = source_text(self.source, shown, style=self.style)
+        text.no_wrap = True
+        yield text
 
 
 def grouped_sources(sources: Sequence[str], only_file: str | None = None) -> list[str]:
     """`a/x.py:3`, `a/x.py:7`, `b/y.py:1` -> [`x.py:3,7`, `y.py:1`]: one entry per
     file, named by its last part, in order of first appearance; just [`3,7`] when
     every source is in `only_file`."""
+    by_file = _lines_by_file(sources)
+    if only_file is not None and set(by_file) <= {only_file}:
+        return [",".join(by_file.get(only_file, []))] if by_file else []
+    return [f"{file.rpartition('/')[2]}:{','.join(lines)}" for file, lines in by_file.items()]
+
+
+def _lines_by_file(sources: Sequence[str]) -> dict[str, list[str]]:
     by_file: dict[str, list[str]] = {}
     for source in sources:
         file, _, line = source.rpartition(":")
         by_file.setdefault(file, []).append(line)
-    if only_file is not None and set(by_file) <= {only_file}:
-        return [",".join(by_file.get(only_file, []))] if by_file else []
-    return [f"{file.rpartition('/')[2]}:{','.join(lines)}" for file, lines in by_file.items()]
+    return by_file
+
+
+def linked_entries(
+    sources: Sequence[str], only_file: str | None = None, spaced: bool = False, style: str = ""
+) -> list[Text]:
+    """`grouped_sources` (with `spaced`, `_spaced`), each entry a link to its file
+    (`source_text`)."""
+    entries = grouped_sources(sources, only_file)
+    files = list(_lines_by_file(sources).items())[: len(entries)]
+    return [
+        source_text(f"{file}:{lines[0]}", _spaced(entry) if spaced else entry, style=style)
+        for entry, (file, lines) in zip(entries, files, strict=True)
+    ]
 
 
 def fit_entries(entries: Sequence[str], width: int, separator: str = ", ") -> str:
@@ -166,13 +189,17 @@ class SourceColumn:
 
     def cell(self, row: WithSources) -> RenderableType:
         if not self.split:
-            return " ".join(self._entries(row)) or Text("-", style="dim")
+            entries = linked_entries(row.sources, self.only_file)
+            return Text(" ").join(entries) if entries else Text("-", style="dim")
         text = Text()
         mine = self._mine(row)
-        text.append(mine or "-", style="bold" if mine else "dim")
-        for entry in grouped_sources(row.library_sources):
+        if mine:
+            text.append(source_text(row.user_source, mine, style="bold"))
+        else:
+            text.append("-", style="dim")
+        for entry in linked_entries(row.library_sources, spaced=True, style="dim"):
             text.append(" ")
-            text.append(_spaced(entry), style="dim")
+            text.append(entry)
         return text
 
     def fitted(self, row: WithSources, width: int) -> Text:

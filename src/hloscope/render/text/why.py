@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from hloscope.render.text.common import short_source
+from hloscope.render.text.common import sentence_text
 
 if TYPE_CHECKING:
     from hloscope.analyses.placement.why_report import CollectiveSite, Why
@@ -21,7 +21,7 @@ def why_section(why: Why, notes: tuple[str, ...] = ()) -> RenderableType:
         Text(f"Why each collective is there ({len(why.sites)})", style="bold")
     ]
     for site in why.sites:
-        lines.append(Text("• " + _short(site), style="dim" if site.note else ""))
+        lines.append(Text.assemble("• ", _short(site), style="dim" if site.note else ""))
     if why.note and why.note not in notes:
         lines.append(Text(why.note, style="dim"))
     if why.origins:
@@ -33,19 +33,17 @@ def why_section(why: Why, notes: tuple[str, ...] = ()) -> RenderableType:
             asks = f" {origin.sharding}" if origin.sharding else ""
             caused = len(effect.collectives)
             cause = f"; cause of {caused} collective{'s' * (caused != 1)}" if caused else ""
-            label = origin.label
-            if origin.source:
-                label = label.replace(origin.source, short_source(origin.source))
-            lines.append(Text(f"  {label}{asks}: sets {sets} on {effect.values} values{cause}"))
+            label = sentence_text(origin.label, [origin.source])
+            lines.append(
+                Text.assemble("  ", label, f"{asks}: sets {sets} on {effect.values} values{cause}")
+            )
     return Group(*lines)
 
 
-def _short(site: CollectiveSite) -> str:
-    """The sentence with its files relative to the working directory, as tables show them."""
-    sentence = site.sentence
+def _short(site: CollectiveSite) -> Text:
+    """The sentence with its files relative to the working directory, as tables show
+    them (and linked to, on a terminal)."""
     sources = {site.source, site.meets}
     for cause in site.causes:
         sources.update(o.source for o in (*cause.sharded_by, *cause.unsharded_by))
-    for source in sorted((s for s in sources if s), key=len, reverse=True):
-        sentence = sentence.replace(source, short_source(source))
-    return sentence
+    return sentence_text(site.sentence, sources)

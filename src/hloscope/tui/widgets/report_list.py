@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
@@ -134,6 +134,22 @@ def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Li
     return lines
 
 
+def without_links(text: Text) -> Text:
+    """`text` without the links the text reports' cells give source lines
+    (`render.text.common.source_text`): a row of the browser is chosen with enter."""
+    if not any(isinstance(s.style, Style) and s.style.link for s in text.spans):
+        return text
+    plain = text.copy()
+    spans = []
+    for span in text.spans:
+        if isinstance(span.style, Style) and span.style.link:
+            span = Span(span.start, span.end, span.style.update_link(None))
+        if span.style and span.style != Style():  # a span that only linked goes
+            spans.append(span)
+    plain.spans = spans
+    return plain
+
+
 class ReportList(RowList):
     """Lines of a report; enter on a row shows its ops in the IR."""
 
@@ -151,7 +167,9 @@ class ReportList(RowList):
     def show(self, lines: Sequence[Line]) -> None:
         """Show `lines`, the first row highlighted."""
         self.lines = list(lines)
-        self.set_options(Option(line.text, disabled=not line.selectable) for line in self.lines)
+        self.set_options(
+            Option(without_links(line.text), disabled=not line.selectable) for line in self.lines
+        )
         self.highlighted = next(
             (index for index, line in enumerate(self.lines) if line.selectable), None
         )
