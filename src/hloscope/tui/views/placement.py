@@ -1,20 +1,25 @@
 """The Placement tab: where the module's ops run and where its data lives, as
 `hloscope placement` reports it: compute types, host (and other) compute regions,
 memory kinds, transfers, shardings, manual computations, collectives and
-warnings. Enter on a row shows its ops in the IR tab."""
+warnings. Enter on a row shows its ops in the IR tab.
+
+On a partitioned module `w` adds why each collective is there
+(`hloscope.tui.views.why`, as `placement --why` says it)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from hloscope.analyses.placement import ComputeRegion, collective_kind
+from hloscope.analyses.placement import ComputeRegion, Placement, collective_kind
+from hloscope.analyses.placement.why_report import Why
 from hloscope.ir.model import Module, Op
 from hloscope.render.text.placement import (
     collective_cells,
@@ -28,9 +33,9 @@ from hloscope.render.text.placement import (
     transfer_cells,
     warning_text,
 )
-from hloscope.reports import PlacementReport, placement_report
+from hloscope.reports import PlacementReport, placement_report, placement_why
 from hloscope.sources.loader import Loaded
-from hloscope.tui.views.base import ReportView
+from hloscope.tui.views.base import Deeper, ReportView, RunDeeper
 from hloscope.tui.views.params import argument_jump
 from hloscope.tui.widgets.report_list import (
     Column,
@@ -269,6 +274,14 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 ],
             )
         )
+    if report.why is not None:
+        from hloscope.tui.views.why import why_lines
+
+        sections.append(why_lines(report.why, module))
+    elif asks_why(placement):
+        from hloscope.tui.views.why import ASK
+
+        sections.append([text_line(ASK, "dim")])
     if placement.warnings:
         warning_lines = [heading(f"Warnings ({len(placement.warnings)})")]
         for warning in placement.warnings:
@@ -307,10 +320,32 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
     return lines
 
 
-class PlacementView(Vertical):
-    """The placement report; rows lead to their ops."""
+def asks_why(placement: Placement) -> bool:
+    """Whether there are collectives to explain: the module has some, or is
+    partitioned (a lowered module's collectives appear when it is compiled)."""
+    return bool(placement.collectives) or (placement.partitions or 1) > 1
 
-    BINDINGS: ClassVar[list[BindingType]] = []
+
+class PlacementView(Vertical):
+    """The placement report; rows lead to their ops; `w` says why each collective is
+    there."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "w",
+            "why",
+            "Why",
+            tooltip="Compile with Shardy's dumps and say why each collective is there",
+        ),
+    ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "why":
+            return asks_why(self.report.placement)
+        return True
+
+    def action_why(self) -> None:
+        self.post_message(RunDeeper(VIEW.id))
 
     def __init__(self, report: PlacementReport, module: Module) -> None:
         super().__init__(id="placement-view", classes="report-view")
@@ -336,6 +371,18 @@ def placement_widget(report: PlacementReport, loaded: Loaded) -> PlacementView:
     return PlacementView(report, loaded.module)
 
 
+def with_why(report: PlacementReport, why: Why) -> PlacementReport:
+    return dataclasses.replace(report, why=why)
+
+
 VIEW = ReportView(
-    id="placement", title="Placement", build=placement_report, widget=placement_widget
+    id="placement",
+    title="Placement",
+    build=placement_report,
+    widget=placement_widget,
+    deeper=Deeper(
+        build=placement_why,
+        join=with_why,
+        step="compiling with Shardy's dumps to say why each collective is there",
+    ),
 )
