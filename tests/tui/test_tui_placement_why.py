@@ -152,3 +152,24 @@ async def test_under_gspmd_the_tab_says_there_are_no_origins():
             assert "Sharding origins" not in shown
     finally:
         jax.config.update("jax_use_shardy_partitioner", True)
+
+
+@sync
+async def test_a_dump_folder_gives_the_causes_from_its_own_shardy_files(tmp_path):
+    # The folder XLA wrote (with Shardy's verbose files) is read, not compiled again:
+    # the causes are those of the folder's own dump.
+    dump = shardy_dump(tmp_path)
+    assert 'sdy.sharding_origin_name = "constraint_0"' in dump
+    app = HloscopeApp(str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await asked_why(app, pilot)
+        why = app.deeper["placement"]
+        assert why.available and why.note is None
+        (site,) = why.sites_of("all_gather")
+        shown = rows(app)
+        asked = f"    `model` asked unsharded by sharding constraint at {line_of('with_sharding')}"
+        assert f"• {site_text(site)}" in shown and asked in shown
+        # On the module before optimizations, the constraint is XLA's `Sharding` call.
+        await enter_on(pilot, app, asked)
+        assert app.query_one(TabbedContent).active == "tab-ir"
+        assert selected_name(app) == "stablehlo.custom_call"

@@ -322,8 +322,9 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
 
 def asks_why(placement: Placement) -> bool:
     """Whether there are collectives to explain: the module has some, or is
-    partitioned (a lowered module's collectives appear when it is compiled)."""
-    return bool(placement.collectives) or (placement.partitions or 1) > 1
+    partitioned or declares a mesh (a lowered module's collectives appear when it is
+    compiled; XLA's HLO text of one does not always say its partitions)."""
+    return bool(placement.collectives or placement.meshes) or (placement.partitions or 1) > 1
 
 
 class PlacementView(Vertical):
