@@ -9,7 +9,6 @@ On a partitioned module `w` adds why each collective is there
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,9 +17,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from hloscope.analyses.placement import ComputeRegion, Placement, collective_kind
+from hloscope.analyses.placement import ComputeRegion, Placement
 from hloscope.analyses.placement.why_report import Why
-from hloscope.ir.model import Module, Op
+from hloscope.ir.model import Module
 from hloscope.render.text.placement import (
     collective_cells,
     collectives_in_loops,
@@ -36,10 +35,19 @@ from hloscope.render.text.placement import (
 from hloscope.reports import PlacementReport, placement_report, placement_why
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import Deeper, ReportView, RunDeeper
+from hloscope.tui.views.jumps import (
+    JumpFactory,
+    defines,
+    is_collective,
+    made_at,
+    ops_jump,
+    result_jump,
+    scan_jump,
+)
 from hloscope.tui.views.params import argument_jump
+from hloscope.tui.views.why import ASK, why_lines
 from hloscope.tui.widgets.report_list import (
     Column,
-    Jump,
     Line,
     ReportList,
     Row,
@@ -49,59 +57,6 @@ from hloscope.tui.widgets.report_list import (
     table,
     text_line,
 )
-
-JumpFactory = Callable[[], Jump | None]
-
-
-def ops_jump(ops: Iterable[int], label: str) -> JumpFactory:
-    found = tuple(ops)
-    return lambda: Jump(found, label) if found else None
-
-
-def scan_jump(
-    module: Module, match: Callable[[Op], bool], label: str, function: str = ""
-) -> JumpFactory:
-    """The ops `match` accepts (in `function` only, when given), found when chosen."""
-
-    def jump() -> Jump | None:
-        scope: Iterable[Op] = module.ops
-        if function:
-            found = module.functions.get(function)
-            if found is None:
-                return None
-            scope = module.function_ops(found)
-        ops = tuple(op.id for op in scope if match(op))
-        return Jump(ops, label) if ops else None
-
-    return jump
-
-
-def defines(module: Module, value: str) -> Callable[[Op], bool]:
-    """Whether an op's first result is `value` (`%3`, as the model numbers values)."""
-    return lambda op: bool(op.results) and module.value_name(op.results[0]) == value
-
-
-def is_collective(kind: str) -> Callable[[Op], bool]:
-    """Whether an op is a collective of `kind` (`all_reduce`)."""
-    return lambda op: (collective_kind(op) or ("",))[0] == kind
-
-
-def made_at(sources: frozenset[str]) -> Callable[[Op], bool]:
-    """Whether an op was made at one of `sources` (`file.py:LINE`)."""
-    return lambda op: op.location.source in sources
-
-
-def result_jump(module: Module, function_name: str, label: str) -> JumpFactory:
-    """A function's results: its header, then the op returning them."""
-
-    def jump() -> Jump | None:
-        function = module.functions.get(function_name)
-        if function is None or function.is_declaration:
-            return None
-        returns = [op.id for op in module.function_ops(function) if op.parent is function.op][-1:]
-        return Jump((function.op.id, *returns), label)
-
-    return jump
 
 
 def _regions(title: str, regions: tuple[ComputeRegion, ...]) -> list[Line]:
@@ -275,12 +230,8 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
             )
         )
     if report.why is not None:
-        from hloscope.tui.views.why import why_lines
-
         sections.append(why_lines(report.why, module))
     elif asks_why(placement):
-        from hloscope.tui.views.why import ASK
-
         sections.append([text_line(ASK, "dim")])
     if placement.warnings:
         warning_lines = [heading(f"Warnings ({len(placement.warnings)})")]

@@ -26,8 +26,8 @@ from hloscope.render.text.why import (
     origin_text,
     site_text,
 )
+from hloscope.tui.views.jumps import JumpFactory, is_collective, result_jump, scan_jump
 from hloscope.tui.views.params import argument_jump
-from hloscope.tui.views.placement import JumpFactory, is_collective, result_jump, scan_jump
 from hloscope.tui.widgets.report_list import Line, blank, heading, text_line
 
 WHY_KEY = "w"
