@@ -58,6 +58,13 @@ class Location:
         return self.frames[0].source if self.frames else None
 
     @property
+    def user_source(self) -> str | None:
+        """`file.py:LINE` of the innermost frame in the user's own code (`user_frame`),
+        else of the innermost frame; None without frames."""
+        frame = user_frame(self.frames)
+        return frame.source if frame is not None else self.source
+
+    @property
     def is_unknown(self) -> bool:
         return not self.names and not self.frames
 

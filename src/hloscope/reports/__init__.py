@@ -35,6 +35,7 @@ from hloscope.reports.passes import (
 from hloscope.reports.placement import (
     PlacementReport,
     placement_report,
+    placement_why,
     placement_why_report,
 )
 from hloscope.reports.profile import (
@@ -81,6 +82,7 @@ __all__ = [
     "passes_report",
     "pick_pass",
     "placement_report",
+    "placement_why",
     "placement_why_report",
     "profile_report",
     "profiled_report",

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hloscope.analyses.placement import Placement
     from hloscope.analyses.placement.why_report import Why
     from hloscope.sources.loader import Loaded
+    from hloscope.sources.shardy import ShardyDumps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,24 @@ def loaded_placement(loaded: Loaded) -> Placement:
 def placement_why_report(loaded: Loaded) -> PlacementReport:
     """The `placement --why` report: the target compiled with Shardy's dumps, its
     optimized module's placement, and each collective's cause."""
+    why, dumps = _why(loaded)
+    compiled = dumps.compiled
+    notes = compiled.notes + ((dumps.note,) if dumps.note else ())
+    return PlacementReport(
+        source=compiled.source,
+        placement=loaded_placement(compiled),
+        notes=notes,
+        why=why,
+    )
+
+
+def placement_why(loaded: Loaded) -> Why:
+    """Each collective's cause alone, as `placement --why` says it (the browser's
+    Placement tab asks for it with `w`, beside the placement of the module shown)."""
+    return _why(loaded)[0]
+
+
+def _why(loaded: Loaded) -> tuple[Why, ShardyDumps]:
     from hloscope.analyses.params import analyze_params
     from hloscope.analyses.placement.why import explain_collectives
     from hloscope.sources.shardy import shardy_dumps
@@ -63,17 +82,10 @@ def placement_why_report(loaded: Loaded) -> PlacementReport:
     entry = loaded.module.entry
     results = {r.index: r.info for r in entry.results if r.info} if entry is not None else {}
     dumps = shardy_dumps(loaded)
-    compiled = dumps.compiled
     why = explain_collectives(
-        compiled.module, dumps.propagation, dumps.before, arguments, results, dumps.note
+        dumps.compiled.module, dumps.propagation, dumps.before, arguments, results, dumps.note
     )
-    notes = compiled.notes + ((dumps.note,) if dumps.note else ())
-    return PlacementReport(
-        source=compiled.source,
-        placement=loaded_placement(compiled),
-        notes=notes,
-        why=why,
-    )
+    return why, dumps
 
 
 def _spec(sharding: str | None) -> str | None:

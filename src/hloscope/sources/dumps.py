@@ -12,6 +12,7 @@ Pure functions of bytes and folder listings: no parsing, no JAX. The formats:
 - a serialized `jax.export.Exported` (a flatbuffer);
 - an XLA `--xla_dump_to` folder (`module_0004.jit_f.before_optimizations.txt`,
   `...cpu_after_optimizations.txt`, `.hlo.pb`, and `module_0004.jit_f/module.mlir`);
+  with Shardy's dumps of each module in `shardy/module_0004.jit_f/` when asked for;
 - a `JAX_DUMP_IR_TO` folder (`jax_ir0002_jit_f_compile.mlir`).
 """
 
@@ -523,6 +524,30 @@ def read_pass_text(path: Path) -> str:
         raise HloscopeError(
             f"cannot read it: {exc.strerror or exc}", where=display_path(path)
         ) from exc
+
+
+# --------------------------------------------------------------------------- Shardy's files
+
+SHARDY_FOLDER = "shardy"
+"""Where XLA writes Shardy's dumps of each module, in its dump folder:
+`shardy/<module key>/NN.<stage>.mlir` (with `xla_dump_hlo_pass_re=shardy-verbose`,
+its origins too)."""
+
+
+def shardy_files(folder: Path, key: str) -> tuple[Path, ...] | None:
+    """Shardy's dumps of the module `key` (`module_0004.jit_f`) in an XLA dump
+    folder, in the order XLA wrote them; None when the folder holds no Shardy folder
+    for it (an empty tuple when it holds one without files)."""
+    module = folder / SHARDY_FOLDER / key
+    if not module.is_dir():
+        return None
+    try:
+        names = sorted(entry.name for entry in os.scandir(module) if entry.is_file())
+    except OSError as exc:
+        raise HloscopeError(
+            f"cannot list the folder: {exc.strerror or exc}", where=display_path(module)
+        ) from exc
+    return tuple(module / name for name in names if name.endswith(".mlir"))
 
 
 # --------------------------------------------------------------------------- memory files

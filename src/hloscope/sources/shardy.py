@@ -4,9 +4,14 @@ each sharding's origins (`shardy/<module>/02.after_propagation.mlir`) and the mo
 XLA was given (`before_optimizations.txt`, for lines), all from one compilation in a
 temporary folder (`Loaded.compiled_with_dumps`).
 
-Where the compilation did not go through Shardy (GSPMD), or there is nothing to
-compile (an optimized module read as it is), the collectives are listed without
-origins and one note says why.
+A user's XLA dump folder (`xla_dump_to`) is read instead of compiled again: its
+optimized module, its module before optimizations, and Shardy's dump beside them
+(`shardy/<module>/02.after_propagation.mlir`, written with
+`xla_dump_hlo_pass_re=shardy-verbose`).
+
+Where the compilation did not go through Shardy (GSPMD), the dump folder holds no
+Shardy dump, or there is nothing to compile (an optimized module read as it is), the
+collectives are listed without origins and one note says why.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from hloscope.ir.model import Module
 from hloscope.ir.parse import parse_hlo_text
 from hloscope.ir.shardy import PROPAGATED_FILE, read_propagation
 from hloscope.ir.shardy_model import ShardyPropagation
-from hloscope.sources.loader import Loaded
+from hloscope.sources import dumps as dump_files
+from hloscope.sources.loader import Loaded, load
+from hloscope.stages import OPTIMIZED
 
 SHARDY_DUMP_OPTIONS = (("xla_dump_hlo_pass_re", "shardy-verbose"),)
 """The compiler options that make XLA write Shardy's dumps with origins."""
@@ -38,7 +45,11 @@ class ShardyDumps:
 
 
 def shardy_dumps(loaded: Loaded) -> ShardyDumps:
-    """Compile `loaded` with Shardy's verbose dumps and read them."""
+    """Compile `loaded` with Shardy's verbose dumps and read them (a dump folder's
+    own, when `loaded` is a module of one that holds its optimized module)."""
+    folder = _dump_folder(loaded)
+    if folder is not None:
+        return folder
     if loaded.program is None:
         return ShardyDumps(
             loaded,
@@ -62,6 +73,46 @@ def shardy_dumps(loaded: Loaded) -> ShardyDumps:
         if propagated is None:
             return ShardyDumps(compiled, None, before, _no_shardy(loaded, compiled))
         return ShardyDumps(compiled, read_propagation(propagated), before, None)
+
+
+def _dump_folder(loaded: Loaded) -> ShardyDumps | None:
+    """What a user's XLA dump folder holds of the module `loaded` is: its optimized
+    module and Shardy's dump of the same compilation, read as they are. None when the
+    target is no dump folder, or the folder holds no optimized module of it (the
+    module before optimizations is compiled here then)."""
+    source = loaded.source
+    key = source.folder_module
+    folder = Path(source.target)
+    if source.kind != "dump" or key is None or not folder.is_dir():
+        return None
+    picked = next((m for m in dump_files.list_folder(folder).modules if m.key == key), None)
+    if picked is None or picked.after is None:
+        return None
+    options = dataclasses.replace(loaded.options, module=key)
+    read_as_is = source.stage == OPTIMIZED and loaded.compilation is None
+    compiled = (
+        loaded if read_as_is else load(source.target, dataclasses.replace(options, optimized=True))
+    )
+    before: Module | None = None
+    if source.stage != OPTIMIZED:
+        before = loaded.module
+    elif picked.before is not None:
+        before = load(source.target, dataclasses.replace(options, optimized=False)).module
+    files = dump_files.shardy_files(folder, key)
+    propagated = next((f for f in files or () if f.name == PROPAGATED_FILE), None)
+    if propagated is None:
+        where = f"{dump_files.SHARDY_FOLDER}/{key}/{PROPAGATED_FILE}"
+        held = (
+            "holds no Shardy dump of this module"
+            if files is None
+            else "holds Shardy's dumps of this module without their origins"
+        )
+        note = (
+            f"no sharding origins: the dump folder {held} ({where}, which XLA writes "
+            "with xla_dump_hlo_pass_re=shardy-verbose; a module GSPMD partitioned has none)"
+        )
+        return ShardyDumps(compiled, None, before, note)
+    return ShardyDumps(compiled, read_propagation(propagated), before, None)
 
 
 def _pick(paths: list[Path], name: str) -> Path | None:

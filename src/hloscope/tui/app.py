@@ -38,7 +38,7 @@ from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.screens.progress import ProgressScreen
 from hloscope.tui.screens.search import SearchScreen
 from hloscope.tui.session import Reports, Session, build_reports, describe_failure, prepare
-from hloscope.tui.views import VIEWS, ReportView, RunView, ShowOp, ShowOps
+from hloscope.tui.views import VIEWS, ReportView, RunDeeper, RunView, ShowOp, ShowOps
 from hloscope.tui.views.params import ParamsView
 from hloscope.tui.widgets.details import OpDetails
 from hloscope.tui.widgets.ir_view import IRView
@@ -210,12 +210,14 @@ class HloscopeApp(WorkingApp):
             super().__init__()
 
     class ViewBuilt(Message):
-        """A worker built an on-demand view's report (or failed to: `failure`)."""
+        """A worker built an on-demand view's report, or the `deeper` part of a
+        view's report (or failed to: `failure`)."""
 
-        def __init__(self, view_id: str, report: Any, failure: str) -> None:
+        def __init__(self, view_id: str, report: Any, failure: str, deeper: bool = False) -> None:
             self.view_id = view_id
             self.report = report
             self.failure = failure
+            self.deeper = deeper
             super().__init__()
 
     def __init__(
@@ -241,6 +243,9 @@ class HloscopeApp(WorkingApp):
         """Reports of on-demand views (the AOT check), by view id: they are about the
         target, whichever module is shown."""
         self.on_demand_failures: dict[str, str] = {}
+        self.deeper: dict[str, Any] = {}
+        """The `deeper` parts of views' reports (the Placement tab's causes of
+        collectives), by view id: about the target, whichever module is shown."""
         self._view_tabs: list[str] = []
 
     def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
@@ -325,6 +330,17 @@ class HloscopeApp(WorkingApp):
             return
         self.post_message(self.ViewBuilt(view.id, report, ""))
 
+    @work(thread=True, group="view", description="build a view's deeper part")
+    def _build_deeper(self, view: ReportView, loaded: loader.Loaded) -> None:
+        assert view.deeper is not None
+        try:
+            self.post_message(self.Progress(view.deeper.step))
+            report = view.deeper.build(loaded)
+        except BaseException as exc:
+            self.post_message(self.ViewBuilt(view.id, None, describe_failure(exc), deeper=True))
+            return
+        self.post_message(self.ViewBuilt(view.id, report, "", deeper=True))
+
     @on(Printed)
     def _when_printed(self, message: Printed) -> None:
         if self.session is not None:
@@ -353,8 +369,11 @@ class HloscopeApp(WorkingApp):
     async def _when_view_built(self, message: ViewBuilt) -> None:
         self._end_job()
         if message.failure:
-            self.on_demand_failures[message.view_id] = message.failure
+            if not message.deeper:
+                self.on_demand_failures[message.view_id] = message.failure
             self.push_screen(ErrorScreen("The report could not be built", message.failure))
+        elif message.deeper:
+            self.deeper[message.view_id] = message.report
         else:
             self.on_demand[message.view_id] = message.report
             self.on_demand_failures.pop(message.view_id, None)
@@ -424,7 +443,10 @@ class HloscopeApp(WorkingApp):
         if session.reports is None:
             return PendingView(view.id, f"Building the {view.title} report…", runnable=False)
         if view.id in session.reports.built:
-            return view.widget(session.reports.built[view.id], loaded)
+            report = session.reports.built[view.id]
+            if view.deeper is not None and view.id in self.deeper:
+                report = view.deeper.join(report, self.deeper[view.id])
+            return view.widget(report, loaded)
         failure = session.reports.failures.get(view.id, "no report")
         return PendingView(
             view.id, f"{view.title} could not be built: {failure}", runnable=False
@@ -508,6 +530,15 @@ class HloscopeApp(WorkingApp):
         elif view.on_demand:
             self._start_job(f"{view.title}: {session.loaded.source.target}")
             self._build_view(view, session.loaded)
+
+    @on(RunDeeper)
+    def _run_deeper(self, message: RunDeeper) -> None:
+        session = self.session
+        view = next((v for v in VIEWS if v.id == message.view_id), None)
+        if session is None or view is None or view.deeper is None or self._progress is not None:
+            return
+        self._start_job(f"{view.title}: {session.loaded.source.target}")
+        self._build_deeper(view, session.loaded)
 
     @on(ShowOp)
     def _show_op(self, message: ShowOp) -> None:

@@ -31,7 +31,7 @@ from hloscope.analyses.placement.why_report import (
     ShardingOrigin,
     Why,
 )
-from hloscope.ir.locations import Location, user_frame
+from hloscope.ir.locations import Location
 from hloscope.ir.model import TERMINATOR_NAMES, Module, Op
 from hloscope.ir.shardy_model import Origin, ShardyPropagation, ShardyValue
 
@@ -129,10 +129,7 @@ def _inlined(module: Module) -> list[tuple[str, Location]]:
 
 
 def _source(location: Location | None) -> str | None:
-    if location is None:
-        return None
-    frame = user_frame(location.frames)
-    return frame.source if frame is not None else location.source
+    return location.user_source if location is not None else None
 
 
 # --------------------------------------------------------------------------- names

@@ -5,10 +5,10 @@ package, named as the tab of its report's entry."""
 from __future__ import annotations
 
 from hloscope.reports.registry import REPORTS
-from hloscope.tui.views.base import ReportView, RunView, ShowOp, ShowOps
+from hloscope.tui.views.base import ReportView, RunDeeper, RunView, ShowOp, ShowOps
 
 VIEWS: tuple[ReportView, ...] = tuple(
     entry.browser_tab() for entry in REPORTS if entry.tab is not None
 )
 
-__all__ = ["VIEWS", "ReportView", "RunView", "ShowOp", "ShowOps"]
+__all__ = ["VIEWS", "ReportView", "RunDeeper", "RunView", "ShowOp", "ShowOps"]

@@ -11,6 +11,11 @@ wait to be asked: a report of the optimized module (`optimized`), which on a
 lowered module needs a compile (the tab offers it, as `c` does), and a report that
 runs the user's code (`on_demand`: the AOT check), which runs when the user asks in
 its tab.
+
+A view may also have a slower part of its report that waits for a key in its tab
+(`deeper`: the Placement tab's causes of collectives, `w`, which compile the target
+with Shardy's dumps). Once built it is kept for the target, whichever module is
+shown, and joined to each module's report.
 """
 
 from __future__ import annotations
@@ -27,6 +32,18 @@ from hloscope.sources.loader import Loaded
 
 def always(_loaded: Loaded) -> bool:
     return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Deeper:
+    """A slower part of a view's report, built when the user asks in its tab."""
+
+    build: Callable[[Loaded], Any]
+    """Builds it (runs in a worker) from the loaded target."""
+    join: Callable[[Any, Any], Any]
+    """The view's report and the deeper part: what the widget shows."""
+    step: str
+    """What the progress screen says while it is built."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +68,8 @@ class ReportView:
     """Set for a report that is built only when the user asks in its tab (it runs
     the user's code): what the tab says it will do. The report is kept for the
     target, whichever module is shown."""
+    deeper: Deeper | None = None
+    """A part built only when asked in the tab (`RunDeeper`)."""
 
 
 class ShowOp(Message):
@@ -75,6 +94,14 @@ class ShowOps(Message):
 class RunView(Message):
     """Ask the app to build a view's report now: compile for an `optimized` view on a
     lowered module, run an `on_demand` one."""
+
+    def __init__(self, view_id: str) -> None:
+        self.view_id = view_id
+        super().__init__()
+
+
+class RunDeeper(Message):
+    """Ask the app to build (again) the `deeper` part of a view's report."""
 
     def __init__(self, view_id: str) -> None:
         self.view_id = view_id

@@ -1,21 +1,25 @@
 """The Placement tab: where the module's ops run and where its data lives, as
 `hloscope placement` reports it: compute types, host (and other) compute regions,
 memory kinds, transfers, shardings, manual computations, collectives and
-warnings. Enter on a row shows its ops in the IR tab."""
+warnings. Enter on a row shows its ops in the IR tab.
+
+On a partitioned module `w` adds why each collective is there
+(`hloscope.tui.views.why`, as `placement --why` says it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import dataclasses
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from hloscope.analyses.placement import ComputeRegion, collective_kind
-from hloscope.ir.model import Module, Op
+from hloscope.analyses.placement import ComputeRegion, Placement
+from hloscope.analyses.placement.why_report import Why
+from hloscope.ir.model import Module
 from hloscope.render.text.placement import (
     collective_cells,
     collectives_in_loops,
@@ -28,13 +32,22 @@ from hloscope.render.text.placement import (
     transfer_cells,
     warning_text,
 )
-from hloscope.reports import PlacementReport, placement_report
+from hloscope.reports import PlacementReport, placement_report, placement_why
 from hloscope.sources.loader import Loaded
-from hloscope.tui.views.base import ReportView
+from hloscope.tui.views.base import Deeper, ReportView, RunDeeper
+from hloscope.tui.views.jumps import (
+    JumpFactory,
+    defines,
+    is_collective,
+    made_at,
+    ops_jump,
+    result_jump,
+    scan_jump,
+)
 from hloscope.tui.views.params import argument_jump
+from hloscope.tui.views.why import ASK, why_lines
 from hloscope.tui.widgets.report_list import (
     Column,
-    Jump,
     Line,
     ReportList,
     Row,
@@ -44,59 +57,6 @@ from hloscope.tui.widgets.report_list import (
     table,
     text_line,
 )
-
-JumpFactory = Callable[[], Jump | None]
-
-
-def ops_jump(ops: Iterable[int], label: str) -> JumpFactory:
-    found = tuple(ops)
-    return lambda: Jump(found, label) if found else None
-
-
-def scan_jump(
-    module: Module, match: Callable[[Op], bool], label: str, function: str = ""
-) -> JumpFactory:
-    """The ops `match` accepts (in `function` only, when given), found when chosen."""
-
-    def jump() -> Jump | None:
-        scope: Iterable[Op] = module.ops
-        if function:
-            found = module.functions.get(function)
-            if found is None:
-                return None
-            scope = module.function_ops(found)
-        ops = tuple(op.id for op in scope if match(op))
-        return Jump(ops, label) if ops else None
-
-    return jump
-
-
-def defines(module: Module, value: str) -> Callable[[Op], bool]:
-    """Whether an op's first result is `value` (`%3`, as the model numbers values)."""
-    return lambda op: bool(op.results) and module.value_name(op.results[0]) == value
-
-
-def is_collective(kind: str) -> Callable[[Op], bool]:
-    """Whether an op is a collective of `kind` (`all_reduce`)."""
-    return lambda op: (collective_kind(op) or ("",))[0] == kind
-
-
-def made_at(sources: frozenset[str]) -> Callable[[Op], bool]:
-    """Whether an op was made at one of `sources` (`file.py:LINE`)."""
-    return lambda op: op.location.source in sources
-
-
-def result_jump(module: Module, function_name: str, label: str) -> JumpFactory:
-    """A function's results: its header, then the op returning them."""
-
-    def jump() -> Jump | None:
-        function = module.functions.get(function_name)
-        if function is None or function.is_declaration:
-            return None
-        returns = [op.id for op in module.function_ops(function) if op.parent is function.op][-1:]
-        return Jump((function.op.id, *returns), label)
-
-    return jump
 
 
 def _regions(title: str, regions: tuple[ComputeRegion, ...]) -> list[Line]:
@@ -269,6 +229,10 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 ],
             )
         )
+    if report.why is not None:
+        sections.append(why_lines(report.why, module))
+    elif asks_why(placement):
+        sections.append([text_line(ASK, "dim")])
     if placement.warnings:
         warning_lines = [heading(f"Warnings ({len(placement.warnings)})")]
         for warning in placement.warnings:
@@ -307,10 +271,33 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
     return lines
 
 
-class PlacementView(Vertical):
-    """The placement report; rows lead to their ops."""
+def asks_why(placement: Placement) -> bool:
+    """Whether there are collectives to explain: the module has some, or is
+    partitioned or declares a mesh (a lowered module's collectives appear when it is
+    compiled; XLA's HLO text of one does not always say its partitions)."""
+    return bool(placement.collectives or placement.meshes) or (placement.partitions or 1) > 1
 
-    BINDINGS: ClassVar[list[BindingType]] = []
+
+class PlacementView(Vertical):
+    """The placement report; rows lead to their ops; `w` says why each collective is
+    there."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "w",
+            "why",
+            "Why",
+            tooltip="Compile with Shardy's dumps and say why each collective is there",
+        ),
+    ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "why":
+            return asks_why(self.report.placement)
+        return True
+
+    def action_why(self) -> None:
+        self.post_message(RunDeeper(VIEW.id))
 
     def __init__(self, report: PlacementReport, module: Module) -> None:
         super().__init__(id="placement-view", classes="report-view")
@@ -336,6 +323,18 @@ def placement_widget(report: PlacementReport, loaded: Loaded) -> PlacementView:
     return PlacementView(report, loaded.module)
 
 
+def with_why(report: PlacementReport, why: Why) -> PlacementReport:
+    return dataclasses.replace(report, why=why)
+
+
 VIEW = ReportView(
-    id="placement", title="Placement", build=placement_report, widget=placement_widget
+    id="placement",
+    title="Placement",
+    build=placement_report,
+    widget=placement_widget,
+    deeper=Deeper(
+        build=placement_why,
+        join=with_why,
+        step="compiling with Shardy's dumps to say why each collective is there",
+    ),
 )
