@@ -40,6 +40,7 @@ from hloscope.tui.screens.search import SearchScreen
 from hloscope.tui.session import Reports, Session, build_reports, describe_failure, prepare
 from hloscope.tui.views import VIEWS, ReportView, RunDeeper, RunView, ShowOp, ShowOps
 from hloscope.tui.views.params import ParamsView
+from hloscope.tui.views.placement import PlacementView
 from hloscope.tui.widgets.details import OpDetails
 from hloscope.tui.widgets.ir_view import IRView
 from hloscope.tui.widgets.module_tree import ModuleTree
@@ -563,6 +564,7 @@ def key_sections() -> list[tuple[str, type[DOMNode]]]:
         ("Details (links)", OpDetails),
         ("Report tabs' tables", ReportList),
         ("Parameters tab", ParamsView),
+        ("Placement tab", PlacementView),
         ("Tabs that wait for enter", PendingView),
         ("Search prompt", SearchScreen),
         ("Messages", ErrorScreen),
