@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, corpus_files, run_cli
+from conftest import CORPUS, corpus_files, corpus_sample_step, run_cli
 
 # `make fuzz` sets this: every command loads the file itself.
 UNCACHED = os.environ.get("HLOSCOPE_SWEEP_UNCACHED") == "1"
@@ -140,5 +140,6 @@ def test_every_command_on_every_corpus_file(monkeypatch):
         f"refused; runs {dict(tally.runs)}; {len(tally.problems)} problems"
     )
     assert not tally.problems, "\n".join(tally.problems[:40])
-    assert tally.loaded > 1000
-    assert tally.runs["fusions"] > 40
+    # About 1,400 of the corpus's files load, 160 of them optimized dumps.
+    assert tally.loaded > 1000 // corpus_sample_step()
+    assert tally.runs["fusions"] > 120 // corpus_sample_step()
