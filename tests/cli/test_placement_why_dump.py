@@ -92,3 +92,29 @@ def test_a_dump_folder_with_shardys_files_gives_the_origins(tmp_path):
     assert note in document["notes"]
     (group,) = document["collectives"]
     assert group["sites"] and all(site["note"] == note for site in group["sites"])
+
+
+def test_a_partitioned_hlo_dump_keeps_its_device_counts(tmp_path):
+    """XLA's HLO-to-MLIR conversion drops the header's `num_partitions=8`: the dump's
+    module must still be compiled for (and reported on) 8 partitions, as XLA compiled
+    it, or its collectives vanish."""
+    _, plain = dump_folders(tmp_path)
+    (before,) = plain.glob("*.before_optimizations.txt")
+    (after,) = plain.glob("*after_optimizations.txt")
+    header = before.read_text().split("\n", 1)[0]
+    assert "num_partitions=8" in header.split(", ")
+    # XLA's own optimized module has the all-gather.
+    assert "all-gather(" in after.read_text()
+
+    done = subprocess.run(
+        [sys.executable, "-m", "hloscope", "placement", str(before), "--compile", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["partitions"] == 8
+    assert [c["op"] for c in document["collectives"]] == ["all_gather"]

@@ -21,7 +21,12 @@ from hloscope.ir.build import build_model
 from hloscope.ir.context import mlir_context, native, release_note, xla_hlo
 from hloscope.ir.hlo_names import HloNames, attach_hlo_names, hlo_instruction_names, wants_names
 from hloscope.ir.hlo_native import build_hlo_native_model
-from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
+from hloscope.ir.layout import (
+    entry_computation_layout,
+    module_counts,
+    record_entry_memory_spaces,
+    record_module_counts,
+)
 from hloscope.ir.parsed import ParsedModule, mlir_printer, mlir_writer, notes_from_log
 from hloscope.ir.proto import proto_field
 
@@ -63,6 +68,7 @@ def parsed_from_reply(
         return module
 
     entry_layout = stages[reader.STAGE_PARSED][0].get("entry_layout")
+    counts = stages[reader.STAGE_PARSED][0].get("counts")
     if reader.STAGE_CONVERTED not in stages:
         reason = (
             f"XLA's converter {reply.failure()}"
@@ -85,7 +91,13 @@ def parsed_from_reply(
         answer = json.loads(stages[reader.STAGE_NAMES][1])
         names = HloNames([(op, name) for op, name in answer["ops"]], answer["backend_configs"])
     return _from_converted(
-        xla_module, stages[reader.STAGE_CONVERTED][1], source_name, logged, names, entry_layout
+        xla_module,
+        stages[reader.STAGE_CONVERTED][1],
+        source_name,
+        logged,
+        names,
+        entry_layout,
+        counts,
     )
 
 
@@ -153,6 +165,7 @@ def from_hlo_proto(
     with native() as converted_log:
         bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
     layout = entry_computation_layout(printed)
+    counts = module_counts(printed)
     names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
 
     def module_from_proto() -> Any:
@@ -168,6 +181,7 @@ def from_hlo_proto(
         logged + converted_log,
         names,
         layout,
+        counts,
     )
 
 
@@ -178,12 +192,14 @@ def _from_converted(
     logged: list[str],
     names: HloNames | None = None,
     entry_layout: str | None = None,
+    counts: dict[str, str] | None = None,
 ) -> ParsedModule:
     """The model of an HLO module from its MLIR conversion, or XLA's own view when the
     conversion does not verify (ops MHLO cannot express, say).
 
     `entry_layout` is the module's `entry_computation_layout`, whose memory spaces the
-    conversion drops (see `record_entry_memory_spaces`)."""
+    conversion drops (see `record_entry_memory_spaces`); `counts`, its header's device
+    counts, which it drops too (`record_module_counts`)."""
     from jaxlib.mlir import ir
 
     with native() as parse_log:
@@ -207,6 +223,7 @@ def _from_converted(
         built = build_model(module)
     attach_hlo_names(built, names)
     record_entry_memory_spaces(built, entry_layout)
+    record_module_counts(built, counts)
     notes = notes_from_log(logged + parse_log)
     return ParsedModule(built, "hlo", notes, mlir_printer(module), mlir_writer(module))
 

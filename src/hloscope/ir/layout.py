@@ -9,6 +9,11 @@ optimization) would look like any other. So the layout is read from XLA's printe
 module header and, where a parameter's or result's layout has a memory space,
 recorded on the entry function's argument or result as this attribute: its HLO
 shape with layout, printed as a string attribute (`"f32[8]{0:S(5)}"`).
+
+The conversion drops the header's device counts too (`num_partitions=8`,
+`replica_count=2`): they are recorded on the model as the module attributes JAX's
+own lowering carries (`mhlo.num_partitions`), so a partitioned dump is compiled and
+reported on as many devices as it was made for.
 """
 
 from __future__ import annotations
@@ -42,6 +47,31 @@ def entry_computation_layout(hlo_text: str) -> str | None:
                 return header[start:i]
             depth -= 1
     return None
+
+
+# XLA's header keys of the device counts, and the module attributes JAX's lowering
+# gives them.
+_COUNT_ATTRIBUTES = {"num_partitions": "mhlo.num_partitions", "replica_count": "mhlo.num_replicas"}
+
+
+def module_counts(hlo_text: str) -> dict[str, str]:
+    """The device counts of XLA's printed module header (its first line), as module
+    attributes (`{"mhlo.num_partitions": "8 : i32"}`); none where it does not say."""
+    header = hlo_text.split("\n", 1)[0]
+    counts: dict[str, str] = {}
+    for part in split_top_level(header, brackets="([{"):
+        key, _, value = part.partition("=")
+        attribute = _COUNT_ATTRIBUTES.get(key.strip())
+        if attribute is not None and value.strip().isdigit():
+            counts[attribute] = f"{int(value)} : i32"
+    return counts
+
+
+def record_module_counts(built: model.Module, counts: dict[str, str] | None) -> None:
+    """Record the header's device counts on the model where the conversion lost them."""
+    missing = {k: v for k, v in (counts or {}).items() if k not in built.attributes}
+    if missing:
+        built.attributes = {**built.attributes, **missing}
 
 
 def _shape_leaves(shape: str) -> list[str]:

@@ -16,7 +16,7 @@ from hloscope.ir import hlo_names, reader
 from hloscope.ir.build import read_names
 from hloscope.ir.context import make_context, xla_hlo
 from hloscope.ir.hlo import hlo_module_from_proto
-from hloscope.ir.layout import entry_computation_layout
+from hloscope.ir.layout import entry_computation_layout, module_counts
 from hloscope.native_stderr import native_stderr_captured
 
 
@@ -108,8 +108,12 @@ def send_hlo_module(
         proto = module.as_serialized_hlo_module_proto()
     if printed is None:
         printed = str(module.to_string())
-    layout = entry_computation_layout(printed)
-    reader.write_frame(replies, {"stage": reader.STAGE_PARSED, "entry_layout": layout}, proto)
+    header = {
+        "stage": reader.STAGE_PARSED,
+        "entry_layout": entry_computation_layout(printed),
+        "counts": module_counts(printed),
+    }
+    reader.write_frame(replies, header, proto)
     try:
         converted = jax_ext.mlir.hlo_to_stablehlo(proto)
     except Exception as exc:
