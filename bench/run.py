@@ -173,6 +173,17 @@ def interleaved(
     return runs
 
 
+def measure_or_none(command: list[str], tree: Tree) -> Measurement | None:
+    """`measure`, except that the `--against` tree's failure (an older hloscope without
+    what the command asks) is None: that tree is left out of the row."""
+    try:
+        return measure(command, tree)
+    except RuntimeError:
+        if tree is THIS:
+            raise
+        return None
+
+
 def with_against(row: Row, runs: Runs) -> Row:
     """`row` with REV's median time and both trees' CPU times from `runs`."""
     row.cpu_seconds = runs.cpu(THIS.label)
@@ -413,12 +424,22 @@ def entrypoint_rows() -> list[Row]:
     lowered = interleaved(None, ["inspect", *target, "--json"], 3)
     rows = []
     with tempfile.TemporaryDirectory(prefix="hloscope-bench-") as folder:
-        baseline_file = str(Path(folder) / "entrypoint.json")
-        check = ["check", *target, "--baseline", baseline_file, "--json"]
-        checkers = trees_with("check", "--baseline")
-        for tree in checkers:
-            measure([*HLOSCOPE, *check, "--update"], tree)
-        checked = interleaved(None, check, 3, checkers)
+        # A baseline of each tree's own making (their formats may differ).
+        def check(tree: Tree) -> list[str]:
+            baseline_file = str(Path(folder) / f"entrypoint-{trees().index(tree)}.json")
+            return [*HLOSCOPE, "check", *target, "--baseline", baseline_file, "--json"]
+
+        checkers = [
+            tree
+            for tree in trees_with("check", "--baseline")
+            if measure_or_none([*check(tree), "--update"], tree) is not None
+        ]
+        checked = Runs({})
+        for _ in range(3):
+            for tree in checkers:
+                run = measure_or_none(check(tree), tree)
+                if run is not None:
+                    checked.by.setdefault(tree.label, []).append(run)
         rows.append(
             with_against(
                 Row(
@@ -474,7 +495,9 @@ def compiles_rows(repeats: int = 5) -> list[Row]:
             plain_total.append(measure([PYTHON, workload, timing]).seconds)
             plain_loop.append(float(Path(timing).read_text()))
             for tree in trees():
-                run = measure([*HLOSCOPE, "compiles", workload, timing, "--json"], tree)
+                run = measure_or_none([*HLOSCOPE, "compiles", workload, timing, "--json"], tree)
+                if run is None:
+                    continue
                 totals.setdefault(tree.label, []).append(run.seconds)
                 loops.setdefault(tree.label, []).append(float(Path(timing).read_text()))
     other = AGAINST.label if AGAINST is not None else ""
@@ -614,8 +637,10 @@ def profile_rows(repeats: int = 3) -> list[Row]:
             # Interleaved, so that the machine's load weighs on all alike.
             plain.append(float(measure(plain_command).stdout.strip().splitlines()[-1]))
             for tree in profilers:
-                doc = json.loads(measure(command, tree).stdout)
-                profiled.setdefault(tree.label, []).append(doc["seconds_per_run"]["median"])
+                run = measure_or_none(command, tree)
+                if run is not None:
+                    doc = json.loads(run.stdout)
+                    profiled.setdefault(tree.label, []).append(doc["seconds_per_run"]["median"])
     other = profiled.get(AGAINST.label) if AGAINST is not None else None
     return [
         Row(
