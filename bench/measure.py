@@ -26,7 +26,10 @@ class Measurement:
     """The command's own peak and its waited-for children's, as `/usr/bin/time`'s %M."""
     stdout: str
     cpu_seconds: float = 0.0
-    """User and system CPU time of the command and its waited-for children."""
+    """User and system CPU time of the command and its waited-for children: a child
+    process the command leaves running or kills without waiting for it (a kept reader
+    process) is not counted, so compare CPU times only where both sides wait for
+    theirs, or run in one process (StableHLO text)."""
 
 
 def measure_command(
