@@ -92,12 +92,15 @@ fuzz: $(STAMP)
 		$(BIN)/python -m pytest tests/cli/test_fuzz.py tests/corpus/test_corpus_commands.py \
 		tests/api/test_leaf_kinds.py tests/corpus/test_containment_corpus.py -s
 
-# Speed and memory against baselines measured in the same run (bench/run.py).
+# Speed and memory against baselines measured in the same run (bench/run.py), and
+# against the hloscope of git revision AGAINST (checked out under bench/cache/trees,
+# run on the same packages, interleaved with this tree's runs; AGAINST= to skip it).
+AGAINST ?= 059e836
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py --against "$(AGAINST)"
 
 bench-quick: $(STAMP)
-	$(BIN)/python bench/run.py --quick
+	$(BIN)/python bench/run.py --quick --against "$(AGAINST)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests samples bench

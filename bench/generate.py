@@ -126,6 +126,9 @@ def write_portable(bytecode: Path, portable: Path) -> None:
 
 
 if __name__ == "__main__":
+    # `python bench/generate.py` puts bench/ on the path, not the root write_portable
+    # imports bench.floor from.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     for name in sys.argv[1:] or list(SIZES):
         files = generate(name)
         print(name, json.loads(files["meta"].read_text()), *(str(p) for p in files.values()))

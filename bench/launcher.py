@@ -4,8 +4,10 @@ every measured command through it.
 
     python -I -S bench/launcher.py REPORT COMMAND [ARG ...]
 
-REPORT gets one line, `SECONDS MAX_RSS_KB`: from the command's start to its end, and
-the largest resident set of the command or of any child it waited for. The exit
+REPORT gets one line, `SECONDS MAX_RSS_KB CPU_SECONDS`: from the command's start to its
+end, the largest resident set of the command or of any child it waited for, and the
+CPU time (user and system) of the command and the children it waited for: on a
+machine shared with other work, wall time grows with the load, CPU time much less. The exit
 status is the command's (128 + N when signal N ended it).
 
 Why a process of its own: on Linux a child starts from its parent's high-water mark
@@ -26,7 +28,8 @@ def main(report: str, command: list[str]) -> int:
     _, status, usage = os.wait4(pid, 0)
     seconds = time.perf_counter() - start
     with open(report, "w") as file:
-        file.write(f"{seconds} {usage.ru_maxrss}\n")
+        cpu = usage.ru_utime + usage.ru_stime
+        file.write(f"{seconds} {usage.ru_maxrss} {cpu}\n")
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
 

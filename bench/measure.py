@@ -25,6 +25,11 @@ class Measurement:
     max_rss_kb: int
     """The command's own peak and its waited-for children's, as `/usr/bin/time`'s %M."""
     stdout: str
+    cpu_seconds: float = 0.0
+    """User and system CPU time of the command and its waited-for children: a child
+    process the command leaves running or kills without waiting for it (a kept reader
+    process) is not counted, so compare CPU times only where both sides wait for
+    theirs, or run in one process (StableHLO text)."""
 
 
 def measure_command(
@@ -48,5 +53,5 @@ def measure_command(
     stderr = run.stderr.decode(errors="replace")
     if run.returncode not in (0, 1) or not measured:
         raise RuntimeError(f"{' '.join(command)} failed ({run.returncode}): {stderr[-500:]}")
-    seconds, max_rss_kb = measured
-    return Measurement(float(seconds), int(max_rss_kb), stdout)
+    seconds, max_rss_kb, *cpu = measured
+    return Measurement(float(seconds), int(max_rss_kb), stdout, float(cpu[0]) if cpu else 0.0)

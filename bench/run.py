@@ -1,6 +1,13 @@
-"""`make bench`: hloscope against its floor, measured in the same run.
+"""`make bench`: hloscope against its floor, and against another revision of
+hloscope (`--against REV`, `make bench`'s default 059e836), measured in the same run.
 
-Every figure is a ratio against a baseline measured here, now, on this machine:
+Every figure is a ratio against a baseline measured here, now, on this machine. With
+`--against REV`, every hloscope command also runs from REV's tree (checked out under
+bench/cache/trees/, on the same Python and packages: see bench/against.py), its runs
+interleaved with this tree's and the floor's, so that the machine's load weighs on
+all of them alike; each row then says this tree's time, REV's, their ratio (and the
+ratio of their CPU times, steadier on a shared machine), and this tree's ratio to the
+floor with its goal.
 
 1. load: `hloscope inspect FILE --json` (load plus every static analysis) against
    `bench/floor.py FILE` (a bare process that parses the file with jaxlib's MLIR
@@ -10,9 +17,11 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
    floor's time at 100k and 1M ops for text and HLO, 2x for bytecode and portable
    artifacts; time per op flat within 20% from 10k to 1M; peak memory at most 2x
    the floor's (each command's own peak, as bench/measure.py measures it).
+   start-up: `hloscope inspect --json` of a 25-op module against a bare
+   `import jaxlib.mlir.ir`. Goal: at most 0.10 s over it (issue 39).
 2. diff: `hloscope diff A B --json` of a 100k-op module and a mutated copy against
-   the floor of parsing both (goal: at most 3x), and against GNU `diff` of their
-   texts (no goal: the scale of a line diff).
+   the floor of parsing both (goal: at most 1.5x, issue 39), and against GNU `diff`
+   of their texts (no goal: the scale of a line diff).
 3. browser: time to first paint of a 100k-op module (goal: 2 s; the printed module
    is shown while its model is built, so the time until its ops can be selected is
    shown too), search (goal: 200 ms) and median keystroke latency (goal: 50 ms),
@@ -43,12 +52,14 @@ Every figure is a ratio against a baseline measured here, now, on this machine:
 
 Results go to bench/results/latest.md and latest.json.
 
-    .venv/bin/python bench/run.py [--quick]     # --quick: skip the 1M-op modules
+    .venv/bin/python bench/run.py [--quick] [--against REV] [--only SECTION,...]
+
+--quick skips the 1M-op modules; --only measures some sections (load, startup,
+diff, browser, entrypoint, compiles, passes, profile, placement --why).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -61,6 +72,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -71,7 +83,13 @@ HLOSCOPE = [PYTHON, "-m", "hloscope"]
 sys.path.insert(0, str(ROOT))
 
 from bench import generate  # noqa: E402
+from bench.against import Tree, checkout, parse_arguments  # noqa: E402
 from bench.measure import Measurement, measure_command  # noqa: E402
+from bench.table import Row, markdown  # noqa: E402
+
+THIS = Tree("this tree", ROOT)
+AGAINST: Tree | None = None
+"""The tree of `--against REV`, set by main()."""
 
 
 def bytecode_cache_env() -> dict[str, str]:
@@ -84,10 +102,11 @@ def bytecode_cache_env() -> dict[str, str]:
     return environment
 
 
-def measure(command: list[str]) -> Measurement:
+def measure(command: list[str], tree: Tree = THIS) -> Measurement:
     """Wall time and the command's own peak RSS, run from the repository root with
-    the bytecode cache on."""
-    return measure_command(command, cwd=ROOT, env=bytecode_cache_env())
+    the bytecode cache on, and `tree`'s hloscope first on the path (this tree's by
+    default: an editable install may point at another checkout)."""
+    return measure_command(command, cwd=ROOT, env=tree.env(bytecode_cache_env()))
 
 
 def median_of(command: list[str], repeats: int) -> tuple[float, int, str]:
@@ -99,48 +118,81 @@ def median_of(command: list[str], repeats: int) -> tuple[float, int, str]:
     )
 
 
+def trees() -> list[Tree]:
+    return [THIS] if AGAINST is None else [THIS, AGAINST]
+
+
 @dataclasses.dataclass
-class Row:
-    section: str
-    name: str
-    ops: int | None
-    baseline_seconds: float
-    seconds: float
-    goal: float | None
-    baseline_rss_kb: int | None = None
-    rss_kb: int | None = None
-    rss_goal: float | None = None
-    note: str = ""
-    startup_seconds: float = 0.0
-    """hloscope's time on a tiny module of the same format: the fixed cost."""
+class Runs:
+    """The runs of one row, by who ran: `baseline`, or a tree's label."""
 
-    @property
-    def ratio(self) -> float:
-        return self.seconds / self.baseline_seconds
+    by: dict[str, list[Measurement]]
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
 
-    @property
-    def rss_ratio(self) -> float | None:
-        if not self.rss_kb or not self.baseline_rss_kb:
-            return None
-        return self.rss_kb / self.baseline_rss_kb
+    def seconds(self, key: str) -> float | None:
+        runs = self.by.get(key)
+        return statistics.median(r.seconds for r in runs) if runs else None
 
-    @property
-    def us_per_op(self) -> float | None:
-        """Time per op once the fixed start-up cost is taken away."""
-        if not self.ops:
-            return None
-        return max(self.seconds - self.startup_seconds, 0.0) / self.ops * 1e6
+    def cpu(self, key: str) -> float | None:
+        runs = self.by.get(key)
+        return statistics.median(r.cpu_seconds for r in runs) if runs else None
 
-    def verdict(self) -> str:
-        missed = []
-        if self.goal is not None and self.ratio > self.goal:
-            missed.append("time")
-        rss = self.rss_ratio
-        if self.rss_goal is not None and rss is not None and rss > self.rss_goal:
-            missed.append("memory")
-        if self.goal is None and self.rss_goal is None:
-            return "-"
-        return "ok" if not missed else "MISSED " + ", ".join(missed)
+    def rss(self, key: str) -> int | None:
+        runs = self.by.get(key)
+        return max(r.max_rss_kb for r in runs) if runs else None
+
+    def stdout(self, key: str) -> str:
+        return self.by[key][-1].stdout
+
+
+def interleaved(
+    baseline: list[str] | None,
+    hloscope_args: list[str],
+    repeats: int,
+    only: list[Tree] | None = None,
+) -> Runs:
+    """`repeats` rounds of the baseline (if any), then `hloscope ARGS` from each tree,
+    in turn, so that the machine's load weighs on all of them alike. A tree whose run
+    fails (REV lacking an option) is dropped from the row, saying why."""
+    runs = Runs({})
+    for _ in range(repeats):
+        if baseline is not None:
+            runs.by.setdefault("baseline", []).append(measure(baseline))
+        for tree in only if only is not None else trees():
+            if tree.label in runs.failed:
+                continue
+            try:
+                run = measure([*HLOSCOPE, *hloscope_args], tree)
+            except RuntimeError as error:
+                if tree is THIS:
+                    raise
+                runs.failed[tree.label] = str(error).splitlines()[-1][:120]
+                runs.by.pop(tree.label, None)
+                continue
+            runs.by.setdefault(tree.label, []).append(run)
+    return runs
+
+
+def measure_or_none(command: list[str], tree: Tree) -> Measurement | None:
+    """`measure`, except that the `--against` tree's failure (an older hloscope without
+    what the command asks) is None: that tree is left out of the row."""
+    try:
+        return measure(command, tree)
+    except RuntimeError:
+        if tree is THIS:
+            raise
+        return None
+
+
+def with_against(row: Row, runs: Runs) -> Row:
+    """`row` with REV's median time and both trees' CPU times from `runs`."""
+    row.cpu_seconds = runs.cpu(THIS.label)
+    if AGAINST is not None:
+        row.against_seconds = runs.seconds(AGAINST.label)
+        row.against_cpu_seconds = runs.cpu(AGAINST.label)
+        if AGAINST.label in runs.failed:
+            row.note = f"{AGAINST.label} failed: {runs.failed[AGAINST.label]}"
+    return row
 
 
 def repeats_for(ops: int) -> int:
@@ -174,8 +226,6 @@ def load_rows(sizes: list[str]) -> list[Row]:
 # bytecode (MLIR's or a portable artifact's), which the floor parses faster.
 TEXT_GOAL = 1.5
 BINARY_GOAL = 2.0
-# Time per op from 10k to 1M ops: the largest at most this much over the smallest.
-FLAT_GOAL = 1.2
 
 
 TINY = {
@@ -194,35 +244,64 @@ def startup_seconds(suffix: str) -> float:
 
 
 def load_row(name: str, path: Path, goal: float | None) -> Row:
-    floor_seconds, floor_rss, floor_out = median_of([PYTHON, str(BENCH / "floor.py"), str(path)], 1)
-    ops = int(floor_out.strip().splitlines()[-1])
-    repeats = repeats_for(ops)
-    if repeats > 1:
-        floor_seconds, floor_rss, _ = median_of(
-            [PYTHON, str(BENCH / "floor.py"), str(path)], repeats
-        )
-    seconds, rss, out = median_of([*HLOSCOPE, "inspect", str(path), "--json"], repeats)
-    json.loads(out)
-    return Row(
+    floor = [PYTHON, str(BENCH / "floor.py"), str(path)]
+    # Once first, for the op count (and to warm the file into the page cache).
+    ops = int(measure(floor).stdout.strip().splitlines()[-1])
+    runs = interleaved(floor, ["inspect", str(path), "--json"], repeats_for(ops))
+    json.loads(runs.stdout(THIS.label))
+    row = Row(
         "load",
         name,
         ops,
-        floor_seconds,
-        seconds,
+        runs.seconds("baseline") or 0.0,
+        runs.seconds(THIS.label) or 0.0,
         goal,
-        floor_rss,
-        rss,
+        runs.rss("baseline"),
+        runs.rss(THIS.label),
         2.0,
         startup_seconds=startup_seconds(path.suffix),
     )
+    return with_against(row, runs)
+
+
+STARTUP_FLOOR = [PYTHON, "-c", "import jaxlib.mlir.ir"]
+
+
+def startup_rows() -> list[Row]:
+    """`inspect --json` of a 25-op module against importing jaxlib's MLIR bindings
+    (issue 39: at most 0.10 s over it)."""
+    tiny = TINY[".mlir"]
+    runs = interleaved(STARTUP_FLOOR, ["inspect", str(tiny), "--json"], 7)
+    row = Row(
+        "startup",
+        f"start-up, a 25-op module ({tiny.name}) vs import jaxlib.mlir.ir",
+        None,
+        runs.seconds("baseline") or 0.0,
+        runs.seconds(THIS.label) or 0.0,
+        None,
+        goal_over=0.10,
+    )
+    return [with_against(row, runs)]
 
 
 # --------------------------------------------------------------------------- 2. diff
 
 
-def has_command(name: str) -> bool:
-    run = subprocess.run([*HLOSCOPE, name, "--help"], capture_output=True, cwd=ROOT, check=False)
-    return run.returncode == 0
+def has_command(name: str, tree: Tree = THIS, option: str | None = None) -> bool:
+    """Whether `tree`'s hloscope has the command `name` (and its `option`)."""
+    run = subprocess.run(
+        [*HLOSCOPE, name, "--help"],
+        capture_output=True,
+        cwd=ROOT,
+        env=tree.env(bytecode_cache_env()),
+        check=False,
+    )
+    return run.returncode == 0 and (option is None or option in run.stdout.decode())
+
+
+def trees_with(name: str, option: str | None = None) -> list[Tree]:
+    """This tree, and the `--against` tree if it has the command too."""
+    return [t for t in trees() if t is THIS or has_command(name, t, option)]
 
 
 def mutate(text: str) -> str:
@@ -236,7 +315,7 @@ def mutate(text: str) -> str:
 
 def diff_rows(size: str) -> list[Row]:
     """`hloscope diff` of a module and a mutated copy, against the floor of parsing both
-    (goal: 3x), and, for scale, against GNU diff of their texts (no goal)."""
+    (goal: 1.5x, issue 39), and, for scale, against GNU diff of their texts (no goal)."""
     if not has_command("diff"):
         return [Row("diff", "100k vs mutated copy", None, 1, 1, None, note="no diff command yet")]
     files = generate.generate(size)
@@ -245,22 +324,32 @@ def diff_rows(size: str) -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp:
         mutated = Path(tmp) / "mutated.mlir"
         mutated.write_text(mutate(original.read_text()))
-        parse_both = [
-            measure([*floor, str(original)]).seconds + measure([*floor, str(mutated)]).seconds
-            for _ in range(3)
-        ]
+        parse_both = []
+        runs = Runs({})
+        for _ in range(3):
+            # Interleaved: parsing both, then each tree's diff.
+            parse_both.append(
+                measure([*floor, str(original)]).seconds + measure([*floor, str(mutated)]).seconds
+            )
+            for tree, measured in interleaved(
+                None, ["diff", str(original), str(mutated), "--json"], 1
+            ).by.items():
+                runs.by.setdefault(tree, []).extend(measured)
         gnu, _, _ = median_of(["diff", str(original), str(mutated)], 3)
-        seconds, _, out = median_of([*HLOSCOPE, "diff", str(original), str(mutated), "--json"], 3)
-        json.loads(out)
+        json.loads(runs.stdout(THIS.label))
+    seconds = runs.seconds(THIS.label) or 0.0
     ops = json.loads(generate.paths(size)["meta"].read_text())["ops"]
     return [
-        Row(
-            "diff",
-            f"generated {size} vs mutated copy (floor: parsing both)",
-            ops,
-            statistics.median(parse_both),
-            seconds,
-            3.0,
+        with_against(
+            Row(
+                "diff",
+                f"generated {size} vs mutated copy (floor: parsing both)",
+                ops,
+                statistics.median(parse_both),
+                seconds,
+                1.5,
+            ),
+            runs,
         ),
         Row("diff", f"generated {size} vs mutated copy (GNU diff)", ops, gnu, seconds, None),
     ]
@@ -274,18 +363,42 @@ def browser_rows(size: str) -> list[Row]:
     if not probe.exists():
         return [Row("browser", "first paint, keystrokes", None, 1, 1, None, note="no browser yet")]
     files = generate.generate(size)
-    run = measure([PYTHON, str(probe), str(files["mlir"])])
-    result = json.loads(run.stdout)
-    return [
-        Row("browser", f"first paint {size} (vs 2 s)", None, 2.0, result["first_paint"], 1.0),
-        Row("browser", f"model built, ops selectable {size}", None, 2.0, result["ready"], None),
-        Row("browser", f"search {size} (vs 200 ms)", None, 0.200, result["keys"]["search"], 1.0),
-        Row(
+    results: dict[str, dict[str, Any]] = {}
+    failed = ""
+    for tree in trees():
+        # The probe drives the browser through its Python classes: an older tree's may
+        # differ, and is then left out of these rows.
+        try:
+            results[tree.label] = json.loads(
+                measure([PYTHON, str(probe), str(files["mlir"])], tree).stdout
+            )
+        except (RuntimeError, ValueError) as error:
+            if tree is THIS:
+                raise
+            failed = f"{tree.label} failed: {str(error).splitlines()[-1][:120]}"
+    result = results[THIS.label]
+    other = results.get(AGAINST.label) if AGAINST is not None else None
+
+    def row(name: str, goal_seconds: float, pick: Any, goal: float | None, note: str = "") -> Row:
+        return Row(
             "browser",
-            f"median keystroke {size} (vs 50 ms)",
+            name,
             None,
+            goal_seconds,
+            pick(result),
+            goal,
+            note=note or failed,
+            against_seconds=pick(other) if other is not None else None,
+        )
+
+    return [
+        row(f"first paint {size} (vs 2 s)", 2.0, lambda r: r["first_paint"], 1.0),
+        row(f"model built, ops selectable {size}", 2.0, lambda r: r["ready"], None),
+        row(f"search {size} (vs 200 ms)", 0.200, lambda r: r["keys"]["search"], 1.0),
+        row(
+            f"median keystroke {size} (vs 50 ms)",
             0.050,
-            result["median_keystroke"],
+            lambda r: r["median_keystroke"],
             1.0,
             note=", ".join(f"{k} {v * 1000:.0f} ms" for k, v in result["keys"].items()),
         ),
@@ -305,39 +418,64 @@ print(jax.jit(entrypoint).lower(*example_args()).compile().as_text())
 
 def entrypoint_rows() -> list[Row]:
     plain = [PYTHON, "-c", PLAIN_SCRIPT.format(root=str(ROOT))]
-    baseline, _, _ = median_of(plain, 3)
     target = ["bench/generate.py:entrypoint", "--args", "bench/generate.py:example_args"]
-    compiled, _, _ = median_of([*HLOSCOPE, "inspect", *target, "--compile", "--json"], 3)
-    lowered, _, _ = median_of([*HLOSCOPE, "inspect", *target, "--json"], 3)
+    compiled = interleaved(plain, ["inspect", *target, "--compile", "--json"], 3)
+    baseline = compiled.seconds("baseline") or 0.0
+    lowered = interleaved(None, ["inspect", *target, "--json"], 3)
+    rows = []
     with tempfile.TemporaryDirectory(prefix="hloscope-bench-") as folder:
-        baseline_file = str(Path(folder) / "entrypoint.json")
-        check = [*HLOSCOPE, "check", *target, "--baseline", baseline_file, "--json"]
-        subprocess.run([*check, "--update"], check=True, capture_output=True)
-        checked, _, _ = median_of(check, 3)
+        # A baseline of each tree's own making (their formats may differ).
+        def check(tree: Tree) -> list[str]:
+            baseline_file = str(Path(folder) / f"entrypoint-{trees().index(tree)}.json")
+            return [*HLOSCOPE, "check", *target, "--baseline", baseline_file, "--json"]
+
+        checkers = [
+            tree
+            for tree in trees_with("check", "--baseline")
+            if measure_or_none([*check(tree), "--update"], tree) is not None
+        ]
+        checked = Runs({})
+        for _ in range(3):
+            for tree in checkers:
+                run = measure_or_none(check(tree), tree)
+                if run is not None:
+                    checked.by.setdefault(tree.label, []).append(run)
+        rows.append(
+            with_against(
+                Row(
+                    "entrypoint",
+                    "check (unchanged) vs lower().compile() script",
+                    None,
+                    baseline,
+                    checked.seconds(THIS.label) or 0.0,
+                    1.5,
+                ),
+                checked,
+            )
+        )
     return [
-        Row(
-            "entrypoint",
-            "check (unchanged) vs lower().compile() script",
-            None,
-            baseline,
-            checked,
-            1.5,
-        ),
-        Row(
-            "entrypoint",
-            "inspect --compile vs lower().compile() script",
-            None,
-            baseline,
+        *rows,
+        with_against(
+            Row(
+                "entrypoint",
+                "inspect --compile vs lower().compile() script",
+                None,
+                baseline,
+                compiled.seconds(THIS.label) or 0.0,
+                1.3,
+            ),
             compiled,
-            1.3,
         ),
-        Row(
-            "entrypoint",
-            "inspect (lowering only) vs the same script",
-            None,
-            baseline,
+        with_against(
+            Row(
+                "entrypoint",
+                "inspect (lowering only) vs the same script",
+                None,
+                baseline,
+                lowered.seconds(THIS.label) or 0.0,
+                None,
+            ),
             lowered,
-            None,
         ),
     ]
 
@@ -347,33 +485,40 @@ def entrypoint_rows() -> list[Row]:
 
 def compiles_rows(repeats: int = 5) -> list[Row]:
     workload = str(BENCH / "compiles_workload.py")
-    plain_loop, plain_total, watched_loop, watched_total = [], [], [], []
+    plain_loop, plain_total = [], []
+    loops: dict[str, list[float]] = {}
+    totals: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as folder:
         timing = str(Path(folder) / "loop.txt")
         for _ in range(repeats):
-            # Interleaved, so that the machine's load weighs on both alike.
+            # Interleaved, so that the machine's load weighs on all alike.
             plain_total.append(measure([PYTHON, workload, timing]).seconds)
             plain_loop.append(float(Path(timing).read_text()))
-            watched_total.append(
-                measure([*HLOSCOPE, "compiles", workload, timing, "--json"]).seconds
-            )
-            watched_loop.append(float(Path(timing).read_text()))
+            for tree in trees():
+                run = measure_or_none([*HLOSCOPE, "compiles", workload, timing, "--json"], tree)
+                if run is None:
+                    continue
+                totals.setdefault(tree.label, []).append(run.seconds)
+                loops.setdefault(tree.label, []).append(float(Path(timing).read_text()))
+    other = AGAINST.label if AGAINST is not None else ""
     return [
         Row(
             "compiles",
             "steady loop under hloscope compiles vs plain",
             None,
             statistics.median(plain_loop),
-            statistics.median(watched_loop),
+            statistics.median(loops[THIS.label]),
             1.1,
+            against_seconds=statistics.median(loops[other]) if other in loops else None,
         ),
         Row(
             "compiles",
             "whole run (start-up, compilations recorded) vs plain",
             None,
             statistics.median(plain_total),
-            statistics.median(watched_total),
+            statistics.median(totals[THIS.label]),
             None,
+            against_seconds=statistics.median(totals[other]) if other in totals else None,
         ),
     ]
 
@@ -419,15 +564,29 @@ def pass_dump_folder() -> Path:
 def passes_rows() -> list[Row]:
     folder = pass_dump_folder()
     files = len(list(folder.iterdir()))
-    baseline, _, _ = median_of([PYTHON, "-c", PLAIN_READ, str(folder)], 3)
-    seconds, _, out = median_of([*HLOSCOPE, "passes", str(folder), "--json"], 3)
-    steps = json.loads(out)["passes"]
-    found, _, _ = median_of([*HLOSCOPE, "passes", str(folder), "--find", "fusion", "--json"], 3)
+    passes = interleaved(
+        [PYTHON, "-c", PLAIN_READ, str(folder)], ["passes", str(folder), "--json"], 3
+    )
+    baseline = passes.seconds("baseline") or 0.0
+    steps = json.loads(passes.stdout(THIS.label))["passes"]
+    found = interleaved(None, ["passes", str(folder), "--find", "fusion", "--json"], 3)
     ops = max(step["ops"] for step in steps)
     name = f"{files} pass files of a 10k-op module vs reading them"
     return [
-        Row("passes", name, ops, baseline, seconds, None),
-        Row("passes", "the same with --find fusion", ops, baseline, found, None),
+        with_against(
+            Row("passes", name, ops, baseline, passes.seconds(THIS.label) or 0.0, None), passes
+        ),
+        with_against(
+            Row(
+                "passes",
+                "the same with --find fusion",
+                ops,
+                baseline,
+                found.seconds(THIS.label) or 0.0,
+                None,
+            ),
+            found,
+        ),
     ]
 
 
@@ -467,24 +626,31 @@ def concrete(shapes):
 def profile_rows(repeats: int = 3) -> list[Row]:
     target = ["samples/profile_step.py:step", "--args", "samples/profile_step.py:example_args"]
     command = [*HLOSCOPE, "profile", *target, "--runs", str(PROFILE_RUNS), "--json"]
-    plain, profiled = [], []
+    plain: list[float] = []
+    profiled: dict[str, list[float]] = {}
+    profilers = trees_with("profile")
     with tempfile.TemporaryDirectory(prefix="hloscope-bench-") as folder:
         Path(folder, "hloscope_bench_inputs.py").write_text(CONCRETE_INPUTS)
         script = PLAIN_RUNS.format(root=str(ROOT), runs=PROFILE_RUNS)
         plain_command = [PYTHON, "-c", f"import sys; sys.path.insert(0, {folder!r})\n{script}"]
         for _ in range(repeats):
-            # Interleaved, so that the machine's load weighs on both alike.
+            # Interleaved, so that the machine's load weighs on all alike.
             plain.append(float(measure(plain_command).stdout.strip().splitlines()[-1]))
-            doc = json.loads(measure(command).stdout)
-            profiled.append(doc["seconds_per_run"]["median"])
+            for tree in profilers:
+                run = measure_or_none(command, tree)
+                if run is not None:
+                    doc = json.loads(run.stdout)
+                    profiled.setdefault(tree.label, []).append(doc["seconds_per_run"]["median"])
+    other = profiled.get(AGAINST.label) if AGAINST is not None else None
     return [
         Row(
             "profile",
             "profile's runs (traced) vs the same runs in a plain loop",
             None,
             statistics.median(plain),
-            statistics.median(profiled),
+            statistics.median(profiled[THIS.label]),
             1.2,
+            against_seconds=statistics.median(other) if other else None,
         )
     ]
 
@@ -508,22 +674,18 @@ def why_rows(repeats: int = 3) -> list[Row]:
     plain = [PYTHON, "-c", WHY_SCRIPT.format(root=str(ROOT))]
     sample = "samples/why_collectives.py"
     target = [f"{sample}:constrained", "--args", f"{sample}:constrained_args"]
-    command = [*HLOSCOPE, "placement", *target, "--why", "--json"]
-    baseline, why = [], []
-    for _ in range(repeats):
-        # Interleaved, so that the machine's load weighs on both alike.
-        baseline.append(measure(plain).seconds)
-        why.append(measure(command).seconds)
-    return [
-        Row(
-            "placement --why",
-            "placement --why vs lower().compile() with Shardy's dumps",
-            None,
-            statistics.median(baseline),
-            statistics.median(why),
-            1.3,
-        )
-    ]
+    runs = interleaved(
+        plain, ["placement", *target, "--why", "--json"], repeats, trees_with("placement", "--why")
+    )
+    row = Row(
+        "placement --why",
+        "placement --why vs lower().compile() with Shardy's dumps",
+        None,
+        runs.seconds("baseline") or 0.0,
+        runs.seconds(THIS.label) or 0.0,
+        1.3,
+    )
+    return [with_against(row, runs)]
 
 
 def machine() -> dict[str, str]:
@@ -539,6 +701,7 @@ def machine() -> dict[str, str]:
 
     return {
         "cpu": cpu,
+        "load": " ".join(f"{v:.1f}" for v in os.getloadavg()),
         "cores": str(os.cpu_count()),
         "python": platform.python_version(),
         "jax": jax.__version__,
@@ -546,66 +709,22 @@ def machine() -> dict[str, str]:
     }
 
 
-def flatness(sizes: dict[str, float]) -> str:
-    """` (spread 1.31x, MISSED)`: the largest time per op over the smallest."""
-    values = [v for v in sizes.values() if v > 0]
-    if len(values) < 2:
-        return ""
-    spread = max(values) / min(values)
-    return f" (spread {spread:.2f}x, {'ok' if spread <= FLAT_GOAL else 'MISSED'})"
-
-
-def markdown(rows: list[Row], info: dict[str, str]) -> str:
-    lines = [
-        f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, "
-        f"jax {info['jax']}; {info['date']}.",
-        "",
-        "| section | case | ops | baseline | hloscope | ratio | goal | µs/op | RSS ratio | verdict"
-        " |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for row in rows:
-        if row.note and row.goal is None and row.baseline_seconds == row.seconds == 1:
-            lines.append(f"| {row.section} | {row.name} | | | | | | | | {row.note} |")
-            continue
-        rss = row.rss_ratio
-        lines.append(
-            f"| {row.section} | {row.name} | {row.ops or ''} | {row.baseline_seconds:.3f} s | "
-            f"{row.seconds:.3f} s | {row.ratio:.2f}x | "
-            f"{'' if row.goal is None else f'{row.goal:g}x'} | "
-            f"{'' if row.us_per_op is None else f'{row.us_per_op:.1f}'} | "
-            f"{'' if rss is None else f'{rss:.2f}x'} | {row.verdict()}"
-            f"{' (' + row.note + ')' if row.note else ''} |"
-        )
-    flat = [r for r in rows if r.section == "load" and r.name.startswith("generated") and r.ops]
-    by_format: dict[str, dict[str, float]] = {}
-    for row in flat:
-        size, fmt = re.match(r"generated (\S+) \((\w+)\)", row.name).groups()  # type: ignore[union-attr]
-        by_format.setdefault(fmt, {})[size] = row.us_per_op or 0
-    if by_format:
-        lines.append("")
-        lines.append(
-            f"Time per op (hloscope), 10k -> largest (goal: flat within {FLAT_GOAL - 1:.0%}): "
-            + "; ".join(
-                f"{fmt}: " + " -> ".join(f"{v:.1f} µs" for v in sizes.values()) + flatness(sizes)
-                for fmt, sizes in by_format.items()
-            )
-        )
-    return "\n".join(lines) + "\n"
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="skip the 1M-op modules")
-    options = parser.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    global AGAINST
+    options = parse_arguments(argv)
     sizes = ["10k", "100k"] if options.quick else ["10k", "100k", "1m"]
     start = time.perf_counter()
+    info = machine()
+    if options.against:
+        print(f"checking out {options.against} ...", flush=True)
+        AGAINST = checkout(options.against, ROOT, BENCH / "cache")
     for size in sizes:
         print(f"generating {size} ...", flush=True)
         generate.generate(size)
     rows: list[Row] = []
     for section, build in (
         ("load", lambda: load_rows(sizes)),
+        ("startup", startup_rows),
         ("diff", lambda: diff_rows("100k")),
         ("browser", lambda: browser_rows("100k")),
         ("entrypoint", entrypoint_rows),
@@ -614,18 +733,27 @@ def main() -> int:
         ("profile", profile_rows),
         ("placement --why", why_rows),
     ):
+        if section not in options.sections:
+            continue
         print(f"measuring {section} ...", flush=True)
         rows.extend(build())
-    info = machine()
-    table = markdown(rows, info)
+    against = AGAINST.label if AGAINST is not None else None
+    table = markdown(rows, info, against)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "latest.md").write_text(table)
     (RESULTS / "latest.json").write_text(
         json.dumps(
             {
                 "machine": info,
+                "against": against,
                 "rows": [
-                    {**dataclasses.asdict(r), "ratio": r.ratio, "verdict": r.verdict()}
+                    {
+                        **dataclasses.asdict(r),
+                        "ratio": r.ratio,
+                        "against_ratio": r.against_ratio,
+                        "against_cpu_ratio": r.against_cpu_ratio,
+                        "verdict": r.verdict(),
+                    }
                     for r in rows
                 ],
             },
