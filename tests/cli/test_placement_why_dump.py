@@ -116,5 +116,5 @@ def test_a_partitioned_hlo_dump_keeps_its_device_counts(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    assert document["partitions"] == 8
+    assert (document["partitions"], document["replicas"]) == (8, 1)
     assert [c["op"] for c in document["collectives"]] == ["all_gather"]

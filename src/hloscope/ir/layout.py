@@ -56,7 +56,8 @@ _COUNT_ATTRIBUTES = {"num_partitions": "mhlo.num_partitions", "replica_count": "
 
 def module_counts(hlo_text: str) -> dict[str, str]:
     """The device counts of XLA's printed module header (its first line), as module
-    attributes (`{"mhlo.num_partitions": "8 : i32"}`); none where it does not say."""
+    attributes (`{"mhlo.num_partitions": "8 : i32", "mhlo.num_replicas": "1 : i32"}`);
+    none where it gives neither (a module for one device)."""
     header = hlo_text.split("\n", 1)[0]
     counts: dict[str, str] = {}
     for part in split_top_level(header, brackets="([{"):
@@ -64,6 +65,10 @@ def module_counts(hlo_text: str) -> dict[str, str]:
         attribute = _COUNT_ATTRIBUTES.get(key.strip())
         if attribute is not None and value.strip().isdigit():
             counts[attribute] = f"{int(value)} : i32"
+    if counts:
+        # XLA prints a count only where it is not 1: the other one is 1.
+        for attribute in _COUNT_ATTRIBUTES.values():
+            counts.setdefault(attribute, "1 : i32")
     return counts
 
 
