@@ -6,6 +6,7 @@ and exit code 2 (see `hloscope.errors`).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -13,6 +14,18 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from hloscope import reports
+from hloscope.cli_options import (
+    ArgumentOptions,
+    DebugOption,
+    JsonOption,
+    PrintedAnywayOption,
+    PrintOption,
+    TargetArg,
+    TargetOptions,
+    TargetOptionsNoCompile,
+    TimeoutOption,
+    option_groups,
+)
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
 from hloscope.gc_pause import gc_paused
 from hloscope.render import json as json_render
@@ -35,72 +48,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-TargetArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="TARGET",
-        help="A module file or dump folder, or an entrypoint: pkg.module:function or "
-        "path/to/file.py:function.",
-        show_default=False,
-    ),
-]
-ArgOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--arg",
-        metavar="SHAPE",
-        help="Example positional argument as an HLO shape (f32[8,128], bf16[2,3], i32[], "
-        "pred[4]); repeat once per argument.",
-        show_default=False,
-    ),
-]
-ArgsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--args",
-        metavar="FACTORY",
-        help="module:callable or file.py:callable returning the example arguments: a tuple, "
-        "or a pair (args_tuple, kwargs_dict), of arrays or jax.ShapeDtypeStructs.",
-        show_default=False,
-    ),
-]
-ModuleOption = Annotated[
-    str | None,
-    typer.Option(
-        "--module",
-        metavar="NAME",
-        help="Which module of a dump folder (its name, number or file stem).",
-        show_default=False,
-    ),
-]
-CompileOption = Annotated[
-    bool,
-    typer.Option(
-        "--compile",
-        help="Read the optimized module: compile an entrypoint or a before-optimization dump "
-        "for the local backend, or pick a dump folder's after-optimization file.",
-    ),
-]
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
-]
-PrintOption = Annotated[bool, typer.Option("--print", help="Print the report even on a terminal.")]
-# Commands that always print take --print too, so one command line works across commands.
-PrintedAnywayOption = Annotated[
-    bool, typer.Option("--print", help="Print the report (what this command always does).")
-]
 WHY_HELP = "Compile with Shardy's dumps and say why each collective is there."
-DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
-TimeoutOption = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        metavar="SECONDS",
-        help="Give up after SECONDS (exit 2): importing, tracing, lowering, compiling or "
-        "running the target's code, reading and analysing the module. No limit by default.",
-        show_default=False,
-    ),
-]
 
 
 def _version(value: bool) -> None:
@@ -126,14 +74,6 @@ def _root(
     ] = False,
 ) -> None:
     """hloscope: a terminal tool for JAX/XLA compiler IR."""
-
-
-def _options(
-    arg: list[str] | None, args: str | None, module: str | None, compile: bool
-) -> loader.LoadOptions:
-    return loader.LoadOptions(
-        args=tuple(arg or ()), args_factory=args, module=module, optimized=compile
-    )
 
 
 def emit(
@@ -168,12 +108,10 @@ def emit(
 
 
 @app.command()
+@option_groups
 def inspect(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
@@ -182,12 +120,12 @@ def inspect(
     """Overview: functions and call graph (nested jits), op counts, timings and cost.
     Opens the browser on a terminal (unless --print or --json)."""
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
-        _browse(target, _options(arg, args, module, compile), "overview", debug)
+        _browse(target, options, "overview", debug)
         return
     emit(
         debug,
         json,
-        lambda: reports.inspect_report(loader.load(target, _options(arg, args, module, compile))),
+        lambda: reports.inspect_report(loader.load(target, options)),
         timeout=timeout,
         what=target,
     )
@@ -204,11 +142,10 @@ FusionsCompileOption = Annotated[
 
 
 @app.command()
+@option_groups
 def fusions(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    options: TargetOptionsNoCompile,
     compile: FusionsCompileOption = False,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
@@ -216,13 +153,7 @@ def fusions(
     timeout: TimeoutOption = None,
 ) -> None:
     """What XLA fused, from which source lines, and what it left unfused."""
-    options = loader.LoadOptions(
-        args=tuple(arg or ()),
-        args_factory=args,
-        module=module,
-        optimized=True,
-        compile_dumps=compile,
-    )
+    options = dataclasses.replace(options, optimized=True, compile_dumps=compile)
     emit(
         debug,
         json,
@@ -258,12 +189,10 @@ def _fail_on_statuses(text: str | None) -> tuple[str, ...]:
 
 
 @app.command()
+@option_groups
 def params(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
     fail_on: FailOnOption = None,
@@ -277,7 +206,7 @@ def params(
     def build() -> reports.ParamsReport:
         nonlocal statuses
         statuses = _fail_on_statuses(fail_on)
-        return reports.params_report(loader.load(target, _options(arg, args, module, compile)))
+        return reports.params_report(loader.load(target, options))
 
     emit(
         debug,
@@ -290,12 +219,10 @@ def params(
 
 
 @app.command()
+@option_groups
 def placement(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
     why: Annotated[bool, typer.Option("--why", help=WHY_HELP)] = False,
@@ -306,11 +233,12 @@ def placement(
     shardings and meshes, collectives, and warnings."""
     # --why compiles the loaded module itself, with Shardy's dumps.
     build = reports.placement_why_report if why else reports.placement_report
-    options = _options(arg, args, module, compile and not why)
+    options = dataclasses.replace(options, optimized=options.optimized and not why)
     emit(debug, json, lambda: build(loader.load(target, options)), timeout=timeout, what=target)
 
 
 @app.command()
+@option_groups
 def diff(
     a: Annotated[
         str,
@@ -324,10 +252,7 @@ def diff(
             metavar="B", help="The module after: a dump or an entrypoint.", show_default=False
         ),
     ],
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
@@ -338,14 +263,12 @@ def diff(
     entrypoints, --module to dump folders, --compile to both. Opens the diff screen on
     a terminal (unless --print or --json)."""
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
-        _browse_diff(a, b, _options(arg, args, module, compile), debug)
+        _browse_diff(a, b, options, debug)
         return
     emit(
         debug,
         json,
-        lambda: reports.diff_loaded(
-            *loader.load_diff_sides(a, b, _options(arg, args, module, compile))
-        ),
+        lambda: reports.diff_loaded(*loader.load_diff_sides(a, b, options)),
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",
@@ -353,19 +276,17 @@ def diff(
 
 
 @app.command()
+@option_groups
 def tui(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """The interactive browser: the module tree, the printed IR with each op's details,
     and the reports (press ? in it for the keys). --timeout limits the loading; the
     browser then stays open."""
-    _browse(target, _options(arg, args, module, compile), "ir", debug, timeout)
+    _browse(target, options, "ir", debug, timeout)
 
 
 def _browse(
@@ -398,10 +319,10 @@ AotOption = Annotated[
 
 
 @app.command("aot-check")
+@option_groups
 def aot_check(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
+    options: ArgumentOptions,
     aot: AotOption = None,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
@@ -411,7 +332,6 @@ def aot_check(
     """The direct call against the AOT path: call the target, lower-compile-run its AOT
     path on the same inputs, compare placement, parameters, ops, text and results.
     Exit 0 when they agree, 1 when they differ."""
-    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
     emit(
         debug,
         json,
@@ -576,11 +496,10 @@ DiffPassOption = Annotated[
 
 
 @app.command()
+@option_groups
 def passes(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    options: TargetOptionsNoCompile,
     find: FindOption = None,
     diff: DiffPassOption = None,
     json: JsonOption = False,
@@ -592,7 +511,6 @@ def passes(
     a dump folder's per-pass files (--xla_dump_hlo_pass_re=.*), or compiling an
     entrypoint or a module before optimizations here with them. Opens the browser on
     a terminal (unless --print, --json or --diff)."""
-    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
     if not (json or print_ or diff) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse_passes(target, options, find, debug)
         return
@@ -653,11 +571,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 @app.command()
+@option_groups
 def memory(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    options: TargetOptionsNoCompile,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
@@ -668,7 +585,6 @@ def memory(
     dumping its buffer assignment into a temporary folder; reads an XLA dump folder's."""
     from hloscope.sources.memory import memory_dumps
 
-    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
     emit(
         debug,
         json,
@@ -716,6 +632,7 @@ CallsCheckOption = Annotated[
 
 
 @app.command()
+@option_groups
 def check(
     target: Annotated[
         str | None,
@@ -728,9 +645,8 @@ def check(
     ] = None,
     baseline: BaselineOption = None,
     update: UpdateOption = False,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    *,
+    options: TargetOptionsNoCompile,
     calls: CallsCheckOption = None,
     tolerance: ToleranceOption = None,
     runtime: Annotated[
@@ -757,7 +673,14 @@ def check(
     def build() -> CheckReport:
         tolerances = _tolerance_specs(tolerance or ())
         if target is None:
-            if baseline is not None or arg or args or module or calls or tolerance:
+            if (
+                baseline is not None
+                or options.args
+                or options.args_factory
+                or options.module
+                or calls
+                or tolerance
+            ):
                 raise HloscopeError(
                     "--baseline, --arg, --args, --module, --calls and --tolerance go with "
                     "a TARGET; without one, the configured targets are checked"
@@ -770,7 +693,7 @@ def check(
         return check_one(
             target,
             Path(baseline),
-            options=_options(arg, args, module, False),
+            options=options,
             calls=calls,
             tolerances=tolerances,
             update=update,
@@ -838,11 +761,11 @@ TraceDirOption = Annotated[
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
+@option_groups
 def profile(
     ctx: typer.Context,
     target: ProfileTargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
+    options: ArgumentOptions,
     runs: RunsOption = None,
     warmup: WarmupOption = 1,
     trace_dir: TraceDirOption = None,
@@ -861,7 +784,6 @@ def profile(
     def build() -> reports.ProfileReport | reports.ScriptProfileReport:
         from hloscope.sources.profile import profile_target
 
-        options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
         profiled = profile_target(
             target, argv, options, runs=runs, warmup=warmup, trace_dir=trace_dir, quiet=json
         )
