@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from hloscope import reports
 from hloscope.cli_options import (
     ArgumentOptions,
     DebugOption,
@@ -28,12 +27,14 @@ from hloscope.cli_options import (
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
 from hloscope.gc_pause import gc_paused
-from hloscope.render import json as json_render
-from hloscope.sources import loader
 from hloscope.timeout import time_limit
 
+# What a command reads and builds is imported when it runs: --help, a usage error and
+# shell completion load none of it (tests/cli/test_startup.py).
 if TYPE_CHECKING:
+    from hloscope import reports
     from hloscope.reports.check import CheckReport
+    from hloscope.sources import loader
 
 R = TypeVar("R")
 
@@ -89,12 +90,15 @@ def emit(
     report's code (0 unless a check differs). Building stops after `timeout` seconds
     (`--timeout`), naming `what`. A command's analyses load when its report is built,
     its text renderer (and rich) only when it prints text."""
+    from hloscope import reports
+
     with command_edge(debug), gc_paused(keep_for_exit=True):
         with time_limit(timeout, what):
             report = build()
         entry = reports.entry_of(report)
         if as_json:
             from hloscope.environment import environment_json
+            from hloscope.render import json as json_render
 
             document = {**entry.json_renderer()(report), "environment": environment_json()}
             sys.stdout.write(json_render.dumps(document) + "\n")
@@ -119,6 +123,9 @@ def inspect(
 ) -> None:
     """Overview: functions and call graph (nested jits), op counts, timings and cost.
     Opens the browser on a terminal (unless --print or --json)."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse(target, options, "overview", debug)
         return
@@ -153,6 +160,9 @@ def fusions(
     timeout: TimeoutOption = None,
 ) -> None:
     """What XLA fused, from which source lines, and what it left unfused."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     options = dataclasses.replace(options, optimized=True, compile_dumps=compile)
     emit(
         debug,
@@ -204,6 +214,9 @@ def params(
     statuses: tuple[str, ...] = ()
 
     def build() -> reports.ParamsReport:
+        from hloscope import reports
+        from hloscope.sources import loader
+
         nonlocal statuses
         statuses = _fail_on_statuses(fail_on)
         return reports.params_report(loader.load(target, options))
@@ -231,6 +244,9 @@ def placement(
 ) -> None:
     """Where it runs: compute types (host vs device), memory kinds and transfers,
     shardings and meshes, collectives, and warnings."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     # --why compiles the loaded module itself, with Shardy's dumps.
     build = reports.placement_why_report if why else reports.placement_report
     options = dataclasses.replace(options, optimized=options.optimized and not why)
@@ -262,6 +278,9 @@ def diff(
     differ). Target options apply to each side they fit: example arguments to
     entrypoints, --module to dump folders, --compile to both. Opens the diff screen on
     a terminal (unless --print or --json)."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse_diff(a, b, options, debug)
         return
@@ -332,6 +351,9 @@ def aot_check(
     """The direct call against the AOT path: call the target, lower-compile-run its AOT
     path on the same inputs, compare placement, parameters, ops, text and results.
     Exit 0 when they agree, 1 when they differ."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     emit(
         debug,
         json,
@@ -434,6 +456,7 @@ def compiles(
             raise HloscopeError(f"--fail-on {fail_on}: expected recompiles")
 
     def build() -> reports.CompilesReport:
+        from hloscope import reports
         from hloscope.sources.jax.capture import record_target
 
         return reports.compiles_report(
@@ -526,6 +549,7 @@ def passes(
 def _passes_report(
     target: str, options: loader.LoadOptions, find: str | None, diff: str | None
 ) -> reports.PassesReport:
+    from hloscope import reports
     from hloscope.sources.passes import pass_dumps
 
     with pass_dumps(target, options) as dumped:
@@ -583,6 +607,7 @@ def memory(
     """What is live at the peak of memory, from XLA's buffer assignment, mapped to
     source lines. Compiles an entrypoint or a before-optimization dump with XLA
     dumping its buffer assignment into a temporary folder; reads an XLA dump folder's."""
+    from hloscope import reports
     from hloscope.sources.memory import memory_dumps
 
     emit(
@@ -782,6 +807,7 @@ def profile(
         argv = argv[1:]
 
     def build() -> reports.ProfileReport | reports.ScriptProfileReport:
+        from hloscope import reports
         from hloscope.sources.profile import profile_target
 
         profiled = profile_target(
@@ -794,6 +820,8 @@ def profile(
 
 def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -> int:
     """A script's failure (its error: exit 2, its own exit code) after its report."""
+    from hloscope import reports
+
     if isinstance(report, reports.ScriptProfileReport):
         if report.error is not None:
             print_error(f"{report.target}: {report.error}")

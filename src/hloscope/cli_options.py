@@ -16,11 +16,12 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
 
-from hloscope.sources.loader import LoadOptions
+if TYPE_CHECKING:
+    from hloscope.sources.loader import LoadOptions
 
 TargetArg = Annotated[
     str,
@@ -104,6 +105,8 @@ def _load_options(
     module: str | None = None,
     compile: bool = False,
 ) -> LoadOptions:
+    from hloscope.sources.loader import LoadOptions
+
     return LoadOptions(args=tuple(arg or ()), args_factory=args, module=module, optimized=compile)
 
 
@@ -132,11 +135,12 @@ def target_group(*names: str) -> OptionGroup:
     )
 
 
-TargetOptions = Annotated[LoadOptions, target_group("arg", "args", "module", "compile")]
+# (A command's LoadOptions is made when it runs: loading the loader waits until then.)
+TargetOptions = Annotated["LoadOptions", target_group("arg", "args", "module", "compile")]
 """--arg, --args, --module and --compile (the optimized module)."""
-TargetOptionsNoCompile = Annotated[LoadOptions, target_group("arg", "args", "module")]
+TargetOptionsNoCompile = Annotated["LoadOptions", target_group("arg", "args", "module")]
 """--arg, --args and --module: commands that choose the module's stage themselves."""
-ArgumentOptions = Annotated[LoadOptions, target_group("arg", "args")]
+ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args")]
 """--arg and --args: commands that call an entrypoint."""
 
 
