@@ -153,3 +153,13 @@ def test_help_and_usage_errors_load_nothing_a_command_reads(argv):
     loaded, _ = loaded_by(*argv, codes=(0, 2), also=(*KEPT_OUT, *COMMAND_WORK))
     assert not loaded & {*COMMAND_WORK, *KEPT_OUT}, loaded
     assert not loaded & set(ANALYSES.values())
+
+
+def test_a_stablehlo_module_loads_no_other_dialects_python_classes():
+    # The context registers JAX's dialects through their native extensions; MLIR's
+    # bindings import a dialect's Python module (its op classes) only when an op of it
+    # is met. The sample has func and stablehlo ops only.
+    others = tuple(f"jaxlib.mlir.dialects.{name}" for name in ("chlo", "mhlo", "sdy", "mpmd"))
+    loaded, stdout = loaded_by("inspect", MLIR, "--json", also=others)
+    assert json.loads(stdout)["op_counts"]
+    assert not loaded & set(others)
