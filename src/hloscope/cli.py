@@ -6,21 +6,35 @@ and exit code 2 (see `hloscope.errors`).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import typer
 
-from hloscope import reports
+from hloscope.cli_options import (
+    ArgumentOptions,
+    DebugOption,
+    JsonOption,
+    PrintedAnywayOption,
+    PrintOption,
+    TargetArg,
+    TargetOptions,
+    TargetOptionsNoCompile,
+    TimeoutOption,
+    option_groups,
+)
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
 from hloscope.gc_pause import gc_paused
-from hloscope.render import json as json_render
-from hloscope.sources import loader
 from hloscope.timeout import time_limit
 
+# What a command reads and builds is imported when it runs: --help, a usage error and
+# shell completion load none of it (tests/cli/test_startup.py).
 if TYPE_CHECKING:
+    from hloscope import reports
     from hloscope.reports.check import CheckReport
+    from hloscope.sources import loader
 
 R = TypeVar("R")
 
@@ -35,72 +49,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-TargetArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="TARGET",
-        help="A module file or dump folder, or an entrypoint: pkg.module:function or "
-        "path/to/file.py:function.",
-        show_default=False,
-    ),
-]
-ArgOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--arg",
-        metavar="SHAPE",
-        help="Example positional argument as an HLO shape (f32[8,128], bf16[2,3], i32[], "
-        "pred[4]); repeat once per argument.",
-        show_default=False,
-    ),
-]
-ArgsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--args",
-        metavar="FACTORY",
-        help="module:callable or file.py:callable returning the example arguments: a tuple, "
-        "or a pair (args_tuple, kwargs_dict), of arrays or jax.ShapeDtypeStructs.",
-        show_default=False,
-    ),
-]
-ModuleOption = Annotated[
-    str | None,
-    typer.Option(
-        "--module",
-        metavar="NAME",
-        help="Which module of a dump folder (its name, number or file stem).",
-        show_default=False,
-    ),
-]
-CompileOption = Annotated[
-    bool,
-    typer.Option(
-        "--compile",
-        help="Read the optimized module: compile an entrypoint or a before-optimization dump "
-        "for the local backend, or pick a dump folder's after-optimization file.",
-    ),
-]
-JsonOption = Annotated[
-    bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
-]
-PrintOption = Annotated[bool, typer.Option("--print", help="Print the report even on a terminal.")]
-# Commands that always print take --print too, so one command line works across commands.
-PrintedAnywayOption = Annotated[
-    bool, typer.Option("--print", help="Print the report (what this command always does).")
-]
 WHY_HELP = "Compile with Shardy's dumps and say why each collective is there."
-DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
-TimeoutOption = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        metavar="SECONDS",
-        help="Give up after SECONDS (exit 2): importing, tracing, lowering, compiling or "
-        "running the target's code, reading and analysing the module. No limit by default.",
-        show_default=False,
-    ),
-]
 
 
 def _version(value: bool) -> None:
@@ -128,14 +77,6 @@ def _root(
     """hloscope: a terminal tool for JAX/XLA compiler IR."""
 
 
-def _options(
-    arg: list[str] | None, args: str | None, module: str | None, compile: bool
-) -> loader.LoadOptions:
-    return loader.LoadOptions(
-        args=tuple(arg or ()), args_factory=args, module=module, optimized=compile
-    )
-
-
 def emit(
     debug: bool,
     as_json: bool,
@@ -149,6 +90,8 @@ def emit(
     or text with the renderers its registry entry names (or with `render`), exit with the
     report's code (0 unless a check differs). Building stops after `timeout` seconds
     (`--timeout`), naming `what`. Analyses load to build, text renderers (rich) to print."""
+    from hloscope import reports
+
     with command_edge(debug), gc_paused(keep_for_exit=True):
         with time_limit(timeout, what):
             report = build()
@@ -157,6 +100,7 @@ def emit(
             render(report)
         elif as_json:
             from hloscope.environment import environment_json
+            from hloscope.render import json as json_render
 
             document = {**entry.json_renderer()(report), "environment": environment_json()}
             sys.stdout.write(json_render.dumps(document) + "\n")
@@ -170,12 +114,10 @@ def emit(
 
 
 @app.command()
+@option_groups
 def inspect(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
@@ -183,13 +125,16 @@ def inspect(
 ) -> None:
     """Overview: functions and call graph (nested jits), op counts, timings and cost.
     Opens the browser on a terminal (unless --print or --json)."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
-        _browse(target, _options(arg, args, module, compile), "overview", debug)
+        _browse(target, options, "overview", debug)
         return
     emit(
         debug,
         json,
-        lambda: reports.inspect_report(loader.load(target, _options(arg, args, module, compile))),
+        lambda: reports.inspect_report(loader.load(target, options)),
         timeout=timeout,
         what=target,
     )
@@ -206,11 +151,10 @@ FusionsCompileOption = Annotated[
 
 
 @app.command()
+@option_groups
 def fusions(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    options: TargetOptionsNoCompile,
     compile: FusionsCompileOption = False,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
@@ -218,13 +162,10 @@ def fusions(
     timeout: TimeoutOption = None,
 ) -> None:
     """What XLA fused, from which source lines, and what it left unfused."""
-    options = loader.LoadOptions(
-        args=tuple(arg or ()),
-        args_factory=args,
-        module=module,
-        optimized=True,
-        compile_dumps=compile,
-    )
+    from hloscope import reports
+    from hloscope.sources import loader
+
+    options = dataclasses.replace(options, optimized=True, compile_dumps=compile)
     emit(
         debug,
         json,
@@ -260,12 +201,10 @@ def _fail_on_statuses(text: str | None) -> tuple[str, ...]:
 
 
 @app.command()
+@option_groups
 def params(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
     fail_on: FailOnOption = None,
@@ -277,9 +216,12 @@ def params(
     statuses: tuple[str, ...] = ()
 
     def build() -> reports.ParamsReport:
+        from hloscope import reports
+        from hloscope.sources import loader
+
         nonlocal statuses
         statuses = _fail_on_statuses(fail_on)
-        return reports.params_report(loader.load(target, _options(arg, args, module, compile)))
+        return reports.params_report(loader.load(target, options))
 
     emit(
         debug,
@@ -292,12 +234,10 @@ def params(
 
 
 @app.command()
+@option_groups
 def placement(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
     why: Annotated[bool, typer.Option("--why", help=WHY_HELP)] = False,
@@ -306,13 +246,17 @@ def placement(
 ) -> None:
     """Where it runs: compute types (host vs device), memory kinds and transfers,
     shardings and meshes, collectives, and warnings."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     # --why compiles the loaded module itself, with Shardy's dumps.
     build = reports.placement_why_report if why else reports.placement_report
-    options = _options(arg, args, module, compile and not why)
+    options = dataclasses.replace(options, optimized=options.optimized and not why)
     emit(debug, json, lambda: build(loader.load(target, options)), timeout=timeout, what=target)
 
 
 @app.command()
+@option_groups
 def diff(
     a: Annotated[
         str,
@@ -326,10 +270,7 @@ def diff(
             metavar="B", help="The module after: a dump or an entrypoint.", show_default=False
         ),
     ],
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
@@ -339,15 +280,16 @@ def diff(
     differ). Target options apply to each side they fit: example arguments to
     entrypoints, --module to dump folders, --compile to both. Opens the diff screen on
     a terminal (unless --print or --json)."""
+    from hloscope import reports
+    from hloscope.sources import loader
+
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
-        _browse_diff(a, b, _options(arg, args, module, compile), debug)
+        _browse_diff(a, b, options, debug)
         return
     emit(
         debug,
         json,
-        lambda: reports.diff_loaded(
-            *loader.load_diff_sides(a, b, _options(arg, args, module, compile))
-        ),
+        lambda: reports.diff_loaded(*loader.load_diff_sides(a, b, options)),
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",
@@ -355,19 +297,17 @@ def diff(
 
 
 @app.command()
+@option_groups
 def tui(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
-    compile: CompileOption = False,
+    options: TargetOptions,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """The interactive browser: the module tree, the printed IR with each op's details,
     and the reports (press ? in it for the keys). --timeout limits the loading; the
     browser then stays open."""
-    _browse(target, _options(arg, args, module, compile), "ir", debug, timeout)
+    _browse(target, options, "ir", debug, timeout)
 
 
 def _browse(
@@ -400,10 +340,10 @@ AotOption = Annotated[
 
 
 @app.command("aot-check")
+@option_groups
 def aot_check(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
+    options: ArgumentOptions,
     aot: AotOption = None,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
@@ -413,7 +353,9 @@ def aot_check(
     """The direct call against the AOT path: call the target, lower-compile-run its AOT
     path on the same inputs, compare placement, parameters, ops, text and results.
     Exit 0 when they agree, 1 when they differ."""
-    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
+    from hloscope import reports
+    from hloscope.sources import loader
+
     emit(
         debug,
         json,
@@ -516,6 +458,7 @@ def compiles(
             raise HloscopeError(f"--fail-on {fail_on}: expected recompiles")
 
     def build() -> reports.CompilesReport:
+        from hloscope import reports
         from hloscope.sources.jax.capture import record_target
 
         return reports.compiles_report(
@@ -578,11 +521,10 @@ DiffPassOption = Annotated[
 
 
 @app.command()
+@option_groups
 def passes(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    options: TargetOptionsNoCompile,
     find: FindOption = None,
     diff: DiffPassOption = None,
     json: JsonOption = False,
@@ -594,7 +536,6 @@ def passes(
     a dump folder's per-pass files (--xla_dump_hlo_pass_re=.*), or compiling an
     entrypoint or a module before optimizations here with them. Opens the browser on
     a terminal (unless --print, --json or --diff)."""
-    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
     if not (json or print_ or diff) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse_passes(target, options, find, debug)
         return
@@ -610,6 +551,7 @@ def passes(
 def _passes_report(
     target: str, options: loader.LoadOptions, find: str | None, diff: str | None
 ) -> reports.PassesReport:
+    from hloscope import reports
     from hloscope.sources.passes import pass_dumps
 
     with pass_dumps(target, options) as dumped:
@@ -655,11 +597,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 @app.command()
+@option_groups
 def memory(
     target: TargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    options: TargetOptionsNoCompile,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
@@ -668,9 +609,9 @@ def memory(
     """What is live at the peak of memory, from XLA's buffer assignment, mapped to
     source lines. Compiles an entrypoint or a before-optimization dump with XLA
     dumping its buffer assignment into a temporary folder; reads an XLA dump folder's."""
+    from hloscope import reports
     from hloscope.sources.memory import memory_dumps
 
-    options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args, module=module)
     emit(
         debug,
         json,
@@ -718,6 +659,7 @@ CallsCheckOption = Annotated[
 
 
 @app.command()
+@option_groups
 def check(
     target: Annotated[
         str | None,
@@ -730,9 +672,8 @@ def check(
     ] = None,
     baseline: BaselineOption = None,
     update: UpdateOption = False,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
-    module: ModuleOption = None,
+    *,
+    options: TargetOptionsNoCompile,
     calls: CallsCheckOption = None,
     tolerance: ToleranceOption = None,
     runtime: Annotated[
@@ -776,7 +717,14 @@ def check(
             raise HloscopeError(f"--json and --format {output} disagree: give one of them")
         tolerances = _tolerance_specs(tolerance or ())
         if target is None:
-            if baseline is not None or arg or args or module or calls or tolerance:
+            if (
+                baseline is not None
+                or options.args
+                or options.args_factory
+                or options.module
+                or calls
+                or tolerance
+            ):
                 raise HloscopeError(
                     "--baseline, --arg, --args, --module, --calls and --tolerance go with "
                     "a TARGET; without one, the configured targets are checked"
@@ -789,7 +737,7 @@ def check(
         return check_one(
             target,
             Path(baseline),
-            options=_options(arg, args, module, False),
+            options=options,
             calls=calls,
             tolerances=tolerances,
             update=update,
@@ -858,11 +806,11 @@ TraceDirOption = Annotated[
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
+@option_groups
 def profile(
     ctx: typer.Context,
     target: ProfileTargetArg,
-    arg: ArgOption = None,
-    args: ArgsOption = None,
+    options: ArgumentOptions,
     runs: RunsOption = None,
     warmup: WarmupOption = 1,
     trace_dir: TraceDirOption = None,
@@ -879,9 +827,9 @@ def profile(
         argv = argv[1:]
 
     def build() -> reports.ProfileReport | reports.ScriptProfileReport:
+        from hloscope import reports
         from hloscope.sources.profile import profile_target
 
-        options = loader.LoadOptions(args=tuple(arg or ()), args_factory=args)
         profiled = profile_target(
             target, argv, options, runs=runs, warmup=warmup, trace_dir=trace_dir, quiet=json
         )
@@ -892,6 +840,8 @@ def profile(
 
 def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -> int:
     """A script's failure (its error: exit 2, its own exit code) after its report."""
+    from hloscope import reports
+
     if isinstance(report, reports.ScriptProfileReport):
         if report.error is not None:
             print_error(f"{report.target}: {report.error}")

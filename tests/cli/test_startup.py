@@ -14,6 +14,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import DUMPS, ROOT
 
 MLIR = str((DUMPS / "mlp.stablehlo.mlir").relative_to(ROOT))
@@ -40,19 +42,34 @@ RENDERERS = {
     name: f"hloscope.render.text.{name}"
     for name in ("aot", "compiles", "diff", "fusions", "inspect", "memory", "passes")
 }
+# What a --json run on a dump never loads: typer's rich help and errors, the browser,
+# JAX's side of the sources, the check's runner.
+KEPT_OUT = (
+    *NEVER,
+    *TEXT,
+    "typer.rich_utils",
+    "hloscope.tui",
+    "hloscope.sources.jax",
+    "hloscope.check_run",
+)
+# What a command reads and builds, which --help and a usage error never load.
+COMMAND_WORK = ("hloscope.sources.loader", "hloscope.reports", "jaxlib", "numpy")
 
 
-def loaded_by(*argv: str) -> tuple[set[str], str]:
-    """The modules of interest that `hloscope ARGV` loaded, run through the console
-    script's `main` in a fresh process, and what it printed."""
-    watched = (*NEVER, *ANALYSES.values(), *TEXT, *RENDERERS.values())
+def loaded_by(
+    *argv: str, codes: tuple[int, ...] = (0, 1), also: tuple[str, ...] = ()
+) -> tuple[set[str], str]:
+    """The modules of interest (and ALSO) that `hloscope ARGV` loaded, run through the
+    console script's `main` in a fresh process (exiting with one of CODES), and what
+    it printed."""
+    watched = (*NEVER, *ANALYSES.values(), *TEXT, *RENDERERS.values(), *also)
     code = (
         "import sys\n"
         "from hloscope.cli import main\n"
         "try:\n"
         f"    main({list(argv)!r})\n"
         "except SystemExit as exc:\n"
-        "    assert exc.code in (0, 1), exc.code\n"
+        f"    assert exc.code in {codes!r}, exc.code\n"
         f"watched = {watched!r}\n"
         "sys.stderr.write(repr(sorted(m for m in watched if m in sys.modules)))\n"
     )
@@ -107,3 +124,42 @@ def test_version_and_help_load_no_analysis():
     assert loaded == {"jax"}
     assert printed.startswith("hloscope ") and "\nbackend " in printed
     assert loaded_by("inspect", "--help")[0] == set()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("inspect", MLIR, "--json"),
+        ("params", MLIR, "--json"),
+        ("placement", HLO, "--json"),
+        ("fusions", HLO, "--json"),
+        ("diff", MLIR, HOST, "--json"),
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_json_on_a_dump_keeps_rich_typers_rich_path_the_browser_and_jax_out(argv):
+    loaded, stdout = loaded_by(*argv, also=KEPT_OUT)
+    assert json.loads(stdout)["command"] == argv[0]
+    assert not loaded & set(KEPT_OUT)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("--help",), ("diff", "--help"), ("check", "--help"), ("inspect",), (MLIR,)],
+    ids=" ".join,
+)
+def test_help_and_usage_errors_load_nothing_a_command_reads(argv):
+    # Shell completion runs the same way: what loads here loads on every TAB.
+    loaded, _ = loaded_by(*argv, codes=(0, 2), also=(*KEPT_OUT, *COMMAND_WORK))
+    assert not loaded & {*COMMAND_WORK, *KEPT_OUT}, loaded
+    assert not loaded & set(ANALYSES.values())
+
+
+def test_a_stablehlo_module_loads_no_other_dialects_python_classes():
+    # The context registers JAX's dialects through their native extensions; MLIR's
+    # bindings import a dialect's Python module (its op classes) only when an op of it
+    # is met. The sample has func and stablehlo ops only.
+    others = tuple(f"jaxlib.mlir.dialects.{name}" for name in ("chlo", "mhlo", "sdy", "mpmd"))
+    loaded, stdout = loaded_by("inspect", MLIR, "--json", also=others)
+    assert json.loads(stdout)["op_counts"]
+    assert not loaded & set(others)

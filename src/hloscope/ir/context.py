@@ -33,21 +33,31 @@ def make_context() -> Any:
     """A new MLIR context with JAX's dialects (the reader process makes one per
     request)."""
     from jaxlib.mlir import ir
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+    from jaxlib.mlir._mlir_libs import (
+        _chlo,
+        _jax_mlir_ext,
+        _mlirHlo,
+        _sdy,
+        _sdyMpmd,
+        _stablehlo,
+    )
 
     # As jax._src.interpreters.mlir.make_ir_context does, without importing jax
-    # (half a second we do not need to load a dump).
+    # (half a second we do not need to load a dump). The dialects are registered with
+    # the native extensions their `jaxlib.mlir.dialects` modules re-export (in every
+    # jaxlib hloscope supports): those modules also define Python classes for every
+    # op, which nothing here uses and which cost a small module's load more than its
+    # parsing (tests/cli/test_startup.py).
     registry = ir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)
     context = ir.Context()
     context.append_dialect_registry(registry)
     context.load_all_available_dialects()
-    sdy.register_dialect(context)
-    mpmd.register_dialect(context)
-    mhlo.register_mhlo_dialect(context)
-    chlo.register_dialect(context)
-    stablehlo.register_dialect(context)
+    _sdy.register_dialect(context)
+    _sdyMpmd.register_dialect(context)
+    _mlirHlo.register_mhlo_dialect(context)
+    _chlo.register_dialect(context)
+    _stablehlo.register_dialect(context)
     return context
 
 

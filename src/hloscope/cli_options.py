@@ -1,0 +1,179 @@
+"""The command line's shared options, declared once.
+
+Each option several commands take is one typer `Annotated` alias here. The target
+options (`--arg`, `--args`, `--module`, `--compile`) also form a group: a command
+takes them as one `loader.LoadOptions` parameter annotated with `TargetOptions` (or
+a narrower group), and `option_groups` shows typer the group's options in that
+parameter's place, in the group's order and with the aliases' help, then calls the
+command with the `LoadOptions` made from their values. typer reads a command's
+parameters from `inspect.signature`, which honours a function's `__signature__`;
+nothing of typer's own is touched.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
+
+import typer
+
+if TYPE_CHECKING:
+    from hloscope.sources.loader import LoadOptions
+
+TargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="TARGET",
+        help="A module file or dump folder, or an entrypoint: pkg.module:function or "
+        "path/to/file.py:function.",
+        show_default=False,
+    ),
+]
+ArgOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--arg",
+        metavar="SHAPE",
+        help="Example positional argument as an HLO shape (f32[8,128], bf16[2,3], i32[], "
+        "pred[4]); repeat once per argument.",
+        show_default=False,
+    ),
+]
+ArgsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--args",
+        metavar="FACTORY",
+        help="module:callable or file.py:callable returning the example arguments: a tuple, "
+        "or a pair (args_tuple, kwargs_dict), of arrays or jax.ShapeDtypeStructs.",
+        show_default=False,
+    ),
+]
+ModuleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--module",
+        metavar="NAME",
+        help="Which module of a dump folder (its name, number or file stem).",
+        show_default=False,
+    ),
+]
+CompileOption = Annotated[
+    bool,
+    typer.Option(
+        "--compile",
+        help="Read the optimized module: compile an entrypoint or a before-optimization dump "
+        "for the local backend, or pick a dump folder's after-optimization file.",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
+]
+PrintOption = Annotated[bool, typer.Option("--print", help="Print the report even on a terminal.")]
+# Commands that always print take --print too, so one command line works across commands.
+PrintedAnywayOption = Annotated[
+    bool, typer.Option("--print", help="Print the report (what this command always does).")
+]
+DebugOption = Annotated[bool, typer.Option("--debug", help="Show the traceback of a failure.")]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Give up after SECONDS (exit 2): importing, tracing, lowering, compiling or "
+        "running the target's code, reading and analysing the module. No limit by default.",
+        show_default=False,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class OptionGroup:
+    """Options that several commands take together, and what a command receives for
+    them: `make` called with their values by name."""
+
+    parameters: tuple[inspect.Parameter, ...]
+    make: Callable[..., Any]
+
+
+def _load_options(
+    arg: list[str] | None = None,
+    args: str | None = None,
+    module: str | None = None,
+    compile: bool = False,
+) -> LoadOptions:
+    from hloscope.sources.loader import LoadOptions
+
+    return LoadOptions(args=tuple(arg or ()), args_factory=args, module=module, optimized=compile)
+
+
+# Each target option once: its name in a command's signature, its alias, its default.
+_TARGET_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "arg": (ArgOption, None),
+    "args": (ArgsOption, None),
+    "module": (ModuleOption, None),
+    "compile": (CompileOption, False),
+}
+
+
+def target_group(*names: str) -> OptionGroup:
+    """The target options NAMES (in that order), made into a `LoadOptions`."""
+    return OptionGroup(
+        tuple(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=_TARGET_OPTIONS[name][0],
+                default=_TARGET_OPTIONS[name][1],
+            )
+            for name in names
+        ),
+        _load_options,
+    )
+
+
+# (A command's LoadOptions is made when it runs: loading the loader waits until then.)
+TargetOptions = Annotated["LoadOptions", target_group("arg", "args", "module", "compile")]
+"""--arg, --args, --module and --compile (the optimized module)."""
+TargetOptionsNoCompile = Annotated["LoadOptions", target_group("arg", "args", "module")]
+"""--arg, --args and --module: commands that choose the module's stage themselves."""
+ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args")]
+"""--arg and --args: commands that call an entrypoint."""
+
+
+def _group_of(annotation: Any) -> OptionGroup | None:
+    if get_origin(annotation) is not Annotated:
+        return None
+    return next((m for m in get_args(annotation)[1:] if isinstance(m, OptionGroup)), None)
+
+
+def option_groups(command: Callable[..., None]) -> Callable[..., None]:
+    """COMMAND with each parameter annotated with an option group replaced, for typer,
+    by the group's options; COMMAND is called with what the group makes of them."""
+    signature = inspect.signature(command, eval_str=True)
+    groups: dict[str, OptionGroup] = {}
+    shown: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        group = _group_of(parameter.annotation)
+        if group is None:
+            shown.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+        else:
+            groups[parameter.name] = group
+            shown.extend(group.parameters)
+    names = [p.name for p in shown]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise TypeError(f"{command.__name__}: option names declared twice: {clashes}")
+
+    @functools.wraps(command)
+    def with_groups(**values: Any) -> None:
+        for name, group in groups.items():
+            values[name] = group.make(**{p.name: values.pop(p.name) for p in group.parameters})
+        command(**values)
+
+    with_groups.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
+    with_groups.__annotations__ = {p.name: p.annotation for p in shown}
+    return with_groups

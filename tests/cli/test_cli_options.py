@@ -1,0 +1,146 @@
+"""Options declared once (`hloscope.cli_options`): every command's --help lists its
+options, the shared ones with their one help text, and a command taking the target
+options as a group receives them as one `LoadOptions`."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, get_args
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from conftest import run_cli
+from hloscope import cli_options
+from hloscope.cli_options import TargetOptions, option_groups
+from hloscope.sources.loader import LoadOptions
+
+TARGET = ("--arg", "--args", "--module", "--compile")
+LOADED = ("--arg", "--args", "--module")
+TAIL = ("--debug", "--timeout", "--help")
+
+# Each command's options, in the order its --help lists them (a command may list
+# more: a new option is added to its row here).
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "inspect": (*TARGET, "--json", "--print", *TAIL),
+    "fusions": (*TARGET, "--json", "--print", *TAIL),
+    "params": (*TARGET, "--json", "--print", "--fail-on", *TAIL),
+    "placement": (*TARGET, "--json", "--print", "--why", *TAIL),
+    "diff": (*TARGET, "--json", "--print", *TAIL),
+    "tui": (*TARGET, *TAIL),
+    "aot-check": ("--arg", "--args", "--aot", "--json", "--print", *TAIL),
+    "compiles": ("--args", "--calls", "--json", "--print", "--fail-on", *TAIL),
+    "passes": (*LOADED, "--find", "--diff", "--json", "--print", *TAIL),
+    "memory": (*LOADED, "--json", "--print", *TAIL),
+    "check": (
+        "--baseline",
+        "--update",
+        *LOADED,
+        "--calls",
+        "--tolerance",
+        "--runtime",
+        "--json",
+        "--print",
+        *TAIL,
+    ),
+    "profile": (
+        "--arg",
+        "--args",
+        "--runs",
+        "--warmup",
+        "--trace-dir",
+        "--json",
+        "--print",
+        *TAIL,
+    ),
+}
+
+# The shared options whose help every command that takes them shows word for word
+# (fusions' --compile and compiles' --args say what they mean there).
+SHARED = {
+    "--arg": cli_options.ArgOption,
+    "--args": cli_options.ArgsOption,
+    "--module": cli_options.ModuleOption,
+    "--compile": cli_options.CompileOption,
+    "--json": cli_options.JsonOption,
+    "--debug": cli_options.DebugOption,
+    "--timeout": cli_options.TimeoutOption,
+}
+OWN_HELP = {("fusions", "--compile"), ("compiles", "--args")}
+
+
+def help_of(command: str) -> str:
+    run = run_cli(command, "--help")
+    assert run.code == 0, run.stderr
+    return run.stdout
+
+
+def listed_options(text: str) -> list[str]:
+    """The long names of the options an --help lists, in its order."""
+    section = text.split("\nOptions:\n", 1)[1]
+    return re.findall(r"^  (?:-\w, )?(--[\w-]+)", section, flags=re.MULTILINE)
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_command_has_a_row():
+    listed = listed_options(run_cli("--help").stdout.replace("Commands:", "Options:"))
+    commands = re.findall(r"^  ([a-z][\w-]*)  ", run_cli("--help").stdout, flags=re.MULTILINE)
+    assert listed and set(commands) == set(OPTIONS)
+
+
+@pytest.mark.parametrize("command", sorted(OPTIONS))
+def test_help_lists_every_option_of_the_command(command: str):
+    listed = listed_options(help_of(command))
+    expected = iter(listed)
+    # The row's options, in its order (an option the row does not name may sit between).
+    assert all(option in expected for option in OPTIONS[command]), listed
+    assert len(listed) == len(set(listed))
+
+
+@pytest.mark.parametrize("command", sorted(OPTIONS))
+def test_shared_options_show_their_one_help(command: str):
+    text = words(help_of(command))
+    for option, alias in SHARED.items():
+        if option not in OPTIONS[command] or (command, option) in OWN_HELP:
+            continue
+        info = get_args(alias)[1]
+        assert words(str(info.help)) in text, (command, option)
+
+
+def test_a_group_reaches_the_command_as_load_options():
+    app = typer.Typer()
+    seen: list[tuple[str, LoadOptions, bool]] = []
+
+    @app.command()
+    @option_groups
+    def show(target: str, options: TargetOptions, json: cli_options.JsonOption = False) -> None:
+        """Record what the command received."""
+        seen.append((target, options, json))
+
+    @app.command()
+    @option_groups
+    def other() -> None:
+        """A second command, so that typer keeps the command names."""
+
+    runner = CliRunner()
+    argv = ["show", "m.py:f", "--arg", "f32[2]", "--arg", "i32[]", "--module", "x", "--compile"]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert seen == [
+        ("m.py:f", LoadOptions(args=("f32[2]", "i32[]"), module="x", optimized=True), False)
+    ]
+    assert runner.invoke(app, ["show", "t", "--json"]).exit_code == 0
+    assert seen[-1] == ("t", LoadOptions(), True)
+    assert "Record what the command received." in runner.invoke(app, ["show", "--help"]).output
+
+
+def test_an_option_declared_twice_is_refused():
+    def clash(options: TargetOptions, module: Annotated[str, typer.Option()] = "") -> None:
+        del options, module
+
+    with pytest.raises(TypeError, match=r"clash: option names declared twice: \['module'\]"):
+        option_groups(clash)
