@@ -41,6 +41,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
         "--tolerance",
         "--runtime",
         "--json",
+        "--format",
         "--print",
         *TAIL,
     ),
@@ -54,6 +55,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
         "--print",
         *TAIL,
     ),
+    "schema": ("--debug", "--help"),
 }
 
 # The shared options whose help every command that takes them shows word for word
