@@ -42,12 +42,14 @@ RENDERERS = {
     name: f"hloscope.render.text.{name}"
     for name in ("aot", "compiles", "diff", "fusions", "inspect", "memory", "passes")
 }
-# What a --json run on a dump never loads: typer's rich help and errors, the browser,
-# JAX's side of the sources, the check's runner.
+# What a --json run on a dump never loads: typer's rich help and errors, pydantic (typer
+# 0.29 validates every parameter with it: about 0.15 s of each start-up; pyproject.toml
+# keeps typer below it), the browser, JAX's side of the sources, the check's runner.
 KEPT_OUT = (
     *NEVER,
     *TEXT,
     "typer.rich_utils",
+    "pydantic",
     "hloscope.tui",
     "hloscope.sources.jax",
     "hloscope.check_run",
