@@ -9,8 +9,10 @@ difference measured is hloscope's own code. A second environment (a venv with
 its own JAX and jaxlib) would add what the bench must not measure: other copies of
 the same libraries, read from other files, and minutes of installing. REV's declared
 dependencies are checked against this environment first; where they are not met
-the bench stops and says which (an older hloscope that needs another JAX is not
-comparable on the same machine without a second environment anyway).
+(059e836 pins typer 0.29, this tree keeps typer below it), pip installs what REV
+needs into an overlay folder beside its tree (`cache/overlays/`, once), which comes
+after REV's `src/` on its path: REV then runs as its own pins say, on the same JAX
+and jaxlib. Where that fails the bench stops and says why.
 
 Pure parts only here (the trees, the arguments, the table), so that a test can
 import this module without JAX.
@@ -50,14 +52,17 @@ class Tree:
     label: str
     """`this tree`, or the revision as given (`059e836`)."""
     root: Path
+    overlay: Path | None = None
+    """Where REV's own pins that this environment does not meet are installed."""
 
     @property
     def src(self) -> Path:
         return self.root / "src"
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
-        """`base` with this tree's `src/` first on `PYTHONPATH`."""
-        paths = [str(self.src), *filter(None, base.get("PYTHONPATH", "").split(os.pathsep))]
+        """`base` with this tree's `src/` first on `PYTHONPATH` (then its overlay)."""
+        own = [str(self.src)] + ([str(self.overlay)] if self.overlay is not None else [])
+        paths = [*own, *filter(None, base.get("PYTHONPATH", "").split(os.pathsep))]
         return {**base, "PYTHONPATH": os.pathsep.join(paths)}
 
 
@@ -109,12 +114,29 @@ def checkout(rev: str, root: Path, cache: Path) -> Tree:
         folder.parent.mkdir(parents=True, exist_ok=True)
         _git(root, "worktree", "add", "--detach", str(folder), commit)
     unmet = unmet_requirements(folder / "pyproject.toml")
-    if unmet:
-        raise SystemExit(
-            f"{rev} needs {', '.join(unmet)}, which this environment does not have: "
-            "the two trees would not run on the same packages"
+    if not unmet:
+        return Tree(rev, folder)
+    overlay = cache / "overlays" / commit[:12]
+    if not (overlay / ".installed").is_file():
+        import shutil
+        import sys
+
+        shutil.rmtree(overlay, ignore_errors=True)
+        wanted = [text.partition(" (installed:")[0] for text in unmet]
+        print(f"{rev} needs {', '.join(unmet)}: installing it for {rev} alone ...", flush=True)
+        run = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(overlay), *wanted],
+            capture_output=True,
+            text=True,
+            check=False,
         )
-    return Tree(rev, folder)
+        if run.returncode != 0:
+            raise SystemExit(
+                f"{rev} needs {', '.join(unmet)}, which this environment does not have, and "
+                f"pip could not install it beside {rev}: {run.stderr.strip()[-300:]}"
+            )
+        (overlay / ".installed").write_text("\n".join(wanted) + "\n")
+    return Tree(rev, folder, overlay)
 
 
 def unmet_requirements(pyproject: Path) -> list[str]:

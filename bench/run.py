@@ -718,6 +718,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.against:
         print(f"checking out {options.against} ...", flush=True)
         AGAINST = checkout(options.against, ROOT, BENCH / "cache")
+        if AGAINST.overlay is not None:
+            pins = (AGAINST.overlay / ".installed").read_text().splitlines()
+            info["overlay"] = ", ".join(pins)
     for size in sizes:
         print(f"generating {size} ...", flush=True)
         generate.generate(size)

@@ -91,6 +91,7 @@ def markdown(rows: list[Row], info: dict[str, str], against: str | None = None) 
         f"Machine: {info['cpu']}, {info['cores']} cores; Python {info['python']}, "
         f"jax {info['jax']}; {info['date']}"
         + (f"; load average {info['load']} at the start." if info.get("load") else "."),
+        *([f"The other tree runs with its own {info['overlay']}."] if info.get("overlay") else []),
         "",
     ]
     if against:

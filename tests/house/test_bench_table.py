@@ -44,6 +44,13 @@ def test_each_tree_runs_its_own_sources_first_on_the_path():
     assert tree.env({})["PYTHONPATH"] == "/cache/trees/059e836/src"
 
 
+def test_a_tree_with_its_own_pins_runs_them_after_its_sources():
+    # 059e836 pins typer 0.29, which this tree keeps out: pip puts it in an overlay.
+    tree = Tree("059e836", Path("/cache/trees/059e836"), Path("/cache/overlays/059e836"))
+    paths = tree.env({"PYTHONPATH": "/elsewhere"})["PYTHONPATH"].split(os.pathsep)
+    assert paths == ["/cache/trees/059e836/src", "/cache/overlays/059e836", "/elsewhere"]
+
+
 def test_a_revision_whose_requirements_this_environment_lacks_is_named(tmp_path):
     jax = metadata.version("jax")
     pyproject = tmp_path / "pyproject.toml"
