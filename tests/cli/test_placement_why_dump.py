@@ -39,8 +39,12 @@ def dump_folders(tmp_path):
 
 
 def why_json(folder):
+    return placement_json(folder, "--why")
+
+
+def placement_json(target, *options):
     done = subprocess.run(
-        [sys.executable, "-m", "hloscope", "placement", str(folder), "--why", "--json"],
+        [sys.executable, "-m", "hloscope", "placement", str(target), *options, "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -106,15 +110,6 @@ def test_a_partitioned_hlo_dump_keeps_its_device_counts(tmp_path):
     # XLA's own optimized module has the all-gather.
     assert "all-gather(" in after.read_text()
 
-    done = subprocess.run(
-        [sys.executable, "-m", "hloscope", "placement", str(before), "--compile", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env=ENV,
-    )
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
+    document = placement_json(before, "--compile")
     assert (document["partitions"], document["replicas"]) == (8, 1)
     assert [c["op"] for c in document["collectives"]] == ["all_gather"]
