@@ -85,3 +85,30 @@ def test_nnx_all_reduces_named_by_parameter_paths(tmp_path):
         assert named == {f"model.blocks[{block}].down.kernel", f"model.blocks[{block}].up.kernel"}
         assert site["source"].endswith(f"{SAMPLE}:{line}")
         assert f"argument `model.blocks[{block}].down.kernel`" in site["sentence"]
+
+
+def test_the_collectives_table_names_the_users_line_not_flaxs():
+    # The all-reduces' innermost frame is Flax's `Linear` (flax/nnx/nn/linear.py); the
+    # table shows the user's line that called it, as the why sentences do.
+    lines = (ROOT / SAMPLE).read_text().splitlines()
+    call = next(i for i, line in enumerate(lines, 1) if "self.down(nnx.relu(self.up(x)))" in line)
+    document = hloscope_json(
+        "placement", f"{SAMPLE}:forward", "--args", f"{SAMPLE}:example_args", "--compile"
+    )
+    (group,) = document["collectives"]
+    assert group["op"] == "all_reduce"
+    assert any("flax" in s and "linear.py" in s for s in group["sources"])
+    assert group["user_sources"] == [f"{ROOT / SAMPLE}:{call}"]
+    argv = ["placement", f"{SAMPLE}:forward", "--args", f"{SAMPLE}:example_args", "--compile"]
+    done = subprocess.run(
+        [sys.executable, "-m", "hloscope", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**ENV, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    table = done.stdout[done.stdout.index("Collectives") :]
+    row = next(line for line in table.splitlines() if line.strip().startswith("all_reduce"))
+    assert row.split()[-1] == f"{SAMPLE}:{call}"

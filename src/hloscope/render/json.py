@@ -338,6 +338,7 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "bytes": c.bytes,
                 "functions": list(c.functions),
                 "sources": list(c.sources),
+                "user_sources": list(c.user_sources),
                 # Inside loops a collective runs once per iteration: per call counts
                 # the loops' trip counts (null where one is unknown).
                 "in_loops": c.in_loops,

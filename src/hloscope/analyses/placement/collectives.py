@@ -95,6 +95,7 @@ def collectives_by_kind(
                 bytes=total,
                 functions=unique(op.function for op, _ in items),
                 sources=unique(op.location.source for op, _ in items),
+                user_sources=unique(op.location.user_source for op, _ in items),
                 in_loops=in_loops,
                 per_call=per_call,
                 bytes_per_call=bytes_per_call,

@@ -201,6 +201,11 @@ class Collective:
     size is unknown."""
     functions: tuple[str, ...]
     sources: tuple[str, ...]
+    """The lines that made them: each op's innermost frame (`Location.source`), which
+    may be a library's (Flax's `linear.py`, where an `nnx.Linear` made the dot)."""
+    user_sources: tuple[str, ...] = ()
+    """The user's lines (`Location.user_source`: each op's innermost frame in the
+    user's own code, else its innermost frame): what the text report shows."""
     in_loops: int = 0
     """How many of them sit inside a loop (directly or through calls): they run once
     per iteration, more often than `count` says."""

@@ -142,7 +142,8 @@ def _region() -> Schema:
 
 COLLECTIVE: dict[str, Schema] = {
     **fields(Collective, "op", "count", **{"async": "async_count"}),
-    **fields(Collective, "bytes", "functions", "sources", "in_loops", "per_call", "bytes_per_call"),
+    **fields(Collective, "bytes", "functions", "sources", "user_sources"),
+    **fields(Collective, "in_loops", "per_call", "bytes_per_call"),
 }
 
 PLACEMENT_LISTS: dict[str, Schema] = {

@@ -168,7 +168,7 @@ def collective_cells(
     """A collective's row: op, count (in the module; with `per_call`, then the runs
     per call of the module, `?` where a loop's trip count is unknown), async count,
     bytes (then per call), functions (the first `functions` of them, all when None),
-    sources."""
+    the user's lines."""
     names = ", ".join(collective.functions[:functions])
     if functions is not None and len(collective.functions) > functions:
         names += f" … {len(collective.functions) - functions} more"
@@ -186,7 +186,8 @@ def collective_cells(
         str(collective.async_count),
         *sizes,
         names,
-        sources_text(collective.sources),
+        # The user's lines: Flax's `linear.py` says nothing of which layer it was.
+        sources_text(collective.user_sources or collective.sources),
     ]
 
 
