@@ -8,7 +8,7 @@ repository root, through the real tool (the venv's `hloscope` console script, th
 checkout's `src` first on the path), stdout and stderr together, 120 columns wide
 as in a pipe, and compared line by line with:
 
-- wall times (`526 ms`, `1.21 s`, a JSON `*_seconds` value), percentages and ratios
+- wall times (`0 ns`, `526 ms`, `1.21 s`, a JSON `*_seconds` value), percentages and ratios
   masked, since they change from run to run;
 - the folder of installed packages (`.venv/lib/python3.11/site-packages/`) masked,
   since it depends on where the venv is and on its Python;
@@ -141,7 +141,7 @@ def by_command(transcripts: list[Transcript]) -> list[list[Transcript]]:
 _MASKS = [
     # JSON: "load_seconds": 1.17 and "load_seconds": [0.69, 0.02]
     (re.compile(r'("\w*seconds"):\s*(?:\[[^\]]*\]|-?[\d.e+-]+)'), r"\1: <seconds>"),
-    (re.compile(r"\b\d+(?:\.\d+)? (?:µs|ms|s)\b"), "<time>"),
+    (re.compile(r"\b\d+(?:\.\d+)? (?:ns|µs|ms|s)\b"), "<time>"),
     (re.compile(r"\b\d+(?:\.\d+)?%"), "<percent>"),
     (re.compile(r"\b\d+(?:\.\d+)?x\b"), "<ratio>"),
     # Where the venv is (a clone's own .venv, a shared one elsewhere) and its Python.
@@ -344,6 +344,8 @@ def test_the_programs_piped_into_are_found() -> None:
 def test_times_percentages_and_spacing_are_masked() -> None:
     assert masked("timings  load 526 ms · lower 1.21 s  ") == "timings load <time> · lower <time>"
     assert masked("compiling (92% of 5.48 s)") == "compiling (<percent> of <time>)"
+    # The time around a profile's instructions rounds to nanoseconds when they cover the run.
+    assert masked("around them 0 ns (dispatch)") == "around them <time> (dispatch)"
     assert masked('"timings": {"load_seconds": [0.69, 0.02], "diff_seconds": 0.002}') == (
         '"timings": {"load_seconds": <seconds>, "diff_seconds": <seconds>}'
     )
