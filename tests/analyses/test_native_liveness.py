@@ -10,12 +10,14 @@ prunes unused ones (`keep_unused=False`)."""
 
 import importlib.util
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import jaxlib._hlo as xla_hlo
 import pytest
 
+from conftest import line_of
 from hloscope.analyses.liveness import analyze_liveness, entry_arguments
 from hloscope.analyses.params import analyze_params
 from hloscope.analyses.placement import analyze_placement
@@ -185,9 +187,7 @@ def test_locations_are_the_converters_and_give_collective_sources():
     args = collective.fsdp_step_args()
     text = collective.fsdp_step.lower(*args).compile().as_text()
     native = build_hlo_native_model(xla_hlo.hlo_module_from_text(text))
-    with open(COLLECTIVES) as source:
-        lines = source.read().splitlines()
-    update = next(i for i, line in enumerate(lines, 1) if "p - 0.1 * g" in line)
+    update = line_of(Path(COLLECTIVES), "p - 0.1 * g")
     sources = {c.op: c.sources for c in analyze_placement(native).collectives}
     assert sources["all_to_all"] == (f"{collective.__file__}:{update}",)
     assert all(sources.values())

@@ -4,62 +4,32 @@ same programs: the origin attributes (`sdy.sharding_origins`) XLA writes with
 `xla_dump_hlo_pass_re=shardy-verbose`, read here from the files, not from what
 hloscope printed before. A GSPMD compilation has no origins: exit 0, one note."""
 
-import json
-import os
-import re
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
+
+from conftest import ROOT
+from why_support import (
+    argument_origins,
+    compile_in_child,
+    hloscope_json,
+    shardy_dump,
+    source_line,
+)
 
 SAMPLE = "samples/why_collectives.py"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def why_json(target, args, cwd=ROOT):
-    done = subprocess.run(
-        [sys.executable, "-m", "hloscope", "placement", target, "--args", args, "--why", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-        env={**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"},
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return hloscope_json("placement", target, "--args", args, "--why", cwd=cwd)
 
 
-def shardy_dump(name, tmp_path):
+def shardy_dump_of(name, tmp_path):
     """Shardy's after-propagation dump of the sample's `name`, compiled in a child."""
-    code = textwrap.dedent(
-        f"""
-        import importlib.util, sys
-        spec = importlib.util.spec_from_file_location("s", {SAMPLE!r})
-        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-        m.{name}.lower(*m.{name}_args()).compile(compiler_options={{
-            "xla_dump_to": {str(tmp_path)!r}, "xla_dump_hlo_pass_re": "shardy-verbose"}})
-        """
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=300)
-    (path,) = tmp_path.glob("shardy/*/02.after_propagation.mlir")
-    return path.read_text()
+    compile_in_child(SAMPLE, name, f"{name}_args", verbose=tmp_path)
+    return shardy_dump(tmp_path)
 
 
 def line_of(text):
-    lines = (ROOT / SAMPLE).read_text().splitlines()
-    return f"{SAMPLE}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
-
-
-def argument_origins(dump):
-    """Shardy's `sdy.sharding_origins` of each entry argument: index -> {axis: origin}."""
-    main = re.search(r"func\.func @main\((.*?)\) ->", dump).group(1)
-    out = {}
-    for chunk in main.split("%arg")[1:]:
-        index = int(chunk.partition(":")[0])
-        origins = re.search(r"sdy\.sharding_origins = \{([^}]*)\}", chunk)
-        if origins:
-            out[index] = dict(re.findall(r'(\w+) = "([^"]+)"', origins.group(1)))
-    return out
+    return source_line(SAMPLE, text)
 
 
 def only_site(document, op):
@@ -69,7 +39,7 @@ def only_site(document, op):
 
 
 def test_constraint_forces_an_all_gather(tmp_path):
-    dump = shardy_dump("constrained", tmp_path)
+    dump = shardy_dump_of("constrained", tmp_path)
     # Shardy: w1 (argument 1) set `model` itself; the constraint is constraint_0.
     assert argument_origins(dump)[1] == {"model": "self"}
     assert 'sdy.sharding_origin_name = "constraint_0"' in dump
@@ -87,7 +57,7 @@ def test_constraint_forces_an_all_gather(tmp_path):
 
 
 def test_contracting_dimension_all_reduce(tmp_path):
-    dump = shardy_dump("contracting", tmp_path)
+    dump = shardy_dump_of("contracting", tmp_path)
     assert argument_origins(dump) == {0: {"model": "self"}, 1: {"model": "self"}}
     site = only_site(why_json(f"{SAMPLE}:contracting", f"{SAMPLE}:contracting_args"), "all_reduce")
     assert site["axes"] == ["model"]
@@ -97,7 +67,7 @@ def test_contracting_dimension_all_reduce(tmp_path):
 
 
 def test_replicated_out_shardings_gather_at_the_end(tmp_path):
-    dump = shardy_dump("replicated_out", tmp_path)
+    dump = shardy_dump_of("replicated_out", tmp_path)
     assert argument_origins(dump)[0] == {"data": "self"}
     document = why_json(f"{SAMPLE}:replicated_out", f"{SAMPLE}:replicated_out_args")
     site = only_site(document, "all_gather")

@@ -5,36 +5,22 @@ folder's Shardy dump is read for the origins, and its optimized module for the
 collectives (nothing is compiled again); the causes are compared with the origin
 attributes of that same file. A folder without Shardy's files says so in one note."""
 
-import json
-import os
-import re
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+from why_support import (
+    argument_origins,
+    compile_in_child,
+    hloscope_json,
+    shardy_dump,
+    source_line,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = "samples/why_collectives.py"
-ENV = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
 
 
 def dump_folders(tmp_path):
     """`constrained` compiled twice in a child: dumped with Shardy's verbose files
     (`verbose/`), and without them (`plain/`)."""
     verbose, plain = tmp_path / "verbose", tmp_path / "plain"
-    code = textwrap.dedent(
-        f"""
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("s", {SAMPLE!r})
-        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-        lowered = m.constrained.lower(*m.constrained_args())
-        lowered.compile(compiler_options={{
-            "xla_dump_to": {str(verbose)!r}, "xla_dump_hlo_pass_re": "shardy-verbose"}})
-        m.constrained.lower(*m.constrained_args()).compile(
-            compiler_options={{"xla_dump_to": {str(plain)!r}}})
-        """
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=300, env=ENV)
+    compile_in_child(SAMPLE, "constrained", "constrained_args", verbose=verbose, plain=plain)
     return verbose, plain
 
 
@@ -43,30 +29,15 @@ def why_json(folder):
 
 
 def placement_json(target, *options):
-    done = subprocess.run(
-        [sys.executable, "-m", "hloscope", "placement", str(target), *options, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env=ENV,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return hloscope_json("placement", str(target), *options)
 
 
 def test_a_dump_folder_with_shardys_files_gives_the_origins(tmp_path):
     verbose, plain = dump_folders(tmp_path)
-    (propagated,) = verbose.glob("shardy/*/02.after_propagation.mlir")
-    dump = propagated.read_text()
+    dump = shardy_dump(verbose)
     # Shardy's own record in the folder: argument 1 set `model` itself, and the
     # constraint is `constraint_0`.
-    main = re.search(r"func\.func @main\((.*?)\) ->", dump).group(1)
-    set_model = [
-        int(chunk.partition(":")[0])
-        for chunk in main.split("%arg")[1:]
-        if re.search(r'sdy\.sharding_origins = \{model = "self"\}', chunk)
-    ]
+    set_model = [i for i, axes in argument_origins(dump).items() if axes == {"model": "self"}]
     assert set_model == [1]
     assert 'sdy.sharding_origin_name = "constraint_0"' in dump
 
@@ -83,9 +54,7 @@ def test_a_dump_folder_with_shardys_files_gives_the_origins(tmp_path):
     assert cause["sharded_by"][0]["argument"] == "w1"
     (asked,) = cause["unsharded_by"]
     assert (asked["origin"], asked["name"]) == ("constraint", "constraint_0")
-    lines = (ROOT / SAMPLE).read_text().splitlines()
-    constraint = next(i for i, line in enumerate(lines, 1) if "with_sharding_constraint" in line)
-    assert asked["source"].endswith(f"{SAMPLE}:{constraint}")
+    assert asked["source"].endswith(source_line(SAMPLE, "with_sharding_constraint"))
 
     # The same program dumped without Shardy's files: one note, no origins.
     document = why_json(plain)

@@ -7,45 +7,14 @@ Both blocks' ops have the same innermost frame (Flax's `Linear`), the same user 
 (the loop) and the same op name: the second all-reduce was blamed on the first
 block's weights before the join took them in order."""
 
-import json
-import os
 import re
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
+
+from conftest import ROOT, line_of
+from why_support import ENV, compile_in_child, hloscope_json, shardy_dump
 
 SAMPLE = "samples/why_nnx.py"
-ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
-
-
-def hloscope_json(*argv):
-    done = subprocess.run(
-        [sys.executable, "-m", "hloscope", *argv, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        env=ENV,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def shardy_dump(tmp_path):
-    code = textwrap.dedent(
-        f"""
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("s", {SAMPLE!r})
-        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-        m.forward.lower(*m.example_args()).compile(compiler_options={{
-            "xla_dump_to": {str(tmp_path)!r}, "xla_dump_hlo_pass_re": "shardy-verbose"}})
-        """
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=300, env=ENV)
-    (path,) = tmp_path.glob("shardy/*/02.after_propagation.mlir")
-    return path.read_text()
 
 
 def reducing_dots(dump):
@@ -68,8 +37,8 @@ def reducing_dots(dump):
 
 
 def test_nnx_all_reduces_named_by_parameter_paths(tmp_path):
-    lines = (ROOT / SAMPLE).read_text().splitlines()
-    line = next(i for i, text in enumerate(lines, 1) if "return self.down(" in text)
+    line = line_of(ROOT / SAMPLE, "return self.down(")
+    compile_in_child(SAMPLE, "forward", "example_args", verbose=tmp_path)
     dots = reducing_dots(shardy_dump(tmp_path))
     assert len(dots) == 2
     target = (f"{SAMPLE}:forward", "--args", f"{SAMPLE}:example_args")
@@ -90,8 +59,7 @@ def test_nnx_all_reduces_named_by_parameter_paths(tmp_path):
 def test_the_collectives_table_names_the_users_line_not_flaxs():
     # The all-reduces' innermost frame is Flax's `Linear` (flax/nnx/nn/linear.py); the
     # table shows the user's line that called it, as the why sentences do.
-    lines = (ROOT / SAMPLE).read_text().splitlines()
-    call = next(i for i, line in enumerate(lines, 1) if "self.down(nnx.relu(self.up(x)))" in line)
+    call = line_of(ROOT / SAMPLE, "self.down(nnx.relu(self.up(x)))")
     document = hloscope_json(
         "placement", f"{SAMPLE}:forward", "--args", f"{SAMPLE}:example_args", "--compile"
     )

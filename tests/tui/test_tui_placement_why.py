@@ -8,12 +8,10 @@ or the constraint in the IR. Under GSPMD the tab says so, in the CLI's words."""
 from __future__ import annotations
 
 import inspect
-import re
 
 import jax
 from textual.widgets import TabbedContent
 
-from conftest import ROOT
 from hloscope.analyses.placement import collective_kind
 from hloscope.render.text.why import origin_text, site_text
 from hloscope.sources import loader
@@ -22,6 +20,7 @@ from hloscope.tui.app import HloscopeApp
 from hloscope.tui.views.why import ASK
 from hloscope.tui.widgets.report_list import ReportList
 from tui_support import SIZE, loaded, quiet, selected_name, status, sync, until
+from why_support import argument_origins, shardy_dump, source_line
 
 SAMPLE = "samples/why_collectives.py"
 PLACEMENT_KEY = "4"
@@ -50,19 +49,17 @@ async def enter_on(pilot, app: HloscopeApp, text: str) -> None:
 
 
 def line_of(text: str) -> str:
-    lines = (ROOT / SAMPLE).read_text().splitlines()
-    return f"{SAMPLE}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+    return source_line(SAMPLE, text)
 
 
-def shardy_dump(tmp_path) -> str:
+def shardy_dump_of_constrained(tmp_path) -> str:
     """Shardy's after-propagation dump of `constrained`, as XLA writes it."""
     from samples import why_collectives as sample
 
     sample.constrained.lower(*sample.constrained_args()).compile(
         compiler_options={"xla_dump_to": str(tmp_path), "xla_dump_hlo_pass_re": "shardy-verbose"}
     )
-    (path,) = tmp_path.glob("shardy/*/02.after_propagation.mlir")
-    return path.read_text()
+    return shardy_dump(tmp_path)
 
 
 def app_of(name: str) -> HloscopeApp:
@@ -82,14 +79,9 @@ async def asked_why(app: HloscopeApp, pilot) -> None:
 async def test_the_tab_names_the_causes_shardy_recorded(tmp_path):
     from samples import why_collectives as sample
 
-    dump = shardy_dump(tmp_path)
+    dump = shardy_dump_of_constrained(tmp_path)
     # Shardy's own record: which argument set `model` itself, and the constraint.
-    main = re.search(r"func\.func @main\((.*?)\) ->", dump).group(1)  # type: ignore[union-attr]
-    set_model = [
-        int(chunk.partition(":")[0])
-        for chunk in main.split("%arg")[1:]
-        if re.search(r'sdy\.sharding_origins = \{model = "self"\}', chunk)
-    ]
+    set_model = [i for i, axes in argument_origins(dump).items() if axes == {"model": "self"}]
     assert set_model == [1]
     assert 'sdy.sharding_origin_name = "constraint_0"' in dump
     argument = list(inspect.signature(sample._constrained).parameters)[set_model[0]]
@@ -158,7 +150,7 @@ async def test_under_gspmd_the_tab_says_there_are_no_origins():
 async def test_a_dump_folder_gives_the_causes_from_its_own_shardy_files(tmp_path):
     # The folder XLA wrote (with Shardy's verbose files) is read, not compiled again:
     # the causes are those of the folder's own dump.
-    dump = shardy_dump(tmp_path)
+    dump = shardy_dump_of_constrained(tmp_path)
     assert 'sdy.sharding_origin_name = "constraint_0"' in dump
     app = HloscopeApp(str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
