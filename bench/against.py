@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import subprocess
+import sys
 import tomllib
 from collections.abc import Sequence
 from importlib import metadata
@@ -118,9 +120,6 @@ def checkout(rev: str, root: Path, cache: Path) -> Tree:
         return Tree(rev, folder)
     overlay = cache / "overlays" / commit[:12]
     if not (overlay / ".installed").is_file():
-        import shutil
-        import sys
-
         shutil.rmtree(overlay, ignore_errors=True)
         wanted = [text.partition(" (installed:")[0] for text in unmet]
         print(f"{rev} needs {', '.join(unmet)}: installing it for {rev} alone ...", flush=True)
