@@ -6,6 +6,7 @@ and exit code 2 (see `hloscope.errors`).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
@@ -568,13 +569,38 @@ def _browse_passes(target: str, options: loader.LoadOptions, find: str | None, d
         raise typer.Exit(code)
 
 
+def app_for(argv: Sequence[str] | None) -> typer.Typer:
+    """The app, with only the command `argv` starts with when it names one: typer
+    builds click's parameters for every command it holds before parsing, a cost each
+    command would pay for all the others. Anything else (the top-level help and options,
+    an unknown command, shell completion) gets the whole app."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        return app
+    named = [info for info in app.registered_commands if _command_name(info) == args[0]]
+    if not named:
+        return app
+    only = copy.copy(app)
+    only.registered_commands = named
+    return only
+
+
+def _command_name(info: typer.models.CommandInfo) -> str | None:
+    # As typer names a command: its given name, or its function's, dashed.
+    if info.name:
+        return info.name
+    if info.callback is None:
+        return None
+    return info.callback.__name__.lower().replace("_", "-")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
     try:
         # Without standalone mode, typer returns the code of a `typer.Exit` raised by a
         # command (a check's exit 1) instead of raising it, and leaves usage errors to
         # us: one line on stderr rather than click's usage block.
-        returned = app(args=argv, prog_name="hloscope", standalone_mode=False)
+        returned = app_for(argv)(args=argv, prog_name="hloscope", standalone_mode=False)
         sys.stdout.flush()
     except BrokenPipeError:
         reader_gone()

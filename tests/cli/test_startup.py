@@ -165,3 +165,26 @@ def test_a_stablehlo_module_loads_no_other_dialects_python_classes():
     loaded, stdout = loaded_by("inspect", MLIR, "--json", also=others)
     assert json.loads(stdout)["op_counts"]
     assert not loaded & set(others)
+
+
+def test_a_json_run_loads_neither_importlib_metadata_nor_the_func_dialects_classes():
+    # The environment's versions are read from the dist-info folders, and the model is
+    # built from MLIR's own walk, which hands over plain operations (iterating a
+    # block's ops would make each its dialect's Python op class).
+    watched = ("importlib.metadata", "jaxlib.mlir.dialects.func")
+    loaded, stdout = loaded_by("inspect", MLIR, "--json", also=watched)
+    assert json.loads(stdout)["environment"]["jax"]
+    assert not loaded & set(watched)
+
+
+@pytest.mark.parametrize("name", ["hloscope", "jax", "jaxlib", "typer", "ml-dtypes", "nope-x"])
+def test_package_versions_are_importlib_metadatas(name):
+    from importlib import metadata
+
+    from hloscope.environment import package_version
+
+    try:
+        expected: str | None = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        expected = None
+    assert package_version(name) == expected

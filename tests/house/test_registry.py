@@ -66,6 +66,39 @@ def test_a_shown_report_is_rendered_by_its_classs_entry():
     assert renderers(shown(report)) == (entry.json_renderer(), entry.text_renderer())
 
 
+def test_entry_of_finds_each_listed_entry_in_its_reports_module():
+    """`entry_of` reads a report's entry from the module of its class (so that a command
+    loads only its own report's module): that must be the registry's answer."""
+    import importlib
+    import pkgutil
+
+    from hloscope.reports.entry import ReportEntry
+
+    in_modules = [
+        value
+        for info in pkgutil.iter_modules(reports.__path__)
+        for value in vars(importlib.import_module(f"hloscope.reports.{info.name}")).values()
+        if isinstance(value, ReportEntry)
+    ]
+    assert set(in_modules) == set(REPORTS)
+    for entry in REPORTS:
+        report = object.__new__(entry.report)
+        assert entry_of(report) is entry, entry.report.__name__
+
+
+def test_a_report_command_loads_no_other_reports_module():
+    code = (
+        "import sys\n"
+        "from hloscope import reports\n"
+        "reports.entry_of(object.__new__(reports.InspectReport))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('hloscope.reports.')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == str(
+        ["hloscope.reports.common", "hloscope.reports.entry", "hloscope.reports.inspect"]
+    )
+
+
 def test_the_registry_imports_no_renderer_or_front_end():
     code = (
         "import sys\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +27,31 @@ def native() -> Iterator[list[str]]:
     """Serialise native IR work and capture what it logs to stderr."""
     with _lock, native_stderr_captured() as logged:
         yield logged
+
+
+def walk_operations(operation: Any, visit: Callable[[Any], bool | None]) -> None:
+    """Call `visit` on `operation` and every op nested in it, in pre-order, until it
+    returns True. The walk is native and hands over plain operations: iterating a
+    block's ops instead makes each an instance of its dialect's Python op class,
+    importing those modules (tens of milliseconds) and costing about twice the time.
+    What `visit` raises is raised here as it was; the bindings would make it a
+    RuntimeError naming the callback."""
+    from jaxlib.mlir import ir
+
+    advance = ir.WalkResult.ADVANCE
+    interrupt = ir.WalkResult.INTERRUPT
+    raised: list[BaseException] = []
+
+    def each(op: Any) -> Any:
+        try:
+            return interrupt if visit(op) else advance
+        except BaseException as error:
+            raised.append(error)
+            return interrupt
+
+    operation.walk(each, ir.WalkOrder.PRE_ORDER)
+    if raised:
+        raise raised[0]
 
 
 def make_context() -> Any:

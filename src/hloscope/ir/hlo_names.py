@@ -14,7 +14,7 @@ from typing import Any
 
 from hloscope.ir import model
 from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
-from hloscope.ir.context import mlir_context, native
+from hloscope.ir.context import mlir_context, native, walk_operations
 from hloscope.ir.locations import parse_location
 from hloscope.ir.proto import proto_rewrite
 
@@ -67,6 +67,7 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
         locations: dict[Any, str | None] = {}
 
         def visit(operation: Any) -> None:
+            # In the model's order (pre-order); the module op itself is dropped below.
             loc = operation.location
             name = locations.get(loc, "")
             if name == "":
@@ -74,13 +75,9 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
                 name = parsed.names[0] if len(parsed.names) == 1 and not parsed.frames else None
                 locations[loc] = name
             names.append((operation.name, name))
-            for region in operation.regions:
-                for block in region.blocks:
-                    for child in block.operations:
-                        visit(child.operation)
 
-        for child in module.body.operations:
-            visit(child.operation)
+        walk_operations(module.operation, visit)
+        del names[0]
     return HloNames(names, configs)
 
 

@@ -18,7 +18,13 @@ from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import hlo, reader
 from hloscope.ir.attributes import Mesh, parse_mesh
 from hloscope.ir.build import build_model
-from hloscope.ir.context import mlir_context, native, portable_context, release_note
+from hloscope.ir.context import (
+    mlir_context,
+    native,
+    portable_context,
+    release_note,
+    walk_operations,
+)
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import (
     ParsedFormat,
@@ -125,18 +131,14 @@ def _names_readable(source_name: str) -> Iterator[None]:
 def _has_stablehlo_op(module: Any) -> bool:
     """Whether any op of `module` is in the StableHLO dialect (walked natively, up to
     the first one: the model may not be built yet)."""
-    from jaxlib.mlir import ir
-
     found = False
 
-    def visit(operation: Any) -> Any:
+    def visit(operation: Any) -> bool:
         nonlocal found
-        if operation.name.partition(".")[0] == "stablehlo":
-            found = True
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
+        found = bool(operation.name.partition(".")[0] == "stablehlo")
+        return found
 
-    module.operation.walk(visit)
+    walk_operations(module.operation, visit)
     return found
 
 

@@ -43,7 +43,7 @@ R = TypeVar("R")
 def renderers(report: object) -> Renderers:
     """The JSON and text renderers of a report: those its command uses, as its
     registry entry names them."""
-    from hloscope.reports.registry import entry_of
+    from hloscope.reports.entry import entry_of
 
     entry = entry_of(report)
     return entry.json_renderer(), entry.text_renderer()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -52,3 +53,18 @@ def resolve(dotted: str) -> Any:
     if not module.startswith("hloscope."):
         raise ValueError(f"a report entry names hloscope's own modules only, not {dotted}")
     return getattr(importlib.import_module(module), attribute)
+
+
+def entry_of(report: object) -> ReportEntry:
+    """The entry of a report: that of the first class of its MRO that has one.
+
+    A report's entry is a constant of the module that defines its class, so this
+    looks there rather than in `registry.REPORTS`, whose import would load every
+    report's module: a command loads only its own (tests/cli/test_startup.py; every
+    entry found here is one of REPORTS, tests/house)."""
+    for cls in type(report).__mro__:
+        module = sys.modules.get(cls.__module__)
+        for value in vars(module).values() if module is not None else ():
+            if isinstance(value, ReportEntry) and value.report is cls:
+                return value
+    raise TypeError(f"no report entry for {type(report).__name__}")

@@ -21,7 +21,9 @@ from hloscope.reports import (
     placement,
     profile,
 )
-from hloscope.reports.entry import ReportEntry
+from hloscope.reports.entry import ReportEntry, entry_of
+
+__all__ = ["REPORTS", "entry_of"]
 
 REPORTS: tuple[ReportEntry, ...] = (
     inspect.ENTRY,
@@ -37,12 +39,3 @@ REPORTS: tuple[ReportEntry, ...] = (
     profile.ENTRY,
     profile.SCRIPT_ENTRY,
 )
-
-
-def entry_of(report: object) -> ReportEntry:
-    """The entry of a report: that of the first class of its MRO that has one."""
-    by_type = {entry.report: entry for entry in REPORTS}
-    for cls in type(report).__mro__:
-        if cls in by_type:
-            return by_type[cls]
-    raise TypeError(f"no report entry for {type(report).__name__}")
