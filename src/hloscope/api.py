@@ -474,7 +474,7 @@ class Watch(Displayed):
         import time
 
         from hloscope import reports
-        from hloscope.stages import RecordedRun
+        from hloscope.runs import RecordedRun
 
         if self._recorder is None:
             raise HloscopeError("nothing recorded: use it as `with hloscope.watch() as w:`")

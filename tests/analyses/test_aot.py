@@ -18,8 +18,8 @@ from hloscope.analyses.aot import (
     tolerance,
 )
 from hloscope.ir import parse
+from hloscope.runs import AotEntry, AotRuns, PathRun, ResultLeaf
 from hloscope.sources import loader
-from hloscope.stages import AotEntry, AotRuns, PathRun, ResultLeaf
 
 
 def check(target: str, factory: str, aot: str | None = None) -> reports.AotReport:

@@ -4,7 +4,7 @@ sentences, from the changes JAX reported."""
 from __future__ import annotations
 
 from hloscope.analyses.compiles import analyze_compiles, likely_cause
-from hloscope.stages import ArgumentChange, RecordedCompile
+from hloscope.runs import ArgumentChange, RecordedCompile
 
 
 def compiled(

@@ -7,7 +7,7 @@ import pytest
 
 from hloscope.analyses.fusions import FusionAnalysis
 from hloscope.analyses.profile import analyze_profile, self_times
-from hloscope.stages import ProfiledRuns, TraceEvent
+from hloscope.runs import ProfiledRuns, TraceEvent
 
 NO_FUSIONS = FusionAnalysis(
     fusions=(),

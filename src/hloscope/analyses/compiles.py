@@ -21,7 +21,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from hloscope.stages import ArgumentChange, RecordedCompile
+from hloscope.runs import ArgumentChange, RecordedCompile
 
 __all__ = [
     "CompileSummary",

@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from hloscope.analyses.fusions import FusionAnalysis, library_lines
-from hloscope.stages import ProfiledRuns, ProgramRun, RecordedCompile, TraceEvent
+from hloscope.runs import ProfiledRuns, ProgramRun, RecordedCompile, TraceEvent
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,6 @@ constants, serialized kernels).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -342,6 +341,8 @@ def _attribute_text(attr: Any, dense_type: Any) -> str:
             return f"dense<...{count} elements, {_digest(attr)}> : {attr.type}"
     text = str(attr)
     if len(text) > MAX_ATTRIBUTE_CHARS:
+        import hashlib  # here: few modules have such attributes, and it costs each start-up
+
         digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
         return f"{text[:200]}...({len(text)} chars, {digest})"
     return text
@@ -353,6 +354,8 @@ def _type_elements(mlir_type: str) -> int:
 
 
 def _digest(attr: Any) -> str:
+    import hashlib
+
     try:
         import numpy as np
 

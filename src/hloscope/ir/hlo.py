@@ -20,7 +20,6 @@ from hloscope.ir import reader
 from hloscope.ir.build import build_model
 from hloscope.ir.context import mlir_context, native, release_note, xla_hlo
 from hloscope.ir.hlo_names import HloNames, attach_hlo_names, hlo_instruction_names, wants_names
-from hloscope.ir.hlo_native import build_hlo_native_model
 from hloscope.ir.layout import (
     entry_computation_layout,
     module_counts,
@@ -80,6 +79,8 @@ def parsed_from_reply(
             f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
             "op names are HLO opcodes",
         )
+        from hloscope.ir.hlo_native import build_hlo_native_model
+
         return ParsedModule(
             build_hlo_native_model(module),
             "hlo-native",
@@ -208,6 +209,8 @@ def _from_converted(
                 module = ir.Module.parse(bytecode)
         except Exception as exc:
             reason = one_line(str(exc).replace("Unable to parse module assembly:", ""), 200)
+            from hloscope.ir.hlo_native import build_hlo_native_model
+
             hlo_module = xla_module()
             built = build_hlo_native_model(hlo_module)
             notes: tuple[str, ...] = (

@@ -8,7 +8,6 @@ know an optimized module by (`broadcast_add_fusion`, `copy.3`) are usually lost.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from types import MappingProxyType
 from typing import Any
 
@@ -124,6 +123,8 @@ def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
             name = found.get(1, b"").decode("utf-8", "replace")
             text = config.decode("utf-8", "replace")
             if len(text) > MAX_ATTRIBUTE_CHARS:
+                import hashlib  # here, as in hloscope.ir.build: rarely needed
+
                 digest = hashlib.blake2b(config, digest_size=8).hexdigest()
                 text = f"{text[:200]}...({len(text)} chars, {digest})"
             configs[name] = text

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     )
     from hloscope.reports.check import CheckReport
     from hloscope.reports.profile import ProfileReport, ScriptProfileReport
-    from hloscope.stages import RecordedCompile, Source
+    from hloscope.runs import RecordedCompile
+    from hloscope.stages import Source
 
 SCHEMA_VERSION = 1
 

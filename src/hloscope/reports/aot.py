@@ -10,8 +10,8 @@ from hloscope.reports.entry import ReportEntry
 if TYPE_CHECKING:
     from hloscope.analyses.aot import AotComparison, Program, Verdict
     from hloscope.ir.parsed import ParsedModule
+    from hloscope.runs import InputLeaf
     from hloscope.sources.loader import LoadedRuns
-    from hloscope.stages import InputLeaf
 
 # Constants up to this many elements are printed (and so compared) in full.
 AOT_TEXT_ELEMENTS = 4096

@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     from hloscope.analyses.baseline.facts import Measurement
     from hloscope.analyses.baseline.record import Backend, Baseline
     from hloscope.analyses.baseline.tolerance import Tolerances
+    from hloscope.runs import RecordedRun
     from hloscope.sources.baselines import CheckedProgram
     from hloscope.sources.loader import Loaded
     from hloscope.sources.memory import BufferDumps
-    from hloscope.stages import RecordedRun
 
 
 @dataclasses.dataclass(frozen=True)

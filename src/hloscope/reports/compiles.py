@@ -9,7 +9,7 @@ from hloscope.reports.entry import ReportEntry
 
 if TYPE_CHECKING:
     from hloscope.analyses.compiles import CompilesAnalysis
-    from hloscope.stages import RecordedRun
+    from hloscope.runs import RecordedRun
 
 
 @dataclasses.dataclass(frozen=True)

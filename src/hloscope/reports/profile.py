@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 
 from hloscope.reports.common import Timings, lowered_frames, stage_timings
 from hloscope.reports.entry import ReportEntry
+from hloscope.runs import ProfiledScript
 from hloscope.source_text import line_texts
-from hloscope.stages import ProfiledScript, Source
+from hloscope.stages import Source
 
 if TYPE_CHECKING:
     from hloscope.analyses.profile import ProfileAnalysis, ScriptProfile
+    from hloscope.runs import ProfiledRuns
     from hloscope.sources.loader import Loaded
     from hloscope.sources.profile import ProfiledProgram
-    from hloscope.stages import ProfiledRuns
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,9 +33,9 @@ from hloscope.sources.target import is_script
 
 if TYPE_CHECKING:
     from hloscope.analyses.baseline.record import Backend, Baseline
+    from hloscope.runs import RecordedRun
     from hloscope.sources.loader import Call, Loaded, LoadOptions
     from hloscope.sources.memory import BufferDumps
-    from hloscope.stages import RecordedRun
 
 DEFAULT_FOLDER = "hloscope-baselines"
 

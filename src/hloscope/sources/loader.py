@@ -49,14 +49,8 @@ from hloscope.stages import (
 )
 
 if TYPE_CHECKING:
-    from hloscope.stages import (
-        AotRuns,
-        Compilation,
-        CompiledModule,
-        CompilerOptions,
-        Lowering,
-        ProfiledRuns,
-    )
+    from hloscope.runs import AotRuns, CompiledModule, ProfiledRuns
+    from hloscope.stages import Compilation, CompilerOptions, Lowering
 
 PYTHON_OBJECT: Final = "python-object"
 """`Source.format` of a Python object given in hand (the Python API)."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from hloscope.errors import HloscopeError
+from hloscope.runs import ProfiledRuns, ProfiledScript
 from hloscope.sources.loader import Loaded, LoadOptions, load
 from hloscope.sources.target import is_script
-from hloscope.stages import ProfiledRuns, ProfiledScript
 
 
 @dataclasses.dataclass(frozen=True)

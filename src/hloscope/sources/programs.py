@@ -16,8 +16,9 @@ from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 
 if TYPE_CHECKING:
+    from hloscope.runs import ProfiledRuns
     from hloscope.sources.jax.module_run import ModuleResult, RunRequest
-    from hloscope.stages import Compilation, CompilerOptions, Lowering, ProfiledRuns
+    from hloscope.stages import Compilation, CompilerOptions, Lowering
 
 
 class Program(Protocol):

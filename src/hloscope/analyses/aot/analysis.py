@@ -25,7 +25,7 @@ from hloscope.analyses.aot.results import compare_results
 from hloscope.analyses.aot.text import compare_text
 from hloscope.analyses.params import analyze_params
 from hloscope.ir.model import Module
-from hloscope.stages import AotRuns
+from hloscope.runs import AotRuns
 
 
 def compare_paths(

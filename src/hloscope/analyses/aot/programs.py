@@ -15,7 +15,7 @@ from hloscope.analyses.aot.report import (
     ProgramSummary,
     plural,
 )
-from hloscope.stages import AotEntry
+from hloscope.runs import AotEntry
 
 
 def summary(program: Program) -> ProgramSummary:

@@ -13,7 +13,7 @@ from typing import Final, Literal
 from hloscope.analyses.placement import DEVICE, Placement, analyze_placement
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.model import Module
-from hloscope.stages import AotEntry
+from hloscope.runs import AotEntry
 
 Verdict = Literal["same", "different"]
 SAME: Final = "same"

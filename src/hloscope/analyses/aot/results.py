@@ -22,7 +22,7 @@ from hloscope.analyses.aot.report import (
     ResultComparison,
     plural,
 )
-from hloscope.stages import AotEntry, AotRuns, ResultLeaf
+from hloscope.runs import AotEntry, AotRuns, ResultLeaf
 
 # (rtol, atol) by dtype name: a few units in the last place of each format, enough
 # for XLA fusing (or not) the same ops; integers and booleans compare exactly.

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from hloscope import stages
+from hloscope import runs
 from hloscope.analyses.baseline.compare import Change, Comparison
 from hloscope.analyses.baseline.facts import Measurement
 from hloscope.analyses.baseline.record import Backend
@@ -39,7 +39,7 @@ from hloscope.render.schema.views import SOURCE, STRS, diff_fields
 
 
 def compiles_body() -> dict[str, Schema]:
-    compile_ = stages.RecordedCompile
+    compile_ = runs.RecordedCompile
     change = obj(
         fields(element(compile_, "changes"), "path", "before", "after", "kind"),
         title="ArgumentChange",

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from hloscope import stages
+from hloscope import runs, stages
 from hloscope.analyses.aot.report import AotComparison, ProgramSummary
 from hloscope.analyses.diff.report import (
     ChangeGroup,
@@ -530,7 +530,7 @@ def aot_check_body() -> dict[str, Schema]:
         "aot_program": nullable(obj(program, title="Program")),
         "aot_run_programs": array(obj(program, title="Program")),
         **fields(comparison, "aot_pruned"),
-        "inputs": array(dataclass_schema(stages.InputLeaf)),
+        "inputs": array(dataclass_schema(runs.InputLeaf)),
         "seed": INT,
         "timings": dataclass_schema(AotTimings),
         "notes": STRS,

@@ -16,7 +16,7 @@ from hloscope.render.text.common import (
     source_text,
 )
 from hloscope.reports import CompilesReport
-from hloscope.stages import RecordedCompile
+from hloscope.runs import RecordedCompile
 
 MAX_TIMELINE_ROWS = 200
 MAX_CAUSE_CHARS = 160

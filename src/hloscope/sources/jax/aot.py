@@ -16,6 +16,7 @@ import numpy as np
 
 from hloscope.environment import package_version, xla_of_jaxlib
 from hloscope.errors import HloscopeError, describe_exception, one_line
+from hloscope.runs import AotEntry, AotRuns, PathRun, ResultLeaf
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import (
     CLI_ARGUMENTS_HINT,
@@ -46,14 +47,7 @@ from hloscope.sources.jax.private import (
     private_compiled_modules,
     private_static_argnums,
 )
-from hloscope.stages import (
-    AotEntry,
-    AotRuns,
-    Lowering,
-    LoweringKind,
-    PathRun,
-    ResultLeaf,
-)
+from hloscope.stages import Lowering, LoweringKind
 
 
 def _runtime_note(exc: Exception) -> str:

@@ -43,15 +43,9 @@ import jax
 from jax import monitoring
 
 from hloscope.errors import HloscopeError, TimeLimitExceeded, describe_exception, display_path
+from hloscope.runs import ArgumentChange, ChangeKind, CompiledModule, RecordedCompile, RecordedRun
 from hloscope.sources.jax import private
 from hloscope.sources.jax.arguments import example_value
-from hloscope.stages import (
-    ArgumentChange,
-    ChangeKind,
-    CompiledModule,
-    RecordedCompile,
-    RecordedRun,
-)
 from hloscope.units import with_article
 
 # The modules kept for the browser: the latest ones, up to both bounds.

@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from hloscope.errors import HloscopeError, describe_exception, one_line
+from hloscope.runs import InputLeaf
 from hloscope.sources.jax.arguments import (
     aval_shape,
     format_path,
@@ -23,7 +24,6 @@ from hloscope.sources.jax.arguments import (
 )
 from hloscope.sources.jax.libraries import bound_call, user_key_paths
 from hloscope.sources.jax.private import describe_sharding
-from hloscope.stages import InputLeaf
 
 # Seed of the pseudo-random inputs made for shapes (`--arg`, `jax.ShapeDtypeStruct`).
 INPUT_SEED = 0

@@ -36,7 +36,8 @@ from hloscope.environment import note_child_backend, package_version
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir.hlo import parsed_from_reply
 from hloscope.ir.parsed import ParsedModule
-from hloscope.stages import Compilation, CompilerOptions, ProfiledRuns, TraceEvent
+from hloscope.runs import ProfiledRuns, TraceEvent
+from hloscope.stages import Compilation, CompilerOptions
 
 STAGE_REFUSED = "refused"
 """The module was refused (the header's `message` and `where`): one line."""

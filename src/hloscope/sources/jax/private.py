@@ -28,8 +28,9 @@ from jax._src.interpreters import partial_eval as _jax_partial_eval
 from jax._src.lib import xla_client as _xla_client
 
 from hloscope.native_stderr import native_stderr_captured
+from hloscope.runs import CompiledModule
 from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
-from hloscope.stages import ArgumentLeaf, CompiledModule
+from hloscope.stages import ArgumentLeaf
 
 
 def _private_compile_args(lowered: Any) -> Mapping[str, Any]:

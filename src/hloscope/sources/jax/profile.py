@@ -26,15 +26,10 @@ from typing import Any
 import jax
 
 from hloscope.errors import HloscopeError, describe_exception, display_path, one_line
+from hloscope.runs import ProfiledRuns, ProfiledScript, ProgramRun, TraceEvent
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.inputs import InputPlan
-from hloscope.stages import (
-    Lowering,
-    ProfiledRuns,
-    ProfiledScript,
-    ProgramRun,
-    TraceEvent,
-)
+from hloscope.stages import Lowering
 
 RUN_BUDGET_SECONDS = 2.0
 """The measured runs' default total: as many runs as fit, within the bounds below."""

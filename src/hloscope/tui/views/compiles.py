@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Static
 from hloscope.render.text.common import seconds, short_source
 from hloscope.render.text.compiles import change_text, summary_text
 from hloscope.reports import CompilesReport
-from hloscope.stages import RecordedCompile
+from hloscope.runs import RecordedCompile
 from hloscope.tui.widgets.lists import RowTable
 
 
