@@ -16,8 +16,9 @@ its modules when one of their names is first asked for (`reports.inspect_report`
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from hloscope.reports.entry import resolve
 
 if TYPE_CHECKING:
     from hloscope.reports.aot import AOT_TEXT_ELEMENTS, AotReport, AotTimings, aot_check_report
@@ -101,7 +102,7 @@ def __getattr__(name: str) -> Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'hloscope.reports' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"hloscope.reports.{module}"), name)
+    value = resolve(f"hloscope.reports.{module}:{name}")
     globals()[name] = value
     return value
 
