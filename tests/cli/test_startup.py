@@ -167,14 +167,12 @@ def test_a_stablehlo_module_loads_no_other_dialects_python_classes():
     assert not loaded & set(others)
 
 
-def test_a_json_run_loads_neither_importlib_metadata_nor_the_func_dialects_classes():
-    # The environment's versions are read from the dist-info folders, and the model is
-    # built from MLIR's own walk, which hands over plain operations (iterating a
-    # block's ops would make each its dialect's Python op class).
-    watched = ("importlib.metadata", "jaxlib.mlir.dialects.func")
-    loaded, stdout = loaded_by("inspect", MLIR, "--json", also=watched)
+def test_a_json_run_does_not_load_importlib_metadata():
+    # The environment's versions are read from the dist-info folders: importing
+    # importlib.metadata cost every JSON run 20 to 30 ms.
+    loaded, stdout = loaded_by("inspect", MLIR, "--json", also=("importlib.metadata",))
     assert json.loads(stdout)["environment"]["jax"]
-    assert not loaded & set(watched)
+    assert "importlib.metadata" not in loaded
 
 
 @pytest.mark.parametrize("name", ["hloscope", "jax", "jaxlib", "typer", "ml-dtypes", "nope-x"])
