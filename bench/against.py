@@ -87,7 +87,17 @@ def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="",
         help="measure these sections only: " + ", ".join(SECTIONS),
     )
+    parser.add_argument(
+        "--repeats",
+        metavar="K",
+        type=int,
+        default=1,
+        help="run every measurement K times as often (medians of more runs: a shared "
+        "machine's speed varies by a fifth from one second to the next)",
+    )
     options = parser.parse_args(argv)
+    if options.repeats < 1:
+        parser.error("--repeats must be at least 1")
     only = [s.strip() for s in options.only.split(",") if s.strip()]
     unknown = [s for s in only if s not in SECTIONS]
     if unknown:

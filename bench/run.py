@@ -145,6 +145,10 @@ class Runs:
         return self.by[key][-1].stdout
 
 
+REPEATS = 1
+"""`--repeats K`: every measurement runs K times as often; set by main()."""
+
+
 def interleaved(
     baseline: list[str] | None,
     hloscope_args: list[str],
@@ -155,7 +159,7 @@ def interleaved(
     in turn, so that the machine's load weighs on all of them alike. A tree whose run
     fails (REV lacking an option) is dropped from the row, saying why."""
     runs = Runs({})
-    for _ in range(repeats):
+    for _ in range(repeats * REPEATS):
         if baseline is not None:
             runs.by.setdefault("baseline", []).append(measure(baseline))
         for tree in only if only is not None else trees():
@@ -710,11 +714,14 @@ def machine() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global AGAINST
+    global AGAINST, REPEATS
     options = parse_arguments(argv)
+    REPEATS = options.repeats
+    info_repeats = str(REPEATS)
     sizes = ["10k", "100k"] if options.quick else ["10k", "100k", "1m"]
     start = time.perf_counter()
     info = machine()
+    info["repeats"] = info_repeats
     if options.against:
         print(f"checking out {options.against} ...", flush=True)
         AGAINST = checkout(options.against, ROOT, BENCH / "cache")

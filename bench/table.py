@@ -92,6 +92,11 @@ def markdown(rows: list[Row], info: dict[str, str], against: str | None = None) 
         f"jax {info['jax']}; {info['date']}"
         + (f"; load average {info['load']} at the start." if info.get("load") else "."),
         *([f"The other tree runs with its own {info['overlay']}."] if info.get("overlay") else []),
+        *(
+            [f"Every measurement ran {info['repeats']} times as often (--repeats)."]
+            if info.get("repeats", "1") != "1"
+            else []
+        ),
         "",
     ]
     if against:
