@@ -717,11 +717,10 @@ def main(argv: list[str] | None = None) -> int:
     global AGAINST, REPEATS
     options = parse_arguments(argv)
     REPEATS = options.repeats
-    info_repeats = str(REPEATS)
     sizes = ["10k", "100k"] if options.quick else ["10k", "100k", "1m"]
     start = time.perf_counter()
     info = machine()
-    info["repeats"] = info_repeats
+    info["repeats"] = str(REPEATS)
     if options.against:
         print(f"checking out {options.against} ...", flush=True)
         AGAINST = checkout(options.against, ROOT, BENCH / "cache")

@@ -586,12 +586,12 @@ def app_for(argv: Sequence[str] | None) -> typer.Typer:
 
 
 def _command_name(info: typer.models.CommandInfo) -> str | None:
-    # As typer names a command: its given name, or its function's, dashed.
+    # As typer names a command: its given name, or its function's.
     if info.name:
         return info.name
     if info.callback is None:
         return None
-    return info.callback.__name__.lower().replace("_", "-")
+    return typer.main.get_command_name(info.callback.__name__)
 
 
 def main(argv: list[str] | None = None) -> None:

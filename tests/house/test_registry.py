@@ -86,6 +86,16 @@ def test_entry_of_finds_each_listed_entry_in_its_reports_module():
         assert entry_of(report) is entry, entry.report.__name__
 
 
+def test_the_packages_lazy_names_are_its_public_names():
+    # `hloscope.reports` lists its names for typing (`__all__`) and for importing on
+    # first use: a name in one list only would fail at run time, not in mypy.
+    from hloscope.reports import _MODULE_OF
+
+    assert sorted(_MODULE_OF) == sorted(reports.__all__)
+    for name in reports.__all__:
+        assert getattr(reports, name) is not None, name
+
+
 def test_a_report_command_loads_no_other_reports_module():
     code = (
         "import sys\n"
