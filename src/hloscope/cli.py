@@ -129,6 +129,7 @@ def inspect(
     from hloscope import reports
     from hloscope.sources import loader
 
+    options = _for_compiles(options)
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse(target, options, "overview", debug)
         return
@@ -166,7 +167,9 @@ def fusions(
     from hloscope import reports
     from hloscope.sources import loader
 
-    options = dataclasses.replace(options, optimized=True, compile_dumps=compile)
+    options = dataclasses.replace(
+        options, optimized=True, compile_dumps=compile or options.compile_for is not None
+    )
     emit(
         debug,
         json,
@@ -222,7 +225,7 @@ def params(
 
         nonlocal statuses
         statuses = _fail_on_statuses(fail_on)
-        return reports.params_report(loader.load(target, options))
+        return reports.params_report(loader.load(target, _for_compiles(options)))
 
     emit(
         debug,
@@ -252,6 +255,7 @@ def placement(
 
     # --why compiles the loaded module itself, with Shardy's dumps.
     build = reports.placement_why_report if why else reports.placement_report
+    options = _for_compiles(options)
     options = dataclasses.replace(options, optimized=options.optimized and not why)
     emit(debug, json, lambda: build(loader.load(target, options)), timeout=timeout, what=target)
 
@@ -284,6 +288,7 @@ def diff(
     from hloscope import reports
     from hloscope.sources import loader
 
+    options = _for_compiles(options)
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse_diff(a, b, options, debug)
         return
@@ -309,6 +314,13 @@ def tui(
     and the reports (press ? in it for the keys). --timeout limits the loading; the
     browser then stays open."""
     _browse(target, options, "ir", debug, timeout)
+
+
+def _for_compiles(options: loader.LoadOptions) -> loader.LoadOptions:
+    """--for reads the program compiled for that platform: it implies --compile."""
+    if options.compile_for is None:
+        return options
+    return dataclasses.replace(options, optimized=True)
 
 
 def _browse(
@@ -642,6 +654,8 @@ def memory(
         debug,
         json,
         lambda: reports.memory_report(memory_dumps(target, options)),
+        # Out of memory on the device --for names: a finding, as a failed check is.
+        lambda report: ExitCode.DIFFERENT if report.does_not_fit else ExitCode.OK,
         timeout=timeout,
         what=target,
     )

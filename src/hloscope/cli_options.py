@@ -69,6 +69,19 @@ CompileOption = Annotated[
         "for the local backend, or pick a dump folder's after-optimization file.",
     ),
 ]
+ForOption = Annotated[
+    str | None,
+    typer.Option(
+        "--for",
+        "--compile-for",
+        metavar="SPEC",
+        help="Compile for a TPU topology or a GPU spec on this machine, without the device "
+        "(implies --compile): tpu:GEN:TOPOLOGY[,slices=N] (tpu:v5e:2x4, tpu:v4:2x2x1), "
+        "gpu:NAME[xN] (gpu:h100, gpu:h100x8, gpu:a100, gpu:l4), gpu:PATH.txtpb; cpu: the "
+        "local backend. hloscope platforms lists them.",
+        show_default=False,
+    ),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
 ]
@@ -104,10 +117,24 @@ def _load_options(
     args: str | None = None,
     module: str | None = None,
     compile: bool = False,
+    compile_for: str | None = None,
 ) -> LoadOptions:
+    from hloscope.compile_for import parse_compile_for
+    from hloscope.errors import HloscopeError
     from hloscope.sources.loader import LoadOptions
 
-    return LoadOptions(args=tuple(arg or ()), args_factory=args, module=module, optimized=compile)
+    try:
+        target = parse_compile_for(compile_for)
+    except HloscopeError as exc:
+        # A usage error, as typer's own: one line naming the command's --help.
+        raise typer.BadParameter(str(exc)) from None
+    return LoadOptions(
+        args=tuple(arg or ()),
+        args_factory=args,
+        module=module,
+        optimized=compile,
+        compile_for=target,
+    )
 
 
 # Each target option once: its name in a command's signature, its alias, its default.
@@ -116,6 +143,7 @@ _TARGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     "args": (ArgsOption, None),
     "module": (ModuleOption, None),
     "compile": (CompileOption, False),
+    "compile_for": (ForOption, None),
 }
 
 
@@ -136,12 +164,17 @@ def target_group(*names: str) -> OptionGroup:
 
 
 # (A command's LoadOptions is made when it runs: loading the loader waits until then.)
-TargetOptions = Annotated["LoadOptions", target_group("arg", "args", "module", "compile")]
-"""--arg, --args, --module and --compile (the optimized module)."""
-TargetOptionsNoCompile = Annotated["LoadOptions", target_group("arg", "args", "module")]
-"""--arg, --args and --module: commands that choose the module's stage themselves."""
-ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args")]
-"""--arg and --args: commands that call an entrypoint."""
+TargetOptions = Annotated[
+    "LoadOptions", target_group("arg", "args", "module", "compile", "compile_for")
+]
+"""--arg, --args, --module, --compile (the optimized module) and --for."""
+TargetOptionsNoCompile = Annotated[
+    "LoadOptions", target_group("arg", "args", "module", "compile_for")
+]
+"""--arg, --args, --module and --for: commands that choose the module's stage
+themselves."""
+ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args", "compile_for")]
+"""--arg, --args (and --for, which they refuse): commands that call an entrypoint."""
 
 
 def _group_of(annotation: Any) -> OptionGroup | None:

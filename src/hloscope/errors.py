@@ -18,7 +18,10 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from hloscope.stages import CompiledFor
 
 
 class ExitCode(enum.IntEnum):
@@ -46,6 +49,30 @@ class HloscopeError(Exception):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self.where else self.message
+
+
+class DoesNotFit(HloscopeError):
+    """XLA refused to compile the program for a device whose memory it does not fit
+    (`RESOURCE_EXHAUSTED`). `memory` still reads what XLA dumped before refusing; every
+    other view stops here, in one line naming `memory`."""
+
+    def __init__(
+        self,
+        xla_message: str,
+        spec: str,
+        *,
+        where: str | None = None,
+        compiled_for: CompiledFor | None = None,
+    ) -> None:
+        super().__init__(
+            f"does not fit {spec}: {xla_message} (hloscope memory with the same target and "
+            f"--for {spec} shows what is live at the peak, and which lines put it there)",
+            where=where,
+        )
+        self.xla_message = xla_message
+        self.spec = spec
+        self.compiled_for = compiled_for
+        """What it was compiled for, where known."""
 
 
 class TimeLimitExceeded(BaseException):

@@ -111,8 +111,44 @@ class Lowering:
 
 
 @dataclasses.dataclass(frozen=True)
+class CompiledFor:
+    """What a module was compiled for: the local backend, or the TPU topology or GPU
+    spec `--for` named, compiled here without the device (`hloscope.compile_for`)."""
+
+    platform: str
+    """`cpu`, `tpu`, `gpu` (a GPU spec), or the local backend's platform."""
+    name: str
+    """The TPU generation (`v5e`), the GPU spec (`h100`), or the local device kind."""
+    spec: str | None
+    """`--for` as given, normalised (`tpu:v5e:2x4`); None for the local backend."""
+    topology: str | None
+    """JAX's topology (`v5e:2x4`; `1x1x8` for GPUs); None for the local backend."""
+    devices: int
+    """The devices compiled for (the program's partitions x replicas), of how many the
+    platform has (`platform_devices`)."""
+    platform_devices: int
+    device_kind: str
+    """As XLA names the device: `TPU v5 lite`, `NVIDIA H100 80GB HBM3`, `cpu`."""
+    compiler: str
+    """What compiled it: `libtpu`, `jax-cuda12-plugin`, `jaxlib` (XLA's CPU compiler)."""
+    compiler_version: str | None
+    deviceless: bool
+    """Compiled on a machine without the device (JAX's compile-only devices)."""
+    autotuned: bool | None
+    """On a GPU: whether XLA autotuned its kernels (never without the device); None
+    elsewhere."""
+    memory_bytes: int | None = None
+    """One device's memory (the TPU's HBM, the GPU spec's device memory); None where
+    not known."""
+    memory_name: str = "memory"
+    """What that memory is called: `HBM`, `GPU memory`."""
+    slices: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
 class Compilation:
-    """What XLA made of a module for the local backend."""
+    """What XLA made of a module for the local backend, or for what `compiled_for`
+    names."""
 
     hlo_proto: bytes
     """The optimized `HloModuleProto`."""
@@ -121,6 +157,9 @@ class Compilation:
     cost: Mapping[str, float] | None
     memory: Mapping[str, int] | None
     platform: str
+    compiled_for: CompiledFor | None = None
+    """What it was compiled for; None where not recorded (a `Compiled` given as it
+    is)."""
 
 
 # --------------------------------------------------------------------------- sources
@@ -160,3 +199,6 @@ class Source:
     """The module picked in a dump folder."""
     folder_modules: tuple[str, ...] = ()
     """Every module of the dump folder."""
+    compiled_for: CompiledFor | None = None
+    """What the optimized module was compiled for, when it was compiled here; None for
+    a lowered module and for an optimized module read as it is."""

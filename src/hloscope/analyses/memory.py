@@ -39,6 +39,7 @@ from hloscope.analyses.fusions import (
 )
 from hloscope.ir.model import Module, Op
 from hloscope.ir.xla_buffers import Allocation, AssignedValue, BufferAssignment, LiveRanges
+from hloscope.stages import CompiledFor
 
 BufferKind = Literal["parameter", "alias", "output", "temporary", "constant", "thread-local"]
 """Whose memory a buffer is (see the module's docstring)."""
@@ -441,3 +442,65 @@ class _Makers:
             user_source=user_source,
             user_source_from=user_from,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceFit:
+    """Whether the program fits one device's memory on the platform it was compiled for
+    (`--for`): "will it fit"."""
+
+    fits: bool | None
+    """False when XLA refused it (out of memory) or it needs more than the device has;
+    None when the device's memory is not known (a GPU spec without it)."""
+    required_bytes: int
+    """What one device needs: XLA's memory analysis (arguments + outputs + temporaries
+    + generated code − aliased), or, when XLA refused, what its buffer assignment
+    allocated before refusing."""
+    required_from: str
+    """Which of the two: `memory analysis`, `buffer assignment`."""
+    device_bytes: int | None
+    """One device's memory (the TPU generation's HBM, the GPU spec's memory)."""
+    memory_name: str
+    """`HBM`, `GPU memory`."""
+    device: str
+    """The device, as XLA names it: `TPU v5 lite`."""
+    refused: str | None
+    """XLA's sentence when it refused to compile the program (RESOURCE_EXHAUSTED)."""
+
+
+def device_fit(
+    analysis: MemoryAnalysis, compiled_for: CompiledFor | None, refused: str | None = None
+) -> DeviceFit | None:
+    """Whether the program of `analysis` fits a device of what it was compiled for;
+    None when it was compiled for the local backend (nothing to foresee: it ran here)."""
+    if compiled_for is None or compiled_for.spec is None:
+        return None
+    totals = analysis.totals
+    if totals is not None and refused is None:
+        required = (
+            totals.get("argument_bytes", 0)
+            + totals.get("output_bytes", 0)
+            + totals.get("temp_bytes", 0)
+            + totals.get("generated_code_bytes", 0)
+            - totals.get("alias_bytes", 0)
+        )
+        required_from = "memory analysis"
+    else:
+        required, required_from = analysis.allocated_bytes, "buffer assignment"
+    device_bytes = compiled_for.memory_bytes
+    fits: bool | None
+    if refused is not None:
+        fits = False
+    elif device_bytes is None:
+        fits = None
+    else:
+        fits = required <= device_bytes
+    return DeviceFit(
+        fits=fits,
+        required_bytes=required,
+        required_from=required_from,
+        device_bytes=device_bytes,
+        memory_name=compiled_for.memory_name,
+        device=compiled_for.device_kind,
+        refused=refused,
+    )

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from hloscope.reports.check import CheckReport
     from hloscope.reports.profile import ProfileReport, ScriptProfileReport
     from hloscope.runs import RecordedCompile
-    from hloscope.stages import Source
+    from hloscope.stages import CompiledFor, Source
 
 SCHEMA_VERSION = 1
 
@@ -62,6 +62,18 @@ def document(command: str, target: str, body: Mapping[str, Any]) -> dict[str, An
 
 def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def compiled_for_json(compiled_for: CompiledFor | None) -> dict[str, Any] | None:
+    """What a module was compiled for (`--for`, or the local backend); None when it was
+    not compiled here."""
+    return plain(compiled_for) if compiled_for is not None else None
+
+
+def source_fields(source: Source) -> dict[str, Any]:
+    """Where a report's module came from (`source`) and what it was compiled for
+    (`compiled_for`): the keys every report with a module has."""
+    return {"source": source_json(source), "compiled_for": compiled_for_json(source.compiled_for)}
 
 
 def source_json(source: Source) -> dict[str, Any]:
@@ -109,7 +121,7 @@ def structure_json(structure: Structure) -> dict[str, Any]:
 
 
 def inspect_json(report: InspectReport) -> dict[str, Any]:
-    body: dict[str, Any] = {"source": source_json(report.source)}
+    body: dict[str, Any] = source_fields(report.source)
     body.update(structure_json(report.structure))
     body["timings"] = plain(report.timings)
     body["cost"] = plain(report.cost)
@@ -140,7 +152,7 @@ def fusion_summary_json(summary: FusionSummary) -> dict[str, Any]:
 def fusions_json(report: FusionsReport) -> dict[str, Any]:
     analysis = report.analysis
     body: dict[str, Any] = {
-        "source": source_json(report.source),
+        **source_fields(report.source),
         "module": report.module,
         "fusions": [
             {
@@ -249,7 +261,7 @@ def _functions_json(usage: ParameterUsage) -> list[dict[str, Any]]:
 def params_json(report: ParamsReport) -> dict[str, Any]:
     usage = report.usage
     body: dict[str, Any] = {
-        "source": source_json(report.source),
+        **source_fields(report.source),
         "module": report.module,
         "entry": usage.entry,
         "from_python": usage.from_python,
@@ -372,7 +384,7 @@ def placement_summary_json(placement: Placement) -> dict[str, Any]:
 
 def placement_json(report: PlacementReport) -> dict[str, Any]:
     placement = report.placement
-    body: dict[str, Any] = {"source": source_json(report.source)}
+    body: dict[str, Any] = source_fields(report.source)
     body.update(_placement_lists(placement))
     body["shardings"] = [
         {
@@ -488,7 +500,7 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
 def _diff_side_json(source: Source, side: DiffSide) -> dict[str, Any]:
     return {
         "target": source.target,
-        "source": source_json(source),
+        **source_fields(source),
         "module": side.module,
         "entry": side.entry,
         "ops": sum(side.counted),
@@ -715,7 +727,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
     if analysis.totals is not None:
         totals.update(analysis.totals)
     body: dict[str, Any] = {
-        "source": source_json(report.source),
+        **source_fields(report.source),
         "module": report.module,
         "totals": totals,
         "peak_bytes": analysis.peak_bytes,
@@ -749,6 +761,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
         "allocated_bytes": analysis.allocated_bytes,
         "files": list(report.files),
         "notes": list(report.notes),
+        "fit": plain(report.fit),
     }
     return document("memory", report.source.target, body)
 
@@ -816,7 +829,7 @@ def profile_json(report: ProfileReport) -> dict[str, Any]:
     analysis = report.analysis
     times = analysis.seconds_per_run
     body: dict[str, Any] = {
-        "source": source_json(report.source),
+        **source_fields(report.source),
         "module": report.module,
         "runs": analysis.runs,
         "warmup": analysis.warmup,

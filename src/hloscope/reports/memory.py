@@ -14,7 +14,7 @@ from hloscope.stages import Source
 
 if TYPE_CHECKING:
     from hloscope.analyses.fusions import LoweredFrames
-    from hloscope.analyses.memory import MemoryAnalysis
+    from hloscope.analyses.memory import DeviceFit, MemoryAnalysis
     from hloscope.analyses.params import ParameterUsage
     from hloscope.sources.loader import Loaded
     from hloscope.sources.memory import BufferDumps
@@ -35,17 +35,27 @@ class MemoryReport:
     line_texts: Mapping[str, str]
     """The code of each source line named (`file.py:LINE` -> text), where readable."""
     notes: tuple[str, ...]
+    fit: DeviceFit | None = None
+    """Whether it fits a device of the platform it was compiled for (`--for`); None for
+    the local backend."""
+
+    @property
+    def does_not_fit(self) -> bool:
+        """XLA refused it, or it needs more than the device's memory: a finding (exit 1)."""
+        return self.fit is not None and self.fit.fits is False
 
 
 def memory_report(buffers: BufferDumps) -> MemoryReport:
     """Build the `memory` report of XLA's buffer assignment and live ranges of an
     optimized module (`hloscope.sources.memory`)."""
+    from hloscope.analyses.memory import device_fit
     from hloscope.analyses.params import analyze_params
 
     loaded = buffers.loaded
     usage = analyze_params(loaded.module, loaded.lowering)
     analysis = buffers_analysis(buffers, usage, lowered_frames(loaded))
     notes = loaded.notes + analysis.notes
+    refused = buffers.refused.xla_message if buffers.refused is not None else None
     return MemoryReport(
         source=loaded.source,
         module=loaded.module.name,
@@ -60,6 +70,7 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
             for s in b.sources
         ),
         notes=notes,
+        fit=device_fit(analysis, loaded.source.compiled_for, refused),
     )
 
 

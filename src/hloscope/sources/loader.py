@@ -25,7 +25,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from hloscope.errors import HloscopeError, display_path
+from hloscope.compile_for import CompileFor
+from hloscope.errors import DoesNotFit, HloscopeError, display_path
 from hloscope.ir import parse
 from hloscope.ir.attributes import Mesh
 from hloscope.ir.model import Module
@@ -100,6 +101,9 @@ class LoadOptions:
     defer_model: bool = False
     """Build the model of a module parsed as MLIR when it is first asked for
     (`ParsedModule.model`), not while loading: the browser prints a module first."""
+    compile_for: CompileFor | None = None
+    """`--for`: compile for this TPU topology or GPU spec, without the device, instead
+    of the local backend (it implies `optimized`)."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -180,7 +184,12 @@ class Loaded:
         assert self.program is not None
         parsed = self.program.read_optimized(compilation, self.label)
         return Loaded(
-            source=dataclasses.replace(self.source, ir=parsed.format, stage=OPTIMIZED),
+            source=dataclasses.replace(
+                self.source,
+                ir=parsed.format,
+                stage=OPTIMIZED,
+                compiled_for=compilation.compiled_for,
+            ),
             parsed=parsed,
             lowering=self.lowering,
             compilation=compilation,
@@ -199,16 +208,24 @@ class Loaded:
 
     @contextlib.contextmanager
     def compiled_with_dumps(
-        self, compiler_options: CompilerOptions, refusal: str
+        self, compiler_options: CompilerOptions, refusal: str, keep_refused: bool = False
     ) -> Iterator[XlaDump]:
         """Compile the target here with XLA dumping into a temporary folder (with
         `compiler_options`: which files to write) and hand over what it wrote; the
         folder is removed when the `with` block ends. `refusal` says why an optimized
-        module read as it is (nothing to compile) cannot give what was wanted."""
+        module read as it is (nothing to compile) cannot give what was wanted.
+        `keep_refused`: when XLA refuses a program that does not fit the device
+        (`DoesNotFit`), hand over what it wrote before refusing, with no `compiled`."""
         if self.program is None:
             raise HloscopeError(refusal, where=self.label)
         with tempfile.TemporaryDirectory(prefix="hloscope-xla-") as folder:
-            compiled = self.compiled((("xla_dump_to", folder), *compiler_options))
+            try:
+                compiled = self.compiled((("xla_dump_to", folder), *compiler_options))
+            except DoesNotFit as exc:
+                if not keep_refused:
+                    raise
+                yield XlaDump(Path(folder), None, exc)
+                return
             yield XlaDump(Path(folder), compiled)
 
 
@@ -218,8 +235,10 @@ class XlaDump:
 
     folder: Path
     """The dump folder (temporary: gone after the `with` block)."""
-    compiled: Loaded
-    """The optimized module XLA made."""
+    compiled: Loaded | None
+    """The optimized module XLA made; None when XLA refused it (`refused`)."""
+    refused: DoesNotFit | None = None
+    """XLA's refusal of a program that does not fit the device, when kept."""
 
 
 def loading_step(target: str) -> str:
@@ -320,6 +339,15 @@ def _refuse_target_options(options: LoadOptions, what: str) -> None:
         raise HloscopeError(f"--arg and --args are for target strings; this is {what}")
 
 
+def needs_the_device(command: str, target: CompileFor) -> HloscopeError:
+    """The refusal of a command that runs the program (`aot-check`, `profile`): `--for`
+    compiles without the device, and running needs it."""
+    return HloscopeError(
+        f"{command} runs the program, which needs the device: --for {target.spec} compiles "
+        f"without one. Run {command} on a machine with the device, without --for"
+    )
+
+
 def optimized(loaded: Loaded) -> Loaded:
     """The same target's optimized module (compiling it here when needed)."""
     return loaded.optimized()
@@ -394,6 +422,17 @@ def _import_entrypoint(
     # The user's module first: it may configure JAX (XLA_FLAGS, jax.config) when
     # imported, which only works before a backend exists.
     import_notes: list[str] = []
+    given_devices = None
+    if options.compile_for is not None:
+        from hloscope.native_stderr import native_stderr_captured
+
+        with native_stderr_captured():
+            # Importing JAX here, before the user's module does (inside `user_code`):
+            # with JAX's CUDA plugin installed, it logs to the native stderr.
+            from hloscope.sources.jax.platforms import give_program_devices
+
+        # As many host devices as the platform has, before the program builds a mesh.
+        given_devices = give_program_devices(options.compile_for)
     obj = import_target(target, import_notes)
     extra_obj = import_target(extra, import_notes) if extra is not None else None
     factory = None
@@ -404,6 +443,10 @@ def _import_entrypoint(
                 f"--args {options.args_factory}: expected module:callable or file.py:callable"
             )
         factory = import_target(factory_target, import_notes)
+    if options.compile_for is not None:
+        from hloscope.sources.jax.platforms import program_device_count
+
+        program_device_count(options.compile_for, given_devices)
 
     from hloscope.sources.jax.arguments import example_arguments, factory_arguments
 
@@ -439,6 +482,11 @@ def _lower_entrypoint(
     hand names, and parse the module."""
     from hloscope.sources.jax.lower import lower
 
+    platform = None
+    if options.compile_for is not None:
+        from hloscope.sources.jax.platforms import lowering_platform
+
+        platform = lowering_platform(options.compile_for)
     lowering = lower(
         entrypoint.obj,
         entrypoint.args,
@@ -446,9 +494,10 @@ def _lower_entrypoint(
         label,
         given_args=entrypoint.given_args,
         arguments_hint=_hint(call),
+        platform=platform,
     )
     notes = entrypoint.notes + lowering.notes
-    program = LoweringProgram(lowering)
+    program = LoweringProgram(lowering, options.compile_for)
     stage: Stage
     if lowering.mlir_bytecode is None or options.optimized:
         compilation = program.compile(label, options.compiler_options)
@@ -467,6 +516,7 @@ def _lower_entrypoint(
         ir=parsed.format,
         stage=stage,
         path=None,
+        compiled_for=compilation.compiled_for if compilation is not None else None,
     )
     declared: tuple[Mesh, ...] = ()
     if stage == OPTIMIZED and lowering.mlir_bytecode is not None:
@@ -528,6 +578,8 @@ def load_runs(
             "pkg.module:function), not a dump",
             where=target,
         )
+    if options.compile_for is not None:
+        raise needs_the_device("aot-check", options.compile_for)
     if options.optimized:
         raise HloscopeError("aot-check compares the lowered modules; --compile does not apply")
     aot_parsed = _aot_target(aot_target) if aot_target is not None else None
@@ -639,7 +691,11 @@ def _load_dump(text: str, target: DumpTarget, options: LoadOptions) -> Loaded:
             notes.append(note)
         folder_module = picked.key
         folder_modules = tuple(m.key for m in folder.modules)
-        if options.optimized and picked.after is not None:
+        if (
+            options.optimized
+            and picked.after is not None
+            and (options.compile_for is None or picked.before is None)
+        ):
             file, stage_hint = picked.after, OPTIMIZED
         elif picked.before is not None:
             # A plain folder of modules names no stage: each file's content (and
@@ -692,6 +748,8 @@ def _load_dump_data(
 ) -> Loaded:
     """Parse a dump's bytes (read from a file, or given in hand), compiling them when
     the optimized module is wanted. `path`: the file read, if any."""
+    if options.compile_for is not None:
+        options = dataclasses.replace(options, optimized=True, compile_dumps=True)
     if options.optimized and options.compile_dumps:
         # The compiling child gets ready while the dump is parsed here.
         from hloscope.sources.jax.module_run import start_runner
@@ -700,7 +758,14 @@ def _load_dump_data(
     fmt, parsed, lowering = _parse_dump(data, label, options.defer_model)
     stage = stage_hint or _stage_of(parsed, data, file_name)
     compilation = None
-    program = None if stage == OPTIMIZED else ModuleProgram(parsed)
+    program = None if stage == OPTIMIZED else ModuleProgram(parsed, compile_for=options.compile_for)
+    if program is None and options.compile_for is not None:
+        raise HloscopeError(
+            f"this is a module after XLA's optimizations, compiled already: --for "
+            f"{options.compile_for.spec} compiles a module before them (a dump folder's "
+            "before_optimizations file, or the Python function)",
+            where=label,
+        )
     if program is not None and options.optimized:
         if not options.compile_dumps:
             raise HloscopeError(
@@ -720,6 +785,7 @@ def _load_dump_data(
         path=path,
         folder_module=folder_module,
         folder_modules=folder_modules,
+        compiled_for=compilation.compiled_for if compilation is not None else None,
     )
     all_notes = notes + (lowering.notes if lowering else ()) + parsed.notes
     return Loaded(source, parsed, lowering, compilation, 0.0, all_notes, options, program)

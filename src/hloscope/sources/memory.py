@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from hloscope.errors import HloscopeError, display_path
+from hloscope.errors import DoesNotFit, HloscopeError, display_path
 from hloscope.ir.xla_buffers import (
     DUMP_FLAGS_HINT,
     BufferAssignment,
@@ -35,6 +35,9 @@ class BufferDumps:
     live: LiveRanges
     files: tuple[str, ...]
     """The dump folder's files read; empty when compiled here (the files are gone)."""
+    refused: DoesNotFit | None = None
+    """XLA's refusal to compile the program for a device it does not fit: the files
+    are what XLA dumped before refusing."""
 
     @property
     def dumped(self) -> bool:
@@ -83,15 +86,44 @@ def compiled_memory_dumps(loaded: Loaded) -> BufferDumps:
         f"its buffer assignment: give the dump folder XLA wrote ({DUMP_FLAGS_HINT}), "
         "or the module before optimization"
     )
-    with loaded.compiled_with_dumps((), refusal) as dump:
+    with loaded.compiled_with_dumps((), refusal, keep_refused=True) as dump:
+        if dump.refused is not None:
+            return _refused(loaded, dump.folder, dump.refused)
         compiled = dump.compiled
+        assert compiled is not None
         files = dumps.memory_files(dump.folder, name=compiled.module.name)
         if files is None:
             raise HloscopeError(
-                "XLA wrote no buffer assignment while compiling it for the local backend",
-                where=compiled.label,
+                "XLA wrote no buffer assignment while compiling it", where=compiled.label
             )
         return _read(compiled, files, dumped=False)
+
+
+def _refused(loaded: Loaded, folder: Path, refused: DoesNotFit) -> BufferDumps:
+    """What XLA dumped before refusing a program that does not fit the device: its
+    optimized module and buffer assignment, read as a dump folder's are, under the
+    target's name. Without them, the refusal is the answer."""
+    files = dumps.memory_files(folder)
+    picked = [m for m in dumps.list_folder(folder).modules if m.after is not None]
+    if files is None or not picked:
+        raise refused
+    read = load(str(picked[-1].after), LoadOptions())
+    source = dataclasses.replace(
+        loaded.source,
+        ir=read.source.ir,
+        stage=OPTIMIZED,
+        compiled_for=refused.compiled_for,
+    )
+    optimized = Loaded(
+        source,
+        read.parsed,
+        loaded.lowering,
+        None,
+        loaded.load_seconds,
+        loaded.notes,
+        loaded.options,
+    )
+    return dataclasses.replace(_read(optimized, files, dumped=False), refused=refused)
 
 
 def _folder_files(path: Path, folder: dumps.DumpFolder, key: str) -> dumps.MemoryFiles | None:

@@ -158,4 +158,5 @@ def compiled_pass_dumps(loaded: Loaded) -> Iterator[PassDumps]:
         if not with_passes:
             raise _no_pass_files(loaded.label)
         module = max(with_passes, key=lambda m: len(m.passes))
+        assert dump.compiled is not None  # a refusal is raised, not kept
         yield PassDumps(loaded.label, dump.folder, module, dump.compiled, dump.compiled.notes)

@@ -58,6 +58,10 @@ def profile_target(
     sends what it prints to stderr), or an entrypoint loaded with `options` (see
     `profiled`)."""
     _check_counts(runs, warmup)
+    if options.compile_for is not None:
+        from hloscope.sources.loader import needs_the_device
+
+        raise needs_the_device("profile", options.compile_for)
     if is_script(target):
         if options.args or options.args_factory or runs is not None:
             raise HloscopeError(

@@ -16,6 +16,7 @@ from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 
 if TYPE_CHECKING:
+    from hloscope.compile_for import CompileFor
     from hloscope.runs import ProfiledRuns
     from hloscope.sources.jax.module_run import ModuleResult, RunRequest
     from hloscope.stages import Compilation, CompilerOptions, Lowering
@@ -54,11 +55,13 @@ class LoweringProgram:
     """An entrypoint's (or an object's) lowering: compiled through JAX."""
 
     lowering: Lowering
+    compile_for: CompileFor | None = None
+    """What to compile for instead of the local backend (`--for`)."""
 
     def compile(self, label: str, compiler_options: CompilerOptions) -> Compilation:
         from hloscope.sources.jax.compile import compile_lowering
 
-        return compile_lowering(self.lowering, label, compiler_options)
+        return compile_lowering(self.lowering, label, compiler_options, self.compile_for)
 
     def refusal(self) -> str | None:
         # JAX lowered it for the local backend, or compiles it for another one and
@@ -98,8 +101,12 @@ class ModuleProgram:
     """The custom-call targets the module names (read at the first ask)."""
     optimized: tuple[Compilation, ParsedModule] | None = None
     """The last compilation, and the model the child made of it, until it is read."""
+    compile_for: CompileFor | None = None
+    """What to compile for instead of the local backend (`--for`)."""
 
     def refusal(self) -> str | None:
+        if self.compile_for is not None:
+            return None  # the platform's compiler says
         targets = self._custom_call_targets()
         if not outside_xla(targets):
             return None  # without importing JAX (the browser asks of every dump)
@@ -172,6 +179,7 @@ class ModuleProgram:
             compiler_options,
             tuple(sorted(targets)),
             run,
+            self.compile_for.spec if self.compile_for is not None else None,
         )
         result = run_module(self.bytecode, request)
         self.optimized = (result.compilation, result.optimized)

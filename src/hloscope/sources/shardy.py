@@ -62,6 +62,7 @@ def shardy_dumps(loaded: Loaded) -> ShardyDumps:
     refusal = "nothing to compile here: --why needs the module before optimizations"
     with loaded.compiled_with_dumps(SHARDY_DUMP_OPTIONS, refusal) as dump:
         compiled = dump.compiled
+        assert compiled is not None  # a refusal is raised, not kept
         name = compiled.module.name or ""
         propagated = _pick(sorted(dump.folder.glob(f"shardy/*/{PROPAGATED_FILE}")), name)
         befores = sorted(dump.folder.glob("*.before_optimizations.txt"))

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from hloscope.errors import reader_gone
 from hloscope.reports import Timings
-from hloscope.stages import Source
+from hloscope.stages import CompiledFor, Source
 
 Cell = str | Text
 """A table cell, in a table of a text report or of the browser."""
@@ -95,7 +95,27 @@ def describe_source(source: Source) -> str:
     text = f"{read}, {stage} module, {ir}"
     if source.path and source.kind == "dump" and source.path != source.target:
         text += f" from {source.path}"
+    compiled_for = compiled_for_text(source.compiled_for)
+    if compiled_for:
+        text += f", {compiled_for}"
     return text
+
+
+def compiled_for_text(compiled_for: CompiledFor | None) -> str:
+    """`compiled for tpu:v5e:2x4 (8 × TPU v5 lite; libtpu 0.0.42.1, without the
+    device)`; empty for the local backend (what every report was compiled for unless
+    `--for` said otherwise)."""
+    if compiled_for is None or compiled_for.spec is None:
+        return ""
+    devices = f"{compiled_for.devices} × {compiled_for.device_kind}"
+    if compiled_for.devices != compiled_for.platform_devices:
+        devices = f"{compiled_for.devices} of {compiled_for.platform_devices} × "
+        devices += compiled_for.device_kind
+    compiler = " ".join(p for p in (compiled_for.compiler, compiled_for.compiler_version) if p)
+    how = "without the device" if compiled_for.deviceless else "on the device"
+    if compiled_for.autotuned is False:
+        how += ", not autotuned"
+    return f"compiled for {compiled_for.spec} ({devices}; {compiler}, {how})"
 
 
 def header_table(rows: list[tuple[str, RenderableType]]) -> Table:

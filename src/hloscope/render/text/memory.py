@@ -10,7 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analyses.memory import LiveBuffer, MemoryAnalysis, ProfilePoint
+from hloscope.analyses.memory import DeviceFit, LiveBuffer, MemoryAnalysis, ProfilePoint
 from hloscope.render.text.common import (
     clip,
     describe_source,
@@ -125,6 +125,32 @@ def profile_chart(
     return lines
 
 
+def fit_text(fit: DeviceFit) -> Text:
+    """`yes: 9.3 GiB of 16.0 GiB HBM per device (58%)`, `no: ...`, or XLA's refusal."""
+    needed = human_bytes(fit.required_bytes)
+    of = (
+        f" of {human_bytes(fit.device_bytes)} {fit.memory_name} per device ({fit.device})"
+        if fit.device_bytes
+        else f" ({fit.device}: its {fit.memory_name} is not known)"
+    )
+    share = (
+        f", {fit.required_bytes / fit.device_bytes:.0%}"
+        if fit.device_bytes and fit.refused is None
+        else ""
+    )
+    if fit.refused is not None:
+        return Text(
+            f"does not fit: XLA refused it: {fit.refused} (below: what its buffer "
+            "assignment held when it gave up)",
+            style="bold red",
+        )
+    if fit.fits is False:
+        return Text(f"does not fit: needs {needed}{of}{share}", style="bold red")
+    if fit.fits is None:
+        return Text(f"needs {needed}{of}")
+    return Text(f"fits: {needed}{of}{share}", style="bold green")
+
+
 def render_memory(report: MemoryReport, console: Console) -> None:
     analysis = report.analysis
     source = report.source
@@ -132,10 +158,17 @@ def render_memory(report: MemoryReport, console: Console) -> None:
         ("target", Text(source.target, style="bold")),
         ("source", describe_source(source)),
         ("module", report.module or "(unnamed)"),
-        ("totals", totals_text(analysis)),
+        (
+            "totals",
+            "unknown: XLA refused to compile it, so it made no memory analysis"
+            if report.fit is not None and report.fit.refused is not None
+            else totals_text(analysis),
+        ),
         ("peak", Text(peak_text(analysis), style="bold")),
         ("allocated", f"{human_bytes(analysis.allocated_bytes)} in XLA's allocations"),
     ]
+    if report.fit is not None:
+        rows.insert(2, ("fits", fit_text(report.fit)))
     if analysis.donated:
         rows.append(("donated", _donated_text(analysis)))
     if analysis.memory_spaces:

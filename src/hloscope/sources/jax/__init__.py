@@ -24,3 +24,11 @@ private APIs are read in `private` alone.
 Nothing is re-exported here: import the modules themselves
 (`from hloscope.sources.jax.lower import lower`).
 """
+
+import os as _os
+
+# With libtpu installed (`hloscope[tpu]`), every process that starts JAX's backends
+# loads it and holds /tmp/libtpu_lockfile until it exits, so that a second one cannot
+# make a TPU topology (`--for tpu:...`) while the first runs. Set before any module
+# here imports JAX; a user's own setting stays.
+_os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.extend
@@ -25,15 +25,25 @@ from hloscope.sources.jax.private import (
     private_device_assignment,
     private_device_list,
 )
-from hloscope.stages import Compilation, CompilerOptions, Lowering
+from hloscope.stages import Compilation, CompiledFor, CompilerOptions, Lowering
+
+if TYPE_CHECKING:
+    from hloscope.compile_for import CompileFor
 
 
 def compile_lowering(
-    lowering: Lowering, label: str, compiler_options: CompilerOptions = ()
+    lowering: Lowering,
+    label: str,
+    compiler_options: CompilerOptions = (),
+    compile_for: CompileFor | None = None,
 ) -> Compilation:
     """Compile (or, for a `Compiled`, read) the optimized module of a lowering.
-    `compiler_options`: XLA debug options for this compilation only (`xla_dump_to`)."""
+    `compiler_options`: XLA debug options for this compilation only (`xla_dump_to`).
+    `compile_for`: a TPU topology or GPU spec to compile for instead of the local
+    backend."""
     handle = lowering.handle
+    if compile_for is not None:
+        return _compile_lowering_for(lowering, label, compiler_options, compile_for)
     if isinstance(handle, jax.stages.Compiled):
         if compiler_options:
             raise HloscopeError(
@@ -58,6 +68,33 @@ def compile_lowering(
     raise HloscopeError("nothing to compile", where=label)
 
 
+def _compile_lowering_for(
+    lowering: Lowering, label: str, compiler_options: CompilerOptions, target: CompileFor
+) -> Compilation:
+    from hloscope.sources.jax.platforms import compile_for_platform
+    from hloscope.sources.jax.private import private_module_devices, private_propagation
+
+    handle = lowering.handle
+    if isinstance(handle, jax.stages.Compiled):
+        raise HloscopeError(
+            f"this is a jax.stages.Compiled, compiled already for this machine: give the "
+            f"function or its jax.stages.Lowered to compile it for {target.spec}",
+            where=label,
+        )
+    if isinstance(handle, jax.stages.Lowered):
+        module: Any = handle.compiler_ir("stablehlo")
+        partitions = private_module_devices(handle)
+        propagation = private_propagation(handle)
+    elif lowering.mlir_bytecode is not None:
+        module, partitions, propagation = lowering.mlir_bytecode, 1, None
+    else:
+        raise HloscopeError("nothing to compile", where=label)
+    executable, elapsed, compiled_for = compile_for_platform(
+        module, target, label, partitions, 1, compiler_options, propagation
+    )
+    return executable_compilation(executable, elapsed, target.platform, compiled_for)
+
+
 def compile_module(
     mlir: bytes | str,
     label: str,
@@ -65,14 +102,23 @@ def compile_module(
     replicas: int = 1,
     compiler_options: CompilerOptions = (),
     custom_call_targets: Iterable[str] = (),
+    compile_for: CompileFor | None = None,
 ) -> Compilation:
-    """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
-    debug options for this compilation only. `custom_call_targets`: the targets the
-    module calls; one the backend cannot run is refused before compiling."""
+    """Compile a StableHLO module (text or bytecode) for the local backend (or for
+    `compile_for`), with XLA debug options for this compilation only.
+    `custom_call_targets`: the targets the module calls; one the backend cannot run is
+    refused before compiling."""
+    if compile_for is not None:
+        from hloscope.sources.jax.platforms import compile_for_platform
+
+        executable, elapsed, compiled_for = compile_for_platform(
+            mlir, compile_for, label, partitions, replicas, compiler_options
+        )
+        return executable_compilation(executable, elapsed, compile_for.platform, compiled_for)
     executable, elapsed, platform = compile_executable(
         mlir, label, partitions, replicas, compiler_options, custom_call_targets
     )
-    return executable_compilation(executable, elapsed, platform)
+    return executable_compilation(executable, elapsed, platform, _local(partitions * replicas))
 
 
 def compile_executable(
@@ -122,16 +168,25 @@ def compile_executable(
     return executable, time.perf_counter() - start, str(backend.platform)
 
 
-def executable_compilation(executable: Any, elapsed: float, platform: str) -> Compilation:
-    """The optimized module of an executable `compile_executable` made, with XLA's
-    analyses."""
+def executable_compilation(
+    executable: Any, elapsed: float, platform: str, compiled_for: CompiledFor | None = None
+) -> Compilation:
+    """The optimized module of an executable `compile_executable` (or
+    `compile_for_platform`) made, with XLA's analyses."""
     return _with_analyses(
         executable.hlo_modules()[0],
         elapsed,
         platform,
         executable.cost_analysis,
         executable.get_compiled_memory_stats,
+        compiled_for,
     )
+
+
+def _local(used: int) -> CompiledFor:
+    from hloscope.sources.jax.platforms import local_compiled_for
+
+    return local_compiled_for(local_backend(), used)
 
 
 def custom_call_refusal(custom_call_targets: Iterable[str]) -> str | None:
@@ -175,7 +230,16 @@ def _compilation(compiled: Any, elapsed: float | None, label: str) -> Compilatio
             jax.extend.backend.get_backend().platform,
             compiled.cost_analysis,
             compiled.memory_analysis,
+            _local(_device_count(executable)),
         )
+
+
+def _device_count(executable: Any) -> int:
+    """How many devices a loaded executable runs on."""
+    try:
+        return len(executable.local_devices())
+    except Exception:
+        return 1
 
 
 def _with_analyses(
@@ -184,6 +248,7 @@ def _with_analyses(
     platform: str,
     cost_analysis: Callable[[], Any],
     memory_analysis: Callable[[], Any],
+    compiled_for: CompiledFor | None = None,
 ) -> Compilation:
     """The optimized module with XLA's cost and memory analyses, where the backend
     has them (they raise on backends and executables that do not)."""
@@ -200,6 +265,7 @@ def _with_analyses(
         cost=cost,
         memory=memory,
         platform=platform,
+        compiled_for=compiled_for,
     )
 
 

@@ -75,9 +75,12 @@ def lower(
     label: str,
     given_args: bool,
     arguments_hint: str = CLI_ARGUMENTS_HINT,
+    platform: str | None = None,
 ) -> Lowering:
     """Lower what an entrypoint names. `given_args` says whether the user gave
-    example arguments (a zero-argument callable returning a stage is called)."""
+    example arguments (a zero-argument callable returning a stage is called).
+    `platform`: lower for that platform (`tpu`, `cuda`) instead of the local one, so
+    that platform-specific lowering rules take its path."""
     if not is_stage(obj) and callable(obj) and not given_args and not is_jitted(obj):
         required = needs_arguments(obj)
         if required == []:
@@ -101,7 +104,7 @@ def lower(
                 )
     stage = jax_stage(obj)
     if isinstance(stage, jax.stages.Traced):
-        return _from_traced(stage, label, kwargs)
+        return _from_traced(stage, label, kwargs, platform)
     if isinstance(stage, jax.stages.Lowered):
         return from_lowered(stage, "lowered", label, None, kwargs)
     if isinstance(stage, jax.stages.Compiled):
@@ -122,9 +125,10 @@ def lower(
     if library_of(jitted) == "equinox":
         args, kwargs = concrete_shapes(args, kwargs)
     start = time.perf_counter()
+    platform_notes: tuple[str, ...] = ()
     try:
         with user_code() as caught, private_caller_frames_hidden(shown):
-            produced_stage = jitted.lower(*args, **kwargs)
+            produced_stage, platform_notes = _lower_for(jitted, args, kwargs, platform)
     except HloscopeError:
         raise
     except Exception as exc:
@@ -139,11 +143,31 @@ def lower(
         label,
         elapsed,
         kwargs,
-        private_lowering_notes(lowered, tuple(caught)),
+        private_lowering_notes(lowered, tuple(caught)) + platform_notes,
         static,
         jitted,
         (args, kwargs),
     )
+
+
+def _lower_for(
+    jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], platform: str | None
+) -> tuple[Any, tuple[str, ...]]:
+    """`jitted.lower(*args, **kwargs)`, for `platform` when given: traced, then lowered
+    with `lowering_platforms` (a jit's `.lower` takes no platform). A jit with no
+    `.trace` (Equinox's) is lowered for the local platform, and a note says so."""
+    if platform is None:
+        return jitted.lower(*args, **kwargs), ()
+    trace = getattr(jitted, "trace", None)
+    traced = jax_stage(trace(*args, **kwargs)) if callable(trace) else None
+    if isinstance(traced, jax.stages.Traced):
+        return traced.lower(lowering_platforms=(platform,)), ()
+    note = (
+        f"{type(jitted).__name__} has no .trace: the program was lowered for this "
+        f"machine's platform and compiled for {platform} (platform-specific lowering "
+        "rules took the local path)"
+    )
+    return jitted.lower(*args, **kwargs), (note,)
 
 
 def is_jitted(obj: Any) -> bool:
@@ -195,11 +219,13 @@ def lowered_stage(produced: Any, label: str) -> Any:
     )
 
 
-def _from_traced(traced: Any, label: str, kwargs: Mapping[str, Any]) -> Lowering:
+def _from_traced(
+    traced: Any, label: str, kwargs: Mapping[str, Any], platform: str | None = None
+) -> Lowering:
     start = time.perf_counter()
     try:
         with user_code() as caught:
-            lowered = traced.lower()
+            lowered = traced.lower(lowering_platforms=(platform,)) if platform else traced.lower()
     except HloscopeError:
         raise
     except Exception as exc:

@@ -33,11 +33,11 @@ from typing import Any
 
 from hloscope.child_process import STAGE_DONE, ChildProcess, Reply, read_frame, write_frame
 from hloscope.environment import note_child_backend, package_version
-from hloscope.errors import HloscopeError, one_line
+from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.hlo import parsed_from_reply
 from hloscope.ir.parsed import ParsedModule
 from hloscope.runs import ProfiledRuns, TraceEvent
-from hloscope.stages import Compilation, CompilerOptions
+from hloscope.stages import Compilation, CompiledFor, CompilerOptions
 
 STAGE_REFUSED = "refused"
 """The module was refused (the header's `message` and `where`): one line."""
@@ -74,6 +74,9 @@ class ModuleRequest:
     custom_call_targets: tuple[str, ...] = ()
     """The targets it calls: one the backend cannot run is refused before compiling."""
     run: RunRequest | None = None
+    compile_for: str | None = None
+    """`--for`: the TPU topology or GPU spec to compile for instead of the local
+    backend (its spec, read again in the child)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +115,17 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
     label = request.label
     if STAGE_REFUSED in stages:
         refused = stages[STAGE_REFUSED][0]
-        raise HloscopeError(str(refused["message"]), where=refused.get("where") or label)
+        where = refused.get("where") or label
+        does_not_fit = refused.get("does_not_fit")
+        if does_not_fit:
+            made = does_not_fit["compiled_for"]
+            raise DoesNotFit(
+                does_not_fit["xla_message"],
+                does_not_fit["spec"],
+                where=where,
+                compiled_for=CompiledFor(**made) if made else None,
+            )
+        raise HloscopeError(str(refused["message"]), where=where)
     if STAGE_COMPILED not in stages:
         raise HloscopeError(_death(reply, "compiling"), where=label)
     if request.run is not None and STAGE_RAN not in stages:
@@ -128,6 +141,7 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
         cost=compiled["cost"],
         memory=compiled["memory"],
         platform=compiled["platform"],
+        compiled_for=CompiledFor(**compiled["compiled_for"]) if compiled["compiled_for"] else None,
     )
     runs = None
     if request.run is not None:
@@ -162,33 +176,67 @@ def _death(reply: Reply, doing: str) -> str:
 
 def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
     """The child's work on one request: compile, run when asked, answer each stage."""
+    from hloscope.compile_for import parse_compile_for
     from hloscope.ir.reader_child import send_hlo_module
+    from hloscope.sources.jax.backend import local_backend
     from hloscope.sources.jax.compile import compile_executable, executable_compilation
+    from hloscope.sources.jax.platforms import compile_for_platform, local_compiled_for
 
     label = request["label"]
+    compiler_options = tuple((str(k), v) for k, v in request["compiler_options"])
     try:
-        executable, elapsed, platform = compile_executable(
-            module,
-            label,
-            request["partitions"],
-            request["replicas"],
-            tuple((str(k), v) for k, v in request["compiler_options"]),
-            request["custom_call_targets"],
-        )
-        compilation = executable_compilation(executable, elapsed, platform)
+        compiled_for: CompiledFor
+        platform: str
+        target = parse_compile_for(request.get("compile_for"))
+        if target is not None:
+            executable, elapsed, compiled_for = compile_for_platform(
+                module,
+                target,
+                label,
+                request["partitions"],
+                request["replicas"],
+                compiler_options,
+            )
+            platform = target.platform
+        else:
+            executable, elapsed, platform = compile_executable(
+                module,
+                label,
+                request["partitions"],
+                request["replicas"],
+                compiler_options,
+                request["custom_call_targets"],
+            )
+            compiled_for = local_compiled_for(
+                local_backend(), request["partitions"] * request["replicas"]
+            )
+        compilation = executable_compilation(executable, elapsed, platform, compiled_for)
         compiled = {
             "stage": STAGE_COMPILED,
             "compile_seconds": compilation.compile_seconds,
             "cost": dict(compilation.cost) if compilation.cost is not None else None,
             "memory": dict(compilation.memory) if compilation.memory is not None else None,
             "platform": compilation.platform,
+            "compiled_for": dataclasses.asdict(compiled_for),
         }
         write_frame(replies, compiled, compilation.hlo_text.encode("utf-8"))
         if request["run"] is not None:
             ran = _run(executable, request["run"], label)
             write_frame(replies, {"stage": STAGE_RAN}, json.dumps(ran).encode("utf-8"))
     except HloscopeError as exc:
-        write_frame(replies, {"stage": STAGE_REFUSED, "message": exc.message, "where": exc.where})
+        refused: dict[str, Any] = {
+            "stage": STAGE_REFUSED,
+            "message": exc.message,
+            "where": exc.where,
+        }
+        if isinstance(exc, DoesNotFit):
+            made = exc.compiled_for
+            refused["does_not_fit"] = {
+                "xla_message": exc.xla_message,
+                "spec": exc.spec,
+                "compiled_for": dataclasses.asdict(made) if made is not None else None,
+            }
+        write_frame(replies, refused)
         return
     optimized = executable.hlo_modules()[0]
     send_hlo_module(optimized, replies, compilation.hlo_proto, compilation.hlo_text)

@@ -71,16 +71,55 @@ def private_compile_options(
     num_partitions: int,
     backend: Any,
     env_options_overrides: Mapping[str, str] | None = None,
+    device_assignment: Any = None,
 ) -> Any:
     """`jax._src.compiler.get_compile_options`: XLA's compile options for a module run
     on `num_replicas` x `num_partitions` devices of `backend`, with XLA debug options
-    (`xla_dump_to`, ...) for this compilation."""
+    (`xla_dump_to`, ...) for this compilation; `device_assignment`, an array of
+    devices (replicas x partitions), where given."""
     return _jax_compiler.get_compile_options(
         num_replicas=num_replicas,
         num_partitions=num_partitions,
+        device_assignment=device_assignment,
         backend=backend,
         env_options_overrides=dict(env_options_overrides) if env_options_overrides else None,
     )
+
+
+def private_propagation(lowered: Any) -> tuple[tuple[bool, ...], tuple[bool, ...]] | None:
+    """Whether XLA may choose each parameter's and each result's sharding
+    (`allow_spmd_sharding_propagation_to_parameters` / `_output`), as JAX sets them
+    when it compiles `lowered` itself (`pxla.create_compile_options`); None where the
+    lowering does not record them."""
+    try:
+        args = _private_compile_args(lowered)
+        from jax._src.interpreters import pxla as _jax_pxla
+
+        to_inputs, to_outputs = _jax_pxla.get_prop_to_input_output(
+            args["in_shardings"], args["out_shardings"], len(args["ordered_effects"])
+        )
+        return tuple(bool(b) for b in to_inputs), tuple(bool(b) for b in to_outputs)
+    except (AttributeError, KeyError, TypeError, ImportError):
+        return None
+
+
+def private_module_devices(lowered: Any) -> int:
+    """How many devices JAX lowered `lowered` for (its device assignment's size)."""
+    try:
+        return int(_private_compile_args(lowered)["num_devices"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return 1
+
+
+def private_parse_module(module: bytes | str) -> Any:
+    """A StableHLO module (bytecode or text) as the `ir.Module` of JAX's MLIR context
+    (`jax._src.interpreters.mlir`): what a compile-only client's `compile` takes (it
+    refuses bytes and text)."""
+    from jax._src.interpreters import mlir as _jax_mlir
+
+    context = _jax_mlir.make_ir_context()
+    with context:
+        return _jax_mlir.ir.Module.parse(module)
 
 
 def private_device_assignment(assignment: Any) -> Any:

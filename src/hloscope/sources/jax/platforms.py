@@ -1,0 +1,242 @@
+"""Compiling for a TPU topology or a GPU spec on this machine, without the device
+(`--for`): the compile-only devices JAX makes for it (`jax.experimental.topologies`,
+with libtpu or JAX's CUDA plugin), the program given as many host devices as the
+platform has, and a module compiled by that platform's compiler over a device
+assignment of its devices. What it was compiled for is recorded as a `CompiledFor`;
+the analyses read the optimized module as they read any other.
+
+A `Lowered`'s own `.compile()` would compile for the CPU whatever platform it was
+lowered for, so the module is compiled through the topology's client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from hloscope.compile_for import CompileFor
+from hloscope.environment import package_version
+from hloscope.errors import DoesNotFit, HloscopeError, one_line
+from hloscope.native_stderr import native_stderr_captured
+from hloscope.sources.jax.private import (
+    private_backends_started,
+    private_compile_options,
+    private_device_list,
+    private_parse_module,
+)
+from hloscope.stages import CompiledFor, CompilerOptions
+
+_EXTRAS = {"tpu": ("libtpu", "tpu"), "gpu": ("jax_plugins.xla_cuda12", "cuda12")}
+"""Per platform: the module its compiler comes in, and hloscope's extra installing it."""
+
+_COMPILERS = {"tpu": "libtpu", "gpu": "jax-cuda12-plugin"}
+
+_devices: dict[str, tuple[Any, ...]] = {}
+"""The compile-only devices of each spec made in this process."""
+
+
+def platform_devices(target: CompileFor) -> tuple[Any, ...]:
+    """The compile-only devices of `target`'s TPU topology or GPU spec (made once per
+    process). Without the package that compiles for it: one line naming hloscope's
+    extra."""
+    made = _devices.get(target.spec)
+    if made is not None:
+        return made
+    module, extra = _EXTRAS[target.platform]
+    if _missing(module):
+        raise HloscopeError(
+            f"--for {target.spec}: compiling for a {target.platform.upper()} without one "
+            f"needs {_COMPILERS[target.platform]}: pip install 'hloscope[{extra}]'"
+        )
+    from jax.experimental import topologies
+
+    try:
+        with native_stderr_captured(), _cuda_constraints_skipped(target):
+            if target.platform == "tpu":
+                kwargs: dict[str, Any] = {}
+                if target.slices > 1:
+                    kwargs["num_slices"] = target.slices
+                if target.chip_config_name is not None:
+                    kwargs["chip_config_name"] = target.chip_config_name
+                topology = topologies.get_topology_desc(target.topology, "tpu", **kwargs)
+            else:
+                topology = topologies.get_topology_desc(
+                    platform="cuda", target_config=target.gpu_config, topology=target.topology
+                )
+            devices = tuple(topology.devices)
+    except Exception as exc:
+        raise HloscopeError(
+            f"--for {target.spec}: JAX could not make its devices: {one_line(str(exc), 300)}"
+        ) from exc
+    _devices[target.spec] = devices
+    return devices
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
+@contextlib.contextmanager
+def _cuda_constraints_skipped(target: CompileFor) -> Iterator[None]:
+    """JAX's CUDA plugin checks the local CUDA installation before making devices
+    (`Unable to load CUDA`); compiling for a spec needs none."""
+    if target.platform != "gpu" or "JAX_SKIP_CUDA_CONSTRAINTS_CHECK" in os.environ:
+        yield
+        return
+    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", None)
+
+
+def give_program_devices(target: CompileFor) -> int | None:
+    """Before the user's module is imported: as many host (CPU) devices as `target`
+    has, so that a program building its mesh from `jax.devices()` builds it for the
+    platform's count. Returns that count; None where JAX's backends are started already
+    (the count is then what it is)."""
+    count = len(platform_devices(target))
+    if private_backends_started():
+        return None
+    jax.config.update("jax_num_cpu_devices", count)
+    return count
+
+
+def program_device_count(target: CompileFor, given: int | None) -> None:
+    """After the user's module is imported: a program that set its own device count
+    (`jax_num_cpu_devices`, or XLA_FLAGS' `--xla_force_host_platform_device_count`)
+    other than the platform's is refused in one line naming both."""
+    platform = len(platform_devices(target))
+    own: tuple[int, str] | None = None
+    configured = int(jax.config.jax_num_cpu_devices)
+    if given is not None and configured not in (given, -1):
+        own = (configured, "jax_num_cpu_devices")
+    else:
+        flags = os.environ.get("XLA_FLAGS", "")
+        match = re.search(r"--xla_force_host_platform_device_count=(\d+)", flags)
+        if match and given is not None and configured == given:
+            # The program's XLA_FLAGS, which our jax_num_cpu_devices would override.
+            own = (int(match[1]), "XLA_FLAGS=--xla_force_host_platform_device_count")
+            if own[0] == platform:
+                own = None
+    if own is not None and own[0] != platform:
+        raise HloscopeError(
+            f"the program sets {own[0]} devices ({own[1]}) and {target.spec} has "
+            f"{platform}: compile for a platform with {own[0]} devices, or let the "
+            "program take the platform's count (jax.devices())"
+        )
+
+
+def lowering_platform(target: CompileFor) -> str:
+    """The platform name JAX lowers for: `tpu`, `cuda`."""
+    return "tpu" if target.platform == "tpu" else "cuda"
+
+
+def compile_for_platform(
+    module: Any,
+    target: CompileFor,
+    label: str,
+    partitions: int = 1,
+    replicas: int = 1,
+    compiler_options: CompilerOptions = (),
+    propagation: tuple[tuple[bool, ...], tuple[bool, ...]] | None = None,
+) -> tuple[Any, float, CompiledFor]:
+    """Compile a StableHLO module (an `ir.Module` of JAX's context, bytecode or text)
+    for `target` with its platform's compiler, over the first partitions x replicas of
+    its devices: the executable (not loaded: there is no device), the seconds XLA took,
+    and what it was compiled for. XLA refusing a program that does not fit the device's
+    memory is a `DoesNotFit`."""
+    devices = platform_devices(target)
+    needed = partitions * replicas
+    if needed > len(devices):
+        raise HloscopeError(
+            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
+            "compile it for a platform with as many",
+            where=label,
+        )
+    chosen = devices[:needed]
+    client = chosen[0].client
+    options = private_compile_options(
+        num_replicas=replicas,
+        num_partitions=partitions,
+        backend=client,
+        env_options_overrides=dict(compiler_options),
+        device_assignment=np.array(chosen, dtype=object).reshape(replicas, partitions),
+    )
+    if propagation is not None:
+        build = options.executable_build_options
+        build.allow_spmd_sharding_propagation_to_parameters = list(propagation[0])
+        build.allow_spmd_sharding_propagation_to_output = list(propagation[1])
+    computation = module if not isinstance(module, (bytes, str)) else private_parse_module(module)
+    start = time.perf_counter()
+    try:
+        with native_stderr_captured(), _cuda_constraints_skipped(target):
+            executable = client.compile(computation, private_device_list(chosen), options)
+    except Exception as exc:
+        message = one_line(str(exc), 400)
+        if "RESOURCE_EXHAUSTED" in message:
+            raise DoesNotFit(
+                message.removeprefix("RESOURCE_EXHAUSTED: "),
+                target.spec,
+                where=label,
+                compiled_for=compiled_for_record(target, chosen, len(devices)),
+            ) from exc
+        compiler = _COMPILERS[target.platform]
+        raise HloscopeError(
+            f"{compiler} {package_version(compiler) or ''} failed to compile it for "
+            f"{target.spec}: {message}",
+            where=label,
+        ) from exc
+    elapsed = time.perf_counter() - start
+    return executable, elapsed, compiled_for_record(target, chosen, len(devices))
+
+
+def compiled_for_record(target: CompileFor, used: tuple[Any, ...], total: int) -> CompiledFor:
+    """What compiling over `used` (of `total` devices of `target`) compiled for."""
+    compiler = _COMPILERS[target.platform]
+    return CompiledFor(
+        platform=target.platform,
+        name=target.name,
+        spec=target.spec,
+        topology=target.topology,
+        devices=len(used),
+        platform_devices=total,
+        device_kind=str(used[0].device_kind),
+        compiler=compiler,
+        compiler_version=package_version(compiler),
+        deviceless=True,
+        autotuned=False if target.platform == "gpu" else None,
+        memory_bytes=target.memory_bytes,
+        memory_name=target.memory_name,
+        slices=target.slices,
+    )
+
+
+def local_compiled_for(backend: Any, used: int) -> CompiledFor:
+    """What a compilation for the local backend over `used` of its devices compiled
+    for."""
+    devices = backend.devices()
+    return CompiledFor(
+        platform=str(backend.platform),
+        name=str(devices[0].device_kind),
+        spec=None,
+        topology=None,
+        devices=used,
+        platform_devices=len(devices),
+        device_kind=str(devices[0].device_kind),
+        compiler="jaxlib",
+        compiler_version=package_version("jaxlib"),
+        deviceless=False,
+        autotuned=None,
+    )
