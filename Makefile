@@ -14,6 +14,18 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The tests compile for TPUs and GPUs without them (--for): the `tpu` and `cuda12` extras
+# (libtpu, JAX's CUDA plugin and ptxas), pinned to the JAX and jaxlib installed in .venv,
+# with a stamp of their own so that `make run` stays as light as it was. About 1.5 GB.
+TEST_STAMP := $(VENV)/.test-extras-stamp
+
+$(TEST_STAMP): $(STAMP)
+	@v=$$($(BIN)/python -c "import importlib.metadata as m; print(m.version('jaxlib'))"); \
+	j=$$($(BIN)/python -c "import importlib.metadata as m; print(m.version('jax'))"); \
+	$(BIN)/python -m pip install --quiet "jax[tpu]==$$j" "jax-cuda12-plugin==$$v" \
+		"jax-cuda12-pjrt==$$v" "nvidia-cuda-nvcc-cu12>=12.1"
+	touch $(TEST_STAMP)
+
 # The main job on a bundled sample: the overview of a jitted MLP whose layers are
 # nested jits.
 run: $(STAMP)
@@ -21,7 +33,7 @@ run: $(STAMP)
 
 # The suite reads every 4th file of ../shared/corpus (a fixed sample); `make corpus`
 # reads every file (about 10 minutes on 2 cores).
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
 corpus: $(STAMP)

@@ -608,6 +608,9 @@ def _command_name(info: typer.models.CommandInfo) -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `hloscope` console script."""
+    from hloscope.native_stderr import quiet_jax_import
+
+    quiet_jax_import()
     try:
         # Without standalone mode, typer returns the code of a `typer.Exit` raised by a
         # command (a check's exit 1) instead of raising it, and leaves usage errors to
@@ -888,6 +891,18 @@ def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -
             return ExitCode.ERROR
         return report.exit_code
     return ExitCode.OK
+
+
+@app.command()
+def platforms(json: JsonOption = False, debug: DebugOption = False) -> None:
+    """What --for compiles for: TPU generations (with an example topology) and GPU
+    specs, each device's memory, and whether its compiler is installed."""
+    from hloscope.compile_for import platform_rows
+    from hloscope.render.platforms import platforms_json, platforms_text
+
+    with command_edge(debug):
+        rows = platform_rows()
+        sys.stdout.write(platforms_json(rows) if json else platforms_text(rows))
 
 
 @app.command()

@@ -60,3 +60,37 @@ def native_stderr_kept() -> Iterator[None]:
     and leaves descriptor 2 as it is.)"""
     with _capture_lock:
         yield
+
+
+class _QuietJaxImport:
+    """A `sys.meta_path` finder that imports the `jax` package with descriptor 2
+    redirected, once. With JAX's CUDA plugin installed, importing JAX loads its GPU
+    modules, which log `Could not find cuda drivers` to the native stderr of a machine
+    without a GPU, whoever imports it first (hloscope, or the user's module)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> object:
+        if name != "jax":
+            return None
+        import importlib.machinery
+
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def quietly(module: object) -> None:
+            with native_stderr_captured():
+                exec_module(module)  # type: ignore[arg-type]
+
+        loader.exec_module = quietly  # type: ignore[method-assign]
+        return spec
+
+
+def quiet_jax_import() -> None:
+    """Import JAX with its native lines kept off stderr when it is first imported in
+    this process (`_QuietJaxImport`); nothing when it is imported already."""
+    if "jax" in sys.modules or any(isinstance(f, _QuietJaxImport) for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _QuietJaxImport())

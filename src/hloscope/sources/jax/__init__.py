@@ -27,8 +27,12 @@ Nothing is re-exported here: import the modules themselves
 
 import os as _os
 
-# With libtpu installed (`hloscope[tpu]`), every process that starts JAX's backends
-# loads it and holds /tmp/libtpu_lockfile until it exits, so that a second one cannot
-# make a TPU topology (`--for tpu:...`) while the first runs. Set before any module
-# here imports JAX; a user's own setting stays.
+# Set before any module here imports JAX (and inherited by hloscope's child processes);
+# a user's own setting stays. With libtpu installed (`hloscope[tpu]`), every process
+# that starts JAX's backends loads it and holds /tmp/libtpu_lockfile until it exits,
+# so that a second one could not make a TPU topology (`--for tpu:...`) while the first
+# runs. With JAX's CUDA plugin installed (`hloscope[cuda12]`) on a machine without
+# CUDA, the plugin refuses to start (logging a traceback) unless its check of the
+# local CUDA libraries is skipped; compiling for a GPU spec needs none of them.
 _os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+_os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")

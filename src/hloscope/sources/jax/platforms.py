@@ -11,12 +11,10 @@ lowered for, so the module is compiled through the topology's client.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -56,10 +54,17 @@ def platform_devices(target: CompileFor) -> tuple[Any, ...]:
             f"--for {target.spec}: compiling for a {target.platform.upper()} without one "
             f"needs {_COMPILERS[target.platform]}: pip install 'hloscope[{extra}]'"
         )
+    if target.platform == "gpu":
+        plugin, jaxlib = package_version("jax-cuda12-plugin"), package_version("jaxlib")
+        if plugin != jaxlib:
+            raise HloscopeError(
+                f"--for {target.spec}: jax-cuda12-plugin {plugin} does not match jaxlib "
+                f"{jaxlib}: pip install 'jax-cuda12-plugin=={jaxlib}' 'jax-cuda12-pjrt=={jaxlib}'"
+            )
     from jax.experimental import topologies
 
     try:
-        with native_stderr_captured(), _cuda_constraints_skipped(target):
+        with native_stderr_captured():
             if target.platform == "tpu":
                 kwargs: dict[str, Any] = {}
                 if target.slices > 1:
@@ -85,20 +90,6 @@ def _missing(module: str) -> bool:
         return importlib.util.find_spec(module) is None
     except (ImportError, ValueError):
         return True
-
-
-@contextlib.contextmanager
-def _cuda_constraints_skipped(target: CompileFor) -> Iterator[None]:
-    """JAX's CUDA plugin checks the local CUDA installation before making devices
-    (`Unable to load CUDA`); compiling for a spec needs none."""
-    if target.platform != "gpu" or "JAX_SKIP_CUDA_CONSTRAINTS_CHECK" in os.environ:
-        yield
-        return
-    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", None)
 
 
 def give_program_devices(target: CompileFor) -> int | None:
@@ -181,7 +172,7 @@ def compile_for_platform(
     computation = module if not isinstance(module, (bytes, str)) else private_parse_module(module)
     start = time.perf_counter()
     try:
-        with native_stderr_captured(), _cuda_constraints_skipped(target):
+        with native_stderr_captured():
             executable = client.compile(computation, private_device_list(chosen), options)
     except Exception as exc:
         message = one_line(str(exc), 400)

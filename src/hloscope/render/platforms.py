@@ -1,0 +1,66 @@
+"""`hloscope platforms`: what `--for` accepts, as text or JSON."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+from hloscope.compile_for import PlatformRow
+from hloscope.units import human_bytes
+
+_COMPILER_MODULES = {"tpu": ("libtpu", "tpu"), "gpu": ("jax_plugins.xla_cuda12", "cuda12")}
+
+
+def _installed(platform: str) -> bool | None:
+    """Whether the package compiling for `platform` is installed (None for the local
+    backend), found without importing it."""
+    if platform not in _COMPILER_MODULES:
+        return None
+    try:
+        return importlib.util.find_spec(_COMPILER_MODULES[platform][0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _platform(row: PlatformRow) -> str:
+    return row.spec.partition(":")[0]
+
+
+def platforms_text(rows: tuple[PlatformRow, ...]) -> str:
+    """One line per form of `--for`, then which extras are installed."""
+    width = max(len(r.spec) for r in rows) + 3
+    device_width = max(len(r.device) for r in rows) + 3
+    lines = [f"{'--for':<{width}}{'device':<{device_width}}memory per device"]
+    for row in rows:
+        memory = human_bytes(row.memory_bytes) if row.memory_bytes else "-"
+        note = f"   {row.notes}" if row.notes else ""
+        lines.append(f"{row.spec:<{width}}{row.device:<{device_width}}{memory}{note}")
+    lines.append("")
+    for platform, (_, extra) in _COMPILER_MODULES.items():
+        state = (
+            "installed"
+            if _installed(platform)
+            else f"not installed: pip install 'hloscope[{extra}]'"
+        )
+        lines.append(f"{platform}: {state}")
+    return "\n".join(lines) + "\n"
+
+
+def platforms_json(rows: tuple[PlatformRow, ...]) -> str:
+    """The same as one JSON object."""
+    document = {
+        "schema_version": 1,
+        "command": "platforms",
+        "platforms": [
+            {
+                "spec": r.spec,
+                "platform": _platform(r),
+                "device": r.device,
+                "memory_bytes": r.memory_bytes,
+                "notes": r.notes,
+                "compiler_installed": _installed(_platform(r)),
+            }
+            for r in rows
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"
