@@ -130,7 +130,8 @@ def _measure(
     measurement = measure_program(program)
     if runtime:
         measurement = _with_runtime(target, program, measurement)
-    return measurement, baselines.backend_record(), program.lowered
+    compiled_for = program.optimized.source.compiled_for if program.optimized else None
+    return measurement, baselines.backend_record(compiled_for), program.lowered
 
 
 def _with_runtime(

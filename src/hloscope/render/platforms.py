@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 
 from hloscope.compile_for import PlatformRow
 from hloscope.units import human_bytes
@@ -48,9 +47,10 @@ def platforms_text(rows: tuple[PlatformRow, ...]) -> str:
 
 def platforms_json(rows: tuple[PlatformRow, ...]) -> str:
     """The same as one JSON object."""
-    document = {
-        "schema_version": 1,
-        "command": "platforms",
+    from hloscope.environment import environment_json
+    from hloscope.render.json import document, dumps
+
+    body = {
         "platforms": [
             {
                 "spec": r.spec,
@@ -63,4 +63,4 @@ def platforms_json(rows: tuple[PlatformRow, ...]) -> str:
             for r in rows
         ],
     }
-    return json.dumps(document, indent=2) + "\n"
+    return dumps({**document("platforms", "", body), "environment": environment_json()}) + "\n"

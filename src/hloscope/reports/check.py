@@ -141,11 +141,11 @@ def refuse_baseline(
         raise HloscopeError(
             "no baseline here: record one with --update (and commit it)", where=baseline_path
         )
-    if backend is not None and baseline.backend.platform != backend.platform:
+    if backend is not None and baseline.backend.compared_on != backend.compared_on:
         raise HloscopeError(
-            f"the baseline was recorded on {baseline.backend.platform} and this runs on "
-            f"{backend.platform}: baselines compare on one backend (record one for "
-            f"{backend.platform} with --update, in a file of its own)",
+            f"the baseline was recorded on {baseline.backend.compared_on} and this runs on "
+            f"{backend.compared_on}: baselines compare like with like (record one for "
+            f"{backend.compared_on} with --update, in a file of its own)",
             where=baseline_path,
         )
 
@@ -167,7 +167,7 @@ def check_target(
     refuse_baseline(baseline, backend, baseline_path, update)
     notes: list[str] = []
     comparison = None
-    if baseline is not None and baseline.backend.platform == backend.platform:
+    if baseline is not None and baseline.backend.compared_on == backend.compared_on:
         comparison = compare(baseline.measurement, measurement, tolerances)
         notes.extend(_backend_notes(baseline.backend, backend))
     if "memory.peak_bytes" not in measurement.facts and "programs.count" not in measurement.facts:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from hloscope.runs import RecordedRun
     from hloscope.sources.loader import Call, Loaded, LoadOptions
     from hloscope.sources.memory import BufferDumps
+    from hloscope.stages import CompiledFor
 
 DEFAULT_FOLDER = "hloscope-baselines"
 
@@ -185,10 +186,24 @@ def write_baseline_file(path: Path, baseline: Baseline) -> None:
         raise HloscopeError(f"cannot write the baseline: {exc}", where=display_path(path)) from None
 
 
-def backend_record() -> Backend:
-    """What a program compiled here is compiled for."""
+def backend_record(compiled_for: CompiledFor | None = None) -> Backend:
+    """What a program compiled here is compiled for: the local backend, or the TPU
+    topology or GPU spec `compiled_for` names (`--for`)."""
     from hloscope.analyses.baseline.record import Backend
     from hloscope.environment import package_version
+
+    if compiled_for is not None and compiled_for.spec is not None:
+        return Backend(
+            platform=compiled_for.platform,
+            device_kind=compiled_for.device_kind,
+            device_count=compiled_for.devices,
+            jax=package_version("jax"),
+            jaxlib=package_version("jaxlib"),
+            compiled_for=compiled_for.spec,
+            compiler=compiled_for.compiler,
+            compiler_version=compiled_for.compiler_version,
+            deviceless=compiled_for.deviceless,
+        )
     from hloscope.sources.jax.backend import local_devices
 
     platform, device_kind, count = local_devices()
@@ -231,6 +246,12 @@ def checked_program(
     if obj is None and (calls is not None or is_script(target)):
         from hloscope.sources.jax.capture import record_target
 
+        if options.compile_for is not None:
+            raise HloscopeError(
+                f"--for {options.compile_for.spec} compiles one program without the device; "
+                "a script or a function with --calls runs, which needs it",
+                where=target,
+            )
         if options.args or options.args_factory:
             raise HloscopeError(
                 "a script or a function with calls is run as it is: --arg and --args "
@@ -248,4 +269,6 @@ def checked_program(
             return CheckedProgram(lowered=loaded, optimized=loaded)
         return CheckedProgram(lowered=loaded, optimized=buffers.loaded, buffers=buffers)
     buffers = compiled_memory_dumps(loaded)
+    if buffers.refused is not None:
+        raise buffers.refused  # it does not fit the device --for names
     return CheckedProgram(lowered=loaded, optimized=buffers.loaded, buffers=buffers)

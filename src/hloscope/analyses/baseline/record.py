@@ -26,12 +26,29 @@ class Backend:
     device_count: int
     jax: str | None
     jaxlib: str | None
+    compiled_for: str | None = None
+    """`--for`'s spec (`tpu:v5e:2x4`) when compiled for it without the device; None
+    for the local backend."""
+    compiler: str | None = None
+    """What compiled it for `compiled_for`: `libtpu`, `jax-cuda12-plugin`."""
+    compiler_version: str | None = None
+    deviceless: bool = False
 
     def words(self) -> str:
+        where = self.platform
+        if self.compiled_for is not None:
+            where = f"{self.compiled_for}, compiled without the device"
+            where += f" by {self.compiler} {self.compiler_version}"
         return (
-            f"{self.platform} ({self.device_kind}, {self.device_count} "
+            f"{where} ({self.device_kind}, {self.device_count} "
             f"device{'s' if self.device_count != 1 else ''}), jax {self.jax}, jaxlib {self.jaxlib}"
         )
+
+    @property
+    def compared_on(self) -> str:
+        """What a baseline compares like with like on: the platform, and for `--for`
+        the spec it was compiled for."""
+        return self.compiled_for or self.platform
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,11 +67,20 @@ def baseline_json(baseline: Baseline) -> dict[str, Any]:
     return {
         "hloscope_baseline": FORMAT_VERSION,
         "target": baseline.target,
-        "backend": dataclasses.asdict(baseline.backend),
+        # The --for fields only where set: a local backend's baseline reads as before.
+        "backend": {
+            k: v
+            for k, v in dataclasses.asdict(baseline.backend).items()
+            if v not in (None, False) or k in _ALWAYS
+        },
         "facts": dict(measurement.facts),
         "sites": {fact: dict(sites) for fact, sites in measurement.sites.items()},
         "peak_buffers": [dataclasses.asdict(b) for b in measurement.peak_buffers],
     }
+
+
+_ALWAYS = frozenset(("platform", "device_kind", "device_count", "jax", "jaxlib"))
+"""The backend's keys every baseline writes (the rest only where set)."""
 
 
 def read_baseline(document: Any, where: str) -> Baseline:

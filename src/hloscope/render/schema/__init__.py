@@ -69,6 +69,7 @@ COMMANDS: dict[str, tuple[str, Callable[[], Body]]] = {
     "passes": ("XLA's pipeline pass by pass (--find, --diff)", _runs("passes")),
     "check": ("the compiled program's facts against a baseline", _runs("check")),
     "profile": ("where the run time goes: a function's or a script's", _runs("profile")),
+    "platforms": ("what --for compiles for", _views("platforms")),
 }
 """Every command with `--json`: what its document is, and how to build its body."""
 

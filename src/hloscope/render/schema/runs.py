@@ -9,7 +9,13 @@ from hloscope.analyses.baseline.compare import Change, Comparison
 from hloscope.analyses.baseline.facts import Measurement
 from hloscope.analyses.baseline.record import Backend
 from hloscope.analyses.compiles import CompilesAnalysis, CompileSummary, FunctionCompiles
-from hloscope.analyses.memory import Busiest, DonatedBuffer, LiveBuffer, MemoryAnalysis
+from hloscope.analyses.memory import (
+    Busiest,
+    DeviceFit,
+    DonatedBuffer,
+    LiveBuffer,
+    MemoryAnalysis,
+)
 from hloscope.analyses.passes import FindChange, PassFind, PassName, PassStep, PassTable
 from hloscope.analyses.profile import (
     EagerProfile,
@@ -33,7 +39,7 @@ from hloscope.render.schema.build import (
     nullable,
     obj,
 )
-from hloscope.render.schema.views import SOURCE, STRS, diff_fields
+from hloscope.render.schema.views import COMPILED_FOR, SOURCE, STRS, diff_fields
 
 # --------------------------------------------------------------------------- compiles
 
@@ -145,6 +151,7 @@ def memory_body() -> dict[str, Schema]:
     totals = ("argument_bytes", "output_bytes", "temp_bytes", "alias_bytes")
     return {
         "source": SOURCE,
+        "compiled_for": COMPILED_FOR,
         "module": nullable(STR),
         "totals": {
             **obj(
@@ -180,6 +187,7 @@ def memory_body() -> dict[str, Schema]:
         **fields(MemoryAnalysis, "allocated_bytes"),
         "files": STRS,
         "notes": STRS,
+        "fit": nullable(dataclass_schema(DeviceFit)),
     }
 
 
@@ -306,6 +314,7 @@ def profile_body() -> dict[str, Schema]:
     times = element(ProfileAnalysis, "seconds_per_run")
     return {
         "source": SOURCE,
+        "compiled_for": COMPILED_FOR,
         "module": nullable(STR),
         **fields(ProfileAnalysis, "runs", "warmup"),
         "seconds_per_run": obj(fields(times, "median", "min", "max"), title="RunTimes"),

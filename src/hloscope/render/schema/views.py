@@ -73,6 +73,10 @@ SOURCE = obj(
     "file (and, for a dump folder, its module).",
 )
 
+COMPILED_FOR = nullable(dataclass_schema(stages.CompiledFor))
+"""What the module was compiled for (`--for`, or the local backend); null for a module
+not compiled here."""
+
 # --------------------------------------------------------------------------- inspect
 
 STRUCTURE: dict[str, Schema] = {
@@ -208,6 +212,7 @@ def inspect_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
     return (
         {
             "source": SOURCE,
+            "compiled_for": COMPILED_FOR,
             **STRUCTURE,
             "timings": TIMINGS,
             "cost": nullable(mapping(nullable(NUM))),
@@ -274,6 +279,7 @@ def fusions_body() -> dict[str, Schema]:
     )
     return {
         "source": SOURCE,
+        "compiled_for": COMPILED_FOR,
         "module": nullable(STR),
         "fusions": array(fusion),
         "unfused_ops": INT,
@@ -324,6 +330,7 @@ def params_body() -> dict[str, Schema]:
     )
     return {
         "source": SOURCE,
+        "compiled_for": COMPILED_FOR,
         "module": nullable(STR),
         **fields(ParameterUsage, "entry", "from_python"),
         "parameters": array(parameter),
@@ -399,6 +406,7 @@ def placement_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
     return (
         {
             "source": SOURCE,
+            "compiled_for": COMPILED_FOR,
             **lists,
             "shardings": array(
                 obj(
@@ -451,6 +459,7 @@ def diff_fields() -> dict[str, Schema]:
         {
             "target": STR,
             "source": SOURCE,
+            "compiled_for": COMPILED_FOR,
             **fields(Side, "module", "entry"),
             "ops": INT,
         },
@@ -539,3 +548,24 @@ def aot_check_body() -> dict[str, Schema]:
 
 def diff_body() -> dict[str, Schema]:
     return diff_fields()
+
+
+# --------------------------------------------------------------------------- platforms
+
+
+def platforms_body() -> dict[str, Schema]:
+    return {
+        "platforms": array(
+            obj(
+                {
+                    "spec": STR,
+                    "platform": STR,
+                    "device": STR,
+                    "memory_bytes": nullable(INT),
+                    "notes": STR,
+                    "compiler_installed": nullable(BOOL),
+                },
+                title="Platform",
+            )
+        )
+    }
