@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test corpus docs smoke-jax check lint typecheck imports format bench bench-quick fuzz clean
+.PHONY: install run test corpus docs smoke-jax check lint typecheck imports format bench bench-quick fuzz clean device-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +113,14 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python bench/run.py --quick --against "$(AGAINST)"
+
+# On a machine with a GPU: the samples compiled for the GPU and for its deviceless
+# spec (--for gpu:h100 on an H100) side by side, and `hloscope profile` against JAX's
+# own profiler trace; the figures go to bench/cache/device_check.md (bench/device_check.py
+# says how). Without a GPU it says so in one line and exits 0; `$(BIN)/python
+# bench/device_check.py --dry-run` runs the same steps on the CPU.
+device-check: $(STAMP)
+	$(BIN)/python bench/device_check.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests samples bench

@@ -208,6 +208,7 @@ class Inspection(Displayed):
         self._fusions: FusionsReport | None = None
         self._memory: MemoryReport | None = None
         self._placement_why: PlacementReport | None = None
+        self._platforms: dict[str, Inspection] = {}
 
     # -- what it is ------------------------------------------------------------------
 
@@ -294,6 +295,36 @@ class Inspection(Displayed):
                 loaded = loader.optimized(self.loaded)
             self._optimized = Inspection(loaded, origin)
         return self._optimized
+
+    def compile_for(self, spec: str) -> Inspection:
+        """The program compiled for a TPU topology or a GPU spec on this machine,
+        without the device, as `--for SPEC` reads it (`tpu:v5e:2x4`, `tpu:v4:2x2x1`,
+        `gpu:h100x8`, `gpu:PATH.txtpb`; `cpu`: the local backend's, as `optimized()`):
+        every report of the inspection it returns (`params`, `placement`, `fusions()`,
+        `memory()`, `passes()`, `placement_why()`) reads that program. A function is
+        lowered again for that platform; a dump's module before optimizations is
+        compiled in a child process. Compiles once per spec."""
+        from hloscope.compile_for import parse_compile_for
+        from hloscope.sources import loader
+
+        target = parse_compile_for(spec)
+        if target is None:
+            return self.optimized()
+        made = self._platforms.get(target.spec)
+        if made is not None:
+            return made
+        origin = self._origin
+        options = dataclasses.replace(origin.options, optimized=True, compile_for=target)
+        origin = dataclasses.replace(origin, options=options)
+        if origin.kind == "object":
+            loaded = loader.load_object(origin.value, self.label, options, origin.call)
+        elif origin.kind == "data":
+            loaded = loader.load_data(origin.value, self.label, options)
+        else:
+            loaded = loader.load(origin.value, options, origin.call)
+        made = Inspection(loaded, origin)
+        self._platforms[target.spec] = made
+        return made
 
     def fusions(self) -> FusionsReport:
         """What XLA fused, from which source lines, and what it left unfused

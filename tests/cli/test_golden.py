@@ -298,9 +298,15 @@ _TIME = re.compile(r"\b\d+(?:\.\d+)? (?:ms|s)\b")
 
 
 def _mask_seconds(value: object) -> object:
+    # The compiler's version (`compiled_for`: jaxlib's, for the local backend) is the
+    # environment's, left out as the `environment` is.
     if isinstance(value, dict):
         return {
-            key: "<seconds>" if key.endswith("seconds") else _mask_seconds(item)
+            key: "<seconds>"
+            if key.endswith("seconds")
+            else "<version>"
+            if key == "compiler_version" and item is not None
+            else _mask_seconds(item)
             for key, item in value.items()
         }
     if isinstance(value, list):
@@ -310,7 +316,8 @@ def _mask_seconds(value: object) -> object:
 
 def normalized(stdout: str, as_json: bool) -> str:
     """The output with wall times masked, the `environment` left out (the versions of
-    hloscope, JAX and jaxlib and the backend it ran with), the repository's own path
+    hloscope, JAX and jaxlib and the backend it ran with; the compiler's version, masked
+    too), the repository's own path
     (in source locations XLA recorded) written `<root>`, and trailing spaces removed."""
     stdout = stdout.replace(str(ROOT) + os.sep, "<root>/")
     if as_json and stdout.strip():

@@ -163,6 +163,8 @@ class Loaded:
         """Compile the target here and run it under JAX's profiler (`Program.profile`):
         the optimized module that ran, and the runs' times and events. The trace goes
         to `trace_dir`, or to a temporary folder it owns."""
+        if self.options.compile_for is not None:
+            raise needs_the_device("profile", self.options.compile_for)
         if self.program is None:
             raise HloscopeError(
                 "this is an optimized module, read as it is: profiling compiles and runs "
@@ -748,8 +750,6 @@ def _load_dump_data(
 ) -> Loaded:
     """Parse a dump's bytes (read from a file, or given in hand), compiling them when
     the optimized module is wanted. `path`: the file read, if any."""
-    if options.compile_for is not None:
-        options = dataclasses.replace(options, optimized=True, compile_dumps=True)
     if options.optimized and options.compile_dumps:
         # The compiling child gets ready while the dump is parsed here.
         from hloscope.sources.jax.module_run import start_runner

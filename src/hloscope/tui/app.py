@@ -391,9 +391,15 @@ class HloscopeApp(WorkingApp):
         self.sessions[session.loaded.source.stage] = session
         loaded = session.loaded
         module = loaded.module
+        compiled_for = loaded.source.compiled_for
+        for_platform = (
+            f" · for {compiled_for.spec} (without the device)"
+            if compiled_for is not None and compiled_for.spec is not None
+            else ""
+        )
         self.query_one("#title-bar", Static).update(
             f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
-            f"{loaded.source.stage} {loaded.source.ir} · {session.op_count_text}"
+            f"{loaded.source.stage} {loaded.source.ir}{for_platform} · {session.op_count_text}"
         )
         tabs = self.query_one(TabbedContent)
         active = self._active_view()
