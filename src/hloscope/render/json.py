@@ -660,6 +660,7 @@ def passes_json(report: PassesReport) -> dict[str, Any]:
     body: dict[str, Any] = {
         "module": report.module,
         "folder": report.folder,
+        "compiled_for": compiled_for_json(report.compiled_for),
         "input_ops": table.input_ops,
         "output_ops": table.output_ops,
         "pipelines": list(table.pipelines),

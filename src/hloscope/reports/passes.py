@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from hloscope.errors import HloscopeError, display_path
 from hloscope.reports.diff import DiffReport, diff_loaded
 from hloscope.reports.entry import ReportEntry
+from hloscope.stages import CompiledFor
 
 if TYPE_CHECKING:
     from hloscope.analyses.passes import Census, PassFind, PassStep, PassTable
@@ -43,6 +44,8 @@ class PassesReport:
     scan_seconds: float
     """Reading and counting the files."""
     notes: tuple[str, ...]
+    compiled_for: CompiledFor | None = None
+    """What it was compiled for, when compiled here (`--for`, or the local backend)."""
 
 
 def _census_of(text: str | None, pattern: str | None) -> Census | None:
@@ -128,6 +131,7 @@ def passes_report(
         compile_seconds=compile_seconds,
         scan_seconds=scan_seconds,
         notes=notes,
+        compiled_for=compiled.source.compiled_for if compiled is not None else None,
     )
 
 

@@ -236,6 +236,7 @@ def passes_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
         {
             "module": STR,
             "folder": nullable(STR),
+            "compiled_for": COMPILED_FOR,
             **fields(PassTable, "input_ops", "output_ops", "pipelines"),
             "passes": array(step),
             "timings": obj(

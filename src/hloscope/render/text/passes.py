@@ -9,7 +9,13 @@ from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.passes import FoundAt, KindChange, PassFind, PassStep
-from hloscope.render.text.common import Cell, header_table, notes_group, seconds
+from hloscope.render.text.common import (
+    Cell,
+    compiled_for_text,
+    header_table,
+    notes_group,
+    seconds,
+)
 from hloscope.render.text.diff import render_diff
 from hloscope.reports import PassesReport
 
@@ -128,7 +134,12 @@ def render_passes(report: PassesReport, console: Console) -> None:
         ("target", Text(report.target, style="bold")),
         (
             "module",
-            report.module + (f"  in {report.folder}" if report.folder else "  (compiled here)"),
+            report.module
+            + (
+                f"  in {report.folder}"
+                if report.folder
+                else f"  ({compiled_for_text(report.compiled_for) or 'compiled here'})"
+            ),
         ),
         (
             "passes",
