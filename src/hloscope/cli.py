@@ -313,7 +313,7 @@ def tui(
     """The interactive browser: the module tree, the printed IR with each op's details,
     and the reports (press ? in it for the keys). --timeout limits the loading; the
     browser then stays open."""
-    _browse(target, options, "ir", debug, timeout)
+    _browse(target, _for_compiles(options), "ir", debug, timeout)
 
 
 def _for_compiles(options: loader.LoadOptions) -> loader.LoadOptions:

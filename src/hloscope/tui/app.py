@@ -315,7 +315,9 @@ class HloscopeApp(WorkingApp):
     @work(thread=True, group="load", description="compile")
     def _compile(self, loaded: loader.Loaded) -> None:
         try:
-            self.post_message(self.Progress("compiling for the local backend"))
+            compile_for = loaded.options.compile_for
+            where = compile_for.spec if compile_for is not None else "the local backend"
+            self.post_message(self.Progress(f"compiling for {where}"))
             optimized = loader.optimized(loaded)
             self._prepare_and_build(optimized)
         except BaseException as exc:
