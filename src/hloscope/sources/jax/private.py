@@ -582,6 +582,16 @@ def private_api_ok() -> list[str]:
     for name in ("DeviceAssignment", "DeviceList"):
         if not hasattr(_xla_client, name):
             missing.append(f"jax._src.lib.xla_client.{name}")
+    # Compiling for a TPU topology or a GPU spec (`--for`).
+    for key in ("num_devices", "out_shardings", "ordered_effects"):
+        if key not in compile_args:
+            missing.append(f"compile_args[{key!r}]")
+    if private_propagation(lowered) is None:
+        missing.append("jax._src.interpreters.pxla.get_prop_to_input_output")
+    try:
+        private_parse_module(lowered.as_text())
+    except Exception:
+        missing.append("jax._src.interpreters.mlir.make_ir_context / ir.Module.parse")
     return missing
 
 
