@@ -16,6 +16,8 @@ import typer
 
 from hloscope.cli_options import (
     ArgumentOptions,
+    BaselineOption,
+    CallsCheckOption,
     DebugOption,
     JsonOption,
     PrintedAnywayOption,
@@ -24,6 +26,8 @@ from hloscope.cli_options import (
     TargetOptions,
     TargetOptionsNoCompile,
     TimeoutOption,
+    ToleranceOption,
+    UpdateOption,
     option_groups,
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
@@ -662,43 +666,6 @@ def memory(
         timeout=timeout,
         what=target,
     )
-
-
-BaselineOption = Annotated[
-    str | None,
-    typer.Option(
-        "--baseline",
-        metavar="FILE",
-        help="The baseline file of TARGET (a JSON file meant to be committed). Without "
-        "TARGET, the targets of [tool.hloscope.check] in pyproject.toml are checked, "
-        "their baselines in its folder (hloscope-baselines/ by default).",
-        show_default=False,
-    ),
-]
-UpdateOption = Annotated[
-    bool,
-    typer.Option("--update", help="Record the baseline (again) instead of comparing with it."),
-]
-ToleranceOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--tolerance",
-        metavar="FACT=TOL",
-        help="How far a fact may move: memory.*=5%, compile.seconds=2s, "
-        "memory.temp_bytes=1 MiB (repeatable; structural facts are exact by default).",
-        show_default=False,
-    ),
-]
-CallsCheckOption = Annotated[
-    str | None,
-    typer.Option(
-        "--calls",
-        metavar="FACTORY",
-        help="A factory returning several argument sets: check the programs compiled "
-        "while the function is called on each (programs.count).",
-        show_default=False,
-    ),
-]
 
 
 @app.command()

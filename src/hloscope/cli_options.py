@@ -78,7 +78,7 @@ ForOption = Annotated[
         help="Compile for a TPU topology or a GPU spec on this machine, without the device "
         "(implies --compile): tpu:GEN:TOPOLOGY[,slices=N] (tpu:v5e:2x4, tpu:v4:2x2x1), "
         "gpu:NAME[xN] (gpu:h100, gpu:h100x8, gpu:a100, gpu:l4), gpu:PATH.txtpb; cpu: the "
-        "local backend. hloscope platforms lists them.",
+        "local backend, as without --for. hloscope platforms lists them.",
         show_default=False,
     ),
 ]
@@ -98,6 +98,43 @@ TimeoutOption = Annotated[
         metavar="SECONDS",
         help="Give up after SECONDS (exit 2): importing, tracing, lowering, compiling or "
         "running the target's code, reading and analysing the module. No limit by default.",
+        show_default=False,
+    ),
+]
+
+# `check`'s own options.
+BaselineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        metavar="FILE",
+        help="The baseline file of TARGET (a JSON file meant to be committed). Without "
+        "TARGET, the targets of [tool.hloscope.check] in pyproject.toml are checked, "
+        "their baselines in its folder (hloscope-baselines/ by default).",
+        show_default=False,
+    ),
+]
+UpdateOption = Annotated[
+    bool,
+    typer.Option("--update", help="Record the baseline (again) instead of comparing with it."),
+]
+ToleranceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tolerance",
+        metavar="FACT=TOL",
+        help="How far a fact may move: memory.*=5%, compile.seconds=2s, "
+        "memory.temp_bytes=1 MiB (repeatable; structural facts are exact by default).",
+        show_default=False,
+    ),
+]
+CallsCheckOption = Annotated[
+    str | None,
+    typer.Option(
+        "--calls",
+        metavar="FACTORY",
+        help="A factory returning several argument sets: check the programs compiled "
+        "while the function is called on each (programs.count).",
         show_default=False,
     ),
 ]

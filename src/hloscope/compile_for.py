@@ -222,11 +222,13 @@ def _gpu(spec: str, rest: str) -> CompileFor:
         raise _wrong(spec, "gpus=N goes with a spec file; a named GPU takes xN (gpu:h100x8)")
     name, count = body.lower(), 1
     match = _GPU_COUNT.match(name)
-    if match and match["name"] in GPU_SPECS:
+    if match and name not in GPU_SPECS:
         name, count = match["name"], int(match["count"])
     gpu = GPU_SPECS.get(name)
-    if gpu is None or count < 1:
-        raise _wrong(spec, f"unknown GPU {body!r} (one of {', '.join(GPU_SPECS)})")
+    if gpu is None:
+        raise _wrong(spec, f"unknown GPU {name!r} (one of {', '.join(GPU_SPECS)})")
+    if count < 1:
+        raise _wrong(spec, f"{count} GPUs")
     from hloscope.ir.gpu_target import gpu_target_facts
 
     path = GPU_SPECS_FOLDER / gpu.file

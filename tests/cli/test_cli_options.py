@@ -16,20 +16,20 @@ from hloscope import cli_options
 from hloscope.cli_options import TargetOptions, option_groups
 from hloscope.sources.loader import LoadOptions
 
-TARGET = ("--arg", "--args", "--module", "--compile")
-LOADED = ("--arg", "--args", "--module")
+TARGET = ("--arg", "--args", "--module", "--compile", "--for")
+LOADED = ("--arg", "--args", "--module", "--for")
 TAIL = ("--debug", "--timeout", "--help")
 
 # Each command's options, in the order its --help lists them (a command may list
 # more: a new option is added to its row here).
 OPTIONS: dict[str, tuple[str, ...]] = {
     "inspect": (*TARGET, "--json", "--print", *TAIL),
-    "fusions": (*TARGET, "--json", "--print", *TAIL),
+    "fusions": (*LOADED, "--compile", "--json", "--print", *TAIL),
     "params": (*TARGET, "--json", "--print", "--fail-on", *TAIL),
     "placement": (*TARGET, "--json", "--print", "--why", *TAIL),
     "diff": (*TARGET, "--json", "--print", *TAIL),
     "tui": (*TARGET, *TAIL),
-    "aot-check": ("--arg", "--args", "--aot", "--json", "--print", *TAIL),
+    "aot-check": ("--arg", "--args", "--for", "--aot", "--json", "--print", *TAIL),
     "compiles": ("--args", "--calls", "--json", "--print", "--fail-on", *TAIL),
     "passes": (*LOADED, "--find", "--diff", "--json", "--print", *TAIL),
     "memory": (*LOADED, "--json", "--print", *TAIL),
@@ -48,6 +48,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "profile": (
         "--arg",
         "--args",
+        "--for",
         "--runs",
         "--warmup",
         "--trace-dir",
@@ -56,6 +57,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
         *TAIL,
     ),
     "schema": ("--debug", "--help"),
+    "platforms": ("--json", "--debug", "--help"),
 }
 
 # The shared options whose help every command that takes them shows word for word
@@ -65,6 +67,7 @@ SHARED = {
     "--args": cli_options.ArgsOption,
     "--module": cli_options.ModuleOption,
     "--compile": cli_options.CompileOption,
+    "--for": cli_options.ForOption,
     "--json": cli_options.JsonOption,
     "--debug": cli_options.DebugOption,
     "--timeout": cli_options.TimeoutOption,
@@ -85,7 +88,8 @@ def listed_options(text: str) -> list[str]:
 
 
 def words(text: str) -> str:
-    return " ".join(text.split())
+    # A hyphenated word the help wraps at its hyphen (`after-` / `optimization`) is one.
+    return re.sub(r"(\w)- (\w)", r"\1-\2", " ".join(text.split()))
 
 
 def test_every_command_has_a_row():

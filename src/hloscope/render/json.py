@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from hloscope.reports.check import CheckReport
     from hloscope.reports.profile import ProfileReport, ScriptProfileReport
     from hloscope.runs import RecordedCompile
-    from hloscope.stages import CompiledFor, Source
+    from hloscope.stages import Source
 
 SCHEMA_VERSION = 1
 
@@ -64,16 +64,10 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
-def compiled_for_json(compiled_for: CompiledFor | None) -> dict[str, Any] | None:
-    """What a module was compiled for (`--for`, or the local backend); None when it was
-    not compiled here."""
-    return plain(compiled_for) if compiled_for is not None else None
-
-
 def source_fields(source: Source) -> dict[str, Any]:
     """Where a report's module came from (`source`) and what it was compiled for
     (`compiled_for`): the keys every report with a module has."""
-    return {"source": source_json(source), "compiled_for": compiled_for_json(source.compiled_for)}
+    return {"source": source_json(source), "compiled_for": plain(source.compiled_for)}
 
 
 def source_json(source: Source) -> dict[str, Any]:
@@ -660,7 +654,7 @@ def passes_json(report: PassesReport) -> dict[str, Any]:
     body: dict[str, Any] = {
         "module": report.module,
         "folder": report.folder,
-        "compiled_for": compiled_for_json(report.compiled_for),
+        "compiled_for": plain(report.compiled_for),
         "input_ops": table.input_ops,
         "output_ops": table.output_ops,
         "pipelines": list(table.pipelines),
