@@ -44,6 +44,7 @@ SECTIONS = (
     "passes",
     "profile",
     "placement --why",
+    "for",
 )
 
 

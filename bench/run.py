@@ -49,18 +49,25 @@ floor with its goal.
    --why --json` against a plain script compiling the same function with Shardy's
    verbose dumps into a temporary folder (`xla_dump_hlo_pass_re=shardy-verbose`),
    each as a whole process. Goal: 1.3x.
+9. for: `hloscope fusions ENTRY --for tpu:v5e:2x4 --json` on the 10k-op entrypoint
+   against `bench/topology_floor.py`, a plain script doing the same topology compile
+   in one process (libtpu's compile-only devices for v5e:2x4, the function lowered
+   for `tpu`, compiled through the topology's client, the optimized module printed).
+   Goal: 1.3x (issue 46). Skipped, saying so, without libtpu (`pip install
+   'jax[tpu]'`, or `hloscope[tpu]`).
 
 Results go to bench/results/latest.md and latest.json.
 
     .venv/bin/python bench/run.py [--quick] [--against REV] [--only SECTION,...]
 
 --quick skips the 1M-op modules; --only measures some sections (load, startup,
-diff, browser, entrypoint, compiles, passes, profile, placement --why).
+diff, browser, entrypoint, compiles, passes, profile, placement --why, for).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import platform
@@ -692,6 +699,44 @@ def why_rows(repeats: int = 3) -> list[Row]:
     return [with_against(row, runs)]
 
 
+# --------------------------------------------------------------------------- 9. for
+
+FOR_SPEC = "tpu:v5e:2x4"
+
+
+def for_rows(repeats: int = 3) -> list[Row]:
+    """`fusions ENTRY --for tpu:v5e:2x4 --json` on the 10k-op entrypoint against
+    bench/topology_floor.py, the same topology compile in a plain process (issue 46:
+    at most 1.3x). Skipped without libtpu."""
+    name = f"fusions --for {FOR_SPEC} vs topology compile script"
+    if importlib.util.find_spec("libtpu") is None:
+        print("  for: skipped, libtpu is not installed", flush=True)
+        return [Row("for", name, None, 1, 1, None, note="skipped: libtpu is not installed")]
+    # The script sets ALLOW_MULTIPLE_LIBTPU_LOAD=1 itself before JAX loads libtpu.
+    floor = [PYTHON, str(BENCH / "topology_floor.py")]
+    target = ["bench/generate.py:entrypoint", "--args", "bench/generate.py:example_args"]
+    runs = interleaved(
+        floor,
+        ["fusions", *target, "--for", FOR_SPEC, "--json"],
+        repeats,
+        trees_with("fusions", "--for"),
+    )
+    document = json.loads(runs.stdout(THIS.label))
+    assert document["compiled_for"]["spec"] == FOR_SPEC, document["compiled_for"]
+    assert runs.stdout("baseline").startswith("HloModule "), "the floor printed no module"
+    row = Row(
+        "for",
+        name,
+        None,
+        runs.seconds("baseline") or 0.0,
+        runs.seconds(THIS.label) or 0.0,
+        1.3,
+        runs.rss("baseline"),
+        runs.rss(THIS.label),
+    )
+    return [with_against(row, runs)]
+
+
 def machine() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -741,6 +786,7 @@ def main(argv: list[str] | None = None) -> int:
         ("passes", passes_rows),
         ("profile", profile_rows),
         ("placement --why", why_rows),
+        ("for", for_rows),
     ):
         if section not in options.sections:
             continue
