@@ -97,11 +97,18 @@ def give_program_devices(target: CompileFor) -> int | None:
     has, so that a program building its mesh from `jax.devices()` builds it for the
     platform's count. Returns that count; None where JAX's backends are started already
     (the count is then what it is)."""
+    global _flags_before_import
     count = len(platform_devices(target))
     if private_backends_started():
         return None
+    _flags_before_import = os.environ.get("XLA_FLAGS", "")
     jax.config.update("jax_num_cpu_devices", count)
     return count
+
+
+_flags_before_import: str | None = None
+"""XLA_FLAGS as they were before the program was imported: a device count in them is
+the environment's (our count overrides it), not the program's."""
 
 
 def program_device_count(target: CompileFor, given: int | None) -> None:
@@ -116,7 +123,8 @@ def program_device_count(target: CompileFor, given: int | None) -> None:
     else:
         flags = os.environ.get("XLA_FLAGS", "")
         match = re.search(r"--xla_force_host_platform_device_count=(\d+)", flags)
-        if match and given is not None and configured == given:
+        set_by_program = flags != (_flags_before_import or "")
+        if match and set_by_program and given is not None and configured == given:
             # The program's XLA_FLAGS, which our jax_num_cpu_devices would override.
             own = (int(match[1]), "XLA_FLAGS=--xla_force_host_platform_device_count")
             if own[0] == platform:
