@@ -35,6 +35,14 @@ class TpuGeneration:
     """The HBM one of JAX's devices of it has, from the generation's public spec sheet
     (a device is a chip, or a TensorCore where each core is its own device: v2, v3;
     TPU7x's two chiplets)."""
+    device_kind: str
+    """As XLA names its devices: `TPU v5 lite`."""
+    devices_per_chip: int = 1
+    """JAX's devices on one chip (two TensorCores each a device: v2, v3; TPU7x's two
+    chiplets)."""
+    max_chips: int = 256
+    """The chips of its largest slice (the generation's public pod size): libtpu aborts
+    on a larger topology rather than refusing it."""
     chip_config_name: str | None = None
     """`chip_config_name` for `get_topology_desc`: v4's `megacore` (one device per
     chip, as on a v4 VM; JAX's mesh helpers refuse the default's two)."""
@@ -44,13 +52,13 @@ class TpuGeneration:
 TPU_GENERATIONS: Final[dict[str, TpuGeneration]] = {
     g.name: g
     for g in (
-        TpuGeneration("v2", 2, 8 * GIB, example="2x2"),
-        TpuGeneration("v3", 2, 16 * GIB, example="2x2"),
-        TpuGeneration("v4", 3, 32 * GIB, "megacore", example="2x2x1"),
-        TpuGeneration("v5e", 2, 16 * GIB, example="2x4"),
-        TpuGeneration("v5p", 3, 95 * GIB, example="2x2x1"),
-        TpuGeneration("v6e", 2, 32 * GIB, example="4x4"),
-        TpuGeneration("tpu7x", 3, 96 * GIB, example="2x2x1"),
+        TpuGeneration("v2", 2, 8 * GIB, "TPU v2", 2, 512, example="2x2"),
+        TpuGeneration("v3", 2, 16 * GIB, "TPU v3", 2, 1024, example="2x2"),
+        TpuGeneration("v4", 3, 32 * GIB, "TPU v4", 1, 4096, "megacore", example="2x2x1"),
+        TpuGeneration("v5e", 2, 16 * GIB, "TPU v5 lite", 1, 256, example="2x4"),
+        TpuGeneration("v5p", 3, 95 * GIB, "TPU v5", 1, 8960, example="2x2x1"),
+        TpuGeneration("v6e", 2, 32 * GIB, "TPU v6 lite", 1, 256, example="4x4"),
+        TpuGeneration("tpu7x", 3, 96 * GIB, "TPU7x", 2, 9216, example="2x2x1"),
     )
 }
 
@@ -100,6 +108,10 @@ class CompileFor:
     topology: str
     """JAX's topology string: `v5e:2x4` for a TPU; `1x1x8` (slices x hosts x GPUs per
     host) for GPUs."""
+    devices: int
+    """How many devices JAX makes for it: what the program is given as host devices
+    before it is imported (made before libtpu starts, so that a program setting
+    LIBTPU_INIT_ARGS when imported sets them for its compilation)."""
     slices: int = 1
     """TPU slices (multi-slice)."""
     chip_config_name: str | None = None
@@ -150,8 +162,10 @@ def _options(spec: str, text: str, allowed: tuple[str, ...]) -> tuple[str, dict[
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip().lower()
-        if not sep or key not in allowed or not value.strip().isdigit() or int(value) < 1:
+        if not sep or key not in allowed:
             raise _wrong(spec, f"unknown option {pair.strip()!r}")
+        if not value.strip().isdigit() or int(value) < 1:
+            raise _wrong(spec, f"{key}={value.strip()}: expected a count of 1 or more")
         options[key] = int(value)
     return body.strip(), options
 
@@ -177,6 +191,15 @@ def _tpu(spec: str, rest: str) -> CompileFor:
             f"a {generation.name} topology has {generation.dimensions} numbers, as "
             f"{generation.name}:{generation.example}",
         )
+    chips = 1
+    for size in topology.split("x"):
+        chips *= int(size)
+    if not 1 <= chips <= generation.max_chips:
+        raise _wrong(
+            spec,
+            f"{chips:,} chips: a {generation.name} slice has 1 to "
+            f"{generation.max_chips:,} (slices=N for more)",
+        )
     slices = options.get("slices", 1)
     normal = f"tpu:{generation.name}:{topology}" + (f",slices={slices}" if slices > 1 else "")
     return CompileFor(
@@ -184,10 +207,11 @@ def _tpu(spec: str, rest: str) -> CompileFor:
         platform="tpu",
         name=generation.name,
         topology=f"{generation.name}:{topology}",
+        devices=chips * generation.devices_per_chip * slices,
         slices=slices,
         chip_config_name=generation.chip_config_name,
         memory_bytes=generation.hbm_bytes_per_device,
-        description=f"TPU {generation.name}",
+        description=generation.device_kind,
     )
 
 
@@ -204,7 +228,10 @@ def _gpu(spec: str, rest: str) -> CompileFor:
             raise HloscopeError(f"--for {spec}: cannot read the GPU spec: {exc}") from None
         from hloscope.ir.gpu_target import gpu_target_facts
 
-        facts = gpu_target_facts(config, str(path))
+        try:
+            facts = gpu_target_facts(config, str(path))
+        except HloscopeError as exc:
+            raise HloscopeError(f"--for {spec}: {exc.message}") from None
         count = options.get("gpus", 1)
         name = path.stem
         normal = f"gpu:{body}" + (f",gpus={count}" if count > 1 else "")
@@ -213,6 +240,7 @@ def _gpu(spec: str, rest: str) -> CompileFor:
             platform="gpu",
             name=name,
             topology=f"1x1x{count}",
+            devices=count,
             gpu_config=config,
             gpu_config_path=str(path),
             memory_bytes=facts.memory_bytes,
@@ -239,6 +267,7 @@ def _gpu(spec: str, rest: str) -> CompileFor:
         platform="gpu",
         name=name,
         topology=f"1x1x{count}",
+        devices=count,
         gpu_config=config,
         gpu_config_path=str(path),
         memory_bytes=facts.memory_bytes,

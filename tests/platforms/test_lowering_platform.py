@@ -27,14 +27,18 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _op_counts(*options: str) -> dict[str, int]:
-    run = subprocess.run(
-        [sys.executable, "-m", "hloscope", "inspect", *TARGET, *ARGS, "--json", *options],
+def _hloscope(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hloscope", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def _op_counts(*options: str) -> dict[str, int]:
+    run = _hloscope("inspect", *TARGET, *ARGS, "--json", *options)
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     return json.loads(run.stdout)["op_counts"]
@@ -58,3 +62,34 @@ def test_a_tpu_program_takes_the_tpu_path():
 )
 def test_a_gpu_program_takes_the_cuda_path():
     assert _math(_op_counts("--for", "gpu:h100")) == {"stablehlo.tanh"}
+
+
+@pytest.mark.skipif(not _installed("libtpu"), reason="libtpu is not installed (hloscope[tpu])")
+def test_a_pallas_tpu_kernel_is_shown_as_xla_hlo():
+    # XLA's converter to MLIR refuses the kernel's tiled layouts: that was an internal
+    # error; it is XLA's own view of the module, with the kernel as a custom call.
+    pallas = ["tests/fixtures/pallas_targets.py:add", "--arg", "f32[8,128]", "--arg", "f32[8,128]"]
+    run = _hloscope("fusions", *pallas, "--for", "tpu:v5e:2x4", "--json")
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert document["source"]["ir"] == "hlo-native"
+    assert document["compiled_for"]["device_kind"] == "TPU v5 lite"
+    assert [op["target"] for op in document["unfused"]] == ["tpu_custom_call"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("tpu:v5e:32x32", "1,024 chips: a v5e slice has 1 to 256"),
+        ("tpu:v5e:2x2,slices=0", "slices=0: expected a count of 1 or more"),
+        ("gpu:h100x0", "0 GPUs"),
+        ("gpu:nosuchx8", "unknown GPU 'nosuch'"),
+        ("gpu:tests/fixtures/platform_targets.py.txtpb", "cannot read the GPU spec"),
+    ],
+)
+def test_a_spec_no_platform_has_is_one_line(spec: str, says: str):
+    # libtpu aborts the process on a topology larger than its generation's pod: refused
+    # before it is asked.
+    run = _hloscope("fusions", *TARGET, *ARGS, "--for", spec)
+    assert run.returncode == 2
+    assert says in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr

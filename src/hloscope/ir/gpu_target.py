@@ -43,7 +43,7 @@ def gpu_target_facts(text: str, where: str) -> GpuTargetFacts:
     if not seen_device_info:
         raise HloscopeError(
             "not a GPU spec: a GpuTargetConfigProto in text form has a gpu_device_info "
-            "block (see XLA's xla/tools/hlo_opt/gpu_specs/)",
+            "block, as the files of XLA's xla/tools/hlo_opt/gpu_specs/ do",
             where=where,
         )
     return GpuTargetFacts(memory, description)

@@ -164,7 +164,13 @@ def from_hlo_proto(
     import jaxlib._jax as jax_ext
 
     with native() as converted_log:
-        bytecode = jax_ext.mlir.hlo_to_stablehlo(proto)
+        try:
+            bytecode: bytes | str = jax_ext.mlir.hlo_to_stablehlo(proto)
+        except Exception as exc:
+            # XLA's converter refuses some modules outright (a TPU kernel's tiled
+            # layouts: "UNIMPLEMENTED: Tiled layout is not supported yet"): shown as
+            # XLA's own view, as a conversion that does not verify is.
+            bytecode = f"the converter refused it: {one_line(str(exc), 200)}"
     layout = entry_computation_layout(printed)
     counts = module_counts(printed)
     names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
@@ -188,7 +194,7 @@ def from_hlo_proto(
 
 def _from_converted(
     xla_module: Callable[[], Any],
-    bytecode: bytes,
+    bytecode: bytes | str,
     source_name: str,
     logged: list[str],
     names: HloNames | None = None,
@@ -200,11 +206,14 @@ def _from_converted(
 
     `entry_layout` is the module's `entry_computation_layout`, whose memory spaces the
     conversion drops (see `record_entry_memory_spaces`); `counts`, its header's device
-    counts, which it drops too (`record_module_counts`)."""
+    counts, which it drops too (`record_module_counts`). `bytecode` is text where the
+    converter refused the module: why."""
     from jaxlib.mlir import ir
 
     with native() as parse_log:
         try:
+            if isinstance(bytecode, str):
+                raise ValueError(bytecode)
             with mlir_context():
                 module = ir.Module.parse(bytecode)
         except Exception as exc:

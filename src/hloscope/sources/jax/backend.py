@@ -9,7 +9,11 @@ import jax.extend
 
 from hloscope.errors import one_line
 from hloscope.native_stderr import native_stderr_captured
-from hloscope.sources.jax.private import private_backends_started
+from hloscope.sources.jax.private import (
+    private_accelerators_here,
+    private_backends_started,
+    private_load_plugins,
+)
 
 
 def default_backend(*, start: bool) -> str | None:
@@ -39,3 +43,20 @@ def local_devices() -> tuple[str, str, int]:
     backend = local_backend()
     devices = backend.devices()
     return str(backend.platform), str(devices[0].device_kind), len(devices)
+
+
+def plugins_loaded_quietly() -> None:
+    """On a machine with neither a TPU nor a GPU, load JAX's plugins (libtpu, the CUDA
+    plugin: `hloscope[tpu]`, `hloscope[cuda12]`) now, with their native lines kept off
+    stderr, before a script hloscope runs starts JAX's backends: they would print a
+    dozen lines about the TPU and the CUDA drivers this machine does not have. No
+    backend is started (the script may still configure JAX); on a machine with a TPU or
+    a GPU, nothing is done (a script may set LIBTPU_INIT_ARGS before its backend
+    starts)."""
+    try:
+        if private_accelerators_here():
+            return
+        with native_stderr_captured():
+            private_load_plugins()
+    except Exception:
+        return  # JAX reports the plugin's trouble itself when the script starts it

@@ -332,6 +332,10 @@ def record_script(script: str, argv: Sequence[str], *, stdout_to_stderr: bool) -
     path = Path(script)
     if not path.is_file():
         raise HloscopeError("no such script", where=script)
+    from hloscope.sources.jax.backend import plugins_loaded_quietly
+
+    # The script's stderr is its own: only the plugins' lines are kept off it.
+    plugins_loaded_quietly()
     label = " ".join([script, *argv])
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     sys.argv = [script, *argv]

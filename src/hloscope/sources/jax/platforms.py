@@ -96,9 +96,10 @@ def give_program_devices(target: CompileFor) -> int | None:
     """Before the user's module is imported: as many host (CPU) devices as `target`
     has, so that a program building its mesh from `jax.devices()` builds it for the
     platform's count. Returns that count; None where JAX's backends are started already
-    (the count is then what it is)."""
+    (the count is then what it is). The platform's compiler is not started here: a
+    program may set its flags (LIBTPU_INIT_ARGS) when imported."""
     global _flags_before_import
-    count = len(platform_devices(target))
+    count = target.devices
     if private_backends_started():
         return None
     _flags_before_import = os.environ.get("XLA_FLAGS", "")
@@ -115,7 +116,7 @@ def program_device_count(target: CompileFor, given: int | None) -> None:
     """After the user's module is imported: a program that set its own device count
     (`jax_num_cpu_devices`, or XLA_FLAGS' `--xla_force_host_platform_device_count`)
     other than the platform's is refused in one line naming both."""
-    platform = len(platform_devices(target))
+    platform = target.devices
     own: tuple[int, str] | None = None
     configured = int(jax.config.jax_num_cpu_devices)
     if given is not None and configured not in (given, -1):

@@ -149,6 +149,31 @@ def private_backends_started() -> bool:
     return bool(_jax_xla_bridge.backends_are_initialized())
 
 
+def private_accelerators_here() -> bool:
+    """Whether this machine has a TPU (`jax._src.hardware_utils`, as JAX's own Cloud
+    TPU set-up asks) or an NVIDIA GPU (its driver's device file)."""
+    import os
+
+    from jax._src import hardware_utils as _jax_hardware_utils
+
+    chips, _ = _jax_hardware_utils.num_available_tpu_chips_and_device_id()
+    return bool(chips) or os.path.exists("/dev/nvidiactl")
+
+
+def private_load_plugins() -> None:
+    """Register JAX's PJRT plugins (`xla_bridge._discover_and_register_pjrt_plugins`,
+    idempotent) and load and initialize libtpu's, as `make_pjrt_tpu_topology` does,
+    without starting a backend."""
+    _jax_xla_bridge._discover_and_register_pjrt_plugins()
+    path = _jax_xla_bridge.get_tpu_library_path()
+    if path is None:
+        return
+    if not _xla_client.pjrt_plugin_loaded("tpu"):
+        _xla_client.load_pjrt_plugin_dynamically("tpu", path)
+    if not _xla_client.pjrt_plugin_initialized("tpu"):
+        _xla_client.initialize_pjrt_plugin("tpu")
+
+
 def private_function_name(lowered: Any) -> str | None:
     try:
         info = _private_compile_args(lowered)["all_args_info"].debug_info

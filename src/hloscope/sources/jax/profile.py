@@ -106,8 +106,10 @@ def profile_script(
 ) -> ProfiledScript:
     """Run `script` as `python SCRIPT ARGV...` would, recording what JAX compiles
     (`capture.record_script`) with JAX's profiler tracing every program it runs."""
+    from hloscope.sources.jax.backend import plugins_loaded_quietly
     from hloscope.sources.jax.capture import record_script
 
+    plugins_loaded_quietly()  # before the profiler starts the backends
     with _trace_folder(trace_dir) as folder:
         with _profiler(folder, script):
             recorded = record_script(script, argv, stdout_to_stderr=stdout_to_stderr)
