@@ -34,8 +34,10 @@ UNSAFE_MODULES = {"pickle", "cPickle", "dill", "cloudpickle", "marshal", "shelve
 UNSAFE_BUILTINS = {"eval", "exec", "compile", "__import__", "execfile"}
 # Importing by name or path is how an entrypoint's code runs; only there, and in the
 # reports' registry, which imports hloscope's own renderers and tabs by the constant
-# names its entries hold (nothing outside hloscope; tests/house/test_registry.py).
-IMPORTERS = {"sources/entrypoint.py", "reports/entry.py"}
+# names its entries hold (nothing outside hloscope; tests/house/test_registry.py); and
+# the stderr guard, which runs the import of the package named `jax` (no other) with
+# its native lines captured (`native_stderr.quiet_jax_import`).
+IMPORTERS = {"sources/entrypoint.py", "reports/entry.py", "native_stderr.py"}
 
 
 def calls_in(tree: ast.AST) -> list[tuple[str, ast.Call]]:

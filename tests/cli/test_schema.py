@@ -10,6 +10,7 @@ NNX and Equinox programs through every command.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import subprocess
 import sys
@@ -370,6 +371,14 @@ def library_runs(model: list[str], tmp_path: Path) -> list[list[str]]:
         ["check", *model, "--baseline", baseline, "--update", "--json"],
         ["check", *model, "--baseline", baseline, "--json"],
         ["profile", *model, "--runs", "2", "--json"],
+        *(
+            [
+                ["fusions", *model, "--for", "tpu:v5e:2x2", "--json"],
+                ["memory", *model, "--for", "tpu:v5e:2x2", "--json"],
+            ]
+            if importlib.util.find_spec("libtpu") is not None
+            else []
+        ),
     ]
 
 
@@ -392,7 +401,16 @@ def test_every_command_on_nnx_and_equinox_matches_its_schema(
         document = run.json()
         validate(document, " ".join(argv))  # run_cli did too: the test says so itself
         seen.add(document["command"])
-    assert seen == set(command_names()) - {"diff"}
+    # diff takes two targets (below); platforms none (its own test).
+    assert seen == set(command_names()) - {"diff", "platforms"}
+
+
+def test_platforms_matches_its_schema() -> None:
+    run = run_cli("platforms", "--json")
+    assert run.code == 0
+    validate(run.json(), "platforms --json")
+    specs = [p["spec"] for p in run.json()["platforms"]]
+    assert "tpu:v5e:2x4" in specs and "gpu:h100[xN]" in specs
 
 
 @pytest.mark.slow

@@ -44,14 +44,15 @@ def _layer_norm(y: jax.Array) -> jax.Array:
 @jax.jit
 def sharded_block(x, w1, w2):
     """A Megatron-style MLP block over the mesh: the hidden layer split over `model`
-    (an all-reduce of the second matmul's partial sums), a layer norm and a softmax,
-    and the loss gathered to every device (an all-reduce over `data`)."""
+    (an all-reduce of the second matmul's partial sums), a layer norm and a softmax
+    gathered to every device (an all-gather over `data`), and the loss summed over
+    `data` (an all-reduce)."""
     h = jax.nn.gelu(x @ w1)
     h = jax.lax.with_sharding_constraint(h, _sharded("data", "model"))
     y = _layer_norm(h @ w2 + x)
     probs = jax.nn.softmax(y, axis=-1)
     loss = jax.lax.with_sharding_constraint((probs * y).sum(), _sharded())
-    return probs, loss
+    return jax.lax.with_sharding_constraint(probs, _sharded()), loss
 
 
 def sharded_args():

@@ -449,6 +449,11 @@ def _import_entrypoint(
         from hloscope.sources.jax.platforms import program_device_count
 
         program_device_count(options.compile_for, given_devices)
+    from hloscope.sources.jax.backend import plugins_loaded_quietly
+
+    # Imported as it is (it may configure JAX or libtpu when imported); before its
+    # arguments are made and it runs, which start JAX's backends.
+    plugins_loaded_quietly()
 
     from hloscope.sources.jax.arguments import example_arguments, factory_arguments
 
