@@ -732,12 +732,13 @@ def check(
                 or options.args
                 or options.args_factory
                 or options.module
+                or options.compile_for
                 or calls
                 or tolerance
             ):
                 raise HloscopeError(
-                    "--baseline, --arg, --args, --module, --calls and --tolerance go with "
-                    "a TARGET; without one, the configured targets are checked"
+                    "--baseline, --arg, --args, --module, --for, --calls and --tolerance go "
+                    "with a TARGET; without one, the configured targets are checked"
                 )
             return check_configured(update, runtime=runtime)
         if baseline is None:

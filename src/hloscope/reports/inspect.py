@@ -50,8 +50,16 @@ def inspect_report(loaded: Loaded) -> InspectReport:
     lowering = loaded.lowering
     compilation = loaded.compilation
     cost = None
+    notes = loaded.notes
+    compiled_for = loaded.source.compiled_for
     if compilation is not None and compilation.cost:
         cost = compilation.cost
+    elif compiled_for is not None and compiled_for.spec is not None:
+        # The lowered module's cost is this machine's estimate, not the platform's.
+        notes += (
+            f"no cost: XLA's compiler for {compiled_for.spec} has no cost analysis "
+            "(cost_analysis() is unimplemented there)",
+        )
     elif lowering is not None and lowering.cost:
         cost = lowering.cost
     return InspectReport(
@@ -60,7 +68,7 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         timings=stage_timings(loaded),
         cost=cost,
         memory=compilation.memory if compilation is not None else None,
-        notes=loaded.notes,
+        notes=notes,
         fusions=_fusion_summary(loaded) if loaded.source.stage == OPTIMIZED else None,
         params=analyze_params(loaded.module, lowering),
         placement=loaded_placement(loaded),
