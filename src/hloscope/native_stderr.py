@@ -11,11 +11,13 @@ draws on a descriptor of its own (`hloscope.tui.app.terminal_output`).
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import os
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import types
+from collections.abc import Iterator, Sequence
 
 _capture_lock = threading.Lock()
 
@@ -68,11 +70,15 @@ class _QuietJaxImport:
     modules, which log `Could not find cuda drivers` to the native stderr of a machine
     without a GPU, whoever imports it first (hloscope, or the user's module)."""
 
-    def find_spec(self, name: str, path: object = None, target: object = None) -> object:
+    def find_spec(
+        self,
+        name: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+        /,
+    ) -> importlib.machinery.ModuleSpec | None:
         if name != "jax":
             return None
-        import importlib.machinery
-
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name)
         if spec is None or spec.loader is None:
@@ -80,9 +86,9 @@ class _QuietJaxImport:
         loader = spec.loader
         exec_module = loader.exec_module
 
-        def quietly(module: object) -> None:
+        def quietly(module: types.ModuleType) -> None:
             with native_stderr_captured():
-                exec_module(module)  # type: ignore[arg-type]
+                exec_module(module)
 
         loader.exec_module = quietly  # type: ignore[method-assign]
         return spec
