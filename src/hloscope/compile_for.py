@@ -222,30 +222,9 @@ def _gpu(spec: str, rest: str) -> CompileFor:
     body, options = _options(spec, rest, ("gpus",))
     if body.endswith((".txtpb", ".pbtxt", ".textproto")):
         path = Path(body).expanduser()
-        try:
-            config = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HloscopeError(f"--for {spec}: cannot read the GPU spec: {exc}") from None
-        from hloscope.ir.gpu_target import gpu_target_facts
-
-        try:
-            facts = gpu_target_facts(config, str(path))
-        except HloscopeError as exc:
-            raise HloscopeError(f"--for {spec}: {exc.message}") from None
         count = options.get("gpus", 1)
-        name = path.stem
         normal = f"gpu:{body}" + (f",gpus={count}" if count > 1 else "")
-        return CompileFor(
-            spec=normal,
-            platform="gpu",
-            name=name,
-            topology=f"1x1x{count}",
-            devices=count,
-            gpu_config=config,
-            gpu_config_path=str(path),
-            memory_bytes=facts.memory_bytes,
-            description=facts.description or name,
-        )
+        return _gpu_spec(spec, normal, path.stem, path, count, None)
     if options:
         raise _wrong(spec, "gpus=N goes with a spec file; a named GPU takes xN (gpu:h100x8)")
     name, count = body.lower(), 1
@@ -257,13 +236,27 @@ def _gpu(spec: str, rest: str) -> CompileFor:
         raise _wrong(spec, f"unknown GPU {name!r} (one of {', '.join(GPU_SPECS)})")
     if count < 1:
         raise _wrong(spec, f"{count} GPUs")
+    normal = f"gpu:{name}" + (f"x{count}" if count > 1 else "")
+    return _gpu_spec(spec, normal, name, GPU_SPECS_FOLDER / gpu.file, count, gpu.description)
+
+
+def _gpu_spec(
+    spec: str, normal: str, name: str, path: Path, count: int, description: str | None
+) -> CompileFor:
+    """A GPU spec read from `path` (a `GpuTargetConfigProto` in text form), `count` of
+    them."""
     from hloscope.ir.gpu_target import gpu_target_facts
 
-    path = GPU_SPECS_FOLDER / gpu.file
-    config = path.read_text()
-    facts = gpu_target_facts(config, gpu.file)
+    try:
+        config = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HloscopeError(f"--for {spec}: cannot read the GPU spec: {exc}") from None
+    try:
+        facts = gpu_target_facts(config, str(path))
+    except HloscopeError as exc:
+        raise HloscopeError(f"--for {spec}: {exc.message}") from None
     return CompileFor(
-        spec=f"gpu:{name}" + (f"x{count}" if count > 1 else ""),
+        spec=normal,
         platform="gpu",
         name=name,
         topology=f"1x1x{count}",
@@ -271,7 +264,7 @@ def _gpu(spec: str, rest: str) -> CompileFor:
         gpu_config=config,
         gpu_config_path=str(path),
         memory_bytes=facts.memory_bytes,
-        description=gpu.description,
+        description=description or facts.description or name,
     )
 
 
