@@ -19,6 +19,7 @@ from hloscope.ir.model import Module
 from hloscope.render.text.common import short_source
 from hloscope.render.text.memory import (
     KIND_STYLES,
+    fit_text,
     peak_text,
     profile_chart,
     shape_text,
@@ -106,6 +107,8 @@ def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
         text_line(Text(f"totals  {totals_text(analysis)}")),
         text_line(Text(f"peak    {peak_text(analysis)}", style="bold")),
     ]
+    if report.fit is not None:
+        lines.insert(0, text_line(Text("fits    ").append(fit_text(report.fit))))
     if analysis.donated:
         donated = ", ".join(
             f"{d.path or f'parameter {d.parameter}'} ({human_bytes(d.bytes)})"
