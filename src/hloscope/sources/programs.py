@@ -131,8 +131,13 @@ class ModuleProgram:
                 "form does not verify",
                 where=label,
             )
-        partitions = self.parsed.model.num_partitions
-        replicas = self.parsed.model.num_replicas
+        model = self.parsed.model
+        partitions = model.num_partitions
+        replicas = model.num_replicas
+        if partitions is None and replicas is None:
+            # JAX's HLO text of a lowering (`as_text(dialect="hlo")`) leaves the device
+            # count out of its header; its meshes (`xla.sdy.meshes`) still span them.
+            partitions = max((mesh.devices for mesh in model.meshes), default=1)
         # A module that does not say is one partition and one replica.
         self.bytecode = bytecode
         self.partitions = 1 if partitions is None else partitions

@@ -28,7 +28,11 @@ def is_entrypoint(loaded: Loaded) -> bool:
 def check_aot(loaded: Loaded) -> AotReport:
     """Run the target as called and through its AOT path (with the example arguments
     it was loaded with) and compare."""
-    options = loader.LoadOptions(args=loaded.options.args, args_factory=loaded.options.args_factory)
+    options = loader.LoadOptions(
+        args=loaded.options.args,
+        args_factory=loaded.options.args_factory,
+        compile_for=loaded.options.compile_for,  # refused: running needs the device
+    )
     return reports.aot_check_report(loader.load_runs(loaded.source.target, options))
 
 
