@@ -285,7 +285,7 @@ def platform_rows() -> tuple[PlatformRow, ...]:
         spec = f"tpu:{generation.name}:{generation.example}"
         note = "one device per chip (megacore)" if generation.chip_config_name else ""
         rows.append(
-            PlatformRow(spec, f"TPU {generation.name}", generation.hbm_bytes_per_device, note)
+            PlatformRow(spec, generation.device_kind, generation.hbm_bytes_per_device, note)
         )
     for gpu in GPU_SPECS.values():
         parsed = _gpu(f"gpu:{gpu.name}", gpu.name)

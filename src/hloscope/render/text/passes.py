@@ -138,7 +138,9 @@ def render_passes(report: PassesReport, console: Console) -> None:
             + (
                 f"  in {report.folder}"
                 if report.folder
-                else f"  ({compiled_for_text(report.compiled_for) or 'compiled here'})"
+                else f"  · {compiled_for_text(report.compiled_for)}"
+                if compiled_for_text(report.compiled_for)
+                else "  (compiled here)"
             ),
         ),
         (
