@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +209,34 @@ def test_hloscope_compiles_in_a_terminal(terminal):
     term.wait_for(lambda s: "hloscope compiles · samples/recompiles.py" in s, "the view again")
     term.keys("q")
     term.wait_for(lambda s: "EXIT=0" in s, "the exit")
+
+
+@pytest.mark.slow
+def test_the_browser_ends_with_its_terminal(tmp_path):
+    # An SSH connection that drops (here: the tmux server killed) hangs up the
+    # browser's terminal. It went on without one, drawing nowhere and spinning on its
+    # dead input (a third of a core, for good); it ends with it.
+    pid_file = tmp_path / "pid"
+    command = shlex.join([sys.executable, "-m", "hloscope", "tui", *ENTRYPOINT])
+    term = Terminal(f"sh -c 'echo $$ > {pid_file}; exec {command}'", str(ROOT))
+    try:
+        term.wait_for(lambda s: "func.func public @main" in s, "the module")
+        pid = int(pid_file.read_text())
+    finally:
+        term.close()
+    for _ in range(100):
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    raise AssertionError("the browser outlived its terminal")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A child of this process that ended is a zombie until reaped: not alive.
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split(")")[-1].split()[0] == "Z")

@@ -11,11 +11,14 @@ line's code for it (2) after the terminal is restored.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
 import threading
 import traceback
+from collections.abc import Iterator
 from typing import IO, Any, ClassVar
 
 from textual import on, work
@@ -619,6 +622,26 @@ def _driver_for(output: IO[str]) -> type[Driver] | None:
     return TerminalDriver
 
 
+@contextlib.contextmanager
+def _ends_with_its_terminal() -> Iterator[None]:
+    """The browser ends when its terminal does (SIGHUP: an SSH connection dropped, a
+    tmux server killed): it would otherwise go on without one, drawing nowhere and
+    spinning on a dead input for good. There is no screen to give back; the child
+    processes see their input close and end too."""
+    if not hasattr(signal, "SIGHUP"):
+        yield
+        return
+
+    def hang_up(signum: int, _frame: object) -> None:
+        os._exit(128 + signum)
+
+    previous = signal.signal(signal.SIGHUP, hang_up)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
 def run_app(make: Any, debug: bool) -> int:
     """Run the app `make(driver_class)` builds on the terminal until the user quits;
     its exit code (2 when nothing could be loaded, after printing why on stderr;
@@ -633,7 +656,8 @@ def run_app(make: Any, debug: bool) -> int:
         )
     try:
         app: WorkingApp = make(_driver_for(output))
-        app.run()
+        with _ends_with_its_terminal():
+            app.run()
     finally:
         output.close()
     if app.failure is not None:
