@@ -87,6 +87,35 @@ GPU_SPECS: Final[dict[str, GpuSpec]] = {
 
 GPU_SPECS_FOLDER: Final = Path(__file__).resolve().parent / "gpu_specs"
 
+
+@dataclasses.dataclass(frozen=True)
+class PlatformCompiler:
+    """What compiles for a platform without its device, and how to install it."""
+
+    module: str
+    """The Python module it comes in (found without importing it)."""
+    distribution: str
+    """Its package, whose version a report names."""
+    extra: str
+    """hloscope's extra that installs it: `pip install 'hloscope[EXTRA]'`."""
+
+
+COMPILERS: Final[dict[str, PlatformCompiler]] = {
+    "tpu": PlatformCompiler("libtpu", "libtpu", "tpu"),
+    "gpu": PlatformCompiler("jax_plugins.xla_cuda12", "jax-cuda12-plugin", "cuda12"),
+}
+
+
+def compiler_installed(platform: str) -> bool:
+    """Whether the package compiling for `platform` (`tpu`, `gpu`) is installed."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(COMPILERS[platform].module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 ACCEPTED_FORMS: Final = (
     "cpu, tpu:GEN:TOPOLOGY[,slices=N] (tpu:v5e:2x4, tpu:v4:2x2x1, tpu:v5p:4x4x4), "
     "gpu:NAME[xN] (gpu:h100, gpu:h100x8, gpu:a100, gpu:l4) or gpu:PATH.txtpb[,gpus=N]; "

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-
-from hloscope.compile_for import PlatformRow
+from hloscope.compile_for import COMPILERS, PlatformRow, compiler_installed
 from hloscope.units import human_bytes
-
-_COMPILER_MODULES = {"tpu": ("libtpu", "tpu"), "gpu": ("jax_plugins.xla_cuda12", "cuda12")}
 
 
 def _installed(platform: str) -> bool | None:
     """Whether the package compiling for `platform` is installed (None for the local
-    backend), found without importing it."""
-    if platform not in _COMPILER_MODULES:
-        return None
-    try:
-        return importlib.util.find_spec(_COMPILER_MODULES[platform][0]) is not None
-    except (ImportError, ValueError):
-        return False
+    backend)."""
+    return compiler_installed(platform) if platform in COMPILERS else None
 
 
 def _platform(row: PlatformRow) -> str:
@@ -35,11 +26,11 @@ def platforms_text(rows: tuple[PlatformRow, ...]) -> str:
         note = f"   {row.notes}" if row.notes else ""
         lines.append(f"{row.spec:<{width}}{row.device:<{device_width}}{memory}{note}")
     lines.append("")
-    for platform, (_, extra) in _COMPILER_MODULES.items():
+    for platform, compiler in COMPILERS.items():
         state = (
             "installed"
             if _installed(platform)
-            else f"not installed: pip install 'hloscope[{extra}]'"
+            else f"not installed: pip install 'hloscope[{compiler.extra}]'"
         )
         lines.append(f"{platform}: {state}")
     return "\n".join(lines) + "\n"

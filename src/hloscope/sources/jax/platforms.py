@@ -11,7 +11,6 @@ lowered for, so the module is compiled through the topology's client.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import time
@@ -20,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from hloscope.compile_for import CompileFor
+from hloscope.compile_for import COMPILERS, CompileFor, compiler_installed
 from hloscope.environment import package_version
 from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.native_stderr import native_stderr_captured
@@ -31,11 +30,6 @@ from hloscope.sources.jax.private import (
     private_parse_module,
 )
 from hloscope.stages import CompiledFor, CompilerOptions
-
-_EXTRAS = {"tpu": ("libtpu", "tpu"), "gpu": ("jax_plugins.xla_cuda12", "cuda12")}
-"""Per platform: the module its compiler comes in, and hloscope's extra installing it."""
-
-_COMPILERS = {"tpu": "libtpu", "gpu": "jax-cuda12-plugin"}
 
 _devices: dict[str, tuple[Any, ...]] = {}
 """The compile-only devices of each spec made in this process."""
@@ -48,11 +42,11 @@ def platform_devices(target: CompileFor) -> tuple[Any, ...]:
     made = _devices.get(target.spec)
     if made is not None:
         return made
-    module, extra = _EXTRAS[target.platform]
-    if _missing(module):
+    compiler = COMPILERS[target.platform]
+    if not compiler_installed(target.platform):
         raise HloscopeError(
             f"--for {target.spec}: compiling for a {target.platform.upper()} without one "
-            f"needs {_COMPILERS[target.platform]}: pip install 'hloscope[{extra}]'"
+            f"needs {compiler.distribution}: pip install 'hloscope[{compiler.extra}]'"
         )
     if target.platform == "gpu":
         plugin, jaxlib = package_version("jax-cuda12-plugin"), package_version("jaxlib")
@@ -83,13 +77,6 @@ def platform_devices(target: CompileFor) -> tuple[Any, ...]:
         ) from exc
     _devices[target.spec] = devices
     return devices
-
-
-def _missing(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is None
-    except (ImportError, ValueError):
-        return True
 
 
 def give_program_devices(target: CompileFor) -> int | None:
@@ -192,7 +179,7 @@ def compile_for_platform(
                 where=label,
                 compiled_for=compiled_for_record(target, chosen, len(devices)),
             ) from exc
-        compiler = _COMPILERS[target.platform]
+        compiler = COMPILERS[target.platform].distribution
         raise HloscopeError(
             f"{compiler} {package_version(compiler) or ''} failed to compile it for "
             f"{target.spec}: {message}",
@@ -204,7 +191,7 @@ def compile_for_platform(
 
 def compiled_for_record(target: CompileFor, used: tuple[Any, ...], total: int) -> CompiledFor:
     """What compiling over `used` (of `total` devices of `target`) compiled for."""
-    compiler = _COMPILERS[target.platform]
+    compiler = COMPILERS[target.platform].distribution
     return CompiledFor(
         platform=target.platform,
         name=target.name,
