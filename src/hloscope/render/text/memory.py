@@ -126,7 +126,8 @@ def profile_chart(
 
 
 def fit_text(fit: DeviceFit) -> Text:
-    """`yes: 9.3 GiB of 16.0 GiB HBM per device (58%)`, `no: ...`, or XLA's refusal."""
+    """`fits: 9.3 GiB of 16.0 GiB HBM per device (TPU v5 lite), 58%`, `does not fit:
+    ...`, or XLA's refusal."""
     needed = human_bytes(fit.required_bytes)
     of = (
         f" of {human_bytes(fit.device_bytes)} {fit.memory_name} per device ({fit.device})"

@@ -130,19 +130,13 @@ def render_passes(report: PassesReport, console: Console) -> None:
         ops = f"{first} → {table.steps[-1].ops}"
         if table.output_ops is not None:
             ops += f" (after optimizations: {table.output_ops})"
+    compiled_for = compiled_for_text(report.compiled_for)
+    where = f"in {report.folder}" if report.folder else "(compiled here)"
+    if not report.folder and compiled_for:
+        where = f"· {compiled_for}"
     rows: list[tuple[str, RenderableType]] = [
         ("target", Text(report.target, style="bold")),
-        (
-            "module",
-            report.module
-            + (
-                f"  in {report.folder}"
-                if report.folder
-                else f"  · {compiled_for_text(report.compiled_for)}"
-                if compiled_for_text(report.compiled_for)
-                else "  (compiled here)"
-            ),
-        ),
+        ("module", f"{report.module}  {where}"),
         (
             "passes",
             f"{len(table.steps)} files · {len(table.pipelines)} pipelines · "

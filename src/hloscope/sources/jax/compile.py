@@ -102,23 +102,40 @@ def compile_module(
     replicas: int = 1,
     compiler_options: CompilerOptions = (),
     custom_call_targets: Iterable[str] = (),
-    compile_for: CompileFor | None = None,
 ) -> Compilation:
-    """Compile a StableHLO module (text or bytecode) for the local backend (or for
-    `compile_for`), with XLA debug options for this compilation only.
-    `custom_call_targets`: the targets the module calls; one the backend cannot run is
-    refused before compiling."""
+    """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
+    debug options for this compilation only. `custom_call_targets`: the targets the
+    module calls; one the backend cannot run is refused before compiling."""
+    return executable_compilation(
+        *compile_executable_for(
+            mlir, label, partitions, replicas, compiler_options, custom_call_targets
+        )
+    )
+
+
+def compile_executable_for(
+    mlir: bytes | str,
+    label: str,
+    partitions: int = 1,
+    replicas: int = 1,
+    compiler_options: CompilerOptions = (),
+    custom_call_targets: Iterable[str] = (),
+    compile_for: CompileFor | None = None,
+) -> tuple[Any, float, str, CompiledFor]:
+    """`compile_executable`'s executable for the local backend, or, for `compile_for`,
+    the platform's compiler's (`compile_for_platform`), with the seconds XLA took, the
+    platform, and what it was compiled for: what `executable_compilation` reads."""
     if compile_for is not None:
         from hloscope.sources.jax.platforms import compile_for_platform
 
         executable, elapsed, compiled_for = compile_for_platform(
             mlir, compile_for, label, partitions, replicas, compiler_options
         )
-        return executable_compilation(executable, elapsed, compile_for.platform, compiled_for)
+        return executable, elapsed, compile_for.platform, compiled_for
     executable, elapsed, platform = compile_executable(
         mlir, label, partitions, replicas, compiler_options, custom_call_targets
     )
-    return executable_compilation(executable, elapsed, platform, _local(partitions * replicas))
+    return executable, elapsed, platform, _local(partitions * replicas)
 
 
 def compile_executable(

@@ -178,38 +178,19 @@ def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
     """The child's work on one request: compile, run when asked, answer each stage."""
     from hloscope.compile_for import parse_compile_for
     from hloscope.ir.reader_child import send_hlo_module
-    from hloscope.sources.jax.backend import local_backend
-    from hloscope.sources.jax.compile import compile_executable, executable_compilation
-    from hloscope.sources.jax.platforms import compile_for_platform, local_compiled_for
+    from hloscope.sources.jax.compile import compile_executable_for, executable_compilation
 
     label = request["label"]
-    compiler_options = tuple((str(k), v) for k, v in request["compiler_options"])
     try:
-        compiled_for: CompiledFor
-        platform: str
-        target = parse_compile_for(request.get("compile_for"))
-        if target is not None:
-            executable, elapsed, compiled_for = compile_for_platform(
-                module,
-                target,
-                label,
-                request["partitions"],
-                request["replicas"],
-                compiler_options,
-            )
-            platform = target.platform
-        else:
-            executable, elapsed, platform = compile_executable(
-                module,
-                label,
-                request["partitions"],
-                request["replicas"],
-                compiler_options,
-                request["custom_call_targets"],
-            )
-            compiled_for = local_compiled_for(
-                local_backend(), request["partitions"] * request["replicas"]
-            )
+        executable, elapsed, platform, compiled_for = compile_executable_for(
+            module,
+            label,
+            request["partitions"],
+            request["replicas"],
+            tuple((str(k), v) for k, v in request["compiler_options"]),
+            request["custom_call_targets"],
+            parse_compile_for(request.get("compile_for")),
+        )
         compilation = executable_compilation(executable, elapsed, platform, compiled_for)
         compiled = {
             "stage": STAGE_COMPILED,

@@ -103,24 +103,21 @@ def program_device_count(target: CompileFor, given: int | None) -> None:
     """After the user's module is imported: a program that set its own device count
     (`jax_num_cpu_devices`, or XLA_FLAGS' `--xla_force_host_platform_device_count`)
     other than the platform's is refused in one line naming both."""
-    platform = target.devices
+    if given is None:
+        return  # JAX's backends were started before: the count is what it was
     own: tuple[int, str] | None = None
     configured = int(jax.config.jax_num_cpu_devices)
-    if given is not None and configured not in (given, -1):
+    flags = os.environ.get("XLA_FLAGS", "")
+    match = re.search(r"--xla_force_host_platform_device_count=(\d+)", flags)
+    if configured not in (given, -1):
         own = (configured, "jax_num_cpu_devices")
-    else:
-        flags = os.environ.get("XLA_FLAGS", "")
-        match = re.search(r"--xla_force_host_platform_device_count=(\d+)", flags)
-        set_by_program = flags != (_flags_before_import or "")
-        if match and set_by_program and given is not None and configured == given:
-            # The program's XLA_FLAGS, which our jax_num_cpu_devices would override.
-            own = (int(match[1]), "XLA_FLAGS=--xla_force_host_platform_device_count")
-            if own[0] == platform:
-                own = None
-    if own is not None and own[0] != platform:
+    elif match and configured == given and flags != _flags_before_import:
+        # The program's own XLA_FLAGS, which our jax_num_cpu_devices would override.
+        own = (int(match[1]), "XLA_FLAGS=--xla_force_host_platform_device_count")
+    if own is not None and own[0] != target.devices:
         raise HloscopeError(
             f"the program sets {own[0]} devices ({own[1]}) and {target.spec} has "
-            f"{platform}: compile for a platform with {own[0]} devices, or let the "
+            f"{target.devices}: compile for a platform with {own[0]} devices, or let the "
             "program take the platform's count (jax.devices())"
         )
 
