@@ -1,5 +1,6 @@
-"""What hloscope runs with: its version, JAX's and jaxlib's, and JAX's default backend
-(`hloscope --version`, and the `environment` of every JSON report).
+"""What hloscope runs with: its version, JAX's and jaxlib's, whether that JAX is a
+release hloscope is tested with, and JAX's default backend (`hloscope --version`, and the
+`environment` of every JSON report).
 
 The versions are read from the installed packages' metadata (hloscope's too: the
 `hloscope` package imports what imports this module), which imports neither JAX nor
@@ -16,6 +17,13 @@ import platform
 import sys
 from typing import Any
 
+TESTED_JAX_RELEASES = ("0.8", "0.9", "0.10")
+"""The JAX release series CI runs hloscope on (the full suite on the newest, `make
+smoke-jax` on the others). pyproject.toml sets a lower bound only, so that installing
+hloscope never replaces a project's newer JAX; on a release outside these hloscope says
+so once (`jax_tested`), and a view whose JAX internals moved fails in one line naming
+the release (`errors.command_edge`)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Environment:
@@ -25,6 +33,11 @@ class Environment:
     """hloscope's version."""
     jax: str | None
     """The installed JAX's version (None when JAX is not installed)."""
+    jax_tested: bool | None
+    """Whether that JAX is of a release series hloscope is tested with
+    (`TESTED_JAX_RELEASES`); None when JAX is not installed. On an untested (newer)
+    release hloscope works as far as it can; a view that needs JAX internals that moved
+    fails in one line naming the release."""
     jaxlib: str | None
     """The installed jaxlib's version: its MLIR bindings and XLA parse and compile."""
     python: str
@@ -92,6 +105,27 @@ def _metadata_version(path: str) -> str | None:
     return None
 
 
+def jax_release_tested(version: str) -> bool:
+    """Whether JAX `version` (`0.10.2`, `0.12.0.dev20261101`) belongs to a release
+    series in `TESTED_JAX_RELEASES`."""
+    series = ".".join(version.split(".")[:2])
+    return series in TESTED_JAX_RELEASES
+
+
+def tested_releases_text() -> str:
+    """`0.8 to 0.10`: the tested JAX series, for messages."""
+    return f"{TESTED_JAX_RELEASES[0]} to {TESTED_JAX_RELEASES[-1]}"
+
+
+def untested_jax() -> str | None:
+    """The installed JAX's version when it is not of a tested release series, else
+    None."""
+    version = package_version("jax")
+    if version is None or jax_release_tested(version):
+        return None
+    return version
+
+
 def xla_of_jaxlib() -> str:
     """`XLA (jaxlib 0.9.2)`: which XLA a compile error comes from, since what XLA
     compiles differs by release."""
@@ -120,9 +154,11 @@ def environment(*, start_backend: bool = False) -> Environment:
         backend = default_backend(start=start_backend)
     if backend is None:
         backend = _child_backend
+    jax = package_version("jax")
     return Environment(
         hloscope=package_version("hloscope") or "unknown",
-        jax=package_version("jax"),
+        jax=jax,
+        jax_tested=None if jax is None else jax_release_tested(jax),
         jaxlib=package_version("jaxlib"),
         python=platform.python_version(),
         backend=backend,
@@ -136,9 +172,15 @@ def environment_json(env: Environment | None = None) -> dict[str, Any]:
 
 def version_text(env: Environment) -> str:
     """What `hloscope --version` prints."""
+    untested = (
+        f" (untested: hloscope is tested with JAX {tested_releases_text()}; a view that "
+        "needs JAX internals that moved says so)"
+        if env.jax_tested is False
+        else ""
+    )
     return (
         f"hloscope {env.hloscope}\n"
-        f"jax {env.jax or 'not installed'}\n"
+        f"jax {env.jax or 'not installed'}{untested}\n"
         f"jaxlib {env.jaxlib or 'not installed'}\n"
         f"backend {env.backend or 'none'}\n"
         f"python {env.python}\n"

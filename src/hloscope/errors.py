@@ -151,6 +151,34 @@ def reader_gone() -> NoReturn:
     raise SystemExit(ExitCode.OK)
 
 
+# Where hloscope reads JAX's private APIs (sources/jax/private.py).
+_PRIVATE_JAX_FILE = os.path.join(PACKAGE_DIR, "sources", "jax", "private.py")
+
+
+def moved_jax_internals(exc: BaseException) -> str | None:
+    """On a JAX release hloscope is not tested with, the one line for a failure raised
+    where hloscope reads JAX's internals (an attribute or module of `jax._src` that is
+    not where it was): the view needs a part of JAX that moved in that release. None
+    on a tested release (there it is hloscope's bug) or for any other failure."""
+    from hloscope.environment import tested_releases_text, untested_jax
+
+    version = untested_jax()
+    if version is None or not isinstance(exc, (AttributeError, ImportError, TypeError)):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    in_private = any(os.path.realpath(frame.filename) == _PRIVATE_JAX_FILE for frame in frames)
+    missing_module = isinstance(exc, ImportError) and (exc.name or "").startswith(
+        ("jax._src", "jaxlib")
+    )
+    if not (in_private or missing_module):
+        return None
+    return (
+        f"this view needs a part of JAX that is not where hloscope looks for it in jax "
+        f"{version} (hloscope is tested with JAX {tested_releases_text()}): "
+        f"{type(exc).__name__}: {one_line(str(exc), 200)} (--debug shows the traceback)"
+    )
+
+
 @contextlib.contextmanager
 def command_edge(debug: bool = False) -> Iterator[None]:
     """Turn any failure inside a command into one stderr line and exit code 2.
@@ -187,6 +215,10 @@ def command_edge(debug: bool = False) -> Iterator[None]:
     except BaseException as exc:
         if debug:
             traceback.print_exc()
+        moved = moved_jax_internals(exc)
+        if moved is not None:
+            print_error(moved)
+            raise SystemExit(ExitCode.ERROR) from None
         print_error(
             f"internal error: {type(exc).__name__}: {one_line(str(exc), 300)} "
             "(rerun with --debug for the traceback, and please report it)"

@@ -148,6 +148,7 @@ def test_a_dump_read_without_jax_names_no_backend() -> None:
     assert environment == {
         "hloscope": metadata.version("hloscope"),
         "jax": metadata.version("jax"),
+        "jax_tested": True,
         "jaxlib": metadata.version("jaxlib"),
         "python": ".".join(map(str, sys.version_info[:3])),
         "backend": None,
