@@ -281,3 +281,37 @@ def test_a_dump_that_aborts_xla_costs_one_line(cli, corpus):
         # Older jaxlibs cannot read HLO's scan opcode, or convert it: refused before.
         pytest.skip(f"refused before compiling on this release: {line}")
     assert "Check failed" in line
+
+
+def test_a_script_that_configures_jax_on_import_runs_as_python_runs_it():
+    # Its first import sets jax_num_cpu_devices right after `import jax`, legal before
+    # any JAX operation: profile must not start JAX's backends before the script does.
+    # A process of its own: this one's backends started long ago.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES, ROOT
+
+    script = str(FIXTURES / "configures_jax_on_import.py")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    by_python = subprocess.run(
+        [sys.executable, script], capture_output=True, text=True, env=env, check=False
+    )
+    assert by_python.returncode == 0, by_python.stderr
+    profiled = subprocess.run(
+        [sys.executable, "-m", "hloscope", "profile", script, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert profiled.returncode == 0, profiled.stderr
+    doc = json.loads(profiled.stdout)
+    assert doc["error"] is None
+    # What the script printed (sent to stderr with --json) is what python printed.
+    assert "devices 8" in by_python.stdout and "devices 8" in profiled.stderr
+    (total,) = (f for f in doc["functions"] if f["function"] == "total")
+    assert (total["calls"], total["compiles"]) == (2, 1)
+    assert total["run_seconds"] > 0

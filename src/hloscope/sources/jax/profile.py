@@ -16,8 +16,10 @@ run: JAX's call path finds it in its cache rather than compiling again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -105,18 +107,66 @@ def profile_script(
     script: str, argv: list[str], *, stdout_to_stderr: bool, trace_dir: str | None = None
 ) -> ProfiledScript:
     """Run `script` as `python SCRIPT ARGV...` would, recording what JAX compiles
-    (`capture.record_script`) with JAX's profiler tracing every program it runs."""
+    (`capture.record_script`) with JAX's profiler tracing every program it runs.
+
+    The profiler starts at the script's first compilation, not before it: starting it
+    starts JAX's backends, after which the script could no longer configure JAX
+    (`jax_num_cpu_devices` right after `import jax`, as JAX's examples do). Every
+    program runs after its compilation, so the trace still holds every run."""
     from hloscope.sources.jax.backend import plugins_loaded_quietly
     from hloscope.sources.jax.capture import record_script
 
-    plugins_loaded_quietly()  # before the profiler starts the backends
+    plugins_loaded_quietly()
     with _trace_folder(trace_dir) as folder:
-        with _profiler(folder, script):
+        with _profiler_from_first_compile(folder) as profiler:
             recorded = record_script(script, argv, stdout_to_stderr=stdout_to_stderr)
+        if profiler.failure is not None:
+            raise HloscopeError(profiler.failure, where=script)
+        if not profiler.started:  # nothing compiled, so nothing ran
+            return ProfiledScript(recorded, (), None)
         trace = _trace_file(folder, script)
         programs = _program_runs(trace)
         kept = str(display_path(trace)) if trace_dir is not None else None
     return ProfiledScript(recorded, programs, kept)
+
+
+@dataclasses.dataclass
+class _LateProfiler:
+    """Whether `_profiler_from_first_compile` started JAX's profiler, or why it could
+    not."""
+
+    started: bool = False
+    failure: str | None = None
+
+
+@contextlib.contextmanager
+def _profiler_from_first_compile(folder: Path) -> Iterator[_LateProfiler]:
+    """JAX's profiler tracing into `folder` from the first compilation JAX asks of
+    XLA in the block (its backend started by then) to the block's end."""
+    from hloscope.sources.jax.private import private_compile_observer
+
+    state = _LateProfiler()
+    lock = threading.Lock()
+
+    def on_compile(computation: Any) -> None:
+        with lock:
+            if state.started or state.failure is not None:
+                return
+            try:
+                jax.profiler.start_trace(str(folder), profiler_options=_profile_options())
+            except Exception as exc:
+                # The script goes on; its report is refused after it, in one line.
+                state.failure = f"JAX's profiler cannot start: {one_line(str(exc), 300)}"
+                return
+            state.started = True
+
+    try:
+        with private_compile_observer(on_compile):
+            yield state
+    finally:
+        if state.started:
+            with contextlib.suppress(Exception):
+                jax.profiler.stop_trace()
 
 
 def _stage_name(lowering: Lowering) -> str:
@@ -177,12 +227,9 @@ def _trace_folder(trace_dir: str | None) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def _profiler(folder: Path, label: str) -> Iterator[None]:
-    """JAX's profiler tracing into `folder` while the block runs, without its Python
-    tracer (every Python call an event: the runs would measure it)."""
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0
+    """JAX's profiler tracing into `folder` while the block runs."""
     try:
-        jax.profiler.start_trace(str(folder), profiler_options=options)
+        jax.profiler.start_trace(str(folder), profiler_options=_profile_options())
     except Exception as exc:
         raise HloscopeError(
             f"JAX's profiler cannot start: {one_line(str(exc), 300)}", where=label
@@ -192,6 +239,14 @@ def _profiler(folder: Path, label: str) -> Iterator[None]:
     finally:
         with contextlib.suppress(Exception):
             jax.profiler.stop_trace()
+
+
+def _profile_options() -> Any:
+    """JAX's profiler without its Python tracer (every Python call an event: the runs
+    would measure it)."""
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    return options
 
 
 def _trace_file(folder: Path, label: str) -> Path:
