@@ -10,12 +10,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from conftest import line_of, run_cli
-from hloscope.analyses.baseline.facts import FactValue
+from hloscope.analyses.baseline.facts import UNKNOWN_SITE, FactValue
 from hloscope.check_run import check_one
 from hloscope.reports.check import CheckReport
 from hloscope.sources.loader import LoadOptions
@@ -544,3 +545,36 @@ def test_a_new_collective_names_its_origin(tmp_path: Path) -> None:
     others = [c for c in run.json()["changes"] if not c["fact"].startswith("collectives.")]
     assert all(c["origins"] == [] for c in others)
     assert f"why: {said[:40]}" in " ".join(run_cli(*split).stdout.split())
+
+
+SCAN = "tests/fixtures/scan_remat_diff"
+
+
+def test_ops_without_a_source_line_are_under_no_source_line_as_fusions_says(
+    tmp_path: Path,
+) -> None:
+    # Without the checkpoint the backward pass gains fusions whose metadata names no
+    # line of the user's code, only JAX's op name (`jit(forward_loss)/jvp(...)`):
+    # `fusions` gives them no line, and check must not show the op name as one.
+    baseline = tmp_path / "scan.json"
+    options = LoadOptions(args_factory=f"{SCAN}/scan.py:example_args")
+    check_one(f"{SCAN}/scan.py:step", baseline, options=options, update=True)
+    report = check_one(f"{SCAN}/scan_v2.py:step", baseline, options=options)
+    comparison = report.checks[0].comparison
+    assert comparison is not None and comparison.regressions
+
+    def is_line(site: str) -> bool:
+        file, _, line = site.rpartition(":")
+        return bool(file) and line.isdigit()
+
+    sites = [s for c in comparison.changes for s, _ in c.site_deltas]
+    sites += [g.site for g in comparison.grown_at_peak]
+    assert UNKNOWN_SITE in sites
+    assert [s for s in sites if not is_line(s) and s != UNKNOWN_SITE] == []
+    # Each fusion op is at the line its fusion is at (`fusions`' user_source).
+    measured = report.checks[0].measurement.sites
+    fusion_lines: Counter[str] = Counter()
+    for fact, counts in measured.items():
+        if fact.startswith("fusions."):
+            fusion_lines.update(counts)
+    assert Counter(measured["ops.optimized.mhlo.fusion"]) == fusion_lines

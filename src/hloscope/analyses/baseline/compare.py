@@ -53,8 +53,9 @@ class Change:
     sources: tuple[str, ...]
     """The user's lines the change comes from (`file.py:LINE`), largest first."""
     site_deltas: tuple[tuple[str, int], ...] = ()
-    """How much of the change each site makes (`file.py:LINE` or JAX's op name, and
-    the count's change there; bytes at the peak for memory), largest first."""
+    """How much of the change each site makes (`file.py:LINE`, or `UNKNOWN_SITE` for
+    ops with no line, and the count's change there; bytes at the peak for memory),
+    largest first."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,7 @@ class GrownBuffers:
     """Bytes live at the memory peak from one site, before and after."""
 
     site: str
-    """`file.py:LINE` of the user's code (else JAX's op name)."""
+    """`file.py:LINE` of the user's code (else `UNKNOWN_SITE`)."""
     before: int
     after: int
     shapes: tuple[str, ...]

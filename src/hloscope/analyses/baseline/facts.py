@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
-from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, jax_op_name, op_user_source
+from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, op_user_source
 from hloscope.analyses.memory import MemoryAnalysis
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import Placement
@@ -35,6 +35,14 @@ FactValue = int | float
 
 UNKNOWN_SITE = "(no source line)"
 """The site of ops whose metadata names no line of the user's code."""
+
+
+def line_site(site: str) -> str:
+    """`site` where it is a line (`file.py:LINE`), else `UNKNOWN_SITE`: baselines
+    recorded before sites were only lines hold JAX's op names too."""
+    file, _, line = site.rpartition(":")
+    return site if file and line.isdigit() else UNKNOWN_SITE
+
 
 PEAK_BUFFERS_KEPT = 24
 """Buffers at the memory peak a measurement keeps (the largest): enough to say which
@@ -74,8 +82,9 @@ class PeakBuffer:
 
     @property
     def site(self) -> str:
-        """What groups it with the buffers of the same code in another measurement."""
-        return self.source or self.op_name or UNKNOWN_SITE
+        """What groups it with the buffers of the same code in another measurement:
+        its line, never JAX's op name (not a line: `UNKNOWN_SITE`)."""
+        return self.source or UNKNOWN_SITE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +95,7 @@ class Measurement:
     """Each fact's value, by dotted name, sorted by name."""
     sites: Mapping[str, Mapping[str, int]]
     """For the facts that count ops: how many come from each site (the user's
-    `file.py:LINE`, else JAX's op name, else `UNKNOWN_SITE`)."""
+    `file.py:LINE`, else `UNKNOWN_SITE`)."""
     peak_buffers: tuple[PeakBuffer, ...]
     """The largest buffers live at the memory peak, largest first (empty without a
     buffer assignment)."""
@@ -124,10 +133,17 @@ def measure(compiled: Compiled) -> Measurement:
     facts: dict[str, FactValue] = {}
     sites: dict[str, Counter[str]] = {}
     root, frames = compiled.source_root, compiled.lowered_frames
+    fusions = compiled.fusions
+    # The optimized module's fusions and unfused ops are at the line `fusions` gives
+    # them (read from the ops inside too), so that both reports name the same line.
+    optimized_lines = {f.op_id: f.user_source for f in fusions.fusions}
+    optimized_lines.update((u.op_id, u.user_source) for u in fusions.unfused)
 
-    def site(op: Op) -> str:
+    def site(op: Op, lines: Mapping[int, str | None] = optimized_lines) -> str:
+        if op.id in lines:
+            return lines[op.id] or UNKNOWN_SITE
         source, _ = op_user_source(op, root, frames)
-        return source or jax_op_name(op) or UNKNOWN_SITE
+        return source or UNKNOWN_SITE
 
     for stage, module, structure in (
         ("lowered", compiled.lowered, compiled.lowered_structure),
@@ -140,11 +156,11 @@ def measure(compiled: Compiled) -> Measurement:
         for name, count in structure.op_counts.items():
             facts[f"ops.{stage}.{name}"] = count
         reachable = {f.name for f in structure.functions if f.reachable}
+        lines = optimized_lines if stage == "optimized" else {}
         for op in module.ops:
             if op.name in counted and op.function in reachable:
-                sites.setdefault(f"ops.{stage}.{op.name}", Counter())[site(op)] += 1
+                sites.setdefault(f"ops.{stage}.{op.name}", Counter())[site(op, lines)] += 1
 
-    fusions = compiled.fusions
     facts["fusions.count"] = len(fusions.fusions)
     for kind, count in fusions.by_kind.items():
         facts[f"fusions.{kind}.count"] = count

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer
+from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer, line_site
 from hloscope.errors import HloscopeError
 
 FORMAT_VERSION = 1
@@ -98,7 +98,7 @@ def read_baseline(document: Any, where: str) -> Baseline:
         backend = Backend(**document["backend"])
         facts = _facts(document["facts"])
         sites = {
-            str(fact): MappingProxyType({str(s): int(n) for s, n in counts.items()})
+            str(fact): MappingProxyType(_line_counts(counts))
             for fact, counts in document.get("sites", {}).items()
         }
         peak = tuple(PeakBuffer(**b) for b in document.get("peak_buffers", []))
@@ -117,6 +117,15 @@ def read_baseline(document: Any, where: str) -> Baseline:
             peak_buffers=peak,
         ),
     )
+
+
+def _line_counts(counts: Mapping[str, Any]) -> dict[str, int]:
+    """A fact's count per site, the sites that are no line (`line_site`) together."""
+    lines: dict[str, int] = {}
+    for site, count in counts.items():
+        where = line_site(str(site))
+        lines[where] = lines.get(where, 0) + int(count)
+    return lines
 
 
 def _facts(raw: Mapping[str, Any]) -> dict[str, FactValue]:
