@@ -60,4 +60,5 @@ def site_json(site: CollectiveSite) -> dict[str, Any]:
         "meets_op": site.meets_op,
         "sentence": site.sentence,
         "note": site.note,
+        "gradient_of": site.gradient_of,
     }

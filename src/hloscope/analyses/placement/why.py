@@ -23,6 +23,7 @@ import difflib
 import itertools
 from collections.abc import Mapping, Sequence
 
+from hloscope.analyses.fusions import split_op_name
 from hloscope.analyses.placement.collectives import collective_kind
 from hloscope.analyses.placement.why_report import (
     AxisCause,
@@ -266,6 +267,7 @@ def _explain(
     candidates: list[tuple[int | None, tuple[int, ...], tuple[int, ...], str | None, str]] = []
     if innermost is not None:
         user = _source(location)
+        names = _jax_names(location.name)
 
         def rank(i: int) -> tuple[bool, bool, bool, bool, int]:
             # The innermost frame of a library's layer (Flax's `Linear`) is shared by
@@ -277,7 +279,7 @@ def _explain(
             return (
                 theirs.frames != location.frames,
                 _source(theirs) != user,
-                theirs.name != location.name,
+                theirs.name not in names,
                 i in used,
                 i,
             )
@@ -302,8 +304,10 @@ def _explain(
         axes = _moved_axes(prop, operands, results, size, mesh_axes, conflicts)
         if not axes:
             continue
+        gradient_of = None
         if index is not None:
             used.add(index)
+            gradient_of = _gradient_of(lines[index])
         causes = tuple(
             _cause(prop, namer, axis, operands, results, axis in conflicts) for axis in axes
         )
@@ -317,6 +321,7 @@ def _explain(
             meets_op=meets_op,
             sentence="",
             note=None,
+            gradient_of=gradient_of,
         )
         return _with_sentence(site)
     reason = (
@@ -327,6 +332,47 @@ def _explain(
         else "no op of Shardy's propagation lines up with its line"
     )
     return _untied(module, op, kind, reason)
+
+
+def _jax_names(name: str | None) -> frozenset[str]:
+    """The JAX op names an optimized op's name holds: XLA joins those of the ops it
+    merges with `;` (a fusion) or as `jit(f)/(a:b)` under their common prefix (a
+    combined all-reduce: `jit(f)/(transpose(jvp())/reduce_sum:jvp()/reduce_sum)`)."""
+    out: set[str] = set()
+    for part in (name or "").split(";"):
+        parts = split_op_name(part)
+        last = parts[-1] if parts else ""
+        if last.startswith("(") and last.endswith(")"):
+            prefix = "/".join(parts[:-1])
+            out.update(f"{prefix}/{inner}" if prefix else inner for inner in _split_top(last[1:-1]))
+        elif part:
+            out.add(part)
+    return frozenset(out)
+
+
+def _split_top(text: str) -> list[str]:
+    """`a(b:c):d` -> [`a(b:c)`, `d`]: split at the colons outside parentheses."""
+    parts: list[str] = []
+    depth = start = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == ":" and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p]
+
+
+def _gradient_of(location: Location | None) -> str | None:
+    """The primitive the user wrote whose transpose (the backward pass: a
+    `transpose(...)` of JAX's name stack) made the op at `location`. JAX transposes
+    a broadcast into a `reduce_sum` (the sum of its gradient over the dimensions it
+    broadcast along), and a `reduce_sum` only arises there so; other ops keep the
+    name of the primitive transposed."""
+    parts = split_op_name(location.name or "") if location is not None else []
+    if len(parts) < 2 or not any(p.startswith("transpose(") for p in parts[:-1]):
+        return None
+    return "broadcast_in_dim" if parts[-1] == "reduce_sum" else parts[-1]
 
 
 def _value(prop: ShardyPropagation, index: int) -> ShardyValue | None:
@@ -433,9 +479,8 @@ def _with_sentence(site: CollectiveSite) -> CollectiveSite:
     kind = site.op.replace("_", "-")
     axes = ", ".join(f"`{a}`" for a in site.axes)
     where = f" at {site.source}" if site.source else ""
-    meets_op = (site.meets_op or "").rpartition(".")[2]
-    if meets_op in ("reshard", "sharding_constraint"):
-        meets_op = "sharding constraint"
+    meets_op = site.meets_label if site.meets_op else ""
+    at_meets = f" at {site.meets}" if site.meets else ""
     through = (
         f" through the {meets_op} at {site.meets}"
         if site.meets and not site.meets.startswith("result")
@@ -448,7 +493,7 @@ def _with_sentence(site: CollectiveSite) -> CollectiveSite:
             verb = "shard" if len(cause.sharded_by) > 1 else "shards"
             parts.append(
                 f"{sharded} {verb} different dimensions of the {meets_op or 'op'}"
-                f"{' at ' + site.meets if site.meets else ''} along `{cause.axis}`"
+                f"{at_meets} along `{cause.axis}`"
             )
         elif cause.unsharded_by and site.op not in ("all_reduce", "reduce_scatter"):
             asks = _labels(cause.unsharded_by, with_sharding=False)
@@ -457,9 +502,14 @@ def _with_sentence(site: CollectiveSite) -> CollectiveSite:
                 f"{asks} {verb} for the value unsharded along `{cause.axis}`, "
                 f"which it got from {sharded}{through}"
             )
+        elif site.gradient_of == "broadcast_in_dim":
+            parts.append(
+                f"the {meets_op}{at_meets} sums over the dimension the broadcast added, "
+                f"sharded along `{cause.axis}` by {sharded}"
+            )
         else:
             parts.append(
-                f"the {meets_op or 'op'}{' at ' + site.meets if site.meets else ''} reduces a "
+                f"the {meets_op or 'op'}{at_meets} reduces a "
                 f"dimension sharded along `{cause.axis}` by {sharded}"
             )
     sentence = f"{kind} over {axes}{where}: " + "; ".join(parts)

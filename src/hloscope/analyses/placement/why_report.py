@@ -90,6 +90,25 @@ class CollectiveSite:
     """The cause in one sentence."""
     note: str | None
     """Why it could not be tied to Shardy's origins, when it could not."""
+    gradient_of: str | None = None
+    """Where the backward pass made the op at `meets` (JAX's `transpose(...)` in its
+    name stack), the op the user wrote there, as JAX names it: `broadcast_in_dim`
+    for the `stablehlo.reduce` that sums a broadcast's gradient. None where the op
+    there is the user's own."""
+
+    @property
+    def meets_label(self) -> str:
+        """The op where the shardings meet, in the user's words: `dot`, `sharding
+        constraint`, `gradient of the broadcast`."""
+        if self.gradient_of:
+            written = _USER_OPS.get(self.gradient_of, self.gradient_of)
+            return f"gradient of the {written}"
+        op = (self.meets_op or "op").rpartition(".")[2]
+        return "sharding constraint" if op in ("reshard", "sharding_constraint") else op
+
+
+_USER_OPS = {"broadcast_in_dim": "broadcast", "dot_general": "dot"}
+"""JAX's primitives by the names a user knows them by."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -368,7 +368,7 @@ def _site() -> Schema:
         {
             **fields(CollectiveSite, "instruction", "source", "axes"),
             "causes": array(cause),
-            **fields(CollectiveSite, "meets", "meets_op", "sentence", "note"),
+            **fields(CollectiveSite, "meets", "meets_op", "sentence", "note", "gradient_of"),
         },
         title="CollectiveSite",
     )

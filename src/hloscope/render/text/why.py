@@ -80,10 +80,7 @@ def meets_text(site: CollectiveSite) -> str | None:
         return None
     if site.meets.startswith("result"):
         return f"they meet at {site.meets}"
-    op = (site.meets_op or "op").rpartition(".")[2]
-    if op in ("reshard", "sharding_constraint"):
-        op = "sharding constraint"
-    return f"they meet at the {op} at {short_source(site.meets)}"
+    return f"they meet at the {site.meets_label} at {short_source(site.meets)}"
 
 
 def site_text(site: CollectiveSite) -> str:
