@@ -385,9 +385,16 @@ def load_diff_sides(
         isinstance(p, DumpTarget) and p.path.is_dir() for p in parsed
     ):
         raise HloscopeError("--module picks a module of a dump folder; neither A nor B is one")
-    loaded_a = load(target_a, diff_options(target_a, options))
-    loaded_b = load(target_b, diff_options(target_b, options))
-    return loaded_a, loaded_b
+    loaded: list[Loaded] = []
+    for target, side in zip((target_a, target_b), parsed, strict=True):
+        if isinstance(side, EntrypointTarget):
+            # Each side lowered as if alone: JAX would give B the lowering it cached
+            # for A of an inner jit both call, with A's source locations.
+            from hloscope.sources.jax.lower import forget_traces
+
+            forget_traces()
+        loaded.append(load(target, diff_options(target, options)))
+    return loaded[0], loaded[1]
 
 
 # --------------------------------------------------------------------------- entrypoints

@@ -35,6 +35,7 @@ from hloscope.sources.jax.libraries import (
     library_static,
 )
 from hloscope.sources.jax.lower import (
+    forget_traces,
     from_lowered,
     is_jitted,
     is_stage,
@@ -90,7 +91,7 @@ def aot_runs(
     call_args, call_kwargs = plan.make()
     aot_args, aot_kwargs = plan.make()
 
-    jax.clear_caches()
+    forget_traces()
     start = time.perf_counter()
     try:
         with (
@@ -115,7 +116,7 @@ def aot_runs(
         notes=tuple(call_notes),
     )
 
-    jax.clear_caches()
+    forget_traces()
     # A bound method or a partial is lowered through the function it binds, with
     # the arguments it binds first.
     aot_args = (*bound[0], *aot_args)

@@ -61,6 +61,15 @@ def is_stage(obj: Any) -> bool:
     return jax_stage(obj) is not None
 
 
+def forget_traces() -> None:
+    """Clear JAX's caches (traces, lowerings, compilations), so that what is lowered
+    next is lowered as if first in this process. JAX reuses what it made of an inner
+    jit (`dynamic_update_index_in_dim` in a scan) by its jaxpr, not by where it was
+    called from: a second program would get the first one's lowering of it, source
+    locations included, and a function already called is not compiled again."""
+    jax.clear_caches()
+
+
 ACCEPTED = (
     "a function (plain, or jitted by jax.jit, jax.pmap, nnx.jit or eqx.filter_jit), "
     "a jax.stages.Traced, Lowered or Compiled, or a jax.export.Exported"
