@@ -17,12 +17,7 @@ import platform
 import sys
 from typing import Any
 
-TESTED_JAX_RELEASES = ("0.8", "0.9", "0.10")
-"""The JAX release series CI runs hloscope on (the full suite on the newest, `make
-smoke-jax` on the others). pyproject.toml sets a lower bound only, so that installing
-hloscope never replaces a project's newer JAX; on a release outside these hloscope says
-so once (`jax_tested`), and a view whose JAX internals moved fails in one line naming
-the release (`errors.command_edge`)."""
+from hloscope.jax_releases import jax_release_tested, tested_releases_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +30,7 @@ class Environment:
     """The installed JAX's version (None when JAX is not installed)."""
     jax_tested: bool | None
     """Whether that JAX is of a release series hloscope is tested with
-    (`TESTED_JAX_RELEASES`); None when JAX is not installed. On an untested (newer)
+    (`jax_releases.TESTED_JAX_RELEASES`); None when JAX is not installed. On an untested (newer)
     release hloscope works as far as it can; a view that needs JAX internals that moved
     fails in one line naming the release."""
     jaxlib: str | None
@@ -103,27 +98,6 @@ def _metadata_version(path: str) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return None
-
-
-def jax_release_tested(version: str) -> bool:
-    """Whether JAX `version` (`0.10.2`, `0.12.0.dev20261101`) belongs to a release
-    series in `TESTED_JAX_RELEASES`."""
-    series = ".".join(version.split(".")[:2])
-    return series in TESTED_JAX_RELEASES
-
-
-def tested_releases_text() -> str:
-    """`0.8 to 0.10`: the tested JAX series, for messages."""
-    return f"{TESTED_JAX_RELEASES[0]} to {TESTED_JAX_RELEASES[-1]}"
-
-
-def untested_jax() -> str | None:
-    """The installed JAX's version when it is not of a tested release series, else
-    None."""
-    version = package_version("jax")
-    if version is None or jax_release_tested(version):
-        return None
-    return version
 
 
 def xla_of_jaxlib() -> str:

@@ -159,11 +159,14 @@ def moved_jax_internals(exc: BaseException) -> str | None:
     """On a JAX release hloscope is not tested with, the one line for a failure raised
     where hloscope reads JAX's internals (an attribute or module of `jax._src` that is
     not where it was): the view needs a part of JAX that moved in that release. None
-    on a tested release (there it is hloscope's bug) or for any other failure."""
-    from hloscope.environment import tested_releases_text, untested_jax
+    on a tested release (there it is hloscope's bug) or for any other failure. The
+    release is the imported JAX's own (`jax.__version__`): such a failure comes from it."""
+    from hloscope.jax_releases import jax_release_tested, tested_releases_text
 
-    version = untested_jax()
-    if version is None or not isinstance(exc, (AttributeError, ImportError, TypeError)):
+    version = getattr(sys.modules.get("jax"), "__version__", None)
+    if not isinstance(version, str) or jax_release_tested(version):
+        return None
+    if not isinstance(exc, (AttributeError, ImportError, TypeError)):
         return None
     frames = traceback.extract_tb(exc.__traceback__)
     in_private = any(os.path.realpath(frame.filename) == _PRIVATE_JAX_FILE for frame in frames)

@@ -11,20 +11,22 @@ import jax
 import pytest
 
 from conftest import ROOT
-from hloscope import environment
+from hloscope import environment, jax_releases
 
 NEWER = "0.12.0"
 
 
 @pytest.fixture
 def newer_jax(monkeypatch):
-    """The installed JAX reads as release 0.12.0 to hloscope."""
+    """The installed JAX reads as release 0.12.0 to hloscope: its metadata and its
+    `__version__`."""
     real = environment.package_version
 
     def version(name: str) -> str | None:
         return NEWER if name == "jax" else real(name)
 
     monkeypatch.setattr(environment, "package_version", version)
+    monkeypatch.setattr(jax, "__version__", NEWER)
 
 
 def test_the_dependencies_have_a_lower_bound_only():
@@ -45,12 +47,12 @@ def test_the_dependencies_have_a_lower_bound_only():
     [("0.8.3", True), ("0.9.2", True), ("0.10.2", True), (NEWER, False), ("0.7.2", False)],
 )
 def test_which_releases_are_tested(version, tested):
-    assert environment.jax_release_tested(version) is tested
+    assert jax_releases.jax_release_tested(version) is tested
 
 
 def test_the_installed_release_is_tested():
     assert environment.environment().jax_tested is True
-    assert environment.jax_release_tested(jax.__version__)
+    assert jax_releases.jax_release_tested(jax.__version__)
 
 
 def test_version_says_the_release_is_untested(cli, newer_jax):
