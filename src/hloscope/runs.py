@@ -209,7 +209,8 @@ class RecordedCompile:
     """`file.py:LINE` of its definition, as JAX reports it; None when JAX did not
     explain (functions outside the user's code, eager ops)."""
     call_site: str | None
-    """`file.py:LINE` of the innermost frame of the user's code that led to it."""
+    """`file.py:LINE` of the innermost frame of the user's code that led to it; None
+    where no frame of the user's code led to it (`called_by_hloscope`)."""
     eager: bool
     """An op run outside any jit (a primitive, or one of JAX's own jitted functions
     such as `jnp.sin`), which JAX compiles alone."""
@@ -236,6 +237,9 @@ class RecordedCompile:
     module_name: str | None = None
     """The module's name (`jit_step`), kept when the module is not: what JAX's profiler
     names the executions of its program (`hloscope profile SCRIPT.py`)."""
+    called_by_hloscope: bool = False
+    """hloscope made the call itself (a jitted target called on `--args`): there is no
+    call site in the user's code."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@ sentences, from the changes JAX reported."""
 
 from __future__ import annotations
 
-from hloscope.analyses.compiles import analyze_compiles, likely_cause
+from hloscope.analyses.compiles import analyze_compiles, likely_cause, likely_causes
 from hloscope.runs import ArgumentChange, RecordedCompile
 
 
@@ -70,9 +70,27 @@ def test_leading_dimension_takes_many_values() -> None:
     sentence = likely_cause(compiles)
     assert sentence is not None
     assert "leading dimension of batch['x'] took 3 values (8, 16, 24)" in sentence
-    # Two values, or another dimension changing, is no such pattern.
-    assert likely_cause(compiles[:2]) is None
-    assert likely_cause([compiled(changes=(shape("x", "f32[8,4]", "f32[8,5]"),))] * 3) is None
+    # Two values, or another dimension changing, is no such pattern: a change of shape.
+    assert likely_cause(compiles[:2]) == (
+        "batch['x'] took 2 shapes ([8,4], [16,4]), and each new one compiles again: pad to "
+        "a few fixed shapes"
+    )
+    other = likely_cause([compiled(changes=(shape("x", "f32[8,4]", "f32[8,5]"),))] * 3)
+    assert other is not None and other.startswith("x took 2 shapes ([8,4], [8,5])")
+
+
+def test_every_distinct_cause_most_frequent_first() -> None:
+    weak = shape("s", "f32[]{weak_type=True}", "f32[]{weak_type=False}")
+    compiles = [
+        compiled(),
+        compiled(changes=(shape("x", "f32[4]", "bf16[4]"),)),
+        compiled(changes=(weak,)),
+        compiled(changes=(shape("x", "f32[4]", "f16[4]"), weak)),
+    ]
+    causes = likely_causes(compiles)
+    assert [c.split(" ", 2)[:2] for c in causes] == [["x", "took"], ["s", "is"]]
+    assert causes[0].startswith("x took 3 dtypes (f32, bf16, f16)")
+    assert analyze_compiles(compiles, 1.0).functions[0].likely_causes == causes
 
 
 def test_weak_type_flip() -> None:

@@ -560,3 +560,95 @@ def test_bad_command_lines_are_one_line(args: list[str], message: str) -> None:
     result = run_cli("compiles", *args, "--json")
     assert result.code == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr
+
+
+ONE_FUNCTION = """
+import jax, jax.numpy as jnp
+
+@jax.jit
+def f(x, s):
+    return jnp.sin(x) * s
+
+def args():
+    return (jnp.ones(8), 2.0)
+
+def squared():
+    return (jnp.ones(8),)
+
+def cubed():
+    return (jnp.ones(8),)
+"""
+
+
+def lowered_op_count(lowered) -> int:
+    """The ops JAX's lowered module shows inside its functions, returns left out: what
+    `lowered.as_text()` prints, one op a line."""
+    lines = lowered.as_text().splitlines()
+    return sum(1 for line in lines if " = " in line and line.strip().startswith("%"))
+
+
+def test_compiles_counts_ops_as_every_other_view_and_jax_do(tmp_path: Path) -> None:
+    import jax.numpy as jnp
+
+    module = tmp_path / "fonly.py"
+    module.write_text(ONE_FUNCTION)
+    target = f"{module}:f"
+    doc = run_cli("compiles", target, "--args", f"{module}:args", "--json").json()
+    (compile_,) = doc["compiles"]
+    import jax
+
+    lowered = jax.jit(lambda x, s: jnp.sin(x) * s).lower(jnp.ones(8), 2.0)
+    assert compile_["ops"] == lowered_op_count(lowered) == 4
+    inspected = run_cli("inspect", target, "--args", f"{module}:args", "--json").json()
+    assert compile_["ops"] == inspected["total_ops"]
+    assert by_function(doc)["f"]["ops_range"] == [4, 4]
+
+
+def test_a_target_hloscope_calls_has_no_call_site_and_says_so(tmp_path: Path) -> None:
+    module = tmp_path / "fonly.py"
+    module.write_text(ONE_FUNCTION)
+    run = run_cli("compiles", f"{module}:f", "--args", f"{module}:args", "--json")
+    (compile_,) = run.json()["compiles"]
+    assert compile_["call_site"] is None
+    assert compile_["called_by_hloscope"] is True
+    text = run_cli("compiles", f"{module}:f", "--args", f"{module}:args").stdout
+    assert "hloscope (--args)" in text
+    assert "bin/hloscope" not in text
+    # A script's own call is the user's line.
+    prog = script(tmp_path, ONE_FUNCTION + "\nf(*args())\n")
+    (compile_,) = run_cli("compiles", str(prog), "--json").json()["compiles"]
+    assert compile_["call_site"].endswith(
+        f"prog.py:{prog.read_text().splitlines().index('f(*args())') + 1}"
+    )
+    assert compile_["called_by_hloscope"] is False
+
+
+def test_every_cause_of_a_functions_recompilations_is_named(tmp_path: Path) -> None:
+    prog = script(
+        tmp_path,
+        """
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def f(x, s):
+            return jnp.sin(x) * s
+
+        a, b = jnp.ones(4), jnp.ones(8)
+        f(a, 2.0); f(b, 2.0); f(b.astype(jnp.bfloat16), 2.0); f(b, jnp.float32(2.0))
+        """,
+    )
+    doc = run_cli("compiles", str(prog), "--json").json()
+    f = by_function(doc)["f"]
+    assert f["compiles"] == 4
+    causes = f["likely_causes"]
+    assert len(causes) == 3, causes
+    assert any(c.startswith("x took 2 shapes") for c in causes)
+    assert any(c.startswith("x took 2 dtypes (f32, bf16)") for c in causes)
+    assert any(c.startswith("s is a Python scalar (weak type)") for c in causes)
+    assert f["likely_cause"] == causes[0]
+    # What JAX itself explained: each cause is among its changes.
+    changes = changes_of(doc, "f")
+    assert {c["path"] for c in changes} == {"x", "s"}
+    # The ops of the four modules differ (a float32 s needs no convert): the range.
+    ops = [c["ops"] for c in doc["compiles"] if c["function"] == "f"]
+    assert f["ops_range"] == [min(ops), max(ops)] and min(ops) < max(ops)

@@ -29,6 +29,7 @@ DECODER_MODULES = frozenset(
 NOT_DECODERS = frozenset(
     {
         "is_computation",  # an op's kind, from its (interned) name
+        "counts_as_op",  # the same, from an op name of jaxlib's MLIR objects
         "sharding_words",  # a decoded sharding in words
         "sharding_brief",  # a decoded sharding for a table cell
         "is_user_file",  # whether a file path is the user's

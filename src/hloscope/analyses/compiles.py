@@ -3,11 +3,15 @@ many distinct signatures, at what cost, and why (`hloscope compiles`).
 
 The input is what `hloscope.sources.jax.capture` recorded: for each compilation,
 JAX's own cache-miss explanation and the arguments it says changed. From those
-facts alone, a likely cause is named where they support one:
+facts alone, every distinct cause is named, the most frequent first, each with its
+advice:
 
-- a leading dimension that takes many values (batches of varying size);
+- a shape that changes, or a leading dimension that takes many values (batches of
+  varying size);
+- a dtype that changes;
 - a Python scalar whose weak type flips (`f(1.0)` after `f(jnp.float32(1))`);
-- a static argument that changes at every call;
+- a static argument that changes (at every call, or among a few values);
+- a pytree structure or a sharding that changes;
 - a function defined again at every call (JAX says it saw another function defined
   on the same line).
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hloscope.runs import ArgumentChange, RecordedCompile
 
@@ -29,10 +33,14 @@ __all__ = [
     "EagerOp",
     "FunctionCompiles",
     "analyze_compiles",
+    "call_site_shown",
     "likely_cause",
+    "likely_causes",
 ]
 
 NEVER_SEEN = "never seen function"
+CALLED_BY_HLOSCOPE = "hloscope (--args)"
+"""Where a compilation was called from when hloscope called the target itself."""
 REDEFINED_HINT = "seen another function defined on the same line"
 
 
@@ -57,9 +65,16 @@ class FunctionCompiles:
     causes: tuple[str, ...]
     """JAX's explanations of its recompilations, distinct, in order."""
     likely_cause: str | None
-    """One sentence naming the pattern the changes show, when they show one."""
+    """The first of `likely_causes` (the most frequent), when there is one."""
     indices: tuple[int, ...]
     """Positions of its compilations in the run's timeline."""
+    likely_causes: tuple[str, ...] = ()
+    """One sentence per distinct cause the changes show (a shape, a dtype, a weak type,
+    a static value, ...), each with its advice, the most frequent first: fixing one
+    leaves the others' recompilations."""
+    ops_range: tuple[int, int] | None = None
+    """The fewest and the most ops of its compilations' modules (they differ where its
+    signatures lower differently); None when no count is known."""
 
     @property
     def recompiled(self) -> bool:
@@ -166,6 +181,8 @@ def _function(
     for compile_ in compiles:
         if compile_.cause and compile_.cause != NEVER_SEEN and compile_.cause not in causes:
             causes.append(compile_.cause)
+    sentences = likely_causes(compiles)
+    counts = [c.ops for c in compiles if c.ops is not None]
     return FunctionCompiles(
         function=function,
         source=source,
@@ -175,8 +192,10 @@ def _function(
         total_seconds=sum(_seconds(c) for c in compiles),
         ops=compiles[-1].ops,
         causes=tuple(causes),
-        likely_cause=likely_cause(compiles),
+        likely_cause=sentences[0] if sentences else None,
         indices=tuple(indices),
+        likely_causes=sentences,
+        ops_range=(min(counts), max(counts)) if counts else None,
     )
 
 
@@ -193,30 +212,130 @@ def _eager_op(op: str, compiles: list[RecordedCompile]) -> EagerOp:
     )
 
 
+def call_site_shown(compile_: RecordedCompile) -> str:
+    """Where the user's code called it (`file.py:LINE`), `CALLED_BY_HLOSCOPE` where
+    hloscope made the call, else empty."""
+    if compile_.call_site:
+        return compile_.call_site
+    return CALLED_BY_HLOSCOPE if compile_.called_by_hloscope else ""
+
+
 # --------------------------------------------------------------------------- likely causes
 
 _SHAPE = re.compile(r"^(?P<dtype>[a-z]+[0-9]*)\[(?P<dims>[^\]]*)\](?P<rest>.*)$")
 _WEAK = "{weak_type=True}"
+_STRONG = "{weak_type=False}"
 MAX_VALUES_SHOWN = 5
 
 
 def likely_cause(compiles: Sequence[RecordedCompile]) -> str | None:
-    """One sentence naming the pattern in a function's recompilations, from the
-    changes JAX reported; None when they show none."""
-    changes = [change for c in compiles for change in c.changes]
-    if any(c.cause and REDEFINED_HINT in c.cause for c in compiles):
+    """The most frequent of `likely_causes`, or None when the changes show none."""
+    sentences = likely_causes(compiles)
+    return sentences[0] if sentences else None
+
+
+def likely_causes(compiles: Sequence[RecordedCompile]) -> tuple[str, ...]:
+    """One sentence per distinct cause of a function's recompilations, from the changes
+    JAX reported, each with its advice; the cause most compilations show first (ties in
+    the order they first appear)."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    values: dict[tuple[str, str], list[str]] = {}
+
+    def note(key: tuple[str, str], index: int, *shown: str) -> None:
+        seen.setdefault(key, [])
+        if index not in seen[key]:
+            seen[key].append(index)
+        kept = values.setdefault(key, [])
+        kept.extend(value for value in shown if value not in kept)
+
+    for index, compile_ in enumerate(compiles):
+        if compile_.cause and REDEFINED_HINT in compile_.cause:
+            note(("redefined", ""), index)
+        for change in compile_.changes:
+            if change.kind == "static":
+                note(("static", change.path), index, change.before, change.after)
+            elif change.kind == "pytree":
+                note(("pytree", change.path), index)
+            else:
+                _type_causes(change, index, note)
+    ranked = sorted(seen, key=lambda key: -len(seen[key]))
+    sentences = (_sentence(key, values[key], compiles) for key in ranked)
+    return tuple(sentence for sentence in sentences if sentence)
+
+
+def _type_causes(change: ArgumentChange, index: int, note: Callable[..., None]) -> None:
+    """The causes one changed argument type shows: its weak type, its dtype, its shape,
+    or else its sharding (what else an aval's text carries)."""
+    path = change.path
+    if (_WEAK in change.before) != (_WEAK in change.after):
+        note(("weak", path), index)
+    before, after = _SHAPE.match(change.before), _SHAPE.match(change.after)
+    if not before or not after:
+        note(("type", path), index, change.before, change.after)
+        return
+    if before["dtype"] != after["dtype"]:
+        note(("dtype", path), index, before["dtype"], after["dtype"])
+    if before["dims"] != after["dims"]:
+        note(("shape", path), index, f"[{before['dims']}]", f"[{after['dims']}]")
+    if (
+        before["dtype"] == after["dtype"]
+        and before["dims"] == after["dims"]
+        and before["rest"].replace(_WEAK, "").replace(_STRONG, "")
+        != after["rest"].replace(_WEAK, "").replace(_STRONG, "")
+    ):
+        note(("type", path), index, change.before, change.after)
+
+
+def _sentence(
+    key: tuple[str, str], values: list[str], compiles: Sequence[RecordedCompile]
+) -> str | None:
+    kind, path = key
+    if kind == "redefined":
         return (
             "the function is defined (and jitted) again at every call, so JAX never "
             "finds it in its cache: define and jit it once, outside the loop"
         )
-    for sentence in (
-        _leading_dimension(changes),
-        _weak_type_flip(changes),
-        _static_every_call(compiles),
-    ):
-        if sentence:
-            return sentence
-    return None
+    if kind == "weak":
+        return (
+            f"{path} is a Python scalar (weak type) in some calls and an array in others: "
+            "pass the same kind every time (jnp.asarray(x, dtype), or always a Python number)"
+        )
+    if kind == "dtype":
+        return (
+            f"{path} took {len(values)} dtypes ({_values(values)}), and each compiles again: "
+            "cast it to one dtype before the call"
+        )
+    if kind == "shape":
+        leading = _leading_dimension(values)
+        if leading is not None and len(leading) >= 3:
+            return (
+                f"the leading dimension of {path} took {len(leading)} values "
+                f"({_values(leading)}), and each new one compiles again: pad to a few "
+                "fixed sizes"
+            )
+        return (
+            f"{path} took {len(values)} shapes ({_values(values)}), and each new one "
+            "compiles again: pad to a few fixed shapes"
+        )
+    if kind == "static":
+        if len(values) >= 3 and len(values) >= len(compiles):
+            return (
+                f"the static argument {path} took a new value at every call "
+                f"({_values(values)}): pass it as a traced argument, or keep its values few"
+            )
+        return (
+            f"the static argument {path} took {len(values)} values ({_values(values)}), "
+            "and each compiles again: pass it as a traced argument, or keep its values few"
+        )
+    if kind == "pytree":
+        return (
+            f"the pytree structure of {path} changed between calls: pass the same "
+            "structure every time (the same keys, the same None leaves)"
+        )
+    return (
+        f"the sharding or type of {path} changed ({' → '.join(values[:2])}): pass it "
+        "placed the same way every time (one sharding)"
+    )
 
 
 def _values(items: Sequence[str]) -> str:
@@ -224,67 +343,17 @@ def _values(items: Sequence[str]) -> str:
     return shown + (", …" if len(items) > MAX_VALUES_SHOWN else "")
 
 
-def _leading_dimension(changes: Sequence[ArgumentChange]) -> str | None:
-    by_path: dict[str, list[str]] = {}
-    for change in changes:
-        if change.kind != "type":
-            continue
-        before, after = _SHAPE.match(change.before), _SHAPE.match(change.after)
-        if (
-            not before
-            or not after
-            or before["dtype"] != after["dtype"]
-            or before["rest"] != after["rest"]
-            or not before["dims"]
-            or not after["dims"]
-        ):
-            continue
-        dims_before, dims_after = before["dims"].split(","), after["dims"].split(",")
-        if (
-            len(dims_before) == len(dims_after)
-            and dims_before[1:] == dims_after[1:]
-            and dims_before[0] != dims_after[0]
-        ):
-            values = by_path.setdefault(change.path, [])
-            for value in (dims_before[0], dims_after[0]):
-                if value not in values:
-                    values.append(value)
-    for path, values in by_path.items():
-        if len(values) >= 3:
-            return (
-                f"the leading dimension of {path} took {len(values)} values "
-                f"({_values(values)}), and each new one compiles again: pad to a few "
-                "fixed sizes"
-            )
-    return None
-
-
-def _weak_type_flip(changes: Sequence[ArgumentChange]) -> str | None:
-    for change in changes:
-        if change.kind == "type" and (_WEAK in change.before) != (_WEAK in change.after):
-            return (
-                f"{change.path} is a Python scalar (weak type) in some calls and an array "
-                "in others: pass the same kind every time (jnp.asarray(x, dtype), or always "
-                "a Python number)"
-            )
-    return None
-
-
-def _static_every_call(compiles: Sequence[RecordedCompile]) -> str | None:
-    by_path: dict[str, list[str]] = {}
-    for compile_ in compiles:
-        for change in compile_.changes:
-            if change.kind == "static":
-                values = by_path.setdefault(change.path, [])
-                for value in (change.before, change.after):
-                    if value not in values:
-                        values.append(value)
-    for path, values in by_path.items():
-        # Every compilation after the first changed it, to a value never seen (and
-        # often enough to be a pattern).
-        if len(values) >= 3 and len(values) >= len(compiles):
-            return (
-                f"the static argument {path} took a new value at every call "
-                f"({_values(values)}): pass it as a traced argument, or keep its values few"
-            )
-    return None
+def _leading_dimension(shapes: Sequence[str]) -> list[str] | None:
+    """The leading dimension's values when the shapes (`[8,4]`, `[16,4]`) differ in it
+    alone; None otherwise."""
+    split = [shape.strip("[]").split(",") for shape in shapes]
+    if any(not dims or dims == [""] for dims in split):
+        return None
+    rank, rest = len(split[0]), split[0][1:]
+    if any(len(dims) != rank or dims[1:] != rest for dims in split):
+        return None
+    leading: list[str] = []
+    for dims in split:
+        if dims[0] not in leading:
+            leading.append(dims[0])
+    return leading

@@ -276,6 +276,14 @@ def is_computation(op: Op) -> bool:
     return _name_kind(op.name) == _COMPUTES
 
 
+def counts_as_op(name: str) -> bool:
+    """Whether an op named `name` (`stablehlo.sine`, `func.return`) is counted as an op
+    in reports: the rule of `is_computation`, for code that walks jaxlib's MLIR objects
+    instead of a decoded module (`hloscope compiles` counts each module JAX compiles as
+    it compiles)."""
+    return _name_kind(name) == _COMPUTES
+
+
 # What an op name is, worked out once per distinct name: every analysis asks for
 # each of the module's ops (several hundred thousand calls at 100k ops).
 _SHORT_NAMES: dict[str, str] = {}

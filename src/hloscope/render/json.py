@@ -359,6 +359,7 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "name": m.name,
                 "axes": [{"name": axis, "size": size} for axis, size in m.axes],
                 "devices": m.devices,
+                "xla_axes": m.xla_axes,
             }
             for m in placement.meshes
         ],
@@ -559,6 +560,7 @@ def _compile_json(compile_: RecordedCompile) -> dict[str, Any]:
         "function": compile_.function,
         "source": compile_.source,
         "call_site": compile_.call_site,
+        "called_by_hloscope": compile_.called_by_hloscope,
         "eager": compile_.eager,
         "cause": compile_.cause,
         "changes": [
@@ -603,8 +605,10 @@ def compiles_json(report: CompilesReport) -> dict[str, Any]:
                     "compile_seconds": f.compile_seconds,
                     "total_seconds": f.total_seconds,
                     "ops": f.ops,
+                    "ops_range": list(f.ops_range) if f.ops_range else None,
                     "causes": list(f.causes),
                     "likely_cause": f.likely_cause,
+                    "likely_causes": list(f.likely_causes),
                 }
                 for f in analysis.functions
             ],
@@ -712,6 +716,7 @@ def _live_buffer_json(buffer: LiveBuffer) -> dict[str, Any]:
         "memory_space": buffer.memory_space,
         "allocation": buffer.allocation,
         "live": [buffer.live_from, buffer.live_to],
+        "shares": buffer.shares,
     }
 
 

@@ -52,7 +52,9 @@ def compiles_body() -> dict[str, Schema]:
     )
     recorded = obj(
         {
-            **fields(compile_, "function", "source", "call_site", "eager", "cause"),
+            **fields(
+                compile_, "function", "source", "call_site", "called_by_hloscope", "eager", "cause"
+            ),
             "changes": array(change),
             **fields(
                 compile_,
@@ -78,8 +80,10 @@ def compiles_body() -> dict[str, Schema]:
             "compile_seconds",
             "total_seconds",
             "ops",
+            "ops_range",
             "causes",
             "likely_cause",
+            "likely_causes",
         ),
         title="FunctionCompiles",
     )
@@ -141,6 +145,7 @@ def _live_buffer() -> Schema:
                 "items": False,
                 "description": "The first and last index in the schedule it is live at.",
             },
+            **fields(LiveBuffer, "shares"),
         },
         title="LiveBuffer",
     )

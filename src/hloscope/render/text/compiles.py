@@ -6,12 +6,13 @@ from __future__ import annotations
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from hloscope.analyses.compiles import CompilesAnalysis
+from hloscope.analyses.compiles import CompilesAnalysis, FunctionCompiles, call_site_shown
 from hloscope.render.text.common import (
     clip,
     header_table,
     plural,
     seconds,
+    short_source,
     simple_table,
     source_text,
 )
@@ -74,15 +75,14 @@ def compiles_renderables(report: CompilesReport) -> list[RenderableType]:
             ],
         )
         for function in analysis.functions:
-            why = function.likely_cause or _changes_of(analysis, function.indices)
             table.add_row(
                 Text(function.function, style="bold red" if function.recompiled else "bold"),
                 source_text(function.source),
                 str(function.compiles),
                 str(function.signatures),
                 seconds(function.total_seconds),
-                str(function.ops) if function.ops is not None else "-",
-                Text(clip(why, MAX_CAUSE_CHARS), style="yellow" if function.likely_cause else ""),
+                ops_range_text(function),
+                why_text(analysis, function),
             )
         parts.append(table)
     if analysis.eager:
@@ -116,6 +116,26 @@ def compiles_renderables(report: CompilesReport) -> list[RenderableType]:
     return parts
 
 
+def ops_range_text(function: FunctionCompiles) -> str:
+    """`4`, or `4–5` where its compilations' modules differ in ops (the Timeline has
+    each compilation's count)."""
+    if function.ops_range is None:
+        return "-"
+    low, high = function.ops_range
+    return str(low) if low == high else f"{low}–{high}"
+
+
+def why_text(analysis: CompilesAnalysis, function: FunctionCompiles) -> Text:
+    """Every likely cause of its recompilations, one line each, most frequent first;
+    else the changes JAX reported."""
+    if function.likely_causes:
+        return Text(
+            "\n".join(clip(sentence, MAX_CAUSE_CHARS) for sentence in function.likely_causes),
+            style="yellow",
+        )
+    return Text(clip(_changes_of(analysis, function.indices), MAX_CAUSE_CHARS))
+
+
 def _changes_of(analysis: CompilesAnalysis, indices: tuple[int, ...]) -> str:
     """The distinct changes of a function's recompilations, in order."""
     seen: list[str] = []
@@ -147,7 +167,7 @@ def _timeline(analysis: CompilesAnalysis) -> RenderableType:
             str(index),
             seconds(compile_.started_seconds),
             compile_.function + (" (cache)" if compile_.persistent_cache_hit else ""),
-            source_text(compile_.call_site),
+            source_text(compile_.call_site, short_source(call_site_shown(compile_))),
             seconds(compile_.trace_seconds),
             seconds(compile_.lower_seconds),
             seconds(compile_.compile_seconds),

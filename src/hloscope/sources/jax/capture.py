@@ -43,6 +43,7 @@ import jax
 from jax import monitoring
 
 from hloscope.errors import HloscopeError, TimeLimitExceeded, describe_exception, display_path
+from hloscope.ir.model import counts_as_op
 from hloscope.runs import ArgumentChange, ChangeKind, CompiledModule, RecordedCompile, RecordedRun
 from hloscope.sources.jax import private
 from hloscope.sources.jax.arguments import example_value
@@ -75,6 +76,7 @@ class _Pending:
     lower_seconds: float | None = None
     compiling: bool = False
     call_site: str | None = None
+    called_by_hloscope: bool = False
     eager: bool = False
     ops: int | None = None
     module: CompiledModule | None = None
@@ -167,7 +169,7 @@ class CompileRecorder:
         jitted, signature = private.private_jitted_call(frame)
         qualified_name, defined_at, in_jax = _describe_function(jitted)
         eager = private.private_eager_dispatch(frame) or in_jax
-        call_site = _user_call_site(frame)
+        call_site, called_by_hloscope = _user_call_site(frame)
         ops = _count_ops(computation)
         module = private.private_compiled_module(computation)
         with self._lock:
@@ -183,6 +185,7 @@ class CompileRecorder:
             pending.defined_at = defined_at
             pending.eager = eager
             pending.call_site = call_site
+            pending.called_by_hloscope = called_by_hloscope
             pending.ops = ops
             pending.module = module
 
@@ -199,6 +202,7 @@ class CompileRecorder:
                 or (explanation.function if explanation else pending.function),
                 source=(explanation.source if explanation else None) or pending.defined_at,
                 call_site=pending.call_site,
+                called_by_hloscope=pending.called_by_hloscope,
                 eager=pending.eager,
                 signature=pending.signature,
                 cause=explanation.cause if explanation else None,
@@ -662,14 +666,33 @@ _NOT_USER = tuple(
 )
 
 
-def _user_call_site(frame: Any) -> str | None:
-    """`file:line` of the innermost frame of the user's own code."""
+_HLOSCOPE_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
+
+
+def _user_call_site(frame: Any) -> tuple[str | None, bool]:
+    """`file:line` of the innermost frame of the user's own code, and whether hloscope
+    made the call itself (a target called on `--args`): then the frames above the
+    library's are hloscope's, and above them its launcher (`bin/hloscope`), none of them
+    the user's, and the site is None."""
+    past_hloscope = False
     while frame is not None:
         filename = frame.f_code.co_filename
+        in_hloscope = _in_hloscope(filename)
+        if in_hloscope and past_hloscope:
+            return None, True
+        past_hloscope = past_hloscope or not in_hloscope
         if not filename.startswith("<") and not _library_file(filename):
-            return f"{display_path(filename)}:{frame.f_lineno}"
+            return f"{display_path(filename)}:{frame.f_lineno}", False
         frame = frame.f_back
-    return None
+    return None, False
+
+
+@functools.lru_cache(maxsize=1024)
+def _in_hloscope(filename: str) -> bool:
+    try:
+        return str(Path(filename).resolve()).startswith(_HLOSCOPE_DIR)
+    except (OSError, RuntimeError):
+        return False
 
 
 @functools.lru_cache(maxsize=1024)
@@ -707,14 +730,23 @@ def _describe_function(fun: Any) -> tuple[str | None, str | None, bool]:
 
 
 def _count_ops(computation: Any) -> int | None:
-    """Ops of an MLIR module, nested regions included; the module, its functions and
-    their returns not counted."""
+    """Ops of an MLIR module's functions, nested regions included, as every view counts
+    them (`ir.model.counts_as_op`: functions and terminators are not ops; what lies
+    outside the functions, a Shardy mesh, is not either)."""
     try:
+        stack = [
+            op
+            for function in computation.body.operations
+            if function.operation.name == "func.func"
+            for region in function.regions
+            for block in region.blocks
+            for op in block.operations
+        ]
         count = 0
-        stack = [computation.operation]
         while stack:
-            op = stack.pop()
-            if op.name not in ("builtin.module", "func.func", "func.return"):
+            # `.operation.name`: an op's own name; a function's `.name` is its symbol's.
+            op = stack.pop().operation
+            if counts_as_op(op.name):
                 count += 1
             for region in op.regions:
                 for block in region.blocks:

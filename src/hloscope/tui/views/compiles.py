@@ -20,6 +20,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from hloscope.analyses.compiles import call_site_shown
 from hloscope.render.text.common import seconds, short_source
 from hloscope.render.text.compiles import change_text, summary_text
 from hloscope.reports import CompilesReport
@@ -51,8 +52,8 @@ def details_text(report: CompilesReport, index: int) -> Text:
     text.append(f"{compile_.function}", style="bold")
     if compile_.source:
         text.append(f"  defined at {short_source(compile_.source)}")
-    if compile_.call_site:
-        text.append(f"  called at {short_source(compile_.call_site)}")
+    if call_site_shown(compile_):
+        text.append(f"  called at {short_source(call_site_shown(compile_))}")
     text.append("\n")
     if compile_.eager:
         text.append("an op run outside any jit: JAX compiled it alone\n", style="yellow")
@@ -135,7 +136,7 @@ class CompilesView(Vertical):
         return [
             f"{mark}{index + 1}",
             name,
-            short_source(compile_.call_site),
+            short_source(call_site_shown(compile_)),
             seconds(compile_.trace_seconds),
             seconds(compile_.lower_seconds),
             seconds(compile_.compile_seconds),
