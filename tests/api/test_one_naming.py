@@ -25,15 +25,18 @@ def test_xla_mesh_axes_take_the_declared_names():
     xla = parse_mesh("mesh", '#sdy.mesh<["axis_0"=4, "axis_1"=1, "axis_2"=2]>')
     user = parse_mesh("mesh", '#sdy.mesh<["data"=4, "model"=2]>')
     (renamed,) = with_declared_axes([xla], [user])
-    assert renamed.axes == (("data", 4), ("axis_1", 1), ("model", 2))
-    assert renamed.text == '#sdy.mesh<["data"=4, "axis_1"=1, "model"=2]>'
-    # Other devices, other sizes, or names that are not XLA's: kept as they are.
+    # The user's mesh, names and sizes: XLA's size-1 axis is none of its (issue 47).
+    assert renamed.axes == (("data", 4), ("model", 2))
+    assert renamed.text == '#sdy.mesh<["data"=4, "model"=2]>'
+    # Other devices, or names that are not XLA's: kept as they are.
     other_order = parse_mesh(
         "mesh", '#sdy.mesh<["data"=4, "model"=2], device_ids=[7,6,5,4,3,2,1,0]>'
     )
     assert with_declared_axes([xla], [other_order]) == (xla,)
-    assert with_declared_axes([xla], [parse_mesh("m", '#sdy.mesh<["a"=2, "b"=4]>')]) == (xla,)
     assert with_declared_axes([user], [xla]) == (user,)
+    # Two declared meshes over the same devices: the one of XLA's sizes other than 1.
+    other = parse_mesh("m", '#sdy.mesh<["a"=2, "b"=4]>')
+    assert with_declared_axes([xla], [other, user])[0].axes == user.axes
 
 
 def test_a_compiled_placement_names_the_users_mesh_axes():

@@ -134,6 +134,12 @@ class Mesh:
         return count
 
     @property
+    def xla_axes(self) -> bool:
+        """Whether every axis has a name XLA gave it (`axis_0`, ...): a mesh of an
+        optimized module, not one a program declared."""
+        return bool(self.axes) and all(_XLA_AXIS.fullmatch(name) for name, _ in self.axes)
+
+    @property
     def body(self) -> str:
         """The text without its `#sdy.mesh` prefix: `<["data"=4]>`."""
         return self.text.removeprefix("#sdy.mesh")
@@ -151,34 +157,38 @@ _XLA_AXIS = re.compile(r"axis_\d+")
 
 
 def with_declared_axes(meshes: Sequence[Mesh], declared: Sequence[Mesh]) -> tuple[Mesh, ...]:
-    """`meshes` (an optimized module's: XLA names their axes `axis_0`, `axis_1`, ...,
-    and may add axes of size 1) under the axis names of the `declared` mesh it was
-    compiled from (`data=4, model=2` for `axis_0=4, axis_1=1, axis_2=2`). A mesh is
-    renamed only where one declared mesh has the same devices in the same order and
-    the same axis sizes other than 1, in order; otherwise it is kept as it is."""
+    """`meshes` (an optimized module's) as the program declared them (the `declared`
+    meshes of the module it was compiled from). XLA names the meshes its collectives
+    span itself, `axis_0`, `axis_1`, ..., and factors the devices its own way (a
+    `data=2, tensor=4` program may compile to `axis_0=2, axis_1=1, axis_2=4` or
+    `axis_0=1, axis_1=4, axis_2=2`): such a mesh is the declared mesh over the same
+    devices (names and sizes; under the module's symbol). Where several declared
+    meshes span those devices, the one whose sizes other than 1 are XLA's, in order;
+    where none or several remain, the mesh is kept as XLA wrote it
+    (`Mesh.xla_axes` says so)."""
     out: list[Mesh] = []
     for mesh in meshes:
-        names = [name for name, _ in mesh.axes]
         match = None
-        if names and all(_XLA_AXIS.fullmatch(name) for name in names):
-            sizes = [size for _, size in mesh.axes if size != 1]
-            match = next(
-                (
-                    d
+        if mesh.xla_axes:
+            # One per distinct mesh: meshes declared twice under two names are one.
+            same_devices = list(
+                {
+                    (d.axes, d.device_ids): d
                     for d in declared
-                    if d.devices == mesh.devices
+                    if not d.xla_axes
+                    and d.devices == mesh.devices
                     and d.device_ids == mesh.device_ids
-                    and [size for _, size in d.axes if size != 1] == sizes
-                ),
-                None,
+                }.values()
             )
-        if match is None:
+            if len(same_devices) > 1:
+                sizes = [size for _, size in mesh.axes if size != 1]
+                same_devices = [
+                    d for d in same_devices if [s for _, s in d.axes if s != 1] == sizes
+                ]
+            match = same_devices[0] if len(same_devices) == 1 else None
+        mesh = mesh if match is None else dataclasses.replace(match, name=mesh.name)
+        if mesh not in out:
             out.append(mesh)
-            continue
-        users = iter(name for name, size in match.axes if size != 1)
-        axes = tuple((next(users) if size != 1 else name, size) for name, size in mesh.axes)
-        body = ", ".join(f'"{name}"={size}' for name, size in axes)
-        out.append(dataclasses.replace(mesh, axes=axes, text=f"#sdy.mesh<[{body}]>"))
     return tuple(out)
 
 

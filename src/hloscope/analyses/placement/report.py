@@ -140,6 +140,9 @@ class Mesh:
     """Product of the axis sizes."""
     text: str
     """As printed: `<["data"=4, "model"=2]>`."""
+    xla_axes: bool = False
+    """Its axes are XLA's (`axis_0`, ...): a mesh of an optimized module whose
+    program's mesh is not known here (a dump, or no declared mesh spans its devices)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,13 @@ from hloscope.ir.model import Module, Op, is_computation
 
 def module_meshes(meshes: Sequence[IrMesh]) -> list[Mesh]:
     return [
-        Mesh(name=mesh.name, axes=mesh.axes, devices=mesh.devices, text=mesh.body)
+        Mesh(
+            name=mesh.name,
+            axes=mesh.axes,
+            devices=mesh.devices,
+            text=mesh.body,
+            xla_axes=mesh.xla_axes,
+        )
         for mesh in meshes
     ]
 

@@ -195,7 +195,7 @@ PLACEMENT_LISTS: dict[str, Schema] = {
             {
                 **fields(Mesh, "name"),
                 "axes": array(obj({"name": STR, "size": INT}, title="MeshAxis")),
-                **fields(Mesh, "devices"),
+                **fields(Mesh, "devices", "xla_axes"),
             },
             title="Mesh",
         )

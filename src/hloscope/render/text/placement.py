@@ -42,7 +42,11 @@ def mesh_text(placement: Placement) -> str:
     for mesh in placement.meshes:
         axes = " × ".join(f"{axis}={size}" for axis, size in mesh.axes) or "no axes"
         meshes.append(f"@{mesh.name} {axes} ({mesh.devices} device{'s' * (mesh.devices != 1)})")
-    return ", ".join(meshes)
+    text = ", ".join(meshes)
+    if any(mesh.xla_axes for mesh in placement.meshes):
+        # Said once: XLA's axes are not the program's, whose mesh is not known here.
+        text += " · axes as XLA names them: the program's mesh is not known"
+    return text
 
 
 def placement_line(placement: Placement) -> str:
