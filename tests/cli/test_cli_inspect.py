@@ -354,3 +354,27 @@ def test_large_counts_have_thousands_separators_in_every_line(cli):
     assert run.code == 0, run.stderr
     assert "33,454 ops in 65 reachable functions" in run.stdout
     assert "placement  device 33,454 · 977 shardings · all_reduce ×1,549," in run.stdout
+
+
+@pytest.mark.parametrize(("function", "loops"), [("scanned", True), ("unrolled", False)])
+def test_the_cost_is_xlas_and_says_a_loop_body_counts_once(cli, function, loops):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "loop_cost_targets", FIXTURES / "loop_cost_targets.py"
+    )
+    assert spec is not None and spec.loader is not None
+    targets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(targets)
+    target = f"tests/fixtures/loop_cost_targets.py:{function}"
+    factory = "tests/fixtures/loop_cost_targets.py:example_args"
+    doc = cli("inspect", target, "--args", factory, "--compile", "--json").json()
+    compiled = getattr(targets, function).lower(*targets.example_args()).compile()
+    xla = compiled.cost_analysis()
+    xla = xla[0] if isinstance(xla, list) else xla
+    assert doc["cost"]["flops"] == xla["flops"]
+    assert doc["cost_counts_loop_bodies_once"] is loops
+    # A step's matmul is 2 * 8**3 flops: counted once in the loop, ten times unrolled.
+    assert (xla["flops"] < 10 * 2 * 8**3) is loops
+    text = cli("inspect", target, "--args", factory, "--compile").stdout
+    assert ("counts a loop body once" in text) is loops

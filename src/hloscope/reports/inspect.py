@@ -39,6 +39,9 @@ class InspectReport:
     """Parameter usage of the entry (the `params` view), summarised by renderers."""
     placement: Placement | None = None
     """Compute placement, memory kinds, transfers, shardings and collectives."""
+    cost_counts_loop_bodies_once: bool = False
+    """The module has a loop, whose body XLA's cost analysis counts once however many
+    times it runs: the cost is XLA's number, said to be so."""
 
 
 def inspect_report(loaded: Loaded) -> InspectReport:
@@ -62,9 +65,10 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         )
     elif lowering is not None and lowering.cost:
         cost = lowering.cost
+    structure = analyze_structure(loaded.module)
     return InspectReport(
         source=loaded.source,
-        structure=analyze_structure(loaded.module),
+        structure=structure,
         timings=stage_timings(loaded),
         cost=cost,
         memory=compilation.memory if compilation is not None else None,
@@ -72,7 +76,13 @@ def inspect_report(loaded: Loaded) -> InspectReport:
         fusions=_fusion_summary(loaded) if loaded.source.stage == OPTIMIZED else None,
         params=analyze_params(loaded.module, lowering),
         placement=loaded_placement(loaded),
+        cost_counts_loop_bodies_once=cost is not None and has_loop(structure),
     )
+
+
+def has_loop(structure: Structure) -> bool:
+    """Whether the module has a `while` loop (a `scan`, a `fori_loop`)."""
+    return any(name.rpartition(".")[2] == "while" for name in structure.op_counts)
 
 
 def _fusion_summary(loaded: Loaded) -> FusionSummary:

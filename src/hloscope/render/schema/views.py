@@ -216,6 +216,11 @@ def inspect_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
             **STRUCTURE,
             "timings": TIMINGS,
             "cost": nullable(mapping(nullable(NUM))),
+            "cost_counts_loop_bodies_once": {
+                **BOOL,
+                "description": "The module has a loop: XLA's cost analysis counts its body "
+                "once, however many times it runs (the cost is XLA's number).",
+            },
             "memory": nullable(mapping(INT)),
             "notes": STRS,
             "fusions": nullable(FUSION_SUMMARY),
@@ -369,6 +374,7 @@ def _site() -> Schema:
             **fields(CollectiveSite, "instruction", "source", "axes"),
             "causes": array(cause),
             **fields(CollectiveSite, "meets", "meets_op", "sentence", "note", "gradient_of"),
+            **fields(CollectiveSite, "user_collective"),
         },
         title="CollectiveSite",
     )

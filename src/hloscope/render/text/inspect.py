@@ -194,7 +194,10 @@ def render_inspect(report: InspectReport, console: Console) -> None:
     rows.append(("ops", ops_line))
     rows.append(("timings", timings_text(report.timings)))
     if report.cost is not None:
-        rows.append(("cost", cost_text(report.cost)))
+        cost = cost_text(report.cost)
+        if report.cost_counts_loop_bodies_once:
+            cost += " (XLA's cost analysis counts a loop body once)"
+        rows.append(("cost", cost))
     if report.memory is not None:
         rows.append(("memory", memory_text(report.memory)))
     if report.params is not None and (report.params.parameters or report.params.static):
