@@ -119,6 +119,7 @@ def inspect_json(report: InspectReport) -> dict[str, Any]:
     body.update(structure_json(report.structure))
     body["timings"] = plain(report.timings)
     body["cost"] = plain(report.cost)
+    body["cost_counts_loop_bodies_once"] = report.cost_counts_loop_bodies_once
     body["memory"] = plain(report.memory)
     body["notes"] = list(report.notes)
     body["fusions"] = fusion_summary_json(report.fusions) if report.fusions else None
