@@ -85,7 +85,30 @@ class Comparer:
                 if value in paired
                 else text + (" (added)" if graph is self.b else " (removed)")
             )
-        return "a region argument"
+        return self._region_argument(graph, value)
+
+    def _region_argument(self, graph: Graph, value: int) -> str:
+        """`region argument 3`, `(added)` or `(removed)` where it is a value one loop
+        carries and its counterpart does not (the loop gained or lost a carried value)."""
+        _, index = graph.g_slot[value]
+        text = f"region argument {index}"
+        owner = graph.g_owner[value]
+        if owner < 0:
+            return text
+        in_a = graph is self.a
+        partner = (self.m.ma if in_a else self.m.mb)[owner]
+        if partner < 0:
+            return text
+        node_a, node_b = (owner, partner) if in_a else (partner, owner)
+        count_a, count_b = len(self.a.operands[node_a]), len(self.b.operands[node_b])
+        if self.a.kind[node_a] != WHILE_KIND or count_a == count_b:
+            return text
+        permutation = self.m.permutation(node_a, node_b) or list(range(min(count_a, count_b)))
+        if in_a and (index >= len(permutation) or permutation[index] < 0):
+            return text + " (removed)"
+        if not in_a and index not in permutation:
+            return text + " (added)"
+        return text
 
     def unchanged(self, node_a: int, node_b: int) -> bool:
         """Whether `differences` would find nothing, the common case, told quickly: no
@@ -183,6 +206,9 @@ class Comparer:
                         continue
                     was = self.describe_value(a, operand_a, self.m.ma)
                     now = self.describe_value(b, operand_b, self.m.mb)
+                    if now == was:
+                        # Not the counterpart, though described alike.
+                        now = f"another {now}"
                     out.append(("operands", f"operand {position}: {was} → {now}"))
         return out
 

@@ -47,8 +47,10 @@ class Matcher:
 
     def permutation(self, node_a: int, node_b: int) -> list[int] | None:
         """For a matched `while` whose loop-carried values come in another order (the
-        HLO round trip moves the counter first): B's position of each of A's operands,
-        results and region arguments. None when the order is the same or unknown."""
+        HLO round trip moves the counter first), or whose loop carries more or fewer
+        values (a scan saving residuals for the backward pass): B's position of each of
+        A's operands, results and region arguments, -1 for one B no longer carries.
+        None when the order is the same or unknown."""
         key = (node_a, node_b)
         if key in self._permutations:
             return self._permutations[key]
@@ -56,8 +58,9 @@ class Matcher:
         operands_a, operands_b = a.operands[node_a], b.operands[node_b]
         if (
             a.kind[node_a] != WHILE_KIND
-            or len(operands_a) != len(operands_b)
-            or len(operands_a) < 2
+            or b.kind[node_b] != WHILE_KIND
+            or min(len(operands_a), len(operands_b)) < 1
+            or max(len(operands_a), len(operands_b)) < 2
         ):
             self._permutations[key] = None
             return None
@@ -86,8 +89,11 @@ class Matcher:
             if len(same_type) == 1:
                 found[i] = same_type[0]
                 used.add(same_type[0])
-        complete = all(j >= 0 for j in found)
-        result = found if complete and found != list(range(len(found))) else None
+        complete = len(used) == min(len(operands_a), len(operands_b))
+        # A loop that carries more or fewer values keeps the places found, the others
+        # -1; one that carries as many is a permutation only when every place is.
+        known = complete if len(operands_a) == len(operands_b) else bool(used)
+        result = found if known and found != list(range(len(found))) else None
         self._permutation_tries[key] += 1
         if complete or self._permutation_tries[key] >= 3:
             self._permutations[key] = result
@@ -99,7 +105,11 @@ class Matcher:
         operands_a, operands_b = self.a.operands[node_a], self.b.operands[node_b]
         permutation = self.permutation(node_a, node_b)
         if permutation is not None:
-            return [(value, operands_b[permutation[i]]) for i, value in enumerate(operands_a)]
+            return [
+                (value, operands_b[j])
+                for value, j in zip(operands_a, permutation, strict=True)
+                if j >= 0
+            ]
         if self.a.kind[node_a] in COMMUTATIVE_KINDS and len(operands_a) == len(operands_b) == 2:
             x0, x1 = operands_a
             y0, y1 = operands_b
@@ -375,7 +385,7 @@ class Matcher:
             permutation = self.permutation(producer, partner) if len(results) > 1 else None
             if permutation is not None and index < len(permutation):
                 index = permutation[index]
-            return results[index] if index < len(results) else -1
+            return results[index] if 0 <= index < len(results) else -1
         paired = self.leaf_pairs.get(value_a)
         if paired is not None:
             return paired
@@ -388,9 +398,9 @@ class Matcher:
         if region >= len(arguments):
             return -1
         permutation = self.permutation(owner, partner)
-        if permutation is not None and len(arguments[region]) == len(permutation):
+        if permutation is not None and index < len(permutation):
             index = permutation[index]
-        return arguments[region][index] if index < len(arguments[region]) else -1
+        return arguments[region][index] if 0 <= index < len(arguments[region]) else -1
 
     # bottom-up: an unmatched op whose operands are matched, against the users of
     # their counterparts
