@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,10 @@ STAGE_DONE = "done"
 """The last frame of a reply."""
 
 Frame = tuple[dict[str, Any], bytes]
+
+PARENT_PID_VARIABLE = "HLOSCOPE_PARENT_PID"
+"""Set in a child's environment: the process that started it (`exit_with_parent`)."""
+PARENT_POLL_SECONDS = 0.5
 
 STACK_TRACE_HEADER = "*** Check failure stack trace: ***"
 """What XLA writes after a failed check's message, before the stack's frames."""
@@ -97,6 +103,7 @@ class ChildProcess:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env[PARENT_PID_VARIABLE] = str(os.getpid())
         if self.keep_stderr and self._stderr is None:
             # Kept open across requests; closed with the child (`close`).
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
@@ -119,10 +126,16 @@ class ChildProcess:
                 self._process = self._start()
 
     def request(
-        self, header: dict[str, Any], payload: bytes = b"", timeout: float | None = None
+        self,
+        header: dict[str, Any],
+        payload: bytes = b"",
+        timeout: float | None = None,
+        limit_after: Callable[[Frame], float | None] | None = None,
     ) -> Reply:
         """Send one request and collect the reply frames until `done`, the child's death,
-        or `timeout` seconds."""
+        or `timeout` seconds without a frame. `limit_after(frame)`: the limit for the
+        next frame once `frame` came (a stage the child says it is starting gets a
+        limit of its own), instead of `timeout`."""
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._process = self._start()
@@ -146,16 +159,19 @@ class ChildProcess:
                 with suppress(OSError):  # a child that died reading it answers with EOF
                     write_frame(process.stdin, header, payload)
                 threading.Thread(target=receive, daemon=True).start()
+                limit = timeout
                 while True:
                     try:
-                        frame = incoming.get(timeout=timeout)
+                        frame = incoming.get(timeout=limit)
                     except queue.Empty:
-                        timed_out = timeout
+                        timed_out = limit
                         process.kill()
                         break
                     if frame is None:
                         break
                     frames.append(frame)
+                    if limit_after is not None:
+                        limit = limit_after(frame)
                     if frame[0].get("stage") == STAGE_DONE:
                         return Reply(frames, None, None, self._stderr_since(stderr_start))
             except BaseException:
@@ -195,6 +211,29 @@ class ChildProcess:
         stderr, self._stderr = self._stderr, None
         if stderr is not None:
             stderr.close()
+
+
+def exit_with_parent() -> None:
+    """In a child: end this process when the hloscope that started it ends, even
+    killed (SIGKILL, as a CI job's time limit does), when no one closes the pipes: a
+    child running a module that never finishes would stay behind, stuck, for ever.
+
+    A thread watches `os.getppid()`: when the parent dies, the child is handed to
+    another process (init, a subreaper). Linux's `PR_SET_PDEATHSIG` would say so
+    sooner, but it follows the parent's thread that started the child, not the
+    process: the browser starts children from worker threads that end before it
+    does."""
+    expected = os.environ.get(PARENT_PID_VARIABLE)
+    if not expected or not expected.isdigit():
+        return
+    parent = int(expected)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hloscope-parent-watch", daemon=True).start()
 
 
 def write_frame(stream: Any, header: dict[str, Any], body: bytes = b"") -> None:

@@ -315,3 +315,97 @@ def test_a_script_that_configures_jax_on_import_runs_as_python_runs_it():
     (total,) = (f for f in doc["functions"] if f["function"] == "total")
     assert (total["calls"], total["compiles"]) == (2, 1)
     assert total["run_seconds"] > 0
+
+
+def test_a_dump_that_waits_on_the_host_is_refused_before_it_runs(cli, monkeypatch):
+    # Its entry reads an infeed: run on its own, nothing feeds it, and it would wait
+    # for ever. The refusal comes from the decoded module, before any child runs it.
+    from hloscope.sources.jax import module_run
+
+    def never(*args, **kwargs):
+        raise AssertionError("the module was sent to the child to run")
+
+    monkeypatch.setattr(module_run, "run_module", never)
+    run = cli("profile", "tests/fixtures/waits_on_infeed.hlo", "--runs", "1")
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert "tests/fixtures/waits_on_infeed.hlo" in line
+    assert "nothing feeds its infeed" in line
+
+
+def test_a_dumps_run_that_never_ends_is_ended_naming_the_run(cli, monkeypatch):
+    # A loop that never ends: the run's time limit (made short here) ends the child,
+    # and the line names the run it was in.
+    from hloscope.sources.jax import module_run
+
+    monkeypatch.setattr(module_run, "RUN_TIME_LIMIT_SECONDS", 2.0)
+    run = cli("profile", "tests/fixtures/endless_loop.hlo", "--runs", "1")
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert "tests/fixtures/endless_loop.hlo" in line
+    assert "warm-up run 1 of 1 did not finish within 2 s" in line
+    # The next dump gets a child of its own, which runs it.
+    again = cli("profile", "samples/dumps/mlp.before_optimizations.hlo", "--runs", "1", "--json")
+    assert again.code == 0, again.stderr
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether `pid` has ended (a zombie no one reaped yet counts as ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_the_child_running_a_dump_ends_when_hloscope_is_killed(tmp_path):
+    # hloscope SIGKILLed (a CI job's time limit) while its child runs a module that
+    # never ends: the child must not stay behind.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        "import sys\n"
+        "from hloscope.sources.jax import module_run\n"
+        "limit = module_run._run_limit\n"
+        "def announced(frame):\n"
+        "    if frame[0].get('stage') == module_run.STAGE_RUNNING:\n"
+        "        print(module_run._runner._process.pid, flush=True)\n"
+        "    return limit(frame)\n"
+        "module_run._run_limit = announced\n"
+        "from hloscope.cli import main\n"
+        "main(['profile', 'tests/fixtures/endless_loop.hlo', '--runs', '1'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    process = subprocess.Popen(
+        [sys.executable, str(parent)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    child = None
+    try:
+        assert process.stdout is not None
+        child = int(process.stdout.readline())  # the child has started the run
+        assert not _process_gone(child)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        deadline = time.monotonic() + 30
+        while not _process_gone(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _process_gone(child)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if child is not None and not _process_gone(child):
+            os.kill(child, signal.SIGKILL)  # what this test failed on: not left behind

@@ -73,6 +73,36 @@ def module_custom_call_targets(module: Module) -> frozenset[str]:
     return frozenset(targets)
 
 
+HOST_WAITING_OPS = frozenset({"infeed", "outfeed", "recv", "send"})
+"""Ops that wait on another party to run: the host feeds an infeed and drains an
+outfeed; a send waits for its receiver, a recv for its sender."""
+
+HOST_CALLBACK_TARGETS = frozenset(
+    {
+        f"xla_{kind}python_{device}_callback"
+        for kind in ("", "ffi_", "ffi_partitioned_", "buffer_")
+        for device in ("cpu", "gpu")
+    }
+)
+"""JAX's host callbacks (`jax.pure_callback`, `io_callback`, `debug.print`, ...): the
+custom call runs a Python function of the process that compiled it, by its index in
+that process's registry."""
+
+
+def host_waits(module: Module) -> tuple[str, ...]:
+    """What in the module needs the host program that ran it (sorted, once each):
+    `infeed` and the other `HOST_WAITING_OPS`, or a host callback's target. Run on
+    its own (a dump), such a module waits for ever or calls a function not there."""
+    found = set()
+    for op in module.ops:
+        if op.short_name in HOST_WAITING_OPS and op.dialect in ("stablehlo", "mhlo"):
+            found.add(op.short_name)
+        target = op.custom_call_target
+        if target in HOST_CALLBACK_TARGETS:
+            found.add(target)
+    return tuple(sorted(found))
+
+
 def unrunnable_custom_calls(targets: Iterable[str], platform: str) -> tuple[str, ...]:
     """The targets (sorted) that the `platform` backend cannot run: neither registered
     for it nor rewritten by XLA itself. Empty for platforms that are not checked."""

@@ -35,6 +35,9 @@ def main() -> int:
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
 
+    from hloscope.child_process import exit_with_parent
+
+    exit_with_parent()  # a parse that never ends must not outlive hloscope
     requests = sys.stdin.buffer
     replies = sys.stdout.buffer
     while True:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from hloscope.errors import HloscopeError
 from hloscope.ir import parse
-from hloscope.ir.custom_calls import module_custom_call_targets, outside_xla
+from hloscope.ir.custom_calls import host_waits, module_custom_call_targets, outside_xla
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 
@@ -148,6 +148,7 @@ class ModuleProgram:
         self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
     ) -> tuple[Compilation, ProfiledRuns]:
         self._custom_call_targets()  # read before the parsed module is let go
+        _refuse_host_waits(module, label)
         specs = _parameter_specs(module, label)
         self._prepared(label)
         if self.partitions * self.replicas > 1:
@@ -196,6 +197,28 @@ class ModuleProgram:
             return optimized
         # What XLA made of a dump is read as any dump is: in the reader process.
         return parse.parse_hlo_proto(compilation.hlo_proto, label)
+
+
+_WAITS_FOR = {
+    "infeed": "nothing feeds its infeed",
+    "outfeed": "nothing reads its outfeed",
+    "send": "nothing receives what it sends",
+    "recv": "nothing sends what it receives",
+}
+
+
+def _refuse_host_waits(module: Module, label: str) -> None:
+    """Refuse, before it runs, a module that would wait for ever on the host program
+    it was made for, or call back into that program's Python (`host_waits`)."""
+    waits = host_waits(module)
+    if waits:
+        reasons = [_WAITS_FOR.get(w, f"its host callback ({w}) has no Python here") for w in waits]
+        raise HloscopeError(
+            "profiling a dump runs its module with no host program beside it, and this "
+            f"one waits on the host: {'; '.join(reasons)}. Profile the Python function "
+            "that runs it instead",
+            where=label,
+        )
 
 
 def _parameter_specs(module: Module, label: str) -> tuple[str, ...]:

@@ -16,10 +16,14 @@ writes into a folder (`xla_dump_to` among the options) is written there by the c
 
 The protocol is `hloscope.child_process`'s: a request is a frame whose header holds the
 `ModuleRequest` and whose body is the module; the reply's frames are the stages the
-child reached (`compiled`, `ran`, then the reader's `parsed`, `converted`, `names`),
-or `refused` (one line: a custom call the backend cannot run, too few devices, XLA's
-compile error), ending with `done`. The child writes native code's lines on its
-stderr, which the parent keeps: the last one names a crash.
+child reached (`compiled`, `running` before each run, `ran`, then the reader's
+`parsed`, `converted`, `names`), or `refused` (one line: a custom call the backend
+cannot run, too few devices, XLA's compile error), ending with `done`. The child
+writes native code's lines on its stderr, which the parent keeps: the last one names a
+crash. One run may take `RUN_TIME_LIMIT_SECONDS`: a module run on its own may never
+finish (a module waiting on the host is refused before, by `sources.programs`), and
+the line then names the run. The child ends when hloscope does, killed or not
+(`child_process.exit_with_parent`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ import os
 import sys
 from typing import Any
 
-from hloscope.child_process import STAGE_DONE, ChildProcess, Reply, read_frame, write_frame
+from hloscope.child_process import (
+    STAGE_DONE,
+    ChildProcess,
+    Frame,
+    Reply,
+    exit_with_parent,
+    read_frame,
+    write_frame,
+)
 from hloscope.environment import note_child_backend, package_version
 from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.hlo import parsed_from_reply
@@ -45,6 +57,14 @@ STAGE_COMPILED = "compiled"
 """XLA compiled it: the header has its analyses, the body is XLA's text of it."""
 STAGE_RAN = "ran"
 """It ran under JAX's profiler: the body is the runs' JSON."""
+STAGE_RUNNING = "running"
+"""The child starts a stage of the runs (the header's `doing`: `measured run 2 of
+5`); `run` says whether it is one run of the module, which gets
+`RUN_TIME_LIMIT_SECONDS`."""
+
+RUN_TIME_LIMIT_SECONDS = 60.0
+"""How long one run of a dumped module may take before the child is ended: a module
+run on its own may wait for ever on something nothing here sends it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +130,17 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
     when the request says how (see the module's docstring)."""
     header = {"request": dataclasses.asdict(request)}
     header["request"]["compiler_options"] = [list(o) for o in request.compiler_options]
-    reply = _runner.request(header, module)
+    reply = _runner.request(header, module, limit_after=_run_limit)
     stages = reply.stages
     label = request.label
+    if reply.timed_out is not None and STAGE_RUNNING in stages:
+        doing = stages[STAGE_RUNNING][0].get("doing", "a run")
+        raise HloscopeError(
+            f"its {doing} did not finish within {reply.timed_out:g} s (the limit of one "
+            "run of a dump) and was ended: a loop that never ends, or a wait on what "
+            "nothing here sends",
+            where=label,
+        )
     if STAGE_REFUSED in stages:
         refused = stages[STAGE_REFUSED][0]
         where = refused.get("where") or label
@@ -156,6 +184,15 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
         )
     optimized = parsed_from_reply(reply, "proto", b"", label)
     return ModuleResult(compilation, optimized, runs)
+
+
+def _run_limit(frame: Frame) -> float | None:
+    """The limit for the child's next frame: one run of the module gets
+    `RUN_TIME_LIMIT_SECONDS`; compiling, converting and reading the trace, none."""
+    header = frame[0]
+    if header.get("stage") == STAGE_RUNNING and header.get("run"):
+        return RUN_TIME_LIMIT_SECONDS
+    return None
 
 
 def _death(reply: Reply, doing: str) -> str:
@@ -202,7 +239,7 @@ def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
         }
         write_frame(replies, compiled, compilation.hlo_text.encode("utf-8"))
         if request["run"] is not None:
-            ran = _run(executable, request["run"], label)
+            ran = _run(executable, request["run"], label, replies)
             write_frame(replies, {"stage": STAGE_RAN}, json.dumps(ran).encode("utf-8"))
     except HloscopeError as exc:
         refused: dict[str, Any] = {
@@ -223,7 +260,7 @@ def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
     send_hlo_module(optimized, replies, compilation.hlo_proto, compilation.hlo_text)
 
 
-def _run(executable: Any, run: dict[str, Any], label: str) -> dict[str, Any]:
+def _run(executable: Any, run: dict[str, Any], label: str, replies: Any) -> dict[str, Any]:
     from hloscope.sources.jax.arguments import example_arguments
     from hloscope.sources.jax.inputs import InputPlan
     from hloscope.sources.jax.private import private_execute
@@ -249,6 +286,9 @@ def _run(executable: Any, run: dict[str, Any], label: str) -> dict[str, Any]:
         runs=run["runs"],
         warmup=run["warmup"],
         trace_dir=run["trace_dir"],
+        on_stage=lambda doing, is_run: write_frame(
+            replies, {"stage": STAGE_RUNNING, "doing": doing, "run": is_run}
+        ),
     )
     return {
         "module": runs.module,
@@ -264,6 +304,7 @@ def main() -> int:
     """The child's loop: one request after another until its stdin closes."""
     from hloscope.native_stderr import native_stderr_kept
 
+    exit_with_parent()
     # Replies go to a descriptor of their own; what anything prints goes to stderr,
     # so that it cannot break a frame.
     replies = os.fdopen(os.dup(1), "wb")

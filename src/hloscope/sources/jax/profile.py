@@ -76,12 +76,24 @@ def profile_runs(
     runs: int | None,
     warmup: int,
     trace_dir: str | None,
+    on_stage: Callable[[str, bool], None] | None = None,
 ) -> ProfiledRuns:
     """`call` on fresh inputs from `plan`: `warmup` times, then `runs` times under JAX's
-    profiler; the runs' wall times and the executions of `module`'s instructions."""
+    profiler; the runs' wall times and the executions of `module`'s instructions.
+    `on_stage(doing, is_run)` is told each stage before it starts (`the warm-up run
+    (1 of 1)`, `measured run 2 of 5`, `reading the trace`)."""
     origins = sorted({leaf.origin for leaf in plan.leaves if leaf.origin != "python"})
     run_once = _runner(call, plan, label)
-    warm = [run_once() for _ in range(max(warmup, 0 if runs is not None else 1))]
+
+    def stage(doing: str, is_run: bool = True) -> None:
+        if on_stage is not None:
+            on_stage(doing, is_run)
+
+    warmups = max(warmup, 0 if runs is not None else 1)
+    warm = []
+    for index in range(warmups):
+        stage(f"warm-up run {index + 1} of {warmups}")
+        warm.append(run_once())
     if runs is None:
         typical = statistics.median(warm)
         runs = int(min(MAX_RUNS, max(MIN_RUNS, RUN_BUDGET_SECONDS // max(typical, 1e-6))))
@@ -89,7 +101,12 @@ def profile_runs(
             runs = 1
     with _trace_folder(trace_dir) as folder:
         with _profiler(folder, label):
-            seconds = tuple(run_once() for _ in range(runs))
+            measured = []
+            for index in range(runs):
+                stage(f"measured run {index + 1} of {runs}")
+                measured.append(run_once())
+            seconds = tuple(measured)
+            stage("reading the trace", False)
         trace = _trace_file(folder, label)
         events = _instruction_events(trace, module)
         kept = str(display_path(trace)) if trace_dir is not None else None
