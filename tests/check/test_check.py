@@ -578,3 +578,21 @@ def test_ops_without_a_source_line_are_under_no_source_line_as_fusions_says(
         if fact.startswith("fusions."):
             fusion_lines.update(counts)
     assert Counter(measured["ops.optimized.mhlo.fusion"]) == fusion_lines
+
+
+def test_a_baseline_with_op_names_for_sites_reads_them_as_no_source_line() -> None:
+    # Baselines recorded before sites were only lines hold JAX's op names as sites.
+    from hloscope.analyses.baseline.record import read_baseline
+
+    document = json.loads(Path("samples/check/step.cpu.json").read_text())
+    document["sites"]["ops.lowered.stablehlo.constant"] = {
+        "(no source line)": 16,
+        "samples/check/train_step.py:30": 11,
+        "remat2": 9,
+        "jit(step)": 5,
+    }
+    sites = read_baseline(document, "step.cpu.json").measurement.sites
+    assert dict(sites["ops.lowered.stablehlo.constant"]) == {
+        "(no source line)": 30,
+        "samples/check/train_step.py:30": 11,
+    }
