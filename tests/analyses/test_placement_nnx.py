@@ -12,20 +12,31 @@ from jax.sharding import NamedSharding
 import hloscope
 from conftest import run_cli
 from fixtures import nnx_sharded_targets as targets
-from hloscope.ir.attributes import parse_mesh, with_declared_axes
+from hloscope.ir.attributes import parse_hlo_sharding, parse_mesh, with_declared_axes
 
 
-def on_mesh(sharding: NamedSharding, rank: int) -> str:
-    """A NamedSharding as placement writes it on the module's mesh:
-    `@mesh [{"model"}, {}]`, a fully replicated one as `replicated`."""
-    spec = tuple(sharding.spec) + (None,) * (rank - len(sharding.spec))
-    if all(part is None for part in spec):
+def on_mesh(sharding: NamedSharding) -> str:
+    """A NamedSharding as placement writes it on the module's mesh, `@mesh [{"model"},
+    {}]` (trailing unsplit dimensions left out), a fully replicated one as
+    `replicated`."""
+    spec = list(sharding.spec)
+    while spec and spec[-1] is None:
+        spec.pop()
+    if not spec:
         return "replicated"
     dims = []
     for part in spec:
         axes = () if part is None else (part,) if isinstance(part, str) else tuple(part)
         dims.append("{" + ", ".join(f'"{axis}"' for axis in axes) + "}")
     return "@mesh [" + ", ".join(dims) + "]"
+
+
+def shown(annotation) -> str:
+    """What placement shows for a sharding, trailing unsplit dimensions left out."""
+    text = annotation.on_mesh or annotation.words
+    while text.endswith(", {}]"):
+        text = text[: -len(", {}]")] + "]"
+    return text
 
 
 def leaves(tree):
@@ -48,11 +59,8 @@ def test_the_compiled_mesh_is_the_programs_mesh(name):
     assert [m.axes for m in placement.meshes] == [tuple(mesh.shape.items())]
     assert "axis_" not in str(placement)
     shardings = [s for s in placement.shardings if s.kind == "argument"]
-    expected = [
-        on_mesh(s, len(a.shape))
-        for s, a in zip(leaves(compiled.input_shardings), jax.tree.leaves(args), strict=True)
-    ]
-    assert sorted(s.on_mesh or s.words for s in shardings) == sorted(expected)
+    expected = [on_mesh(s) for s in leaves(compiled.input_shardings)]
+    assert sorted(map(shown, shardings)) == sorted(expected)
 
 
 def test_an_xla_mesh_takes_the_declared_mesh():
@@ -83,3 +91,33 @@ def test_an_xla_mesh_read_alone_says_so_once(tmp_path):
     (mesh,) = run_cli("placement", str(dump), "--json").json()["meshes"]
     assert mesh["xla_axes"] is True
     assert [axis["size"] for axis in mesh["axes"]] == [2, 1, 4]
+
+
+def test_every_result_of_a_compiled_tuple_reads_as_jax_places_it():
+    # Seven results: XLA writes `/*index=5*/` before the sixth element of the tuple
+    # sharding; each element is read by XLA's parser, not cut out of the text.
+    args = targets.fsdp_args()
+    compiled = targets.fsdp_step.lower(*args).compile()
+    expected = [on_mesh(s) for s in leaves(compiled.output_shardings)]
+    assert len(expected) == 7
+    placement = compiled_placement(targets.fsdp_step, args)
+    results = [s for s in placement.shardings if s.kind == "result"]
+    assert [s.index for s in results] == list(range(7))
+    assert [shown(s) for s in results] == expected
+    assert not any("/*" in s.sharding for s in placement.shardings)
+
+
+def test_a_tuple_sharding_is_read_by_xlas_parser():
+    text = (
+        "{{replicated}, {replicated}, {replicated}, {replicated}, {maximal device=1}, "
+        "/*index=5*/{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}, {replicated}}"
+    )
+    sharding = parse_hlo_sharding(text)
+    assert sharding.kind == "tuple"
+    assert [e.kind for e in sharding.elements] == ["replicated"] * 4 + [
+        "maximal",
+        "tiled",
+        "replicated",
+    ]
+    assert sharding.elements[5].text == ("{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}")
+    assert sharding.elements[5].tiles == (4, 1, 2)

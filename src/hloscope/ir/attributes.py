@@ -605,16 +605,9 @@ def _decoded(text: str, sharding: Any) -> HloSharding:
     # sharding's tile assignment, an iota's axis sizes), so ask in this order and no more.
     elements = sharding.tuple_elements()
     if elements:
-        # Each element keeps its text as written where the texts line up.
-        body = text.strip()[1:-1]
-        parts = split_top_level(body, brackets="{")
-        if len(parts) != len(elements):
-            parts = [str(e) for e in elements]
-        return HloSharding(
-            text,
-            "tuple",
-            elements=tuple(_decoded(part, e) for part, e in zip(parts, elements, strict=True)),
-        )
+        # Each element as XLA prints it alone: the tuple's text is not cut up (XLA
+        # writes `/*index=5*/` before every fifth element, metadata nests braces).
+        return HloSharding(text, "tuple", elements=tuple(_decoded(str(e), e) for e in elements))
     if str(sharding).startswith("{mesh"):
         return HloSharding(text, "named")
     if sharding.is_manual():
@@ -645,15 +638,6 @@ def _decoded(text: str, sharding: Any) -> HloSharding:
         iota_reshape=reshape,
         iota_transpose=transpose,
     )
-
-
-def tuple_sharding_parts(text: str) -> list[str]:
-    """The per-element texts of a tuple sharding as XLA writes it (`{{...}, {...}}`),
-    else `[text]`."""
-    if text.startswith("{{") and text.endswith("}}"):
-        parts = split_top_level(text[1:-1], brackets="([{")
-        return ["{" + p.strip().strip("{}") + "}" for p in parts]
-    return [text]
 
 
 Sharding = SdySharding | HloSharding

@@ -30,7 +30,6 @@ from hloscope.ir.attributes import (
     signed_int_attribute,
     split_top_level,
     string_attribute,
-    tuple_sharding_parts,
 )
 from hloscope.ir.locations import Location, parse_location
 from hloscope.ir.types import TensorType, hlo_shape, parse_type, type_bytes
@@ -614,12 +613,13 @@ class Module:
 
     @property
     def spmd_output_shardings(self) -> tuple[HloSharding, ...]:
-        """The output sharding a partitioned module records, one per result (a tuple
-        sharding `{{...}, {...}}` has one entry per result)."""
+        """The output sharding a partitioned module records, one per result: a tuple
+        sharding's elements, as XLA's parser reads them."""
         text = self.attributes.get("mhlo.spmd_output_sharding")
         if not text:
             return ()
-        return tuple(parse_hlo_sharding(p) for p in tuple_sharding_parts(string_attribute(text)))
+        sharding = parse_hlo_sharding(string_attribute(text))
+        return sharding.elements if sharding.kind == "tuple" else (sharding,)
 
     def arrays(self, value: int) -> tuple[TensorType, ...]:
         """The array types of a value's type (several for a tuple, none for no array),
