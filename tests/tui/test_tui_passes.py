@@ -29,6 +29,15 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def footer_bindings(app: PassesApp) -> list:
+    """What the footer shows: the screen's active bindings that are shown and enabled."""
+    return [
+        (key, active.binding, active.enabled, active.tooltip)
+        for key, active in app.screen.active_bindings.items()
+        if active.binding.show and active.enabled
+    ]
+
+
 async def ready(app: PassesApp, pilot) -> None:
     await until(
         pilot,
@@ -60,9 +69,15 @@ async def test_the_table_lists_every_pass_and_enter_shows_its_diff(dump: Path):
         summary = plain(app.screen.query_one("#diff-summary", Static).content)
         assert "1 added" in summary and f"#{fusion} " in summary and "/fusion" in summary
         assert app.screen.query_one(DiffPane).session is not None
+        # The footer shows the diff screen's keys, not the table's.
+        shown = {binding.description for _, binding, enabled, _ in footer_bindings(app)}
+        assert "Back to the passes" in shown
+        assert not shown & {"Diff of the pass", "Find", "Next mark", "Changed only"}, shown
         await pilot.press("escape")
         await quiet(pilot)
         assert not isinstance(app.screen, PassDiffScreen)
+        shown = {binding.description for _, binding, enabled, _ in footer_bindings(app)}
+        assert {"Find", "Changed only"} <= shown
 
 
 @sync

@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from hloscope import reports
-from hloscope.render.text.passes import find_summary, pass_cells
+from hloscope.render.text.passes import INSTRUCTIONS_COLUMN, find_summary, pass_cells
 from hloscope.sources import loader
 from hloscope.sources.passes import PassDumps, pass_dumps
 from hloscope.tui.app import WorkingApp, run_app
@@ -79,6 +79,9 @@ class PassDiffScreen(Screen[None]):
         self.dismiss(None)
 
 
+_TABLE_ACTIONS = frozenset({"diff_pass", "find", "next_mark", "toggle_changed"})
+
+
 class PassesApp(WorkingApp):
     """`hloscope passes TARGET` on a terminal."""
 
@@ -124,6 +127,13 @@ class PassesApp(WorkingApp):
 
     def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
         return passes_key_sections()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The passes table's keys are off (and out of the footer) on a pass's diff
+        screen, which has its own."""
+        if action in _TABLE_ACTIONS and isinstance(self.screen, PassDiffScreen):
+            return False
+        return super().check_action(action, parameters)
 
     def _title_text(self) -> str:
         return f"hloscope passes · {self.target}"
@@ -199,7 +209,7 @@ class PassesApp(WorkingApp):
         self.query_one("#passes-summary", Static).update(summary)
         grid = self.query_one("#passes-table", DataTable)
         grid.clear(columns=True)
-        columns = ["#", "pipeline", "pass", "ops", "Δ", "changed kinds"]
+        columns = ["#", "pipeline", "pass", INSTRUCTIONS_COLUMN, "Δ", "changed kinds"]
         if report.find is not None:
             columns.append(report.find.pattern)
         grid.add_columns(*columns)

@@ -95,13 +95,18 @@ def _find_cell(found: PassFind | None, step: PassStep) -> Text:
     return text
 
 
+INSTRUCTIONS_COLUMN = "instructions"
+INSTRUCTIONS_MEANING = "HLO instructions, parameters included (a diff counts ops)"
+"""What the table's count is: not the ops a diff of a pass counts."""
+
+
 def passes_table(report: PassesReport, only_changed: bool) -> Table:
     found = report.find
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("pipeline", no_wrap=True, overflow="ellipsis", max_width=26)
     table.add_column("pass", no_wrap=True, overflow="ellipsis", max_width=26)
-    table.add_column("ops", justify="right", no_wrap=True)
+    table.add_column(INSTRUCTIONS_COLUMN, justify="right", no_wrap=True)
     table.add_column("Δ", justify="right", no_wrap=True)
     table.add_column("changed kinds", overflow="fold", min_width=22)
     if found is not None:
@@ -142,7 +147,7 @@ def render_passes(report: PassesReport, console: Console) -> None:
             f"{len(table.steps)} files · {len(table.pipelines)} pipelines · "
             f"{changed} changed the op counts",
         ),
-        ("ops", ops),
+        ("instructions", f"{ops} · {INSTRUCTIONS_MEANING}" if table.steps else ops),
         (
             "timings",
             f"compile {seconds(report.compile_seconds)} · scan {seconds(report.scan_seconds)}",
