@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
+import re
+
+import numpy as np
 
 import hloscope
 from conftest import FIXTURES
+from hloscope.render.text.why import origin_text, site_text
+from hloscope.tui.views.why import why_lines
 from samples import why_collectives
 
 
@@ -34,6 +40,7 @@ def _fixture(name):
 
 def _line(function, needle):
     """The fixture's `file.py:LINE` of `function`'s first line holding `needle`."""
+    function = inspect.unwrap(function)  # a jitted function's own code
     lines, first = inspect.getsourcelines(function)
     offset = next(i for i, text in enumerate(lines) if needle in text)
     return f"{inspect.getsourcefile(function)}:{first + offset}"
@@ -66,3 +73,52 @@ def test_the_gradient_of_a_bias_broadcast_is_what_sums_over_the_batch():
         s for c in report.to_json()["collectives"] for s in c["sites"] if s["source"] == broadcast
     ]
     assert entry["gradient_of"] == "broadcast_in_dim"
+
+
+def _spanned_axes(mesh, group):
+    """The axes of JAX's `mesh` along which the devices of `group` (ids) differ."""
+    where = [np.argwhere(mesh.device_ids == device)[0] for device in group]
+    return tuple(
+        name for k, name in enumerate(mesh.axis_names) if len({int(w[k]) for w in where}) > 1
+    )
+
+
+def test_a_psum_inside_shard_map_is_the_users_own_collective():
+    # The all-reduce is the program's own `psum` over `model` inside `shard_map`: no
+    # op of Shardy's propagation (which sees the manual computation whole) put it
+    # there. It was reported as untied ("no origins"), and the origins listed Shardy's
+    # internal name of the manual computation (`mc_0`).
+    shmap = _fixture("why_shard_map_psum")
+    args = shmap.example_args()
+    psum = _line(shmap._block, "psum(")
+    call = _line(shmap.matmul, "jax.shard_map(")
+    compiled = shmap.matmul.lower(*args).compile().as_text()
+    (groups,) = re.findall(r"all-reduce\(.*replica_groups=\{((?:\{[\d,]+\},?)+)\}", compiled)
+    spans = {
+        _spanned_axes(shmap.mesh, map(int, g.split(",")))
+        for g in re.findall(r"\{([\d,]+)\}", groups)
+    }
+    (axes,) = spans  # XLA's groups, on JAX's mesh: ("model",)
+    insp = hloscope.inspect(shmap.matmul, *args)
+    report = insp.placement_why()
+    why = report.why
+    assert why is not None and why.available and why.note is None
+    (site,) = why.sites_of("all_reduce")
+    assert site.note is None
+    assert site.source == psum
+    assert site.axes == axes
+    assert site.user_collective == "psum"
+    over = ", ".join(f"`{a}`" for a in axes)
+    assert f"your psum over {over} inside shard_map at {psum}" in site.sentence
+    # The manual computation is named by the user's shard_map call, never by `mc_0`.
+    (manual,) = [e for e in why.origins if e.origin.kind == "shard_map"]
+    assert manual.origin.source == call
+    assert set(manual.axes) == set(shmap.mesh.axis_names)
+    document = report.to_json()
+    (entry,) = document["collectives"][0]["sites"]
+    assert entry["user_collective"] == "psum"
+    assert not entry["causes"]
+    texts = [site_text(s) for s in why.sites] + [origin_text(e) for e in why.origins]
+    texts += [line.text.plain for line in why_lines(why, insp.loaded.module)]
+    for shown in (json.dumps(document), *texts):
+        assert "mc_0" not in shown, shown

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Literal
 
-OriginKind = Literal["argument", "result", "constraint", "other"]
+OriginKind = Literal["argument", "result", "constraint", "manual", "other"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,10 +17,12 @@ class Origin:
 
     kind: OriginKind
     """`argument` (an entry argument's sharding), `result` (an entry result's
-    requested sharding), `constraint` (a sharding constraint or reshard), `other`
-    (a name Shardy gives that is none of these: a manual computation's edge, ...)."""
+    requested sharding), `constraint` (a sharding constraint or reshard), `manual`
+    (a manual computation's, `jax.shard_map`'s, in or out shardings: `mc_0_input:
+    1`), `other` (a name Shardy gives that is none of these)."""
     index: int | None
-    """The argument's, result's or constraint's number; None for `other`."""
+    """The argument's, result's, constraint's or manual computation's number; None
+    for `other`."""
     text: str
     """As Shardy writes it: `input: 1`, `output: 0`, `constraint_0`."""
 
@@ -85,4 +87,13 @@ def decode_origin(text: str, owner: Origin | None) -> Origin:
     prefix, _, number = text.rpartition("_")
     if prefix == "constraint" and number.isdigit():
         return Origin("constraint", int(number), text)
+    # A manual computation is `mc_N`; its operands' and results' edges `mc_N_input: K`
+    # and `mc_N_output: K`.
+    edge, colon, position = text.partition(": ")
+    if colon:
+        suffix = next((s for s in ("_input", "_output") if edge.endswith(s)), None)
+        edge = edge.removesuffix(suffix) if suffix and position.isdigit() else ""
+    kind, _, number = edge.partition("_")
+    if kind == "mc" and number.isdigit():
+        return Origin("manual", int(number), text)
     return Origin("other", None, text)

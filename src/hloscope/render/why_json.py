@@ -61,4 +61,5 @@ def site_json(site: CollectiveSite) -> dict[str, Any]:
         "sentence": site.sentence,
         "note": site.note,
         "gradient_of": site.gradient_of,
+        "user_collective": site.user_collective,
     }

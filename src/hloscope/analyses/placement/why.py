@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.fusions import split_op_name
@@ -37,6 +38,9 @@ from hloscope.ir.model import TERMINATOR_NAMES, Module, Op
 from hloscope.ir.shardy_model import Origin, ShardyPropagation, ShardyValue
 
 _SHARDING_OPS = frozenset({"sdy.reshard", "sdy.sharding_constraint"})
+_MANUAL_BODY = "xla.sdy.manual_computation_body"
+"""The functions XLA's HLO holds a manual computation's body in (called from the
+entry between its `xla.sdy.GlobalToLocalShape` and `LocalToGlobalShape`)."""
 
 
 def explain_collectives(
@@ -59,8 +63,11 @@ def explain_collectives(
     lines = _lines(propagation, before)
     namer = _Namer(propagation, lines, arguments, results)
     used: set[int] = set()
+    mesh_axes = next(iter(propagation.meshes.values()), ())
     sites = tuple(
-        _explain(optimized, op, kind, propagation, lines, namer, used) for op, kind in collectives
+        _written(optimized, op, kind, mesh_axes)
+        or _explain(optimized, op, kind, propagation, lines, namer, used)
+        for op, kind in collectives
     )
     untied = sum(1 for site in sites if site.note)
     why_note = note
@@ -115,12 +122,18 @@ def _inlined(module: Module) -> list[tuple[str, Location]]:
             location = op.location
             if outer is not None and not location.frames:
                 location = outer
+            target = op.custom_call_target
             if op.name == "func.call":
                 for callee in op.references("callee"):
-                    walk(callee, location, depth + 1)
+                    # Shardy keeps a manual computation's body inside its op.
+                    if not callee.startswith(_MANUAL_BODY):
+                        walk(callee, location, depth + 1)
                 continue
-            target = op.custom_call_target
-            if target == "xla.sdy.FuncResultSharding":
+            if target in ("xla.sdy.FuncResultSharding", "xla.sdy.LocalToGlobalShape"):
+                continue
+            if target == "xla.sdy.GlobalToLocalShape":
+                # Where XLA's import opens a manual computation (`jax.shard_map`).
+                out.append(("sdy.manual_computation", location))
                 continue
             out.append(("sharding" if target == "Sharding" else op.name, location))
 
@@ -150,8 +163,11 @@ class _Namer:
         self.arguments = arguments
         self.results = results
         self.constraints: dict[str, tuple[str | None, ShardyValue | None]] = {}
+        self.manual: dict[int, str | None] = {}
         for op, location in zip(propagation.ops, lines, strict=True):
-            if op.origin_name and op.origin_name not in self.constraints:
+            if op.origin is not None and op.origin.kind == "manual":
+                self.manual.setdefault(op.origin.index or 0, _source(location))
+            elif op.origin_name and op.origin_name not in self.constraints:
                 value = propagation.values[op.results[0]] if op.results else None
                 self.constraints[op.origin_name] = (_source(location), value)
 
@@ -171,6 +187,10 @@ class _Namer:
                 None,
                 _dims_words(value) if value is not None else None,
             )
+        if origin.kind == "manual":
+            # Shardy's `mc_N` is its own name: the user knows the shard_map by its line.
+            source = self.manual.get(origin.index or 0)
+            return ShardingOrigin("shard_map", origin.index, None, source, None)
         if origin.kind == "constraint":
             source, constrained = self.constraints.get(origin.text, (None, None))
             words = _dims_words(constrained) if constrained is not None else None
@@ -228,6 +248,111 @@ def _group_size(module: Module, op: Op) -> int | None:
             return None
         size *= sizes[axis]
     return size
+
+
+def _written(
+    module: Module, op: Op, kind: str, mesh_axes: Sequence[tuple[str, int]]
+) -> CollectiveSite | None:
+    """The site of a collective the program wrote itself inside `jax.shard_map`
+    (JAX's name stack: `jit(f)/shard_map/psum_invariant`): none of Shardy's
+    propagation, which keeps a manual computation whole. None for any other."""
+    written = _user_collective(op.location.name)
+    if written is None:
+        return None
+    axes = _group_axes(module, op, mesh_axes)
+    source = _source(op.location)
+    over = f" over {', '.join(f'`{a}`' for a in axes)}" if axes else ""
+    where = f" at {source}" if source else ""
+    sentence = (
+        f"{kind.replace('_', '-')}{over}{where}: your {written}{over} inside shard_map{where}"
+    )
+    return CollectiveSite(
+        op=kind,  # type: ignore[arg-type]
+        instruction=_instruction(module, op),
+        source=source,
+        axes=axes,
+        causes=(),
+        meets=None,
+        meets_op=None,
+        sentence=sentence,
+        note=None,
+        user_collective=written,
+    )
+
+
+_USER_COLLECTIVES = {
+    "psum": "psum",
+    "pmax": "pmax",
+    "pmin": "pmin",
+    "ppermute": "ppermute",
+    "pbroadcast": "pbroadcast",
+    "all_gather": "all_gather",
+    "all_to_all": "all_to_all",
+    "ragged_all_to_all": "ragged_all_to_all",
+    "reduce_scatter": "psum_scatter",
+    "unreduced_psum": "psum",
+    "unreduced_reduce_scatter": "psum_scatter",
+}
+"""JAX's collective primitives (their `_invariant` and `_start` forms too), by the
+function a user calls (`jax.lax.psum_scatter` binds `reduce_scatter`)."""
+
+
+def _user_collective(name: str | None) -> str | None:
+    """The collective a user called inside a shard_map, from an op's JAX name
+    (`jit(f)/shard_map/psum_invariant` -> `psum`); None when the name is not one."""
+    for full in _jax_names(name):
+        parts = split_op_name(full)
+        if len(parts) < 2 or "shard_map" not in parts[:-1]:
+            continue
+        primitive = parts[-1].removesuffix("_start").removesuffix("_invariant")
+        if primitive in _USER_COLLECTIVES:
+            return _USER_COLLECTIVES[primitive]
+    return None
+
+
+def _group_axes(module: Module, op: Op, mesh_axes: Sequence[tuple[str, int]]) -> tuple[str, ...]:
+    """The mesh axes a collective's device groups span: explicit groups of device
+    ids read on the mesh (its devices in order, as Shardy's mesh without
+    `device_ids` lists them), else the one set of axes whose sizes multiply to the
+    groups' size; empty when neither says."""
+    groups = op.replica_groups
+    sizes = [size for _, size in mesh_axes]
+    total = math.prod(sizes)
+    if groups is not None and groups.groups and mesh_axes:
+        spans: set[tuple[str, ...]] = set()
+        for group in groups.groups:
+            if any(not 0 <= device < total for device in group):
+                spans.clear()
+                break
+            where = [_coordinates(device, sizes) for device in group]
+            spans.add(
+                tuple(
+                    name for k, (name, _) in enumerate(mesh_axes) if len({w[k] for w in where}) > 1
+                )
+            )
+        if len(spans) == 1:
+            (axes,) = spans
+            if math.prod(dict(mesh_axes)[a] for a in axes) == len(groups.groups[0]):
+                return axes
+    size = _group_size(module, op)
+    if size is None:
+        return ()
+    matching = [
+        chosen
+        for count in range(1, len(mesh_axes) + 1)
+        for chosen in itertools.combinations([name for name, _ in mesh_axes], count)
+        if math.prod(dict(mesh_axes)[a] for a in chosen) == size
+    ]
+    return matching[0] if len(matching) == 1 else ()
+
+
+def _coordinates(device: int, sizes: Sequence[int]) -> tuple[int, ...]:
+    """A device's index along each axis of a mesh of `sizes` (major first)."""
+    out = []
+    for size in reversed(sizes):
+        device, k = divmod(device, size)
+        out.append(k)
+    return tuple(reversed(out))
 
 
 def _result_fed(module: Module, op: Op) -> int | None:

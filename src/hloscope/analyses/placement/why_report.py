@@ -9,26 +9,28 @@ from typing import Literal
 
 from hloscope.analyses.placement.report import CollectiveOp
 
-OriginKind = Literal["argument", "result", "constraint", "other"]
+OriginKind = Literal["argument", "result", "constraint", "shard_map", "other"]
 
 
 @dataclasses.dataclass(frozen=True)
 class ShardingOrigin:
     """Something that set a sharding: an entry argument's, a requested result
-    sharding, or a sharding constraint (Shardy's origins)."""
+    sharding, a sharding constraint, or a `jax.shard_map`'s `in_specs` and
+    `out_specs` (Shardy's origins)."""
 
     kind: OriginKind
-    """`argument`, `result`, `constraint`, or `other` (a name Shardy gives that is
-    none of those, kept as it is)."""
+    """`argument`, `result`, `constraint`, `shard_map`, or `other` (a name Shardy
+    gives that is none of those, kept as it is)."""
     index: int | None
-    """The argument's, result's or constraint's number (Shardy's `input: N`,
-    `output: N`, `constraint_N`); None for `other`."""
+    """The argument's, result's, constraint's or shard_map's number (Shardy's
+    `input: N`, `output: N`, `constraint_N`, `mc_N`); None for `other`."""
     name: str | None
     """An argument's user path (`w1`, `block.down.kernel`), a result's name, or
-    Shardy's name for the rest (`constraint_0`)."""
+    Shardy's name for a constraint (`constraint_0`); None for a shard_map (Shardy's
+    name, `mc_0`, is its own)."""
     source: str | None
-    """A constraint's `file.py:LINE` (the user's own frame); None for arguments and
-    results."""
+    """A constraint's or shard_map's `file.py:LINE` (the user's own frame); None for
+    arguments and results."""
     sharding: str | None
     """The sharding it asks for, for reading: `P(None, 'model')` for an argument
     from Python, `[{}, {"model"}]` on the mesh otherwise."""
@@ -44,6 +46,8 @@ class ShardingOrigin:
         if self.kind == "constraint":
             where = f" at {self.source}" if self.source else f" {self.name}"
             return f"sharding constraint{where}"
+        if self.kind == "shard_map":
+            return f"shard_map at {self.source}" if self.source else "shard_map"
         return f"`{self.name}`"
 
 
@@ -90,6 +94,10 @@ class CollectiveSite:
     """The cause in one sentence."""
     note: str | None
     """Why it could not be tied to Shardy's origins, when it could not."""
+    user_collective: str | None = None
+    """The program's own collective this is, as the user wrote it inside
+    `jax.shard_map` (`psum`, `all_gather`): no partitioner put it there, so it has
+    no causes. None for the collectives the partitioner placed."""
     gradient_of: str | None = None
     """Where the backward pass made the op at `meets` (JAX's `transpose(...)` in its
     name stack), the op the user wrote there, as JAX names it: `broadcast_in_dim`
