@@ -9,7 +9,11 @@ live bytes falls ("Live ranges at T (peak)"). The numbers here are XLA's:
 - the peak and the values live at it are the ones XLA's live-range dump lists;
 - the profile is, at each position of the schedule, the bytes of the values XLA
   says are live there (its ranges include both ends, as its peak listing counts
-  them), sized as XLA assigned them;
+  them), each byte of an allocation counted once: XLA places values that are live
+  at the same position in the same bytes where one hands over to the other (a
+  loop's carry passed from one value to the next, a result written into the
+  buffer of the operand that dies there), so counting each value would hold more
+  than XLA allocates;
 - the totals are `memory_analysis()`'s, where they are known.
 
 Each buffer is named by what made it: its defining HLO instruction, the fusion it
@@ -24,7 +28,8 @@ for a result), `output`, `temporary`, `constant` or `thread-local`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from hloscope.analyses.fusions import (
@@ -103,6 +108,11 @@ class LiveBuffer:
     fusion or op that made it (see `analyses.fusions.Fusion.user_source`)."""
     user_source_from: UserSourceFrom | None
     """`optimized` or `lowered`: which module's frames `user_source` was read from."""
+    shares: str | None = None
+    """The value live beside it whose bytes XLA placed it in (a result written into
+    the buffer of an operand that dies at this position, a loop's carry handed
+    over), the one live first: their bytes are counted once. None when it has
+    bytes of its own."""
 
     @property
     def library_sources(self) -> tuple[str, ...]:
@@ -149,16 +159,19 @@ class DonatedBuffer:
 @dataclasses.dataclass(frozen=True)
 class Busiest:
     """The position of the schedule where XLA's live ranges hold the most bytes, when
-    that is more than at the peak XLA reports (its peak search lets a value that
-    starts at a position count before those that ended at the one before are
-    dropped, so it can report the position after the most)."""
+    that is more than at the peak XLA reports. XLA picks its peak by a count of its
+    own (`HloLiveRange::ComputePeakMemoryMoment`): it counts each value placed in the
+    same bytes as another, adds the values that start at a position before it drops
+    those that ended at the one before, and sizes a value by its defining
+    instruction's whole result, so a value inside a tuple (a loop's carried value)
+    counts as the tuple's table of pointers, not its own bytes."""
 
     index: int
     """Position in the schedule."""
     instruction: str | None
     """The instruction there."""
     bytes: int
-    """The bytes of the values live there, sized as XLA assigned them."""
+    """The bytes live there, each byte of an allocation counted once."""
     buffers: tuple[LiveBuffer, ...]
     """The values live there, largest first."""
 
@@ -172,7 +185,9 @@ class MemoryAnalysis:
     `alias_bytes`, `generated_code_bytes`, and the host's); None when unknown (a dump
     folder)."""
     peak_bytes: int
-    """The live bytes at the peak, as XLA's live-range dump reports them."""
+    """The live bytes at XLA's peak: the values its live-range dump lists there,
+    each byte of an allocation counted once (XLA's own total counts two values
+    placed in the same bytes twice; a note says so where they differ)."""
     peak_index: int
     """Where in the schedule XLA puts the peak."""
     peak_instruction: str | None
@@ -217,7 +232,7 @@ def analyze_memory(
     ranges = {r.name: r for r in live.ranges}
     notes: list[str] = []
 
-    def live_buffer(name: str, size: int) -> LiveBuffer:
+    def live_buffer(name: str, size: int, shares: str | None = None) -> LiveBuffer:
         placed = values.get(name)
         value, allocation = placed if placed else (None, None)
         instruction = name.partition("{")[0]
@@ -243,13 +258,36 @@ def analyze_memory(
             op_id=made.op_id,
             user_source=made.user_source,
             user_source_from=made.user_source_from,
+            shares=shares,
         )
 
-    buffers = [live_buffer(p.name, p.bytes) for p in live.peak_values]
-    buffers.sort(key=lambda b: (-b.bytes, b.name))
-
+    # A value XLA lists at its peak has the size it lists (its shape's bytes, where the
+    # assignment may pad it), so that the peak is XLA's.
     sizes = {name: v.size for name, (v, _) in values.items()}
     sizes.update({p.name: p.bytes for p in live.peak_values})
+    spans = _spans(values, sizes)
+    starts = {r.name: r.start for r in live.ranges}
+
+    def live_buffers(names_sizes: Iterable[tuple[str, int]]) -> tuple[list[LiveBuffer], int]:
+        """The values, largest first, each naming the value live first whose bytes it
+        shares; and their bytes, counted once."""
+        listed = list(names_sizes)
+        shared = _shared(sorted((n for n, _ in listed), key=lambda n: (starts.get(n, 0), n)), spans)
+        found = [live_buffer(n, size, shared.get(n)) for n, size in listed]
+        found.sort(key=lambda b: (-b.bytes, b.name))
+        return found, _covered(spans[n] for n, _ in listed if n in spans)
+
+    buffers, peak_bytes = live_buffers((p.name, p.bytes) for p in live.peak_values)
+    if any(b.shares is not None for b in buffers):
+        pairs = ", ".join(
+            f"{b.name} in the buffer of {b.shares}" for b in buffers if b.shares is not None
+        )
+        notes.append(
+            f"XLA's live-range dump totals {live.peak_bytes:,} bytes at its peak, counting "
+            f"twice the bytes it placed two values in ({pairs}); counted once here: "
+            f"{peak_bytes:,} bytes"
+        )
+
     unsized = sorted(r.name for r in live.ranges if r.name not in sizes)
     if unsized:
         notes.append(
@@ -257,7 +295,7 @@ def analyze_memory(
             f"as 0 bytes in the profile: {', '.join(unsized[:5])}"
         )
     length = max(live.schedule_end, len(live.sequence), 1)
-    live_bytes = _live_bytes(live, sizes, length)
+    live_bytes = _live_bytes(live, spans, length)
     bucket = max(1, -(-length // PROFILE_POINTS))
     profile = tuple(
         ProfilePoint(index=start, bytes=max(live_bytes[start : start + bucket]))
@@ -265,14 +303,9 @@ def analyze_memory(
     )
     highest = max(range(length), key=lambda i: (live_bytes[i], -i))
     busiest = None
-    if live_bytes[highest] > live.peak_bytes:
-        at_highest = sorted(
-            (
-                live_buffer(r.name, sizes.get(r.name, 0))
-                for r in live.ranges
-                if r.start <= highest <= r.end
-            ),
-            key=lambda b: (-b.bytes, b.name),
+    if live_bytes[highest] > peak_bytes:
+        at_highest, _ = live_buffers(
+            (r.name, sizes.get(r.name, 0)) for r in live.ranges if r.start <= highest <= r.end
         )
         busiest = Busiest(
             index=highest,
@@ -282,9 +315,11 @@ def analyze_memory(
         )
         notes.append(
             f"by XLA's live ranges, position {highest} holds more ({live_bytes[highest]:,} "
-            f"bytes) than the peak XLA reports at {live.peak_index}: XLA's peak search "
-            "counts a value that starts at a position before dropping those that ended at "
-            "the one before (what is live there is listed too)"
+            f"bytes) than the peak XLA reports at {live.peak_index}: XLA picks its peak by "
+            "a count of its own, which counts each value placed in the same bytes as "
+            "another, adds the values that start at a position before dropping those that "
+            "ended at the one before, and sizes a value inside a tuple (a loop's carried "
+            "value) as the tuple's table of pointers (what is live there is listed too)"
         )
 
     spaces: dict[int, list[LiveBuffer]] = {}
@@ -299,7 +334,7 @@ def analyze_memory(
     )
     return MemoryAnalysis(
         totals=_totals(totals),
-        peak_bytes=live.peak_bytes,
+        peak_bytes=peak_bytes,
         peak_index=live.peak_index,
         peak_instruction=peak_instruction,
         schedule_length=length,
@@ -356,20 +391,101 @@ def _donated(
     return tuple(sorted(donated, key=lambda d: d.parameter))
 
 
-def _live_bytes(live: LiveRanges, sizes: Mapping[str, int], length: int) -> list[int]:
-    # Difference array over the schedule: a value adds its bytes from its start to its
-    # end, both included (as XLA's peak listing counts them).
-    delta = [0] * (length + 1)
+_Span = tuple[Hashable, int, int]
+"""Where a value's bytes are: its allocation (or, for a value the buffer assignment
+does not place, its own name), and its first and last-plus-one byte there."""
+
+
+def _spans(
+    values: Mapping[str, tuple[AssignedValue, Allocation]], sizes: Mapping[str, int]
+) -> dict[str, _Span]:
+    spans: dict[str, _Span] = {}
+    for name, size in sizes.items():
+        placed = values.get(name)
+        if placed is not None:
+            value, allocation = placed
+            spans[name] = (allocation.index, value.offset, value.offset + size)
+        elif size:
+            spans[name] = (("unplaced", name), 0, size)
+    return spans
+
+
+def _covered(spans: Iterable[_Span]) -> int:
+    """The bytes the spans cover, each byte of an allocation once."""
+    by_allocation: dict[Hashable, list[tuple[int, int]]] = {}
+    for allocation, start, end in spans:
+        by_allocation.setdefault(allocation, []).append((start, end))
+    return sum(_union(intervals) for intervals in by_allocation.values())
+
+
+def _union(intervals: Iterable[tuple[int, int]]) -> int:
+    total, reached = 0, None
+    for start, end in sorted(intervals):
+        if reached is None or start >= reached:
+            total += end - start
+            reached = end
+        elif end > reached:
+            total += end - reached
+            reached = end
+    return total
+
+
+def _shared(names: Sequence[str], spans: Mapping[str, _Span]) -> dict[str, str]:
+    """Of values live together, in the order they became live: each one whose bytes
+    overlap those of one before it, and the first such one."""
+    seen: list[tuple[str, _Span]] = []
+    shared: dict[str, str] = {}
+    for name in names:
+        span = spans.get(name)
+        if span is None:
+            continue
+        allocation, start, end = span
+        for other, (other_allocation, other_start, other_end) in seen:
+            if other_allocation == allocation and start < other_end and other_start < end:
+                shared[name] = other
+                break
+        seen.append((name, span))
+    return shared
+
+
+def _live_bytes(live: LiveRanges, spans: Mapping[str, _Span], length: int) -> list[int]:
+    """The live bytes at each position: the values live there (from their start to
+    their end, both included, as XLA's peak listing counts them), each byte of an
+    allocation counted once. A sweep over the schedule that recounts an allocation's
+    bytes where a value starts or ends in it."""
+    starting: dict[int, list[_Span]] = {}
+    ending: dict[int, list[_Span]] = {}
     for value in live.ranges:
+        span = spans.get(value.name)
+        if span is None:
+            continue
         start = min(max(value.start, 0), length - 1)
         end = min(max(value.end, start), length - 1)
-        delta[start] += sizes.get(value.name, 0)
-        delta[end + 1] -= sizes.get(value.name, 0)
+        starting.setdefault(start, []).append(span)
+        ending.setdefault(end, []).append(span)
+    held: dict[Hashable, Counter[tuple[int, int]]] = {}
+    covered: dict[Hashable, int] = {}
+    total = 0
+
+    def change(spans_changed: list[_Span], step: int) -> None:
+        nonlocal total
+        touched = set()
+        for allocation, start, end in spans_changed:
+            intervals = held.setdefault(allocation, Counter())
+            intervals[(start, end)] += step
+            if not intervals[(start, end)]:
+                del intervals[(start, end)]
+            touched.add(allocation)
+        for allocation in touched:
+            now = _union(held[allocation])
+            total += now - covered.get(allocation, 0)
+            covered[allocation] = now
+
     out = []
-    running = 0
-    for step in delta[:length]:
-        running += step
-        out.append(running)
+    for position in range(length):
+        change(starting.get(position, []), 1)
+        out.append(total)
+        change(ending.get(position, []), -1)
     return out
 
 

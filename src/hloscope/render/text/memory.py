@@ -207,7 +207,7 @@ def render_memory(report: MemoryReport, console: Console) -> None:
             Text(
                 f"Also live at position {where}, where XLA's live ranges hold "
                 f"{human_bytes(busiest.bytes)}: {plural(len(more), 'more buffer')}, "
-                f"{human_bytes(sum(b.bytes for b in more))}",
+                f"{human_bytes(sum(b.bytes for b in more if b.shares is None))}",
                 style="bold",
             )
         )
@@ -280,13 +280,21 @@ def _kind_text(buffer: LiveBuffer) -> Text:
 
 
 def _instruction_text(buffer: LiveBuffer) -> str:
-    """`sort.0`, `tuple{1}`; a parameter's pytree path, an unfused op's opcode."""
-    name = buffer.instruction if buffer.name.endswith("{}") else buffer.name
+    """`sort.0`, `tuple{1}`; a parameter's pytree path, an unfused op's opcode; the
+    value whose bytes it shares (counted once)."""
+    name = _value_name(buffer.name)
     if buffer.path:
-        return f"{name} ({buffer.path})"
-    if buffer.opcode and buffer.opcode != "fusion" and buffer.opcode not in name:
-        return f"{name} ({buffer.opcode})"
+        name = f"{name} ({buffer.path})"
+    elif buffer.opcode and buffer.opcode != "fusion" and buffer.opcode not in name:
+        name = f"{name} ({buffer.opcode})"
+    if buffer.shares is not None:
+        name += f", in {_value_name(buffer.shares)}'s bytes"
     return name
+
+
+def _value_name(name: str) -> str:
+    """`sort.0` for `sort.0{}`, `tuple{1}` as it is."""
+    return name[: -len("{}")] if name.endswith("{}") else name
 
 
 def _lines_group(report: MemoryReport) -> RenderableType | None:

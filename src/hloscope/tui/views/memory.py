@@ -77,7 +77,8 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
                     human_bytes(buffer.bytes),
                     Text(buffer.kind, style=KIND_STYLES.get(buffer.kind, "")),
                     shape_text(buffer.shape),
-                    f"{name} ({buffer.path})" if buffer.path else name,
+                    (f"{name} ({buffer.path})" if buffer.path else name)
+                    + (f", in {buffer.shares.removesuffix('{}')}'s bytes" if buffer.shares else ""),
                     sources.fitted(buffer, SOURCES_WIDTH),
                     buffer.op_name or "-",
                 ],
