@@ -13,8 +13,14 @@ needed the data. The Shardy op with that line and name is where the shardings me
 the mesh axes on which its operands and results disagree are those the collective
 moves (checked against the size of its device groups). For each such axis the
 values sharded along it give the origins that sharded it, and the others what asked
-for it unsharded. A collective XLA placed at a result without a location is tied to
-the result it feeds. Where none of this holds, the site says so in `note`.
+for it unsharded. A collective XLA combined from several ops names them all
+(`jit(f)/(a:b)`): the Shardy op named by one of them is taken first. An op the
+backward pass made (`transpose(...)` in its name) is named for the op the user
+wrote (the sum of a broadcast's gradient). A collective XLA placed at a result
+without a location is tied to the result it feeds. A collective the program wrote
+itself inside `jax.shard_map` (`shard_map/psum` in its name) is the user's, with no
+causes; Shardy's name of the manual computation (`mc_0`) is replaced by the
+shard_map's line. Where none of this holds, the site says so in `note`.
 """
 
 from __future__ import annotations
@@ -254,8 +260,9 @@ def _written(
     module: Module, op: Op, kind: str, mesh_axes: Sequence[tuple[str, int]]
 ) -> CollectiveSite | None:
     """The site of a collective the program wrote itself inside `jax.shard_map`
-    (JAX's name stack: `jit(f)/shard_map/psum_invariant`): none of Shardy's
-    propagation, which keeps a manual computation whole. None for any other."""
+    (JAX's name stack: `jit(f)/shard_map/psum_invariant`): no propagation placed
+    it (Shardy keeps a manual computation whole), so it has no causes. None for any
+    other collective."""
     written = _user_collective(op.location.name)
     if written is None:
         return None
