@@ -883,3 +883,23 @@ async def test_a_key_typed_as_the_module_appears_is_not_lost(key):
             assert isinstance(app.screen, SearchScreen)
         else:
             assert app.query_one(TabbedContent).active == "tab-overview"
+
+
+@sync
+@pytest.mark.parametrize(("module", "shows"), [(MLP, False), (HOST, True)])
+async def test_host_ops_key_works_from_any_tab_and_says_when_there_are_none(module, shows):
+    app = HloscopeApp(module)
+    notes: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (notes.append(str(message)), notify(message, **kw))[1]
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        await press(pilot, "2")
+        assert app.query_one(TabbedContent).active == "tab-overview"
+        await press(pilot, "H")
+        if shows:
+            assert app.query_one(TabbedContent).active == "tab-ir"
+            assert browser(app).active_filter == "host"
+        else:
+            assert notes == ["This module has no host ops."]
+            assert browser(app).active_filter is None

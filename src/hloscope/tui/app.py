@@ -33,7 +33,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from hloscope.errors import ExitCode, HloscopeError, print_error
 from hloscope.sources import loader
 from hloscope.timeout import time_limit
-from hloscope.tui.browser import BrowserPane
+from hloscope.tui.browser import BrowserPane, filter_bindings
 from hloscope.tui.focus import focus_now
 from hloscope.tui.printed import PrintedModule, unpaired
 from hloscope.tui.screens.help import HelpScreen
@@ -185,6 +185,7 @@ class HloscopeApp(WorkingApp):
             tooltip="Switch to the optimized module (compiling it), or back to the lowered one",
             show=True,
         ),
+        *filter_bindings(),
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("shift+tab", "focus_previous", "Previous pane", show=False),
     ]
@@ -508,6 +509,16 @@ class HloscopeApp(WorkingApp):
         elif self.session is not None:
             title = next((v.title for v in VIEWS if v.id == view_id), view_id)
             self.notify(f"No {title} for this target.", timeout=3)
+
+    def action_toggle_filter(self, filter_id: str) -> None:
+        """Show only the filter's ops in the IR (on the IR tab, from any tab), or
+        everything again; a module without any says so."""
+        browser = self.query_one(BrowserPane)
+        if browser.session is None:
+            return
+        if browser.session.marked.get(filter_id) or browser.active_filter == filter_id:
+            self.action_show_tab(IR_TAB)
+        browser.action_toggle_filter(filter_id)
 
     def action_toggle_compiled(self) -> None:
         session = self.session

@@ -31,7 +31,9 @@ from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
 MAX_HISTORY = 200
 
 
-def _filter_bindings() -> list[BindingType]:
+def filter_bindings() -> list[BindingType]:
+    """The op filters' keys: bound everywhere in the browser (`H` on the Overview tab
+    shows the IR tab's host ops), so the app binds them."""
     return [
         Binding(
             f.key,
@@ -60,7 +62,6 @@ class BrowserPane(Vertical):
             tooltip="Show or hide locations in the IR",
             show=True,
         ),
-        *_filter_bindings(),
         Binding("t", "focus('module-tree')", "Focus the module tree", show=False),
         Binding("i", "focus('ir-view')", "Focus the IR", show=False),
         Binding("d", "focus('op-details')", "Focus the details (links)", show=False),
