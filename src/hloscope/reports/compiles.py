@@ -49,6 +49,6 @@ def compiles_report(run: RecordedRun) -> CompilesReport:
 # Shown by the compiles browser of its own (`hloscope.tui.compiles_app`), not a tab.
 ENTRY = ReportEntry(
     report=CompilesReport,
-    json="hloscope.render.json:compiles_json",
+    json="hloscope.render.runs_json:compiles_json",
     text="hloscope.render.text.compiles:render_compiles",
 )

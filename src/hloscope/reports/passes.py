@@ -191,6 +191,6 @@ def _pass_label(step: PassStep) -> str:
 # Shown by the passes screen of its own (`hloscope.tui.passes_app`), not a tab.
 ENTRY = ReportEntry(
     report=PassesReport,
-    json="hloscope.render.json:passes_json",
+    json="hloscope.render.runs_json:passes_json",
     text="hloscope.render.text.passes:render_passes",
 )
