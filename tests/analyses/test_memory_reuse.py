@@ -230,3 +230,67 @@ def test_why_xla_reports_another_peak(program):
     if analysis.busiest is not None:
         [note] = [n for n in analysis.notes if "holds more" in n]
         assert "table of pointers" in note and "before dropping" in note
+
+
+# ---------------------------------------------------------------- donated buffers
+
+
+def input_output_alias(hlo: str) -> dict[int, int]:
+    """Parameter -> output index, from the compiled module's `input_output_alias`
+    config (`{3}: (3, {}, may-alias)`), as XLA prints it."""
+    header = hlo.splitlines()[0]
+    config = re.search(r"input_output_alias=\{(.*?)\}(?:, \w+=|$)", header)
+    assert config is not None
+    return {
+        int(m[2]): int(m[1]) for m in re.finditer(r"\{(\d+)\}: \((\d+), \{\}, [\w-]+\)", config[1])
+    }
+
+
+def root_operands(hlo: str) -> list[str]:
+    """The instructions the entry's ROOT tuple returns, in order."""
+    entry = hlo[hlo.index("\nENTRY") :]
+    root = next(line for line in entry.splitlines() if "ROOT" in line)
+    operands = re.sub(r"/\*index=\d+\*/", "", root[root.rindex(" tuple(") + 7 : root.rindex(")")])
+    return [o.strip().lstrip("%") for o in operands.split(",")]
+
+
+def test_a_donated_argument_becomes_the_result_xla_aliases(programs):
+    _, xla, report = programs("nnx")
+    donated = {d.parameter: d for d in report.analysis.donated}
+    aliases = input_output_alias(xla.hlo)
+    assert aliases and set(donated) == set(aliases)
+    results = root_operands(xla.hlo)
+    for parameter, output in aliases.items():
+        buffer = donated[parameter]
+        assert buffer.result == output
+        # The value XLA writes into the donated buffer is the one the ROOT returns.
+        assert buffer.result_value == results[output] + "{}"
+        assert buffer.result_value not in buffer.temporaries
+        assert set(buffer.holds) == {buffer.result_value, *buffer.temporaries}
+    # The output path JAX gives the result (`jax.result_info`).
+    kernel = next(d for d in donated.values() if d.path == "model.blocks[0].up.kernel")
+    assert kernel.result_name is not None and kernel.result_name.startswith("result[0][0]")
+    # Its buffer held activations before the updated kernel: temporaries, not results.
+    assert kernel.temporaries
+
+
+def test_the_donated_line_shows_results_not_temporaries(programs):
+    import io
+
+    from rich.console import Console
+
+    from hloscope.render.text.memory import render_memory
+
+    _, _, report = programs("nnx")
+    out = io.StringIO()
+    render_memory(report, Console(file=out, width=400, color_system=None))
+    text = " ".join(out.getvalue().split())
+    donated = text[text.index("allocations donated ") : text.index("Live bytes over")]
+    for buffer in report.analysis.donated:
+        assert f"{buffer.path} (" in donated
+        value = buffer.result_value.removesuffix("{}")
+        assert f"→ {buffer.result_name} ({value})" in donated
+        for temporary in buffer.temporaries:
+            assert f"({temporary.removesuffix('{}')})" not in donated
+    count = sum(len(b.temporaries) for b in report.analysis.donated)
+    assert f"{count} temporaries" in text

@@ -153,7 +153,20 @@ class DonatedBuffer:
     bytes: int
     """The allocation's size."""
     holds: tuple[str, ...]
-    """The values XLA places in it after the argument (`ynn_fusion{}`)."""
+    """The values XLA places in it after the argument (`ynn_fusion{}`): the result
+    and the temporaries, in the order they become live."""
+    result: int | None = None
+    """The output XLA aliases the argument's buffer to (the compiled module's
+    `input_output_alias`); None where it names none."""
+    result_name: str | None = None
+    """That output's path in the function's results (JAX's `jax.result_info`:
+    `result[0]['w']`); None where unknown (a dump folder)."""
+    result_value: str | None = None
+    """The value XLA writes there as that output: the one the buffer holds when the
+    program ends (`multiply_add_fusion{}`)."""
+    temporaries: tuple[str, ...] = ()
+    """The other values XLA placed in the buffer once the argument was read, before
+    the result: its bytes reused for temporaries."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,12 +233,14 @@ def analyze_memory(
     totals: Mapping[str, int] | None,
     source_root: str | None = None,
     lowered: LoweredFrames | None = None,
+    result_names: Mapping[int, str] | None = None,
 ) -> MemoryAnalysis:
     """Name what is live at XLA's peak, and draw the live bytes over the schedule.
     `parameter_paths`: pytree path of each HLO parameter; `totals`: the stats of
     `memory_analysis()` (`argument_size_in_bytes`, ...) where known; `lowered`: the
     lowered module's user frames (`analyses.fusions.lowered_user_frames`), None
-    without a lowered module."""
+    without a lowered module; `result_names`: the path of each result
+    (`jax.result_info`) where the module's own results do not say it."""
     values = assignment.values()
     fusions = analyze_fusions(module, source_root=source_root, lowered=lowered)
     makers = _Makers(module, fusions, source_root, lowered)
@@ -332,6 +347,17 @@ def analyze_memory(
     peak_instruction = (
         live.sequence[live.peak_index] if 0 <= live.peak_index < len(live.sequence) else None
     )
+    names = dict(result_names or {})
+    if module.entry is not None:
+        names.update({r.index: r.info for r in module.entry.results if r.info})
+    donated = _donated(assignment, live, parameter_paths, module.input_output_aliases, names)
+    reused = sum(len(d.temporaries) for d in donated)
+    if reused:
+        notes.append(
+            f"XLA places {reused} {'temporary' if reused == 1 else 'temporaries'} in the "
+            "donated buffers too, between the argument and its result (--json: "
+            "aliases[].temporaries)"
+        )
     return MemoryAnalysis(
         totals=_totals(totals),
         peak_bytes=peak_bytes,
@@ -342,7 +368,7 @@ def analyze_memory(
         profile=profile,
         profile_bucket=bucket,
         memory_spaces=memory_spaces if len(memory_spaces) > 1 else (),
-        donated=_donated(assignment, live, parameter_paths),
+        donated=donated,
         busiest=busiest,
         allocated_bytes=sum(a.size for a in assignment.allocations),
         notes=tuple(notes),
@@ -370,22 +396,34 @@ def _kind(value: AssignedValue | None, allocation: Allocation | None) -> BufferK
 
 
 def _donated(
-    assignment: BufferAssignment, live: LiveRanges, parameter_paths: Mapping[int, str]
+    assignment: BufferAssignment,
+    live: LiveRanges,
+    parameter_paths: Mapping[int, str],
+    aliases: Mapping[int, int],
+    result_names: Mapping[int, str],
 ) -> tuple[DonatedBuffer, ...]:
-    starts = {r.name: r.start for r in live.ranges}
+    ranges = {r.name: (r.start, r.end) for r in live.ranges}
     donated = []
     for allocation in assignment.allocations:
         if allocation.parameter is None or not allocation.maybe_live_out:
             continue
         # The parameter's own value is live from the start of the computation: the
-        # values XLA places in its buffer after it start later.
-        ordered = sorted(allocation.values, key=lambda v: (starts.get(v.name, 0), v.id))
+        # values XLA places in its buffer after it start later; the result is the one
+        # live at the end.
+        ordered = sorted(allocation.values, key=lambda v: (ranges.get(v.name, (0, 0)), v.id))
+        later = ordered[1:]
+        last = max(later, key=lambda v: (ranges.get(v.name, (0, 0))[1], v.id), default=None)
+        result = aliases.get(allocation.parameter)
         donated.append(
             DonatedBuffer(
                 parameter=allocation.parameter,
                 path=parameter_paths.get(allocation.parameter),
                 bytes=allocation.size,
-                holds=tuple(v.name for v in ordered[1:]),
+                holds=tuple(v.name for v in later),
+                result=result,
+                result_name=result_names.get(result) if result is not None else None,
+                result_value=last.name if last is not None else None,
+                temporaries=tuple(v.name for v in later if v is not last),
             )
         )
     return tuple(sorted(donated, key=lambda d: d.parameter))

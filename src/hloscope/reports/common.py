@@ -10,6 +10,7 @@ from hloscope.stages import OPTIMIZED
 
 if TYPE_CHECKING:
     from hloscope.analyses.fusions import LoweredFrames
+    from hloscope.ir.model import Module
     from hloscope.sources.loader import Loaded
 
 
@@ -45,8 +46,16 @@ def lowered_frames(loaded: Loaded) -> LoweredFrames | None:
     its bytecode, not lowered again); None without one (a dump)."""
     from hloscope.analyses.fusions import lowered_user_frames
 
+    model = lowered_model(loaded)
+    return lowered_user_frames(model) if model is not None else None
+
+
+def lowered_model(loaded: Loaded) -> Module | None:
+    """The lowered module: the module loaded when it is the lowered one, else the
+    lowering's module JAX gave (read again from its bytecode, not lowered again); None
+    without one (a dump)."""
     if loaded.source.stage != OPTIMIZED:
-        return lowered_user_frames(loaded.module)
+        return loaded.module
     lowering = loaded.lowering
     if lowering is None or lowering.mlir_bytecode is None:
         return None
@@ -57,4 +66,4 @@ def lowered_frames(loaded: Loaded) -> LoweredFrames | None:
         f"{loaded.label} (lowered)",
         trusted=lowering.kind != "exported",
     )
-    return lowered_user_frames(parsed.model)
+    return parsed.model

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from hloscope.reports.common import lowered_frames
+from hloscope.reports.common import lowered_model
 from hloscope.reports.entry import ReportEntry
 from hloscope.source_text import line_texts
 from hloscope.stages import Source
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from hloscope.analyses.fusions import LoweredFrames
     from hloscope.analyses.memory import DeviceFit, MemoryAnalysis
     from hloscope.analyses.params import ParameterUsage
+    from hloscope.ir.model import Module
     from hloscope.sources.loader import Loaded
     from hloscope.sources.memory import BufferDumps
 
@@ -48,12 +49,15 @@ class MemoryReport:
 def memory_report(buffers: BufferDumps) -> MemoryReport:
     """Build the `memory` report of XLA's buffer assignment and live ranges of an
     optimized module (`hloscope.sources.memory`)."""
+    from hloscope.analyses.fusions import lowered_user_frames
     from hloscope.analyses.memory import device_fit
     from hloscope.analyses.params import analyze_params
 
     loaded = buffers.loaded
     usage = analyze_params(loaded.module, loaded.lowering)
-    analysis = buffers_analysis(buffers, usage, lowered_frames(loaded))
+    lowered = lowered_model(loaded)
+    frames = lowered_user_frames(lowered) if lowered is not None else None
+    analysis = buffers_analysis(buffers, usage, frames, result_names(loaded.module, lowered))
     notes = loaded.notes + analysis.notes
     refused = buffers.refused.xla_message if buffers.refused is not None else None
     return MemoryReport(
@@ -74,12 +78,27 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
     )
 
 
+def result_names(module: Module, lowered: Module | None) -> dict[int, str]:
+    """The path of each result of the optimized module (`jax.result_info`), read from
+    the lowered module where XLA's converted module does not keep it: JAX's results
+    are XLA's outputs one for one."""
+    entry = module.entry
+    source = lowered.entry if lowered is not None else None
+    if entry is None or source is None or len(source.results) != len(entry.results):
+        return {}
+    return {r.index: r.info for r in source.results if r.info}
+
+
 def buffers_analysis(
-    buffers: BufferDumps, usage: ParameterUsage, frames: LoweredFrames | None
+    buffers: BufferDumps,
+    usage: ParameterUsage,
+    frames: LoweredFrames | None,
+    results: Mapping[int, str] | None = None,
 ) -> MemoryAnalysis:
     """XLA's buffer assignment and live ranges analysed: buffers named by the paths of
     `usage` (the optimized module's parameters) and mapped to the user's lines through
-    `frames` (the lowered module's), which a caller that has them already passes in."""
+    `frames` (the lowered module's), which a caller that has them already passes in;
+    `results`: the path of each result, where the optimized module does not say it."""
     from hloscope.analyses.memory import analyze_memory
 
     loaded = buffers.loaded
@@ -93,6 +112,7 @@ def buffers_analysis(
         compilation.memory if compilation is not None and not buffers.dumped else None,
         source_root=os.getcwd(),
         lowered=frames,
+        result_names=results,
     )
 
 

@@ -181,7 +181,20 @@ def memory_body() -> dict[str, Schema]:
             )
         ),
         "aliases": array(
-            obj(fields(DonatedBuffer, "parameter", "path", "bytes", "holds"), title="Alias")
+            obj(
+                fields(
+                    DonatedBuffer,
+                    "parameter",
+                    "path",
+                    "bytes",
+                    "holds",
+                    "result",
+                    "result_name",
+                    "result_value",
+                    "temporaries",
+                ),
+                title="Alias",
+            )
         ),
         "busiest": nullable(
             obj(

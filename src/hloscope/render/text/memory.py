@@ -10,7 +10,13 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analyses.memory import DeviceFit, LiveBuffer, MemoryAnalysis, ProfilePoint
+from hloscope.analyses.memory import (
+    DeviceFit,
+    DonatedBuffer,
+    LiveBuffer,
+    MemoryAnalysis,
+    ProfilePoint,
+)
 from hloscope.render.text.common import (
     clip,
     describe_source,
@@ -267,12 +273,23 @@ def _op_name_text(op_name: str | None, module: str | None) -> str:
 
 
 def _donated_text(analysis: MemoryAnalysis) -> str:
-    parts = []
-    for donated in analysis.donated:
-        name = donated.path or f"parameter {donated.parameter}"
-        holds = f" → {', '.join(donated.holds)}" if donated.holds else ""
-        parts.append(f"{name} ({human_bytes(donated.bytes)}){holds}")
-    return ", ".join(parts)
+    """`logits (4.0 KiB) → result (ynn_fusion)`: each donated argument and the result
+    XLA writes into its buffer (the temporaries it held between are a note's)."""
+    return ", ".join(donated_text(d) for d in analysis.donated)
+
+
+def donated_text(donated: DonatedBuffer) -> str:
+    """`logits (4.0 KiB) → result (ynn_fusion)`: the argument, and the result its buffer
+    becomes by its output path, with the value XLA writes there."""
+    name = donated.path or f"parameter {donated.parameter}"
+    result = donated.result_name or (
+        f"result {donated.result}" if donated.result is not None else None
+    )
+    value = _value_name(donated.result_value) if donated.result_value else None
+    if result and value:
+        result = f"{result} ({value})"
+    becomes = f" → {result or value}" if result or value else ""
+    return f"{name} ({human_bytes(donated.bytes)}){becomes}"
 
 
 def _kind_text(buffer: LiveBuffer) -> Text:

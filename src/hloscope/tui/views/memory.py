@@ -19,6 +19,7 @@ from hloscope.ir.model import Module
 from hloscope.render.text.common import short_source
 from hloscope.render.text.memory import (
     KIND_STYLES,
+    donated_text,
     fit_text,
     peak_text,
     profile_chart,
@@ -111,10 +112,7 @@ def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
     if report.fit is not None:
         lines.insert(0, text_line(Text("fits    ").append(fit_text(report.fit))))
     if analysis.donated:
-        donated = ", ".join(
-            f"{d.path or f'parameter {d.parameter}'} ({human_bytes(d.bytes)})"
-            for d in analysis.donated
-        )
+        donated = ", ".join(donated_text(d) for d in analysis.donated)
         lines.append(text_line(f"donated {donated}"))
     chart = profile_chart(
         analysis.profile, analysis.peak_index, analysis.schedule_length, width=CHART_WIDTH
