@@ -96,6 +96,10 @@ class Lowering:
         default=None, repr=False, compare=False
     )
     """Runs XLA's cost analysis of the lowered module; None where there is none."""
+    results: tuple[str, ...] = ()
+    """The name of each output leaf, in order, as the user would write it
+    (`libraries.result_paths`: `result[0]`, or an `nnx.jit` step's `model.w1`); empty
+    where not known (a stage given without its function, an `Exported`)."""
     runnable: Any = dataclasses.field(default=None, repr=False, compare=False)
     """The jitted callable and the example arguments it was lowered on, `(jitted,
     args, kwargs)`, for running the program as it is called (`profile`); None for a

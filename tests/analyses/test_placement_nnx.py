@@ -121,3 +121,47 @@ def test_a_tuple_sharding_is_read_by_xlas_parser():
     ]
     assert sharding.elements[5].text == ("{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}")
     assert sharding.elements[5].tiles == (4, 1, 2)
+
+
+def user_result_names():
+    """The result names the user would write: nnx.jit returns each argument's updated
+    state (its key path from `jax.tree_util`, under the parameter's name), then what
+    the function returned (`result`, as JAX names a single output)."""
+    return [
+        "model.b1",
+        "model.w1",
+        "model.w2",
+        "optimizer.momentum.b1",
+        "optimizer.momentum.w1",
+        "optimizer.momentum.w2",
+        "result",
+    ]
+
+
+def test_nnx_results_are_named_by_their_paths_as_arguments_are():
+    args = targets.fsdp_args()
+    # JAX's own names of the outputs: what nnx.jit hands jax.jit, `[0][0].states[0][0]`.
+    lowered = targets.fsdp_step.lower(*args).lowered
+    jax_paths = [
+        jax.tree_util.keystr(path)
+        for path, _ in jax.tree_util.tree_flatten_with_path(
+            jax.tree_util.tree_unflatten(lowered.out_tree, range(lowered.out_tree.num_leaves))
+        )[0]
+    ]
+    assert jax_paths[0] == "[0][0].states[0][0]"
+    placement = compiled_placement(targets.fsdp_step, args)
+    results = [s.name for s in placement.shardings if s.kind == "result"]
+    assert results == user_result_names()
+    arguments = [s.name for s in placement.shardings if s.kind == "argument"]
+    assert arguments[:3] == ["model.b1", "model.w1", "model.w2"]
+
+
+def test_nnx_results_are_named_in_json_and_text():
+    target = "tests/fixtures/nnx_sharded_targets.py"
+    argv = ["placement", f"{target}:fsdp_step", "--args", f"{target}:fsdp_args", "--compile"]
+    document = run_cli(*argv, "--json").json()
+    results = [s["name"] for s in document["shardings"] if s["kind"] == "result"]
+    assert results == user_result_names()
+    text = run_cli(*argv).stdout
+    assert "optimizer.momentum.w1" in text
+    assert ".states[" not in text

@@ -300,6 +300,25 @@ def argument_paths(module: Module, lowering: Lowering | None = None) -> dict[int
     return out
 
 
+def result_paths(module: Module, lowering: Lowering | None = None) -> dict[int, str]:
+    """The user's name of each entry result, by its index, as `argument_paths` names
+    arguments: the path of its output leaf (`Lowering.results`: an `nnx.jit` step's
+    `model.w1` and `result`, where JAX's `jax.result_info` says
+    `result[0][0].states[0][0]`), else JAX's `jax.result_info` (a dump; an optimized
+    module drops it). Results JAX adds before the outputs (effect tokens) keep theirs.
+    The one place every view names results from."""
+    entry = module.entry
+    if entry is None:
+        return {}
+    results = entry.results
+    out = {r.index: r.info for r in results if r.info}
+    paths = lowering.results if lowering is not None else ()
+    offset = len(results) - len(paths)
+    if paths and offset >= 0:
+        out.update({offset + i: path for i, path in enumerate(paths)})
+    return out
+
+
 def _leaf_offset(
     arguments: Sequence[Argument], leaves: Sequence[ArgumentLeaf], implicit_count: int
 ) -> tuple[int, str | None]:

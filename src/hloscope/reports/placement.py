@@ -38,12 +38,14 @@ def loaded_placement(loaded: Loaded) -> Placement:
     """The placement of a loaded target's module, its arguments named by the paths
     `params` shows and its meshes' axes by the user's names (one naming for every
     view)."""
-    from hloscope.analyses.params import argument_paths
+    from hloscope.analyses.params import argument_paths, result_paths
     from hloscope.analyses.placement import analyze_placement
 
-    names = argument_paths(loaded.module, loaded.lowering)
     return analyze_placement(
-        loaded.module, argument_names=names, declared_meshes=loaded.declared_meshes
+        loaded.module,
+        argument_names=argument_paths(loaded.module, loaded.lowering),
+        declared_meshes=loaded.declared_meshes,
+        result_names=result_paths(loaded.module, loaded.lowering),
     )
 
 
@@ -68,7 +70,7 @@ def placement_why(loaded: Loaded) -> Why:
 
 
 def _why(loaded: Loaded) -> tuple[Why, ShardyDumps]:
-    from hloscope.analyses.params import analyze_params
+    from hloscope.analyses.params import analyze_params, result_paths
     from hloscope.analyses.placement.why import explain_collectives
     from hloscope.sources.shardy import shardy_dumps
 
@@ -79,8 +81,7 @@ def _why(loaded: Loaded) -> tuple[Why, ShardyDumps]:
         for p in usage.parameters
         if p.hlo_index is not None
     }
-    entry = loaded.module.entry
-    results = {r.index: r.info for r in entry.results if r.info} if entry is not None else {}
+    results = result_paths(loaded.module, loaded.lowering)
     dumps = shardy_dumps(loaded)
     why = explain_collectives(
         dumps.compiled.module, dumps.propagation, dumps.before, arguments, results, dumps.note

@@ -32,13 +32,15 @@ def analyze_placement(
     large_host_input_bytes: int = LARGE_HOST_INPUT_BYTES,
     argument_names: Mapping[int, str] | None = None,
     declared_meshes: Sequence[IrMesh] = (),
+    result_names: Mapping[int, str] | None = None,
 ) -> Placement:
     """Compute placement, memory kinds, transfers, shardings and collectives of
     `module`; a host region reading at least `large_host_input_bytes` of device
     values is warned about. `argument_names` names the entry's arguments by index
     (`analyses.params.argument_paths`: the paths `params` shows); without it, by
-    their locations. `declared_meshes`: the meshes of the module an optimized one was
-    compiled from, whose axis names replace XLA's `axis_N` (`with_declared_axes`)."""
+    their locations; `result_names` the results (`analyses.params.result_paths`),
+    without it by `jax.result_info`. `declared_meshes`: the meshes of the module an
+    optimized one was compiled from, which XLA's meshes become (`with_declared_axes`)."""
     names: Mapping[int, str] = argument_names or {}
     meshes = with_declared_axes(module.meshes, declared_meshes)
     scan = PlacementScan(module)
@@ -82,10 +84,13 @@ def analyze_placement(
         )
     )
 
-    memory, host_values = entry_memory(module, names)
+    results: Mapping[int, str] = result_names or {}
+    memory, host_values = entry_memory(module, names, results)
     transfers = memory_flow(module, ops, host_values)
     regions = compute_regions(module, placed, placement.contexts, host_values)
-    shardings, op_shardings, manual = sharding_annotations(module, functions, ops, names, meshes)
+    shardings, op_shardings, manual = sharding_annotations(
+        module, functions, ops, names, meshes, results
+    )
 
     warnings = call_mark_warnings(module, ops, placement.contexts)
     if host_values:

@@ -41,11 +41,11 @@ def _is_host_kind(kind: str) -> bool:
 
 
 def entry_memory(
-    module: Module, names: Mapping[int, str]
+    module: Module, names: Mapping[int, str], result_names: Mapping[int, str]
 ) -> tuple[list[MemoryPlacement], dict[int, str]]:
     """Memory kinds of the entry function's arguments and results, and the argument
-    values in host memory (value -> memory kind). `names`: the arguments' user
-    names by index."""
+    values in host memory (value -> memory kind). `names` and `result_names`: the
+    arguments' and results' user names by index."""
     entry = module.entry
     out: list[MemoryPlacement] = []
     host_values: dict[int, str] = {}
@@ -70,7 +70,7 @@ def entry_memory(
                     host_values[argument.value] = kind_text
             else:
                 value = f"result {item.index}"
-                name = entry.results[item.index].info
+                name = result_names.get(item.index) or entry.results[item.index].info
             out.append(
                 MemoryPlacement(
                     kind=kind,

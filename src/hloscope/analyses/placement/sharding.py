@@ -49,7 +49,10 @@ def sharding_annotations(
     ops: Sequence[Op],
     names: Mapping[int, str],
     meshes: Sequence[IrMesh],
+    result_names: Mapping[int, str],
 ) -> tuple[list[ShardingAnnotation], int, list[ManualComputation]]:
+    """`names` and `result_names`: the entry's arguments and results as the user
+    names them (by index)."""
     shardings: list[ShardingAnnotation] = []
     manual: list[ManualComputation] = []
     spmd_params = module.spmd_parameter_shardings
@@ -89,7 +92,9 @@ def sharding_annotations(
                 ShardingAnnotation(
                     kind="result",
                     value=f"result {result.index}",
-                    name=result.info or None,
+                    name=(result_names.get(result.index) if is_entry else None)
+                    or result.info
+                    or None,
                     function=name,
                     sharding=sharding.text,
                     source=None,

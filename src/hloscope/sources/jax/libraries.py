@@ -184,6 +184,58 @@ def readable_paths(
     )
 
 
+def result_paths(obj: Any, lowered: Any) -> tuple[str, ...]:
+    """The name of each output leaf of `lowered`, in order, as the user would write
+    it: JAX's own (`result`, `result[1]['loss']`, its `jax.result_info`), except where
+    `nnx.jit` returns its arguments' updated states beside the function's value
+    (`((states of each argument), keyword states, value)`): a state leaf is named as
+    the argument leaf is (`model.w1`, `optimizer.momentum.w1`), the value as JAX names
+    the function's own output (`result`). `obj`: what was lowered (None for a stage
+    given as it is); none where JAX's stage has no output tree."""
+    try:
+        tree = lowered.out_tree
+        skeleton = jax.tree_util.tree_unflatten(tree, [_Slot(i) for i in range(tree.num_leaves)])
+        paths = jax.tree_util.tree_flatten_with_path(skeleton)[0]
+    except Exception:
+        return ()
+    names = ["result" + _keys(path) for path, _ in paths]
+    if library_of(obj) != "flax" or not (isinstance(skeleton, tuple) and len(skeleton) == 3):
+        return tuple(names)
+    try:
+        renamed = _flax_result_paths(obj, skeleton, names)
+    except Exception:
+        return tuple(names)
+    return tuple(renamed) if len(renamed) == len(names) else tuple(names)
+
+
+def _flax_result_paths(obj: Any, skeleton: Any, names: list[str]) -> list[str]:
+    """`names` of nnx.jit's outputs under the user's names: the updated states of the
+    arguments and keywords (`(args, kwargs)`, named as `format_path` names argument
+    leaves, each graph rebuilt as the arguments' are), and the value."""
+    args, kwargs, value = skeleton
+    out = list(names)
+    # The outputs are split in one context, as the arguments are: a later state's
+    # graph refers to Variables of an earlier one by index; such a Variable keeps the
+    # name of the first (as an argument reachable from several does).
+    shared_index = _shared_index()
+    parameters = _parameter_names(obj)
+    named: set[int] = set()
+    for path, node in jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=_is_node_states)[
+        0
+    ]:
+        if not _is_node_states(node):
+            continue
+        head = format_path(tuple(path), parameters)
+        for position, graph_path in _graph_paths(_rebuilt(node, shared_index)).items():
+            if position < len(out) and position not in named:
+                out[position] = head + graph_path
+                named.add(position)
+    for path, slot in jax.tree_util.tree_flatten_with_path(value)[0]:
+        if isinstance(slot, _Slot) and slot.position < len(out):
+            out[slot.position] = "result" + _keys(path)
+    return out
+
+
 def library_static(
     obj: Any, call: tuple[tuple[Any, ...], dict[str, Any]]
 ) -> tuple[StaticArgument, ...]:

@@ -43,6 +43,7 @@ from hloscope.sources.jax.libraries import (
     library_of,
     library_static,
     readable_paths,
+    result_paths,
 )
 from hloscope.sources.jax.private import (
     private_argument_leaves,
@@ -299,6 +300,7 @@ def from_lowered(
         handle=lowered,
         static=static,
         cost_analysis=lambda: _cost(lowered),
+        results=result_paths(lowered_from, lowered),
         runnable=(lowered_from, call[0], call[1])
         if lowered_from is not None and call is not None
         else None,
