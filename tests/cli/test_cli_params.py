@@ -168,3 +168,36 @@ def test_inspect_summarises_parameters(cli):
     out = cli("inspect", *sample("params", "loss_keep_unused")).stdout
     assert "6 arguments → 6 HLO parameters: 4 used · 2 unused" in out
     assert "unused: params['unused_scale'], batch['mask']" in out
+
+
+def _exported(tmp_path, uses_z: bool):
+    import jax
+    import jax.numpy as jnp
+
+    def f(x, y, z):
+        return x * 2 + y + (z if uses_z else 0)
+
+    ones = jnp.ones(4)
+    exported = jax.export.export(jax.jit(f))(ones, ones, ones)
+    path = tmp_path / "f.jax_exported"
+    path.write_bytes(exported.serialize())
+    return exported, path
+
+
+@pytest.mark.parametrize("uses_z", [True, False])
+def test_an_exported_artifacts_arguments_are_named_one_way(cli, tmp_path, uses_z):
+    exported, path = _exported(tmp_path, uses_z)
+    doc = cli("params", str(path), "--json").json()
+    paths = [p["path"] for p in doc["parameters"]]
+    kept = sorted(exported.module_kept_var_idx)
+    assert len(paths) == len(exported.in_avals) == 3
+    if uses_z:
+        # The module names every argument (JAX's locations): those names, said so.
+        assert kept == [0, 1, 2]
+        assert paths == ["x", "y", "z"]
+        assert any("as the module names them" in note for note in doc["notes"])
+    else:
+        # z is pruned: no parameter carries its name, so every argument is a position.
+        assert kept == [0, 1]
+        assert paths == ["args[0]", "args[1]", "args[2]"]
+        assert any("named by position" in note and "(x, y)" in note for note in doc["notes"])

@@ -244,8 +244,20 @@ def analyze_params(module: Module, lowering: Lowering | None = None) -> Paramete
         offset, off = _leaf_offset(arguments, leaves, implicit_count)
         if off:
             notes.append(off)
+        names = _leaf_names(leaves, arguments, offset)
+        if names.note:
+            notes.append(names.note)
         parameters = tuple(
-            _leaf_parameter(live, uses, leaf, arguments, offset, meshes, aliases, warning)
+            _leaf_parameter(
+                live,
+                uses,
+                dataclasses.replace(leaf, path=names.from_module.get(leaf.position, leaf.path)),
+                arguments,
+                offset,
+                meshes,
+                aliases,
+                warning,
+            )
             for leaf in leaves
         )
     else:
@@ -292,11 +304,12 @@ def argument_paths(module: Module, lowering: Lowering | None = None) -> dict[int
     if not leaves:
         return {a.index: argument_name(a) for a in arguments[implicit_count:]}
     offset, _ = _leaf_offset(arguments, leaves, implicit_count)
+    names = _leaf_names(leaves, arguments, offset).from_module
     out: dict[int, str] = {}
     for leaf in leaves:
-        if leaf.hlo_index is not None and 0 <= leaf.hlo_index + offset < len(arguments):
-            argument = arguments[leaf.hlo_index + offset]
-            out[argument.index] = _leaf_path(leaf, argument)
+        argument = _argument_of(leaf, arguments, offset)
+        if argument is not None:
+            out[argument.index] = names.get(leaf.position, leaf.path)
     return out
 
 
@@ -337,12 +350,46 @@ def _leaf_offset(
     )
 
 
-def _leaf_path(leaf: ArgumentLeaf, argument: Argument) -> str:
-    if _GENERIC_PATH.match(leaf.path) and not argument_name(argument).startswith("%arg"):
-        # JAX did not know the parameter's name (an Exported's tree), but the module
-        # does: it names arguments after the function's parameters.
-        return argument_name(argument)
-    return leaf.path
+@dataclasses.dataclass(frozen=True)
+class _LeafNames:
+    """How the Python argument leaves are named: by their paths, or, where JAX knew no
+    names (an Exported's tree: `args[0]`), by the names the module gives every one of
+    them; where it names only some (a pruned argument has no parameter to carry a
+    name), by position, all of them, and a note says so."""
+
+    from_module: Mapping[int, str]
+    """Leaf position → the module's name, when the module names every leaf."""
+    note: str | None
+
+
+def _leaf_names(
+    leaves: Sequence[ArgumentLeaf], arguments: Sequence[Argument], offset: int
+) -> _LeafNames:
+    if not leaves or not all(_GENERIC_PATH.match(leaf.path) for leaf in leaves):
+        return _LeafNames({}, None)
+    named: dict[int, str] = {}
+    for leaf in leaves:
+        argument = _argument_of(leaf, arguments, offset)
+        if argument is not None and not argument_name(argument).startswith("%arg"):
+            named[leaf.position] = argument_name(argument)
+    if len(named) == len(leaves):
+        return _LeafNames(
+            named, "arguments are named as the module names them (JAX kept no Python names)"
+        )
+    if named:
+        return _LeafNames(
+            {},
+            f"arguments are named by position: the module names {len(named)} of the "
+            f"{len(leaves)} ({', '.join(named.values())}), a pruned argument has no "
+            "parameter to carry a name",
+        )
+    return _LeafNames({}, None)
+
+
+def _argument_of(leaf: ArgumentLeaf, arguments: Sequence[Argument], offset: int) -> Argument | None:
+    if leaf.hlo_index is not None and 0 <= leaf.hlo_index + offset < len(arguments):
+        return arguments[leaf.hlo_index + offset]
+    return None
 
 
 def _empty(
@@ -371,9 +418,7 @@ def _leaf_parameter(
     aliases: Mapping[int, int],
     warning: str | None,
 ) -> Parameter:
-    argument = None
-    if leaf.hlo_index is not None and 0 <= leaf.hlo_index + offset < len(arguments):
-        argument = arguments[leaf.hlo_index + offset]
+    argument = _argument_of(leaf, arguments, offset)
     if argument is None:
         return Parameter(
             position=leaf.position,
@@ -396,7 +441,7 @@ def _leaf_parameter(
     ir = _ir_facts(live, uses, argument, meshes, aliases)
     return Parameter(
         position=leaf.position,
-        path=_leaf_path(leaf, argument),
+        path=leaf.path,
         hlo_index=argument.index,
         status=ir.status,
         shape=leaf.shape,
