@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 
 import hloscope
-from conftest import DUMPS, SAMPLES, line_of
+from conftest import DUMPS, FIXTURES, SAMPLES, line_of
 
 
 def _sample():
@@ -53,3 +53,45 @@ def test_a_bad_run_count_is_refused_before_anything_runs():
         insp.profile(runs=0)
     with pytest.raises(hloscope.HloscopeError, match="--warmup -1"):
         insp.profile(warmup=-1)
+
+
+def test_a_lines_instructions_fill_one_line_in_the_text_and_the_browser():
+    # An NNX CNN's train step: its convolution lines make many instructions each.
+    # The text report and the browser show them the same way, on one line: whole
+    # names, most time first, then `… N more` (the text in what its other columns
+    # leave of the console, the browser in its column).
+    from hloscope.render.text.profile import (
+        INSTRUCTIONS_WIDTH,
+        MIN_INSTRUCTIONS_WIDTH,
+        instruction_names,
+        percent,
+    )
+    from hloscope.tui.views.profile import profile_lines
+
+    spec = importlib.util.spec_from_file_location("nnx_cnn_step", FIXTURES / "nnx_cnn_step.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args, _ = module.example_args()
+    insp = hloscope.inspect(module.train_step, *args)
+    report = insp.profile(runs=2)
+    lines = report.analysis.lines
+    assert max(len(line.ops) for line in lines) > 5
+    text_rows = str(report).splitlines()
+    browser_rows = [line.text.plain for line in profile_lines(report, insp.module)]
+    fitted = range(MIN_INSTRUCTIONS_WIDTH, INSTRUCTIONS_WIDTH + 1)
+    for line in lines:
+        first = line.ops[0]
+        cells = [
+            row[row.index(first) :].strip()
+            for row in text_rows
+            if percent(line.share) in row and f" {first}" in row
+        ]
+        assert any(
+            cell in {instruction_names(line.ops, width) for width in fitted} for cell in cells
+        ), (line.ops, cells)
+        assert any(instruction_names(line.ops) in row for row in browser_rows)
+    # One row a line: the names never wrap onto rows of their own.
+    title = text_rows.index(next(row for row in text_rows if row.startswith("Your lines by time")))
+    table = text_rows[title + 3 : title + 3 + len(lines)]
+    assert all(row.split()[2].endswith("%") for row in table), table

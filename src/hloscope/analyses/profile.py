@@ -16,13 +16,18 @@ built around, where it holds one (XLA fuses the elementwise ops after a matmul i
 its epilogue, and the kernel's time is the matmul's), else the fusion's
 `user_source`, as `fusions` shows it.
 
-`coverage` is the instructions' time over the run's time, run by run, the median
-over the runs (one run slowed by the machine's load moves it little): near 1 when
-they run one after another and the call does little else, lower when the time goes to
-dispatch, waiting, or instructions the trace does not name; above 1 when
-instructions run in parallel. The rest of a run's time (`overhead_seconds`) is the
-time around the instructions: Python's dispatch, argument handling, the wait for
-results.
+The run time and the instructions' time are both medians over the measured runs
+(one run slowed by the machine's load moves them little): the median of the runs'
+wall times, and the median of each run's instructions' time. Each run's instructions
+take no more than the run when they run one after another, and then neither do their
+medians: `coverage`, the one over the other, is near 1 when the call does little
+else, lower when the time goes to dispatch, waiting, or instructions the trace does
+not name. The rest of the run (`overhead_seconds`) is the time around the
+instructions: Python's dispatch, argument handling, the wait for results. Above 1,
+the instructions overlap: XLA's CPU runtime runs independent instructions on its
+thread pool, so their self times add up to more than the run, and there is no time
+around them to tell. An instruction's (and a line's) time is its mean over the runs,
+so that the instructions' times add up: their shares are of that sum.
 """
 
 from __future__ import annotations
@@ -103,13 +108,14 @@ class ProfileAnalysis:
     lines: tuple[ProfiledLine, ...]
     """Most time first."""
     op_seconds: float
-    """The instructions' time per run (and per device)."""
+    """The instructions' time per run (and per device): the median over the runs of
+    each run's, as `seconds_per_run.median` is of the runs' wall times."""
     coverage: float | None
-    """Each run's instructions' time over its wall time, the median over the runs;
-    None when no run took time."""
+    """`op_seconds` over `seconds_per_run.median`; above 1 when the instructions
+    overlap (`overlapping`); None when no run took time."""
     overhead_seconds: float
-    """Per run, the time around the instructions: the median run time less
-    `op_seconds` (never below 0)."""
+    """Per run, the time around the instructions: `seconds_per_run.median` less
+    `op_seconds`; 0 when the instructions overlap."""
     devices: int
     """Devices the instructions ran on."""
     unknown_ops: tuple[str, ...]
@@ -117,6 +123,12 @@ class ProfileAnalysis:
     inputs: str
     """`given`, `generated` (seeded random values for shapes), or both."""
     trace_file: str | None
+
+    @property
+    def overlapping(self) -> bool:
+        """Whether the instructions' self times add up to more than the run: they ran
+        in parallel (XLA's CPU runtime's thread pool, several streams)."""
+        return self.coverage is not None and self.coverage > 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +214,8 @@ def analyze_profile(runs: ProfiledRuns, fusions: FusionAnalysis) -> ProfileAnaly
     )
     times = runs.run_seconds or (0.0,)
     median = statistics.median(times)
+    # Each measured run's instructions' time, a run the trace holds nothing of at 0.
+    op_median = statistics.median([per_run.get(run, 0.0) for run in range(measured)] or [0.0])
     return ProfileAnalysis(
         module=runs.module,
         runs=measured,
@@ -209,23 +223,14 @@ def analyze_profile(runs: ProfiledRuns, fusions: FusionAnalysis) -> ProfileAnaly
         seconds_per_run=RunTimes(median=median, min=min(times), max=max(times)),
         ops=ops,
         lines=_lines(ops, total),
-        op_seconds=total,
-        coverage=_coverage(per_run, runs.run_seconds),
-        overhead_seconds=max(median - total, 0.0),
+        op_seconds=op_median,
+        coverage=op_median / median if median > 0 else None,
+        overhead_seconds=max(median - op_median, 0.0),
         devices=devices,
         unknown_ops=tuple(sorted(name for name in seconds if name not in table)),
         inputs=runs.inputs,
         trace_file=runs.trace_file,
     )
-
-
-def _coverage(op_seconds: Mapping[int, float], run_seconds: Sequence[float]) -> float | None:
-    """The median over the runs of each run's instructions' time over its wall time
-    (the runs the trace numbered in order of their first instruction, as they ran)."""
-    ratios = [
-        op_seconds.get(index, 0.0) / wall for index, wall in enumerate(run_seconds) if wall > 0
-    ]
-    return statistics.median(ratios) if ratios else None
 
 
 def _lines(ops: Iterable[ProfiledOp], total: float) -> tuple[ProfiledLine, ...]:

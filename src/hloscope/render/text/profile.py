@@ -3,6 +3,8 @@ code, and the XLA instructions by time."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -15,15 +17,22 @@ from hloscope.render.text.common import (
     notes_group,
     plural,
     seconds,
+    short_source,
     simple_table,
     source_text,
     timings_text,
 )
-from hloscope.render.text.source_lines import SourceColumn
+from hloscope.render.text.source_lines import SourceColumn, fit_entries
 from hloscope.reports.profile import ProfileReport, ScriptProfileReport
 
 MAX_LINE_ROWS = 15
 MAX_OP_ROWS = 25
+INSTRUCTIONS_WIDTH = 40
+"""Characters of a line's instruction names (`instruction_names`), at most."""
+MIN_INSTRUCTIONS_WIDTH = 20
+"""... and at least, in the text report on a narrow console."""
+CODE_WIDTH = 50
+"""Characters of a line's code, at most."""
 
 
 def duration(value: float) -> str:
@@ -50,12 +59,28 @@ def runs_text(analysis: ProfileAnalysis) -> str:
 
 
 def coverage_text(analysis: ProfileAnalysis) -> str:
-    """`instructions 1.1 ms a run (92.0% of the run) · around them 95 µs`."""
-    covered = "" if analysis.coverage is None else f" ({percent(analysis.coverage)} of the run)"
+    """The instructions' time, the median over the runs as the run time's is:
+    `median 1.1 ms a run (92.0% of the run) · around them 95 µs (...)`, or, where their
+    self times add up to more than the run, that they overlap."""
+    spent = f"median {duration(analysis.op_seconds)} a run"
+    if analysis.coverage is None:
+        return spent
+    if analysis.overlapping:
+        return (
+            f"{spent} · they overlap: their self times add up to "
+            f"{percent(analysis.coverage)} of the run (XLA runs independent instructions "
+            "in parallel)"
+        )
     return (
-        f"{duration(analysis.op_seconds)} a run{covered} · around them "
+        f"{spent} ({percent(analysis.coverage)} of the run) · around them "
         f"{duration(analysis.overhead_seconds)} (dispatch, arguments, waiting for results)"
     )
+
+
+def instruction_names(names: Sequence[str], width: int = INSTRUCTIONS_WIDTH) -> str:
+    """A line's instructions in one line, most time first: whole names that fit in
+    `width` characters, then `… N more` (the text report and the browser both)."""
+    return fit_entries(names, width)
 
 
 def render_profile(report: ProfileReport, console: Console) -> None:
@@ -73,7 +98,7 @@ def render_profile(report: ProfileReport, console: Console) -> None:
         rows.append(("trace", analysis.trace_file))
     console.print(header_table(rows))
     console.print()
-    console.print(lines_table(report))
+    console.print(lines_table(report, console.width))
     console.print()
     console.print(ops_table(analysis))
     notes = notes_group(report.notes)
@@ -88,42 +113,54 @@ def inputs_text(inputs: str) -> str:
     return inputs
 
 
-def lines_table(report: ProfileReport) -> Table:
-    """Your lines by the time of the instructions they made, with their code."""
+def lines_table(report: ProfileReport, width: int | None = None) -> Table:
+    """Your lines by the time of the instructions they made, with their code; each
+    row on one line of a console `width` wide: the instruction names get what the
+    other columns leave (up to `INSTRUCTIONS_WIDTH`), and on a narrow console the
+    code gives way too."""
     analysis = report.analysis
+    shown = analysis.lines[:MAX_LINE_ROWS]
+    codes = [clip(report.line_texts.get(line.source or "", ""), CODE_WIDTH) for line in shown]
+    names_width = INSTRUCTIONS_WIDTH
+    if width is not None:
+        others = (
+            len("time")
+            + 4  # `12.3 ms`
+            + len("share")
+            + 1  # `100.0%`
+            + max([len("(no line of yours)")] + [len(short_source(line.source)) for line in shown])
+            + max([len("code")] + [len(code) for code in codes])
+            + 2 * 5  # each column's padding
+        )
+        names_width = max(MIN_INSTRUCTIONS_WIDTH, min(INSTRUCTIONS_WIDTH, width - others))
     table = simple_table(
         "Your lines by time",
         [
             ("time", "right", True),
             ("share", "right", True),
             ("line", "left", True),
-            ("code", "left", True),
-            ("instructions", "left", False),
+            # Gives way on a narrow console: its code cut short, on one line.
+            ("code", "left", False),
+            ("instructions", "left", True),
         ],
     )
-    for line in analysis.lines[:MAX_LINE_ROWS]:
+    for line, code in zip(shown, codes, strict=True):
         where = (
             source_text(line.source, style="bold")
             if line.source
             else Text("(no line of yours)", style="dim")
         )
-        code = clip(report.line_texts.get(line.source or "", ""), 50)
         table.add_row(
             duration(line.seconds),
             percent(line.share),
             where,
-            code,
-            _names(line.ops),
+            Text(code, no_wrap=True, overflow="ellipsis"),
+            instruction_names(line.ops, names_width),
         )
     if len(analysis.lines) > MAX_LINE_ROWS:
         table.caption = f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)"
         table.caption_justify = "left"
     return table
-
-
-def _names(names: tuple[str, ...], limit: int = 3) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f", … {len(names) - limit} more" if len(names) > limit else "")
 
 
 def ops_table(analysis: ProfileAnalysis) -> Table:
@@ -151,7 +188,8 @@ def ops_table(analysis: ProfileAnalysis) -> Table:
             sources.cell(op),
         )
     captions = [
-        "time: self time per run (a loop's body counts for its own instructions)",
+        "time: self time per run, the mean over the runs (a loop's body counts for its own "
+        "instructions)",
         sources.caption(),
     ]
     if len(analysis.ops) > MAX_OP_ROWS:

@@ -23,9 +23,11 @@ from textual.widgets import Static
 from hloscope.ir.model import Module
 from hloscope.render.text.common import short_source
 from hloscope.render.text.profile import (
+    INSTRUCTIONS_WIDTH,
     coverage_text,
     duration,
     inputs_text,
+    instruction_names,
     percent,
     runs_text,
 )
@@ -94,7 +96,7 @@ def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
                 if line.source
                 else Text("(no line of yours)", style="dim"),
                 Text(report.line_texts.get(line.source or "", ""), style="cyan"),
-                ", ".join(line.ops),
+                instruction_names(line.ops),
             ],
             jump=jump(line.ops, short_source(line.source) or "no line of yours"),
             note=NO_OP,
@@ -108,7 +110,7 @@ def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
             Column("share", right=True, width=7),
             Column("line", width=LINE_WIDTH),
             Column("code", width=50),
-            Column("instructions", width=60),
+            Column("instructions", width=INSTRUCTIONS_WIDTH),
         ],
         line_rows,
     )
@@ -130,7 +132,7 @@ def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
         for op in analysis.ops
     ]
     lines += table(
-        f"Instructions by time ({len(analysis.ops)}): self time per run",
+        f"Instructions by time ({len(analysis.ops)}): self time per run, the mean over the runs",
         [
             Column("time", right=True, width=10),
             Column("share", right=True, width=7),
