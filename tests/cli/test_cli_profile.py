@@ -409,3 +409,28 @@ def test_the_child_running_a_dump_ends_when_hloscope_is_killed(tmp_path):
             process.wait()
         if child is not None and not _process_gone(child):
             os.kill(child, signal.SIGKILL)  # what this test failed on: not left behind
+
+
+def test_a_dump_with_a_host_callback_is_refused_before_it_runs(cli, tmp_path):
+    # JAX's own lowering of a jit holding a pure_callback: the custom call runs a
+    # Python function of the process that lowered it, not there in the child (which
+    # crashed on it: SIGSEGV).
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def on_host(x):
+        return np.sin(x)
+
+    @jax.jit
+    def f(x):
+        return jax.pure_callback(on_host, jax.ShapeDtypeStruct(x.shape, x.dtype), x) * 2
+
+    dump = tmp_path / "callback.mlir"
+    dump.write_text(f.lower(jnp.ones(4)).as_text())
+    target = "xla_ffi_python_cpu_callback"
+    assert target in dump.read_text()
+    run = cli("profile", str(dump), "--runs", "1")
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert f"its host callback ({target}) has no Python here" in line
