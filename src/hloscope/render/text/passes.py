@@ -95,7 +95,7 @@ def _find_cell(found: PassFind | None, step: PassStep) -> Text:
     return text
 
 
-INSTRUCTIONS_COLUMN = "instructions"
+INSTRUCTIONS_COLUMN = "instrs"
 INSTRUCTIONS_MEANING = "HLO instructions, parameters included (a diff counts ops)"
 """What the table's count is: not the ops a diff of a pass counts."""
 
