@@ -267,9 +267,14 @@ def test_a_donated_argument_becomes_the_result_xla_aliases(programs):
         assert buffer.result_value == results[output] + "{}"
         assert buffer.result_value not in buffer.temporaries
         assert set(buffer.holds) == {buffer.result_value, *buffer.temporaries}
-    # The output path JAX gives the result (`jax.result_info`).
+    # The result is named by its path, as placement names results (one naming): the
+    # donated kernel becomes the updated kernel, not JAX's result[0][0].states[0][N].
     kernel = next(d for d in donated.values() if d.path == "model.blocks[0].up.kernel")
-    assert kernel.result_name is not None and kernel.result_name.startswith("result[0][0]")
+    assert kernel.result_name == "model.blocks[0].up.kernel"
+    # Every donated argument of the step (model and optimizer state) is updated in place:
+    # it becomes the result of the same path.
+    for buffer in donated.values():
+        assert buffer.result_name == buffer.path
     # Its buffer held activations before the updated kernel: temporaries, not results.
     assert kernel.temporaries
 

@@ -57,7 +57,7 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
     usage = analyze_params(loaded.module, loaded.lowering)
     lowered = lowered_model(loaded)
     frames = lowered_user_frames(lowered) if lowered is not None else None
-    analysis = buffers_analysis(buffers, usage, frames, result_names(loaded.module, lowered))
+    analysis = buffers_analysis(buffers, usage, frames, result_names(loaded, lowered))
     notes = loaded.notes + analysis.notes
     refused = buffers.refused.xla_message if buffers.refused is not None else None
     return MemoryReport(
@@ -78,15 +78,21 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
     )
 
 
-def result_names(module: Module, lowered: Module | None) -> dict[int, str]:
-    """The path of each result of the optimized module (`jax.result_info`), read from
-    the lowered module where XLA's converted module does not keep it: JAX's results
-    are XLA's outputs one for one."""
+def result_names(loaded: Loaded, lowered: Module | None) -> dict[int, str]:
+    """The name of each result of the optimized module, as every view names results
+    (`analyses.params.result_paths`: the output's path, `model.w1`); where that has
+    none, JAX's `jax.result_info`, read from the lowered module where XLA's converted
+    module does not keep it (JAX's results are XLA's outputs one for one)."""
+    from hloscope.analyses.params import result_paths
+
+    module = loaded.module
     entry = module.entry
     source = lowered.entry if lowered is not None else None
-    if entry is None or source is None or len(source.results) != len(entry.results):
-        return {}
-    return {r.index: r.info for r in source.results if r.info}
+    names: dict[int, str] = {}
+    if entry is not None and source is not None and len(source.results) == len(entry.results):
+        names = {r.index: r.info for r in source.results if r.info}
+    names.update(result_paths(module, loaded.lowering))
+    return names
 
 
 def buffers_analysis(
