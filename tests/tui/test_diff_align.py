@@ -9,7 +9,7 @@ from hloscope import reports
 from hloscope.analyses.diff import ADDED, CHANGED, SAME, normalize_kind
 from hloscope.sources import loader
 from hloscope.tui import diff_align as diff_module
-from hloscope.tui.diff_align import CHANGE_STATUSES, AlignedLines, align_printed
+from hloscope.tui.diff_align import CHANGE_STATUSES, MOVED, AlignedLines, align_printed
 from hloscope.tui.printed import PrintedModule
 from hloscope.tui.session import print_module
 
@@ -27,10 +27,18 @@ def aligned(
 
 
 def check_invariants(result: AlignedLines, a: PrintedModule, b: PrintedModule) -> None:
-    """Every line of each side once, in order; no empty row; stops start change runs."""
+    """Every line of each side once in its own place, in order (and copies of lines
+    beside their pairs elsewhere); no empty row; stops start change runs."""
     assert len(result.a) == len(result.b) == len(result.status_a) == len(result.status_b)
-    assert [n for n in result.a if n >= 0] == list(range(len(a.lines)))
-    assert [n for n in result.b if n >= 0] == list(range(len(b.lines)))
+    assert len(result.copy_a) == len(result.copy_b) == len(result.a)
+    home_a = [n for n, copy in zip(result.a, result.copy_a, strict=True) if n >= 0 and not copy]
+    home_b = [n for n, copy in zip(result.b, result.copy_b, strict=True) if n >= 0 and not copy]
+    assert home_a == list(range(len(a.lines)))
+    assert home_b == list(range(len(b.lines)))
+    # A copy always faces its pair.
+    for row, (x, y) in enumerate(zip(result.a, result.b, strict=True)):
+        if result.copy_a[row] or result.copy_b[row]:
+            assert x >= 0 and y >= 0
     assert all(x >= 0 or y >= 0 for x, y in zip(result.a, result.b, strict=True))
     changes = [result.is_change(row) for row in range(len(result.a))]
     starts = [
@@ -46,7 +54,39 @@ def rows_text(result: AlignedLines, a: PrintedModule, b: PrintedModule) -> list[
     ]
 
 
+def diff_pairs(
+    report: reports.DiffReport, a: PrintedModule, b: PrintedModule
+) -> set[tuple[int, int]]:
+    """The diff's own pairs (matched or changed ops), as the lines of the two ops."""
+    diff = report.diff
+    out = set()
+    for row in diff.rows:
+        if row.a < 0 or row.b < 0:
+            continue
+        op_a, op_b = diff.a.ops[row.a], diff.b.ops[row.b]
+        if a.own_line[op_a] and b.own_line[op_b]:
+            out.add((a.op_line[op_a], b.op_line[op_b]))
+    return out
+
+
+def changed_pairs(
+    report: reports.DiffReport, a: PrintedModule, b: PrintedModule
+) -> set[tuple[int, int]]:
+    """The lines of the two ops of each `changed` change of the report."""
+    diff = report.diff
+    return {
+        (a.op_line[diff.a.ops[c.a]], b.op_line[diff.b.ops[c.b]])
+        for c in diff.changes
+        if c.a is not None and c.b is not None
+    }
+
+
+def rows_of_pairs(result: AlignedLines) -> set[tuple[int, int]]:
+    return {(x, y) for x, y in zip(result.a, result.b, strict=True) if x >= 0 and y >= 0}
+
+
 COMPUTE_ON = "samples/compute_on.py:example_args"
+PAIRS = "tests/fixtures/diff_pair_targets.py"
 
 
 def test_compute_on_inside_and_outside_jit_side_by_side():
@@ -140,3 +180,70 @@ def test_large_gaps_are_paired_in_order(tmp_path, monkeypatch: pytest.MonkeyPatc
     result, printed_a, printed_b = aligned(a, b)
     check_invariants(result, printed_a, printed_b)
     assert result.stops
+
+
+def test_a_pair_across_functions_shares_a_row():
+    # A's relu is a function of its own, B's gelu is inlined in main: the diff pairs
+    # A's relu constant with one of B's main (issue 49). Every pair of the diff sits
+    # on one row; one that crosses the order of the others is shown beside its pair
+    # at B's place, a copy of A's line, while A's line keeps its own place too.
+    factory = f"{PAIRS}:example_args"
+    a = load(f"{PAIRS}:relu_doubled", factory)
+    b = load(f"{PAIRS}:gelu_doubled", factory)
+    report = reports.diff_loaded(a, b)
+    printed_a, printed_b = print_module(a, False), print_module(b, False)
+    result = align_printed(report.diff, printed_a, printed_b)
+    check_invariants(result, printed_a, printed_b)
+    changed = changed_pairs(report, printed_a, printed_b)
+    assert len(changed) == 2  # relu's constant, main's multiply
+    assert diff_pairs(report, printed_a, printed_b) <= rows_of_pairs(result)
+    assert changed <= rows_of_pairs(result)
+    rows = rows_text(result, printed_a, printed_b)
+    for line_a, line_b in changed:
+        row = next(
+            r for r in range(len(result.a)) if (result.a[r], result.b[r]) == (line_a, line_b)
+        )
+        assert result.status_a[row] == result.status_b[row] == CHANGED
+    constant = next(
+        r
+        for r, (left, right) in enumerate(rows)
+        if "dense<0.000000e+00>" in left and "dense<4.471500e-02>" in right
+    )
+    # The pair is on B's place (among B's main), A's line a copy there; at its own
+    # place in relu, A's line faces a blank, shown as moved: no change to stop at.
+    assert result.copy_a[constant] and not result.copy_b[constant]
+    home = next(
+        r
+        for r, (left, _) in enumerate(rows)
+        if "dense<0.000000e+00>" in left and not result.copy_a[r]
+    )
+    assert home > constant and result.b[home] == -1
+    assert result.status_a[home] == MOVED and not result.is_change(home)
+    # Every stop of `]` that shows a changed op shows its pair beside it.
+    partners_a = dict(changed)
+    for row in range(len(result.a)):
+        if result.is_change(row) and result.a[row] in partners_a:
+            assert result.b[row] == partners_a[result.a[row]]
+
+
+def mlir_tanh(tmp_path, shape: str) -> str:
+    path = tmp_path / f"tanh-{shape}.mlir"
+    path.write_text(
+        f"func.func @main(%arg0: tensor<{shape}xf32>) -> tensor<{shape}xf32> {{\n"
+        f"  %0 = stablehlo.tanh %arg0 : tensor<{shape}xf32>\n"
+        f"  return %0 : tensor<{shape}xf32>\n"
+        "}\n"
+    )
+    return str(path)
+
+
+def test_the_returns_of_matched_functions_share_a_row(tmp_path):
+    # The same function compiled for two shapes (a recompilation): its returns read
+    # differently but end the same function, so they face each other.
+    a = load(mlir_tanh(tmp_path, "2x3"))
+    b = load(mlir_tanh(tmp_path, "5x3"))
+    result, printed_a, printed_b = aligned(a, b)
+    check_invariants(result, printed_a, printed_b)
+    rows = rows_text(result, printed_a, printed_b)
+    assert ("return %0 : tensor<2x3xf32>", "return %0 : tensor<5x3xf32>") in rows
+    assert result.a == result.b

@@ -13,6 +13,7 @@ from hloscope import reports
 from hloscope.sources.jax.capture import record_script
 from hloscope.tui.app import HloscopeApp
 from hloscope.tui.compiles_app import CompilesApp, LoadedDiffApp, compile_loaded, next_app
+from hloscope.tui.widgets.ir_view import IRView
 from tui_support import SIZE, loaded, plain, quiet, sync
 
 PROGRAM = """
@@ -102,6 +103,30 @@ async def test_d_diffs_a_compilation_with_the_previous_one_of_its_function(tmp_p
         summary = plain(diff_app.query_one("#diff-summary", Static).content)
         assert "verdict different" in summary
         assert "grows #" in summary
+        await pilot.press("q")
+
+
+@sync
+async def test_the_returns_of_two_compilations_share_a_row(tmp_path: Path) -> None:
+    # The two compilations' returns differ only in their type: they end the same
+    # function, so `d` shows them on one row (issue 49).
+    report = recorded(tmp_path)
+    first, second = rows_of(report, "grows")
+    diff_app = next_app(report, ("diff", first, second))(None)
+    assert isinstance(diff_app, LoadedDiffApp)
+    async with diff_app.run_test(size=SIZE) as pilot:
+        await loaded(diff_app, pilot)
+        a = diff_app.query_one("#diff-a", IRView)
+        b = diff_app.query_one("#diff-b", IRView)
+        assert a.printed is not None and b.printed is not None
+        assert a.module is not None and b.module is not None
+        (return_a,) = [op.id for op in a.module.ops if op.name == "func.return"]
+        (return_b,) = [op.id for op in b.module.ops if op.name == "func.return"]
+        # The last rows: the return, then the function's and the module's braces.
+        await pilot.press("G", "k", "k")
+        await quiet(pilot)
+        assert a.cursor_line == a.printed.op_line[return_a]
+        assert b.cursor_line == b.printed.op_line[return_b]
         await pilot.press("q")
 
 

@@ -26,6 +26,8 @@ INSIDE = "samples/compute_on.py:host_inside_jit"
 OUTSIDE = "samples/compute_on.py:host_outside_jit"
 MLP = str(DUMPS.relative_to(ROOT) / "mlp.stablehlo.mlir")
 MLP_HLO = str(DUMPS.relative_to(ROOT) / "mlp.before_optimizations.hlo")
+PAIRS = "tests/fixtures/diff_pair_targets.py"
+PAIRS_ARGS = loader.LoadOptions(args_factory=f"{PAIRS}:example_args")
 
 
 async def press(pilot, *keys: str) -> None:
@@ -115,6 +117,73 @@ async def test_brackets_go_from_change_to_change_and_the_details_follow():
         assert a.cursor == b.cursor
         await press(pilot, "G")
         assert a.cursor == b.cursor == b.row_count - 1
+
+
+def op_on(view: IRView) -> int:
+    """The op whose own line is under the cursor, or -1."""
+    number = view.cursor_line
+    printed = view.printed
+    if number is None or printed is None:
+        return -1
+    op = printed.line_op[number]
+    return op if op >= 0 and printed.own_line[op] and printed.op_line[op] == number else -1
+
+
+@sync
+async def test_each_changed_pair_is_on_one_row_across_functions():
+    # The diff pairs A's relu constant (relu is a function of its own in A) with a
+    # constant of B's main (gelu inlined): both halves of each changed pair are on
+    # the cursor's row at every change `]` goes to, and with `C` too (issue 49).
+    app = DiffApp(f"{PAIRS}:relu_doubled", f"{PAIRS}:gelu_doubled", PAIRS_ARGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.failure is None and app.session is not None
+        diff = app.session.report.diff
+        partners = {
+            diff.a.ops[c.a]: diff.b.ops[c.b]
+            for c in diff.changes
+            if c.a is not None and c.b is not None
+        }
+        assert len(partners) == 2
+        a, b = sides(app)
+        pane = app.query_one(DiffPane)
+        aligned = app.session.aligned
+        seen: set[tuple[int, int]] = set()
+
+        async def walk_run() -> None:
+            """Down every row of the run of changes under the cursor."""
+            while pane.row >= 0 and aligned.is_change(pane.row):
+                op_a, op_b = op_on(a), op_on(b)
+                if op_a in partners:
+                    assert op_b == partners[op_a], (line(a), line(b))
+                    seen.add((op_a, op_b))
+                    assert "changed" in text_of(app, "#diff-details")
+                if op_b in partners.values():
+                    assert partners.get(op_a) == op_b, (line(a), line(b))
+                before = pane.row
+                await press(pilot, "j")
+                if pane.row == before:
+                    return
+
+        for only_changes in (False, True):
+            seen.clear()
+            stops = 0
+            if only_changes:
+                # Every row shown is a change: from the first, down to the last.
+                await press(pilot, "C", "g")
+                assert a.row_count < len(aligned.a)
+                await walk_run()
+            while True:
+                row = pane.row
+                await press(pilot, "right_square_bracket")
+                if pane.row == row:
+                    break
+                stops += 1
+                await walk_run()
+            if not only_changes:
+                assert stops >= 2
+            assert seen == set(partners.items())
+        await press(pilot, "q")
 
 
 @sync

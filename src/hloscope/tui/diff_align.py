@@ -1,6 +1,12 @@
 """Two printed modules side by side for the diff screen: the rows of each, matched
 ops on one row, and what each line's op is in the diff.
 
+Every pair of the diff (a matched or changed op) is on one row, wherever its two
+ops are printed: the diff matches across functions (an inlined call against the
+function it calls), so a pair can cross the order of the others. Such a pair is
+shown at B's place with a copy of A's line beside it; A's line keeps its own place
+too, facing a blank and shown as moved, so that each side reads in its own order.
+
 Only the browser's diff screen lays modules out this way; the diff itself
 (`hloscope.analyses.diff`) knows nothing of printed lines. No textual here: the
 layout is a pure function of the diff and the two printed modules, tested on its own.
@@ -11,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from hloscope.analyses.diff import (
     ADDED,
@@ -25,13 +31,15 @@ from hloscope.analyses.diff import (
 )
 from hloscope.tui.printed import PrintedModule
 
-LineStatus = Literal[RowStatus, ""]
-"""A printed line's status: its op's status in the diff, or empty for a line that is
-no op of the diff."""
+MOVED: Final = "moved"
+LineStatus = Literal[RowStatus, "moved", ""]
+"""A printed line's status: its op's status in the diff, `moved` at the own place of
+a line whose pairs are all shown elsewhere, or empty for a line that is no op of the
+diff."""
 
 # What a line's status means for the side-by-side view: a change, and how bad.
 CHANGE_STATUSES = frozenset({ADDED, REMOVED, CHANGED})
-_SEVERITY = {SAME: 0, NORMALIZED: 1, ADDED: 2, REMOVED: 2, CHANGED: 3}
+_SEVERITY: dict[LineStatus, int] = {SAME: 0, NORMALIZED: 1, ADDED: 2, REMOVED: 2, CHANGED: 3}
 # Gaps between aligned lines larger than this (lines of A times lines of B) are not
 # matched line by line.
 MAX_GAP_PRODUCT = 250_000
@@ -53,6 +61,12 @@ class AlignedLines:
     closing brace, a blank row)."""
     status_b: tuple[LineStatus, ...]
     """The same for B (`added` instead of `removed`)."""
+    copy_a: tuple[bool, ...]
+    """Whether A's line on each row is a copy: a line shown again beside its pair,
+    which crosses the order of the other pairs; its own place is another row."""
+    copy_b: tuple[bool, ...]
+    """The same for B (a B line paired with several of A's, e.g. a function A inlined
+    twice that B calls twice)."""
     stops: tuple[int, ...]
     """The rows where a run of changed rows starts: what `]` and `[` go to."""
 
@@ -115,21 +129,62 @@ def _increasing(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     return chain
 
 
+def _returns(printed: PrintedModule, statuses: Sequence[LineStatus]) -> dict[int, int]:
+    """Function header line -> the line of its return: the op line just before the
+    function's closing brace, when it is no op of the diff (MLIR's `return`; XLA's
+    ROOT is an op of the diff)."""
+    headers = {printed.line_op[line]: line for line in printed.function_lines.values()}
+    headers.pop(-1, None)
+    closing: dict[int, int] = {}
+    for line, op in enumerate(printed.line_op):
+        if op in headers:
+            closing[op] = line
+    out: dict[int, int] = {}
+    for function, header in headers.items():
+        last = closing.get(function, -1) - 1
+        if last <= header:
+            continue
+        op = printed.line_op[last]
+        own = op >= 0 and printed.own_line[op] and printed.op_line[op] == last
+        if own and not statuses[last]:
+            out[header] = last
+    return out
+
+
 def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> AlignedLines:
     """Lay the printed modules A and B side by side for the diff `diff` of them.
 
-    Matched ops (and the headers of matched functions, and the modules' first
-    lines) are anchors: the largest set of them whose lines increase on both sides
-    shares rows. Between two anchors, lines that are no op of the diff and read the
-    same (closing braces, block labels) share rows too, a removed op may face an
-    added one (as a side-by-side diff shows a replaced block), and every other line
-    faces a blank row: lines side by side are a match, or a replacement. Every line
-    of each module appears once, in order.
+    Matched ops (and the headers and returns of matched functions, and the modules'
+    first lines) are anchors: the largest set of them whose lines increase on both
+    sides shares rows. Between two anchors, lines that are no op of the diff and
+    read the same (closing braces, block labels) share rows too, a removed op may
+    face an added one (as a side-by-side diff shows a replaced block), and every
+    other line faces a blank row: lines side by side are a match, or a replacement.
+    Every line of each module appears once in its own place, in order. A pair of
+    the diff that crosses the anchors is shown at B's line, beside a copy of A's
+    line (`copy_a`); A's line, at its own place, is `moved` when that was its only
+    part in the diff.
     """
     ops_a = _op_statuses(diff.rows, diff.a.ops, "a")
     ops_b = _op_statuses(diff.rows, diff.b.ops, "b")
     lines_a = _line_statuses(a, ops_a)
     lines_b = _line_statuses(b, ops_b)
+
+    # The diff's pairs, by their lines: each pair's worst status; the A ops the diff
+    # also saw unpaired (a function called twice, one call removed).
+    pairs: dict[tuple[int, int], RowStatus] = {}
+    unpaired_a: set[int] = set()
+    for row in diff.rows:
+        if row.a >= 0 and row.b < 0:
+            unpaired_a.add(diff.a.ops[row.a])
+        if row.a < 0 or row.b < 0:
+            continue
+        op_a, op_b = diff.a.ops[row.a], diff.b.ops[row.b]
+        if a.own_line[op_a] and b.own_line[op_b]:
+            key = (a.op_line[op_a], b.op_line[op_b])
+            old = pairs.get(key)
+            if old is None or _SEVERITY[row.status] > _SEVERITY[old]:
+                pairs[key] = row.status
 
     anchors: dict[int, int] = {}
     used_b: set[int] = set()
@@ -141,16 +196,27 @@ def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> Align
 
     if a.lines and b.lines:
         anchor(0, 0)
+    returns_a, returns_b = _returns(a, lines_a), _returns(b, lines_b)
     for pair in diff.functions:
         if pair.a is not None and pair.b is not None:
-            anchor(a.function_lines.get(pair.a, -1), b.function_lines.get(pair.b, -1))
-    for row in diff.rows:
-        if row.a < 0 or row.b < 0:
-            continue
-        op_a, op_b = diff.a.ops[row.a], diff.b.ops[row.b]
-        if a.own_line[op_a] and b.own_line[op_b]:
-            anchor(a.op_line[op_a], b.op_line[op_b])
+            header_a = a.function_lines.get(pair.a, -1)
+            header_b = b.function_lines.get(pair.b, -1)
+            anchor(header_a, header_b)
+            anchor(returns_a.get(header_a, -1), returns_b.get(header_b, -1))
+    for line_a, line_b in pairs:
+        anchor(line_a, line_b)
     chain = _increasing(sorted(anchors.items()))
+
+    # Pairs off the chain: shown at B's line, in A's order for each B line.
+    in_chain = set(chain)
+    elsewhere: dict[int, list[int]] = {}
+    for line_a, line_b in sorted(pairs):
+        if (line_a, line_b) not in in_chain:
+            elsewhere.setdefault(line_b, []).append(line_a)
+    at_home_a = {line_a for line_a, line_b in in_chain if (line_a, line_b) in pairs}
+    for line_a, _ in pairs:
+        if line_a not in at_home_a and a.line_op[line_a] not in unpaired_a:
+            lines_a[line_a] = MOVED
 
     rows_a: list[int] = []
     rows_b: list[int] = []
@@ -197,20 +263,47 @@ def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> Align
         next_a, next_b = line_a + 1, line_b + 1
     gap(range(next_a, len(a.lines)), range(next_b, len(b.lines)))
 
-    status_a = tuple(lines_a[n] if n >= 0 else "" for n in rows_a)
-    status_b = tuple(lines_b[n] if n >= 0 else "" for n in rows_b)
+    # The pairs off the chain, beside their B lines: on B's row where A's side is
+    # blank, then on rows of their own below it (B's line copied).
+    out_a: list[int] = []
+    out_b: list[int] = []
+    copy_a: list[bool] = []
+    copy_b: list[bool] = []
+    status_a: list[LineStatus] = []
+    status_b: list[LineStatus] = []
+    for line_a, line_b in zip(rows_a, rows_b, strict=True):
+        partners = elsewhere.get(line_b, []) if line_b >= 0 else []
+        copied = line_a < 0 and bool(partners)
+        if copied:
+            line_a = partners[0]
+        out_a.append(line_a)
+        out_b.append(line_b)
+        copy_a.append(copied)
+        copy_b.append(False)
+        status_a.append(pairs[line_a, line_b] if copied else lines_a[line_a] if line_a >= 0 else "")
+        status_b.append(lines_b[line_b] if line_b >= 0 else "")
+        for partner in partners[1:] if copied else partners:
+            out_a.append(partner)
+            out_b.append(line_b)
+            copy_a.append(True)
+            copy_b.append(True)
+            status_a.append(pairs[partner, line_b])
+            status_b.append(pairs[partner, line_b])
+
     stops: list[int] = []
     previous = False
-    for index in range(len(rows_a)):
+    for index in range(len(out_a)):
         change = status_a[index] in CHANGE_STATUSES or status_b[index] in CHANGE_STATUSES
         if change and not previous:
             stops.append(index)
         previous = change
     return AlignedLines(
-        a=tuple(rows_a),
-        b=tuple(rows_b),
-        status_a=status_a,
-        status_b=status_b,
+        a=tuple(out_a),
+        b=tuple(out_b),
+        status_a=tuple(status_a),
+        status_b=tuple(status_b),
+        copy_a=tuple(copy_a),
+        copy_b=tuple(copy_b),
         stops=tuple(stops),
     )
 
@@ -219,24 +312,37 @@ def group_rows(
     diff: ModuleDiff, a: PrintedModule, b: PrintedModule, aligned: AlignedLines
 ) -> tuple[int, ...]:
     """The row of each change group's first occurrence that has a line of its own (an
-    op's), or -1 (a parameter, a result, an op printed inside another's line)."""
-    row_a = {line: row for row, line in enumerate(aligned.a) if line >= 0}
-    row_b = {line: row for row, line in enumerate(aligned.b) if line >= 0}
+    op's): a changed op's row beside its pair, else its own line's; or -1 (a
+    parameter, a result, an op printed inside another's line)."""
+    row_a: dict[int, int] = {}
+    row_b: dict[int, int] = {}
+    pair_row: dict[tuple[int, int], int] = {}
+    for row, (line_a, line_b) in enumerate(zip(aligned.a, aligned.b, strict=True)):
+        if line_a >= 0 and not aligned.copy_a[row]:
+            row_a[line_a] = row
+        if line_b >= 0 and not aligned.copy_b[row]:
+            row_b[line_b] = row
+        if line_a >= 0 and line_b >= 0:
+            pair_row.setdefault((line_a, line_b), row)
+
+    def own(node: int | None, nodes: Sequence[int], printed: PrintedModule) -> int:
+        if node is None:
+            return -1
+        op = nodes[node]
+        return (
+            printed.op_line[op] if 0 <= op < len(printed.op_line) and printed.own_line[op] else -1
+        )
+
     out: list[int] = []
     for group in diff.groups:
         found = -1
         for change in group.changes:
-            for node, nodes, printed, rows in (
-                (change.a, diff.a.ops, a, row_a),
-                (change.b, diff.b.ops, b, row_b),
-            ):
-                if node is None:
-                    continue
-                op = nodes[node]
-                if 0 <= op < len(printed.op_line) and printed.own_line[op]:
-                    found = rows.get(printed.op_line[op], -1)
-                if found >= 0:
-                    break
+            line_a, line_b = own(change.a, diff.a.ops, a), own(change.b, diff.b.ops, b)
+            found = pair_row.get((line_a, line_b), -1)
+            if found < 0:
+                found = row_a.get(line_a, -1) if line_a >= 0 else row_b.get(line_b, -1)
+            if found < 0 and line_b >= 0:
+                found = row_b.get(line_b, -1)
             if found >= 0:
                 break
         out.append(found)

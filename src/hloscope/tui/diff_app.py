@@ -2,7 +2,8 @@
 
 A summary header (the verdict and the op counts), the two modules printed side by
 side on the rows `tui.diff_align.align_printed` lays out (matched ops on one row, a
-blank row facing what one side has alone), one cursor row for both, added lines in
+blank row facing what one side has alone, a pair that crosses the others' order
+beside a copy of A's line marked `»`), one cursor row for both, added lines in
 green, removed in red, changed in yellow, and below them what changed in the op
 under the cursor. `]` and `[` go to the next and previous change, `C` shows only
 the rows that changed, `L` lists the changes grouped by what changed (and the
@@ -45,7 +46,7 @@ from hloscope.render.text.common import describe_source
 from hloscope.render.text.diff import change_where
 from hloscope.sources import loader
 from hloscope.tui.app import WorkingApp, run_app
-from hloscope.tui.diff_align import AlignedLines, align_printed, group_rows
+from hloscope.tui.diff_align import MOVED, AlignedLines, align_printed, group_rows
 from hloscope.tui.printed import PrintedModule
 from hloscope.tui.screens.changes import ChangesScreen
 from hloscope.tui.screens.help import HelpScreen
@@ -60,6 +61,7 @@ STYLES: Mapping[str, Style] = {
     REMOVED: Style(color="bright_red", bold=True, bgcolor="#3a1216"),
     CHANGED: Style(color="yellow", bold=True, bgcolor="#33300c"),
     NORMALIZED: Style(color="bright_black"),
+    MOVED: Style(color="bright_black"),
 }
 """How a line of each status is drawn: the gutter mark and op name in the colour,
 the row on the background."""
@@ -87,6 +89,10 @@ class DiffSession:
     """id() of each change -> its group."""
     group_rows: tuple[int, ...]
     """The alignment row of each group's first occurrence, or -1."""
+    homes: tuple[Mapping[int, int], Mapping[int, int]]
+    """A's and B's line -> the row of its own place."""
+    copies: tuple[Mapping[int, int], Mapping[int, int]]
+    """A's and B's line -> the first row showing a copy of it beside its pair."""
 
 
 def diff_session(
@@ -115,6 +121,18 @@ def diff_session(
         if change.b is not None:
             changes_b.setdefault(diff.b.ops[change.b], []).append(change)
     groups = {id(change): group for group in diff.groups for change in group.changes}
+    homes: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    copies: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    for side, (lines, copied) in enumerate(
+        ((aligned.a, aligned.copy_a), (aligned.b, aligned.copy_b))
+    ):
+        for row, (line, copy) in enumerate(zip(lines, copied, strict=True)):
+            if line < 0:
+                continue
+            if copy:
+                copies[side].setdefault(line, row)
+            else:
+                homes[side][line] = row
     return DiffSession(
         a=a,
         b=b,
@@ -126,6 +144,8 @@ def diff_session(
         changes_b={op: tuple(found) for op, found in changes_b.items()},
         groups=groups,
         group_rows=group_rows(diff, printed_a, printed_b, aligned),
+        homes=homes,
+        copies=copies,
     )
 
 
@@ -225,14 +245,14 @@ class DiffPane(Vertical):
         self.query_one("#diff-summary", Static).update(summary_text(session.report))
         aligned = session.aligned
         view_a, view_b = self.views
-        for view, loaded, printed, statuses, lines in (
-            (view_a, session.a, session.printed_a, aligned.status_a, aligned.a),
-            (view_b, session.b, session.printed_b, aligned.status_b, aligned.b),
+        for view, loaded, printed, statuses, lines, copied in (
+            (view_a, session.a, session.printed_a, aligned.status_a, aligned.a, aligned.copy_a),
+            (view_b, session.b, session.printed_b, aligned.status_b, aligned.b, aligned.copy_b),
         ):
             styles = {
                 line: STYLES[status]
-                for line, status in zip(lines, statuses, strict=True)
-                if line >= 0 and status in STYLES
+                for line, status, copy in zip(lines, statuses, copied, strict=True)
+                if line >= 0 and status in STYLES and not copy
             }
             view.show_module(
                 loaded.module,
@@ -254,10 +274,17 @@ class DiffPane(Vertical):
             self.shown_rows = [r for r in range(len(aligned.a)) if aligned.is_change(r)]
         else:
             self.shown_rows = None
-        for view, lines in zip(self.views, (aligned.a, aligned.b), strict=True):
-            view.show_rows(
-                [lines[r] for r in self.shown_rows] if self.shown_rows is not None else lines
-            )
+        shown = self.shown_rows if self.shown_rows is not None else range(len(aligned.a))
+        for view, lines, statuses, copied in (
+            (self.views[0], aligned.a, aligned.status_a, aligned.copy_a),
+            (self.views[1], aligned.b, aligned.status_b, aligned.copy_b),
+        ):
+            copy_rows = {
+                index: STYLES.get(statuses[r], Style())
+                for index, r in enumerate(shown)
+                if copied[r]
+            }
+            view.show_rows([lines[r] for r in shown], copy_rows)
         self._go_to(row)
 
     def _view_row(self, row: int) -> int:
@@ -373,8 +400,10 @@ class DiffPane(Vertical):
             ("A", aligned.a[row], session.printed_a, session.a, session.changes_a),
             ("B", aligned.b[row], session.printed_b, session.b, session.changes_b),
         )
+        copied = (aligned.copy_a[row], aligned.copy_b[row])
+        moved = (aligned.status_a[row] == MOVED, aligned.status_b[row] == MOVED)
         changes: list[Change] = []
-        for label, line, printed, loaded, by_op in sides:
+        for side, (label, line, printed, loaded, by_op) in enumerate(sides):
             text.append(f"{label} ", style="bold")
             if line < 0:
                 text.append("(nothing on this row)\n", style="dim")
@@ -389,6 +418,15 @@ class DiffPane(Vertical):
                         changes.append(change)
             else:
                 text.append(printed.lines[line].strip()[:100])
+            if copied[side]:
+                home = session.homes[side].get(line, -1)
+                text.append(
+                    f"  (» shown again beside its pair; its place is row {home + 1:,})",
+                    style="dim",
+                )
+            elif moved[side]:
+                copy = session.copies[side].get(line, -1)
+                text.append(f"  (moved: shown beside its pair on row {copy + 1:,})", style="dim")
             text.append("\n")
         if not changes:
             statuses = {aligned.status_a[row], aligned.status_b[row]} - {""}

@@ -92,6 +92,9 @@ class IRView(ScrollView, can_focus=True):
         self.line_styles: Mapping[int, Style] = {}
         """Lines drawn in a colour of their own (the diff's added, removed and changed
         lines): its colour marks the gutter and the op name, its background the row."""
+        self.copy_rows: Mapping[int, Style] = {}
+        """Rows that show a line again away from its place (the diff's copy of a line
+        beside its pair), with their style instead of the line's: `»` in the gutter."""
         self.follower: IRView | None = None
         """A view that keeps the same cursor row and scrolling as this one."""
         self.min_width = 0
@@ -119,6 +122,7 @@ class IRView(ScrollView, can_focus=True):
         self.sources = sources
         self.marks = marks
         self.line_styles = line_styles or {}
+        self.copy_rows = {}
         self.rows = None
         self.hits = frozenset()
         self.cursor = 0
@@ -134,10 +138,12 @@ class IRView(ScrollView, can_focus=True):
         self._reset()
         self.scroll_to_cursor(centre=True)
 
-    def show_rows(self, rows: Sequence[int]) -> None:
+    def show_rows(self, rows: Sequence[int], copy_rows: Mapping[int, Style] | None = None) -> None:
         """Show a line per row as given (-1: a blank row), the cursor on the first
-        row: the diff screen's alignment."""
+        row: the diff screen's alignment (`copy_rows`: the rows that show a line
+        again, beside its pair, and their style)."""
         self.rows = rows
+        self.copy_rows = copy_rows or {}
         self.cursor = 0
         self._reset()
 
@@ -316,7 +322,7 @@ class IRView(ScrollView, can_focus=True):
         gutter = strip.crop(0, self._gutter)
         body = strip.crop(self._gutter + scroll_x, self._gutter + scroll_x + width - self._gutter)
         line = Strip.join([gutter, body]).extend_cell_length(width, self.rich_style)
-        tint = self.line_styles.get(line_number)
+        tint = self.copy_rows.get(row, self.line_styles.get(line_number))
         if tint is not None and tint.bgcolor is not None:
             line = line.apply_style(Style(bgcolor=tint.bgcolor))
         if row == self.cursor:
@@ -336,11 +342,16 @@ class IRView(ScrollView, can_focus=True):
                 if op_id in ops:
                     mark_style = style
                     break
-        tint = self.line_styles.get(line)
+        copy = row in self.copy_rows
+        tint = self.copy_rows[row] if copy else self.line_styles.get(line)
         if tint is not None:
             mark_style = Style(color=tint.color, bold=tint.bold)
         number = str(line + 1).rjust(self._gutter - 2)
-        gutter = [Segment(number, GUTTER), Segment("▌" if mark_style else " ", mark_style)]
+        mark = "»" if copy else "▌" if mark_style else " "
+        gutter = [
+            Segment(number, GUTTER),
+            Segment(mark, GUTTER if copy and mark_style is None else mark_style),
+        ]
         gutter.append(Segment(" "))
         cut = len(text) - MAX_SHOWN_CHARS
         if cut > 0:
