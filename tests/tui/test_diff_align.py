@@ -247,3 +247,41 @@ def test_the_returns_of_matched_functions_share_a_row(tmp_path):
     rows = rows_text(result, printed_a, printed_b)
     assert ("return %0 : tensor<2x3xf32>", "return %0 : tensor<5x3xf32>") in rows
     assert result.a == result.b
+
+
+def test_an_op_of_a_function_called_twice_faces_each_of_its_pairs(tmp_path):
+    # B calls @f twice where A has its op inline twice: the diff pairs B's one cosine
+    # with both of A's sines, so B's line is on two rows, the second a copy.
+    inline = tmp_path / "inline.mlir"
+    inline.write_text(
+        "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = stablehlo.sine %arg0 : tensor<4xf32>\n"
+        "  %1 = stablehlo.sine %0 : tensor<4xf32>\n"
+        "  return %1 : tensor<4xf32>\n"
+        "}\n"
+    )
+    calls = tmp_path / "calls.mlir"
+    calls.write_text(
+        "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = call @f(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "  %1 = call @f(%0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "  return %1 : tensor<4xf32>\n"
+        "}\n"
+        "func.func private @f(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = stablehlo.cosine %arg0 : tensor<4xf32>\n"
+        "  return %0 : tensor<4xf32>\n"
+        "}\n"
+    )
+    for first, second in ((inline, calls), (calls, inline)):
+        a, b = load(str(first)), load(str(second))
+        report = reports.diff_loaded(a, b)
+        printed_a, printed_b = print_module(a, False), print_module(b, False)
+        result = align_printed(report.diff, printed_a, printed_b)
+        check_invariants(result, printed_a, printed_b)
+        changed = changed_pairs(report, printed_a, printed_b)
+        assert len(changed) == 2
+        assert changed <= rows_of_pairs(result)
+        assert diff_pairs(report, printed_a, printed_b) <= rows_of_pairs(result)
+        for row in range(len(result.a)):
+            if (result.a[row], result.b[row]) in changed:
+                assert result.is_change(row)
