@@ -185,7 +185,7 @@ class HloscopeApp(WorkingApp):
             tooltip="Switch to the optimized module (compiling it), or back to the lowered one",
             show=True,
         ),
-        *filter_bindings(),
+        *filter_bindings(everywhere=True),
         Binding("tab", "focus_next", "Next pane", show=False),
         Binding("shift+tab", "focus_previous", "Previous pane", show=False),
     ]

@@ -31,15 +31,18 @@ from hloscope.tui.widgets.module_tree import ModuleTree, OpNode, PageNode
 MAX_HISTORY = 200
 
 
-def filter_bindings() -> list[BindingType]:
-    """The op filters' keys: bound everywhere in the browser (`H` on the Overview tab
-    shows the IR tab's host ops), so the app binds them."""
+def filter_bindings(*, everywhere: bool = False) -> list[BindingType]:
+    """The op filters' keys: on the IR tab, shown in its footer; `everywhere`: the
+    app's, unshown, so that `H` on another tab (the Overview, where inspect opens)
+    shows the IR tab's host ops too."""
     return [
         Binding(
             f.key,
             f"toggle_filter('{f.id}')",
             f.label.capitalize(),
-            tooltip=f"Show only {f.label} in the IR, or everything again",
+            tooltip=f"Show only {f.label} in the IR"
+            + (" (from any tab)" if everywhere else ", or everything again"),
+            show=not everywhere,
         )
         for f in FILTERS
     ]
@@ -62,6 +65,7 @@ class BrowserPane(Vertical):
             tooltip="Show or hide locations in the IR",
             show=True,
         ),
+        *filter_bindings(),
         Binding("t", "focus('module-tree')", "Focus the module tree", show=False),
         Binding("i", "focus('ir-view')", "Focus the IR", show=False),
         Binding("d", "focus('op-details')", "Focus the details (links)", show=False),
