@@ -22,12 +22,17 @@ from hloscope.cli_options import (
     JsonOption,
     PrintedAnywayOption,
     PrintOption,
+    ProfileTargetArg,
+    RunsOption,
+    StrictOption,
     TargetArg,
     TargetOptions,
     TargetOptionsNoCompile,
     TimeoutOption,
     ToleranceOption,
+    TraceDirOption,
     UpdateOption,
+    WarmupOption,
     option_groups,
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
@@ -778,42 +783,6 @@ def _tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
 
 # --------------------------------------------------------------------------- profile
 
-ProfileTargetArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="TARGET | SCRIPT.py [ARGS]...",
-        help="An entrypoint (pkg.module:function, file.py:function) with its example "
-        "arguments; a module before optimizations (run on seeded random inputs, in a "
-        "child process); or a Python script, run as `python SCRIPT.py ARGS` would run "
-        "it (put -- before its arguments when they clash with hloscope's options).",
-        show_default=False,
-    ),
-]
-RunsOption = Annotated[
-    int | None,
-    typer.Option(
-        "--runs",
-        metavar="N",
-        help="Measured runs (default: as many as fit in about 2 seconds, 3 to 100).",
-        show_default=False,
-    ),
-]
-WarmupOption = Annotated[
-    int,
-    typer.Option("--warmup", metavar="N", help="Runs before the measured ones, not traced."),
-]
-TraceDirOption = Annotated[
-    str | None,
-    typer.Option(
-        "--trace-dir",
-        metavar="DIR",
-        help="Keep JAX's profiler trace in DIR (for XProf or Perfetto); a temporary "
-        "folder otherwise.",
-        show_default=False,
-    ),
-]
-
-
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
@@ -859,6 +828,33 @@ def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -
             return ExitCode.ERROR
         return report.exit_code
     return ExitCode.OK
+
+
+@app.command()
+@option_groups
+def remat(
+    target: TargetArg,
+    options: TargetOptions,
+    json: JsonOption = False,
+    print_: PrintedAnywayOption = False,
+    strict: StrictOption = False,
+    debug: DebugOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """What the backward pass keeps from the forward: every residual of the loss (or
+    of jit(grad(loss))), saved, offloaded or recomputed by its jax.checkpoint policies,
+    by your line and checkpoint name; with --compile, its share of the memory peak."""
+    from hloscope import reports
+    from hloscope.sources.remat import remat_source
+
+    emit(
+        debug,
+        json,
+        lambda: reports.remat_report(remat_source(target, options)),
+        lambda report: ExitCode.DIFFERENT if strict and report.has_unmatched else ExitCode.OK,
+        timeout=timeout,
+        what=target,
+    )
 
 
 @app.command()

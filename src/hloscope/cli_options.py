@@ -102,6 +102,51 @@ TimeoutOption = Annotated[
     ),
 ]
 
+# `profile`'s own options.
+ProfileTargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="TARGET | SCRIPT.py [ARGS]...",
+        help="An entrypoint (pkg.module:function, file.py:function) with its example "
+        "arguments; a module before optimizations (run on seeded random inputs, in a "
+        "child process); or a Python script, run as `python SCRIPT.py ARGS` would run "
+        "it (put -- before its arguments when they clash with hloscope's options).",
+        show_default=False,
+    ),
+]
+RunsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--runs",
+        metavar="N",
+        help="Measured runs (default: as many as fit in about 2 seconds, 3 to 100).",
+        show_default=False,
+    ),
+]
+WarmupOption = Annotated[
+    int,
+    typer.Option("--warmup", metavar="N", help="Runs before the measured ones, not traced."),
+]
+TraceDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trace-dir",
+        metavar="DIR",
+        help="Keep JAX's profiler trace in DIR (for XProf or Perfetto); a temporary "
+        "folder otherwise.",
+        show_default=False,
+    ),
+]
+
+# `remat`'s own option.
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Exit 1 when a checkpoint policy names a checkpoint_name the program never gives.",
+    ),
+]
+
 # `check`'s own options.
 BaselineOption = Annotated[
     str | None,

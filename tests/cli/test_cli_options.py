@@ -33,6 +33,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "compiles": ("--args", "--calls", "--json", "--print", "--fail-on", *TAIL),
     "passes": (*LOADED, "--find", "--diff", "--json", "--print", *TAIL),
     "memory": (*LOADED, "--json", "--print", *TAIL),
+    "remat": (*TARGET, "--json", "--print", "--strict", *TAIL),
     "check": (
         "--baseline",
         "--update",

@@ -39,6 +39,7 @@ CASES: list[tuple[str, list[str]]] = [
     ("profile", [*sample("profile_step", "step"), "--runs", "2"]),
     ("profile", ["samples/dumps/mlp.before_optimizations.hlo", "--runs", "2"]),
     ("profile", ["samples/jit_granularity.py", "2"]),
+    ("remat", sample("remat_policies", "loss")),
 ]
 
 
@@ -90,6 +91,9 @@ def check_contract(command: str, doc: dict[str, Any]) -> None:
     elif command == "profile":
         assert doc["ops"] and doc["lines"] and doc["runs"] == 2
         assert sum(op["share"] for op in doc["ops"]) == pytest.approx(1.0)
+    elif command == "remat":
+        assert doc["residuals"] and doc["regions"] and doc["device_bytes"] > 0
+        assert sum(g["bytes"] for g in doc["groups"]) == doc["device_bytes"] + doc["host_bytes"]
     elif command == "aot-check" or command == "diff":
         assert doc["verdict"] == "same"
 

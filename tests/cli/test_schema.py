@@ -353,6 +353,11 @@ NNX = sample("flax_nnx", "train_step")
 EQX = sample("equinox_model", "loss", "loss_args")
 
 
+def _remat_target(library: str) -> list[str]:
+    fixture = "tests/fixtures/remat_targets.py"
+    return [f"{fixture}:{library}_grad", "--args", f"{fixture}:{library}_model_args"]
+
+
 def library_runs(model: list[str], tmp_path: Path) -> list[list[str]]:
     """Every command with --json on one real model (and, for `diff`, `compiles` and
     `profile` in their script form, both models)."""
@@ -371,6 +376,8 @@ def library_runs(model: list[str], tmp_path: Path) -> list[list[str]]:
         ["check", *model, "--baseline", baseline, "--update", "--json"],
         ["check", *model, "--baseline", baseline, "--json"],
         ["profile", *model, "--runs", "2", "--json"],
+        # remat differentiates a loss: the library's gradient of one (a step takes its own).
+        ["remat", *_remat_target("nnx" if "flax" in model[0] else "eqx"), "--json"],
         *(
             [
                 ["fusions", *model, "--for", "tpu:v5e:2x2", "--json"],

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         script_profile_report,
     )
     from hloscope.reports.registry import REPORTS
+    from hloscope.reports.remat import RematReport, remat_report
 
 # Where each name below lives: its module is imported on first use.
 _MODULE_OF = {
@@ -70,6 +71,8 @@ _MODULE_OF = {
     "PlacementReport": "placement",
     "ProfileReport": "profile",
     "REPORTS": "registry",
+    "RematReport": "remat",
+    "remat_report": "remat",
     "ReportEntry": "entry",
     "ScriptProfileReport": "profile",
     "Timings": "common",
@@ -126,6 +129,7 @@ __all__ = [
     "PassesReport",
     "PlacementReport",
     "ProfileReport",
+    "RematReport",
     "ReportEntry",
     "ScriptProfileReport",
     "Timings",
@@ -149,6 +153,7 @@ __all__ = [
     "placement_why_report",
     "profile_report",
     "profiled_report",
+    "remat_report",
     "script_profile_report",
     "stage_timings",
 ]

@@ -20,6 +20,7 @@ from hloscope.reports import (
     passes,
     placement,
     profile,
+    remat,
 )
 from hloscope.reports.entry import ReportEntry, entry_of
 
@@ -38,4 +39,5 @@ REPORTS: tuple[ReportEntry, ...] = (
     check.ENTRY,
     profile.ENTRY,
     profile.SCRIPT_ENTRY,
+    remat.ENTRY,
 )

@@ -70,8 +70,15 @@ COMMANDS: dict[str, tuple[str, Callable[[], Body]]] = {
     "check": ("the compiled program's facts against a baseline", _runs("check")),
     "profile": ("where the run time goes: a function's or a script's", _runs("profile")),
     "platforms": ("what --for compiles for", _views("platforms")),
+    "remat": ("what the backward pass keeps from the forward", lambda: _remat_body()),
 }
 """Every command with `--json`: what its document is, and how to build its body."""
+
+
+def _remat_body() -> Body:
+    from hloscope.render.schema.remat import remat_body
+
+    return remat_body(), ()
 
 
 def command_names() -> tuple[str, ...]:

@@ -687,3 +687,195 @@ def _compile_events_missing() -> list[str]:
     if "jax_explain_cache_misses" not in jax.config.values:
         missing.append("jax.config jax_explain_cache_misses")
     return missing
+
+
+# --------------------------------------------------------------------------- remat
+
+
+def private_vjp_residuals(
+    f: Callable[..., Any], diff: tuple[Any, ...], rest: tuple[Any, ...]
+) -> tuple[Any, list[Any]]:
+    """The forward jaxpr of `jax.vjp(f)` and its residual variables, as
+    `jax._src.ad_checkpoint.saved_residuals` makes them: `f(diff, rest)` traced with
+    `make_jaxpr`, differentiated with respect to the leaves `diff` only (the leaves
+    `rest` are inputs too, not differentiated); the residuals are the pullback's
+    leaves, the last outputs of the jaxpr. Invars: `diff`, then `rest`."""
+    nd = len(diff)
+
+    def forward(*leaves: Any) -> Any:
+        return jax.vjp(lambda *d: f(d, leaves[nd:]), *leaves[:nd])
+
+    closed, shape = jax.make_jaxpr(forward, return_shape=True)(*diff, *rest)
+    jaxpr = closed.jaxpr
+    count = jax.tree_util.tree_structure(shape[1]).num_leaves
+    return jaxpr, list(jaxpr.outvars[len(jaxpr.outvars) - count :])
+
+
+def private_argument_names(f: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
+    """JAX's names of the flattened arguments (`params['w']`), as `saved_residuals`
+    names them (`jax._src.api_util.debug_info(...).arg_names`); None where unknown."""
+    from jax._src import api_util
+
+    try:
+        return api_util.debug_info("remat", f, args, kwargs).arg_names
+    except Exception:
+        return None
+
+
+def private_eqn_frames(eqn: Any) -> list[tuple[str, str, int, int]]:
+    """An equation's Python frames, innermost first: (file, function, line, column)."""
+    from jax._src import source_info_util
+
+    traceback = eqn.source_info.traceback
+    if traceback is None:
+        return []
+    codes, lastis = traceback.raw_frames()
+    frames = []
+    for code, lasti in zip(codes, lastis, strict=False):
+        frame = source_info_util.raw_frame_to_frame(code, lasti)
+        frames.append((frame.file_name, frame.function_name, frame.start_line, frame.start_column))
+    return frames
+
+
+def private_is_checkpoint(eqn: Any) -> bool:
+    """Whether an equation is a `jax.checkpoint` region (`remat_p`)."""
+    from jax._src import ad_checkpoint
+
+    return bool(eqn.primitive is ad_checkpoint.remat_p)
+
+
+def private_checkpoint_name(eqn: Any) -> str | None:
+    """The name `checkpoint_name` gives the value an equation makes (`name_p`)."""
+    from jax._src import ad_checkpoint
+
+    if eqn.primitive is ad_checkpoint.name_p:
+        return str(eqn.params["name"])
+    return None
+
+
+def _closure(function: Any) -> dict[str, Any]:
+    code = getattr(function, "__code__", None)
+    cells = getattr(function, "__closure__", None) or ()
+    if code is None:
+        return {}
+    values = {}
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        with contextlib.suppress(ValueError):
+            values[name] = cell.cell_contents
+    return values
+
+
+def private_policy(policy: Any) -> tuple[str, tuple[str, ...], str | None]:
+    """A checkpoint policy's name, the checkpoint names it mentions (sorted), and where
+    it offloads to (`pinned_host`), read from JAX's policy objects and closures
+    (`jax.checkpoint_policies`); a policy of the user's own is named by its qualname."""
+    if policy is None:
+        return "nothing_saveable", (), None
+    kind = type(policy).__name__
+    if kind == "SaveOnlyTheseNames":
+        return "save_only_these_names", tuple(sorted(policy.saveable_names)), None
+    if kind == "SaveAnyNamesButThese":
+        return "save_any_names_but_these", tuple(sorted(policy.names)), None
+    if kind == "DotsSaveable":
+        return (
+            (
+                "dots_with_no_batch_dims_saveable"
+                if policy.only_if_no_batch_dims
+                else "dots_saveable"
+            ),
+            (),
+            None,
+        )
+    qualname = getattr(policy, "__qualname__", kind)
+    outer = qualname.split(".<locals>")[0]
+    cells = _closure(policy)
+    if outer == "save_from_both_policies":
+        first = private_policy(cells.get("policy_1"))
+        second = private_policy(cells.get("policy_2"))
+        names = tuple(sorted(set(first[1]) | set(second[1])))
+        return f"save_from_both_policies({first[0]}, {second[0]})", names, first[2] or second[2]
+    mentioned: set[str] = set()
+    for key in ("names_which_can_be_saved", "names_which_can_be_offloaded"):
+        mentioned |= {str(n) for n in cells.get(key, ())}
+    dst = cells.get("offload_dst")
+    return outer, tuple(sorted(mentioned)), (str(dst) if dst is not None else None)
+
+
+def private_recomputed(region: Any) -> list[Any]:
+    """The equations of a `jax.checkpoint` region (an equation) that its backward
+    runs again: JAX's own split of the region's JVP by its policy
+    (`partial_eval_jaxpr_custom`, as `remat_partial_eval` does), the staged
+    equations that read no tangent, after dead code is dropped."""
+    from jax._src.interpreters import ad as _jax_ad
+
+    params = region.params
+    jaxpr = params["jaxpr"]
+    policy = params["policy"] or (lambda *_, **__: False)
+    n = len(jaxpr.invars)
+    closed = _jax_partial_eval.close_jaxpr(jaxpr)
+    jvp, _ = _jax_ad.jvp_jaxpr(closed, [True] * n, False)
+    body = _jax_partial_eval.convert_constvars_jaxpr(jvp.jaxpr)
+    consts = len(body.invars) - 2 * n
+    unknowns = [False] * (consts + n) + [True] * n
+    _, staged, out_unknowns, out_inst, _ = _jax_partial_eval.partial_eval_jaxpr_custom(
+        body, unknowns, [True] * len(unknowns), False, False, policy
+    )
+    keep = [u for u, i in zip(out_unknowns, out_inst, strict=False) if i]
+    staged, _ = _jax_partial_eval.dce_jaxpr(staged, keep)
+    from jax._src import core as _jax_core
+
+    tangent = set(staged.invars[len(staged.invars) - n :])
+    recomputed = []
+    for eqn in staged.eqns:
+        if any(isinstance(v, _jax_core.Var) and v in tangent for v in eqn.invars):
+            tangent.update(eqn.outvars)
+        else:
+            recomputed.append(eqn)
+    return recomputed
+
+
+def private_grad_target(obj: Any) -> tuple[Any, tuple[int, ...] | None, bool] | None:
+    """What a gradient function differentiates: `(loss, argnums, filtered)` for
+    `jax.grad`/`jax.value_and_grad` (jitted or not), `nnx.grad`/`nnx.value_and_grad`
+    and `eqx.filter_grad`/`eqx.filter_value_and_grad` (`filtered`: with respect to the
+    inexact arrays of the first argument, as Equinox does); None for anything else.
+    Read from their wrappers' closures (`value_and_grad_f`'s `fun` and `argnums`,
+    Flax's `grad_wrapper`'s `f`) and Equinox's wrapper classes."""
+    seen: Any = obj
+    for _ in range(12):
+        if type(seen).__name__ in ("_GradWrapper", "_ValueAndGradWrapper"):
+            return inspect.unwrap(seen), (0,), True
+        found = _grad_closure(seen, 0)
+        if found is not None:
+            return found
+        nxt = getattr(seen, "__wrapped__", None) or getattr(seen, "_fun", None)
+        if nxt is None or nxt is seen:
+            return None
+        seen = nxt
+    return None
+
+
+def _grad_closure(function: Any, depth: int) -> tuple[Any, tuple[int, ...] | None, bool] | None:
+    code = getattr(function, "__code__", None)
+    if code is None or depth > 6:
+        return None
+    cells = _closure(function)
+    if code.co_name == "value_and_grad_f" and "fun" in cells:
+        return cells["fun"], _argnums(cells.get("argnums", 0)), False
+    if code.co_name == "grad_wrapper" and "jax_argnums" in cells and "f" in cells:
+        return cells["f"], _argnums(cells.get("argnums", 0)), False
+    for value in cells.values():
+        if callable(value):
+            found = _grad_closure(value, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _argnums(argnums: Any) -> tuple[int, ...] | None:
+    if isinstance(argnums, int):
+        return (argnums,)
+    try:
+        return tuple(int(a) for a in argnums)
+    except TypeError:
+        return None

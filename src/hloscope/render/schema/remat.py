@@ -1,0 +1,46 @@
+"""The schema of `hloscope remat --json`, key for key as `render.remat_json` writes it."""
+
+from __future__ import annotations
+
+from hloscope.analyses.remat import (
+    RematAnalysis,
+    RematPeak,
+    Residual,
+    ResidualGroup,
+    UnmatchedName,
+)
+from hloscope.remat_facts import RegionFact
+from hloscope.render.schema.build import (
+    INT,
+    STR,
+    Schema,
+    array,
+    dataclass_schema,
+    fields,
+    nullable,
+    obj,
+)
+
+
+def remat_body() -> dict[str, Schema]:
+    region = dataclass_schema(RegionFact)
+    region = obj(
+        {
+            **region["properties"],
+            "saved": {**INT, "description": "Residuals its body made."},
+            "saved_bytes": INT,
+            "offloaded_bytes": INT,
+        },
+        title="Region",
+    )
+    return {
+        **fields(RematAnalysis, "function", "differentiated"),
+        "residuals": array(dataclass_schema(Residual)),
+        "groups": array(dataclass_schema(ResidualGroup)),
+        **fields(RematAnalysis, "device_bytes", "host_bytes"),
+        "regions": array(region),
+        "names": array(STR),
+        "unmatched_names": array(dataclass_schema(UnmatchedName)),
+        "peak": nullable(dataclass_schema(RematPeak)),
+        "notes": array(STR),
+    }

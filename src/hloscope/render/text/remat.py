@@ -1,0 +1,157 @@
+"""`hloscope remat` as text: every residual the backward pass keeps, grouped by line
+and checkpoint name, the totals on the device and the host, the checkpoint regions
+with their policies and what they recompute, and the names that match nothing."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from hloscope.analyses.remat import RematAnalysis
+from hloscope.render.text.common import (
+    header_table,
+    notes_group,
+    plural,
+    short_source,
+    simple_table,
+    source_text,
+)
+from hloscope.reports.remat import RematReport
+from hloscope.units import human_bytes
+
+MAX_RESIDUALS = 200
+HOW_STYLES = {"offloaded": "cyan", "not checkpointed": "yellow", "argument": "dim"}
+
+
+def _line_or(line: str | None, other: str | None = None) -> Text:
+    return source_text(line) if line else Text(other or "-")
+
+
+def unmatched_text(analysis: RematAnalysis) -> list[Text]:
+    """One warning line per policy name that no `checkpoint_name` gives."""
+    out = []
+    for u in analysis.unmatched:
+        closest = ", ".join(repr(n) for n in u.closest[:3])
+        where = ", ".join(f"#{i}" for i in u.regions)
+        text = f"warning: policy name {u.name!r} (region {where}) matches no checkpoint_name"
+        text += f"; the program's names, closest first: {closest}" if closest else "; it gives none"
+        out.append(Text(text, style="bold yellow"))
+    return out
+
+
+def render_remat(report: RematReport, console: Console) -> None:
+    a = report.analysis
+    parts: list[RenderableType] = []
+    totals = f"{plural(len(a.residuals), 'residual')}: {human_bytes(a.device_bytes)} on the device"
+    totals += f" · {human_bytes(a.host_bytes)} on the host" if a.host_bytes else ""
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(report.target)),
+        ("function", Text(a.function or "-")),
+        ("differentiated", Text(", ".join(a.differentiated) or "-")),
+        ("residuals", Text(totals)),
+        ("regions", Text(plural(len(a.regions), "jax.checkpoint region"))),
+    ]
+    if a.peak is not None:
+        share = a.peak.residual_bytes / a.peak.peak_bytes if a.peak.peak_bytes else 0.0
+        rows.append(
+            (
+                "at the peak",
+                Text(
+                    f"{human_bytes(a.peak.residual_bytes)} of {human_bytes(a.peak.peak_bytes)} "
+                    f"live at the compiled program's peak are residuals ({share:.0%})"
+                ),
+            )
+        )
+    parts.append(header_table(rows))
+    parts.extend(unmatched_text(a))
+
+    table = simple_table(
+        f"Residuals ({len(a.residuals)})",
+        [
+            ("bytes", "right", True),
+            ("type", "left", True),
+            ("memory", "left", True),
+            ("how", "left", True),
+            ("name", "left", True),
+            ("line", "left", False),
+        ],
+    )
+    for r in a.residuals[:MAX_RESIDUALS]:
+        where = _line_or(r.line, r.argument)
+        if r.stacked_by:
+            where.append(f" (stacked by the loop at {short_source(r.stacked_by)})", style="dim")
+        table.add_row(
+            human_bytes(r.bytes),
+            r.type,
+            r.memory,
+            Text(r.how, style=HOW_STYLES.get(r.how, "")),
+            r.name or "-",
+            where,
+        )
+    parts.append(table)
+
+    groups = simple_table(
+        "By line and name",
+        [
+            ("bytes", "right", True),
+            ("count", "right", True),
+            ("memory", "left", True),
+            ("name", "left", True),
+            ("line", "left", False),
+        ],
+    )
+    for g in a.groups:
+        where = Text(g.line or "-") if g.line and ":" not in g.line else _line_or(g.line)
+        text = report.line_texts.get(g.line or "")
+        if text:
+            where.append(f"  {text}", style="dim")
+        groups.add_row(human_bytes(g.bytes), str(g.count), g.memory, g.name or "-", where)
+    parts.append(groups)
+
+    if a.regions:
+        parts.append(Text("Checkpoint regions", style="bold"))
+    for region in a.regions:
+        f = region.fact
+        head = Text(f" #{f.index} ")
+        head.append(f.function or "?", style="bold")
+        head.append(" at ")
+        head.append_text(_line_or(f.line))
+        if f.in_loop:
+            head.append(f" (in the loop at {short_source(f.in_loop)})", style="dim")
+        parts.append(head)
+        policy = f.policy + (
+            f"({', '.join(repr(n) for n in f.policy_names)})" if f.policy_names else ""
+        )
+        lines = [
+            f"   policy   {policy}" + (f" → offloads to {f.offload_to}" if f.offload_to else ""),
+            f"   names    {', '.join(f.names) or '-'}",
+            f"   saves    {plural(region.saved, 'residual')}, {human_bytes(region.saved_bytes)}"
+            + (
+                f" ({human_bytes(region.offloaded_bytes)} offloaded)"
+                if region.offloaded_bytes
+                else ""
+            ),
+        ]
+        parts.extend(Text(line) for line in lines)
+        if f.recomputed:
+            ops = ", ".join(
+                f"{op.primitive}{f' ×{op.count}' if op.count > 1 else ''}"
+                + (f" ({short_source(op.line).rpartition(':')[2]})" if op.line else "")
+                for op in f.recomputed
+            )
+            parts.append(Text(f"   recomputes {ops}"))
+        else:
+            parts.append(Text("   recomputes nothing"))
+
+    if a.peak is not None and a.peak.by_line:
+        peak = simple_table(
+            "Residuals live at the peak, by line",
+            [("bytes", "right", True), ("buffers", "right", True), ("line", "left", False)],
+        )
+        for p in a.peak.by_line:
+            peak.add_row(human_bytes(p.bytes), str(p.buffers), _line_or(p.line))
+        parts.append(peak)
+    notes = notes_group(report.notes)
+    if notes is not None:
+        parts.append(notes)
+    console.print(Group(*parts))

@@ -1,0 +1,172 @@
+"""`hloscope remat` against JAX's own `saved_residuals` (what
+`jax.ad_checkpoint.print_saved_residuals` prints) on the same function: the
+residuals' count, names, bytes and lines are JAX's."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+from jax.ad_checkpoint import print_saved_residuals
+
+from conftest import run_cli
+from fixtures import remat_targets as targets
+from hloscope.analyses.remat import analyze_remat
+from hloscope.sources.jax.residuals import remat_facts
+
+FIXTURE = "tests/fixtures/remat_targets.py"
+
+
+ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "s32": 4}
+
+
+def _jax_view(loss, args):
+    """(type, bytes, name, file:line, on the host) of each residual, as JAX's
+    `print_saved_residuals` (its `saved_residuals`) says."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(loss, *args)
+    out = []
+    for text in printed.getvalue().splitlines():
+        kind, _, rest = text.partition(" ")
+        dtype, host, dims = re.fullmatch(r"(\w+)(<host>)?\[([\d,]*)\]", kind).groups()
+        shape = [int(d) for d in dims.split(",") if d]
+        name = re.search(r"named '([^']+)'", rest)
+        line = re.search(r"from (\S+):(\d+):\d+", rest)
+        out.append(
+            (
+                f"{dtype}[{dims}]",
+                int(np.prod(shape, dtype=np.int64)) * ITEM_BYTES[dtype],
+                name.group(1) if name else None,
+                f"{line.group(1)}:{line.group(2)}" if line else None,
+                host is not None,
+            )
+        )
+    return out
+
+
+def _ours(loss, args):
+    facts = remat_facts(loss, args, {}, "test")
+    out = []
+    for r in facts.residuals:
+        # JAX names the value the primitive it saves made: its name where that is a
+        # `name`; its line is that primitive's.
+        name = r.name if r.primitive in ("name", "reduce_precision") else None
+        out.append((r.type, r.bytes, name, r.primitive_line, r.memory == "pinned_host"))
+    return facts, out
+
+
+ARGS = tuple(np.ones(s.shape, s.dtype) for s in targets.example_args())
+SCAN_ARGS = tuple(np.ones(s.shape, s.dtype) for s in targets.scanned_args())
+
+
+@pytest.mark.parametrize(
+    ("loss", "args"),
+    [
+        (targets.by_name, ARGS),
+        (targets.offload, ARGS),
+        (targets.typo, ARGS),
+        (targets.no_checkpoint, ARGS),
+        (targets.scanned, SCAN_ARGS),
+    ],
+    ids=["by_name", "offload", "typo", "no_checkpoint", "scanned"],
+)
+def test_residuals_are_jaxs(loss, args) -> None:
+    facts, ours = _ours(loss, args)
+    assert ours == _jax_view(loss, args)
+    analysis = analyze_remat(facts)
+    assert analysis.device_bytes + analysis.host_bytes == sum(r[1] for r in ours)
+    assert sum(g.bytes for g in analysis.groups) == sum(r[1] for r in ours)
+    assert sum(g.count for g in analysis.groups) == len(ours)
+
+
+def test_an_offloaded_residual_is_the_one_saving_would_keep() -> None:
+    # JAX names an offloaded residual `output of device_put`: looked through, it is
+    # the value (name, line) that saving the same name keeps.
+    facts, _ = _ours(targets.offload, ARGS)
+    saved = {(n, line) for _, _, n, line, _ in _jax_view(targets.offload_saved, ARGS) if n}
+    offloaded = [r for r in facts.residuals if r.offloaded]
+    assert [(r.name, r.memory) for r in offloaded] == [("projected", "pinned_host")]
+    assert ("projected", offloaded[0].line) in saved
+    analysis = analyze_remat(facts)
+    assert analysis.host_bytes == offloaded[0].bytes
+    assert [r.how for r in analysis.residuals if r.name == "projected"] == ["offloaded"]
+    assert analysis.regions[0].fact.offload_to == "pinned_host"
+
+
+def test_a_typo_is_unmatched_with_the_closest_names() -> None:
+    facts, _ = _ours(targets.typo, ARGS)
+    analysis = analyze_remat(facts)
+    assert [(u.name, u.closest[0]) for u in analysis.unmatched] == [("hiden", "hidden")]
+    assert not analyze_remat(_ours(targets.by_name, ARGS)[0]).unmatched
+
+
+def test_a_scanned_residual_names_its_layer_line_and_loop() -> None:
+    facts, _ = _ours(targets.scanned, SCAN_ARGS)
+    hidden = [r for r in facts.residuals if r.name == "hidden"]
+    assert len(hidden) == 1 and hidden[0].type == "f32[4,16,32]"
+    assert hidden[0].line.endswith("remat_targets.py:12")
+    assert hidden[0].stacked_by.endswith("remat_targets.py:47")
+    assert facts.regions[0].in_loop.endswith("remat_targets.py:47")
+
+
+def test_a_jitted_gradient_is_unwrapped_to_its_loss() -> None:
+    facts = remat_facts(targets.grad_by_name, ARGS, {}, "t")
+    assert facts.function == "loss" and facts.differentiated == ("w",)
+    # With respect to w only, as jax.grad differentiates; the same residuals as the loss's.
+    assert [r.type for r in facts.residuals] == [t for t, *_ in _jax_view(targets.by_name, ARGS)]
+
+
+def test_policies_are_named_with_their_names() -> None:
+    facts, _ = _ours(targets.offload, ARGS)
+    region = facts.regions[0]
+    assert region.policy == "save_and_offload_only_these_names"
+    assert region.policy_names == ("hidden", "projected")
+    assert region.names == ("hidden", "projected")
+    assert {op.primitive for op in region.recomputed} >= {"dot_general", "tanh"}
+
+
+@pytest.mark.parametrize(
+    ("target", "factory", "message"),
+    [
+        ("not_scalar", "example_args", "not a scalar"),
+        ("integers_only", "integer_args", "no argument to differentiate"),
+        ("step", "example_args", "takes a gradient inside"),
+        ("not_differentiable", "example_args", "JAX cannot differentiate it"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(target: str, factory: str, message: str) -> None:
+    run = run_cli("remat", f"{FIXTURE}:{target}", "--args", f"{FIXTURE}:{factory}")
+    assert run.code == 2
+    lines = [line for line in run.stderr.splitlines() if line.startswith("hloscope")]
+    assert len(lines) == 1 and message in lines[0], run.stderr
+
+
+def test_strict_exits_1_on_an_unmatched_name_and_json_lists_it() -> None:
+    run = run_cli(
+        "remat", f"{FIXTURE}:typo", "--args", f"{FIXTURE}:example_args", "--json", "--strict"
+    )
+    assert run.code == 1
+    doc = run.json()
+    assert doc["unmatched_names"][0]["name"] == "hiden"
+    assert doc["unmatched_names"][0]["closest"][0] == "hidden"
+    ok = run_cli("remat", f"{FIXTURE}:by_name", "--args", f"{FIXTURE}:example_args", "--strict")
+    assert ok.code == 0, ok.stderr
+
+
+def test_compile_counts_the_residuals_at_the_peak() -> None:
+    run = run_cli(
+        "remat",
+        f"{FIXTURE}:grad_by_name",
+        "--args",
+        f"{FIXTURE}:example_args",
+        "--compile",
+        "--json",
+    )
+    assert run.code == 0, run.stderr
+    peak = run.json()["peak"]
+    assert 0 < peak["residual_bytes"] <= peak["peak_bytes"]
+    assert sum(p["bytes"] for p in peak["by_line"]) == peak["residual_bytes"]
