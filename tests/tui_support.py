@@ -120,6 +120,14 @@ def type_at_once(app: Any, *keys: str) -> None:
         app.post_message(event)
 
 
+def notifications(app: Any) -> list[str]:
+    """What `app` notifies from now on, as it shows it (its `notify` is wrapped)."""
+    said: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
+    return said
+
+
 def plain(content: object) -> str:
     if isinstance(content, Text):
         return content.plain

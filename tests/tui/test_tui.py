@@ -22,6 +22,7 @@ from tui_support import (
     cursor_text,
     details,
     loaded,
+    notifications,
     plain,
     quiet,
     selected_name,
@@ -382,9 +383,7 @@ async def search_for(pilot, app: HloscopeApp, query: str) -> None:
 @sync
 async def test_search_and_n_N():
     app = HloscopeApp(MLP)
-    said: list[str] = []
-    notify = app.notify
-    app.notify = lambda message, **kw: (said.append(str(message)), notify(message, **kw))[1]
+    said = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await search_for(pilot, app, "broadcast_in_dim")
@@ -889,9 +888,7 @@ async def test_a_key_typed_as_the_module_appears_is_not_lost(key):
 @pytest.mark.parametrize(("module", "shows"), [(MLP, False), (HOST, True)])
 async def test_host_ops_key_works_from_any_tab_and_says_when_there_are_none(module, shows):
     app = HloscopeApp(module)
-    notes: list[str] = []
-    notify = app.notify
-    app.notify = lambda message, **kw: (notes.append(str(message)), notify(message, **kw))[1]
+    notes = notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await loaded(app, pilot)
         await press(pilot, "2")
