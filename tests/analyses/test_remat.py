@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 
 import numpy as np
@@ -41,11 +42,17 @@ def _jax_view(loss, args):
                 f"{dtype}[{dims}]",
                 int(np.prod(shape, dtype=np.int64)) * ITEM_BYTES[dtype],
                 name.group(1) if name else None,
-                f"{line.group(1)}:{line.group(2)}" if line else None,
+                f"{_relative(line.group(1))}:{line.group(2)}" if line else None,
                 host is not None,
             )
         )
     return out
+
+
+def _relative(file: str) -> str:
+    """JAX's file relative to the working directory, as hloscope names every line."""
+    root = os.getcwd() + os.sep
+    return file[len(root) :] if file.startswith(root) else file
 
 
 def _ours(loss, args):
@@ -160,9 +167,9 @@ def test_strict_exits_1_on_an_unmatched_name_and_json_lists_it() -> None:
 def test_compile_counts_the_residuals_at_the_peak() -> None:
     run = run_cli(
         "remat",
-        f"{FIXTURE}:grad_by_name",
+        f"{FIXTURE}:grad_scanned",
         "--args",
-        f"{FIXTURE}:example_args",
+        f"{FIXTURE}:scanned_args",
         "--compile",
         "--json",
     )
@@ -170,3 +177,7 @@ def test_compile_counts_the_residuals_at_the_peak() -> None:
     peak = run.json()["peak"]
     assert 0 < peak["residual_bytes"] <= peak["peak_bytes"]
     assert sum(p["bytes"] for p in peak["by_line"]) == peak["residual_bytes"]
+    # Not the arguments alone: the values the forward saved, on their lines (as the
+    # memory report names them, relative to the working directory), live at the peak.
+    lines = {r["line"] for r in run.json()["residuals"] if r["line"]}
+    assert {p["line"] for p in peak["by_line"]} & lines, peak

@@ -228,7 +228,8 @@ def residuals_at_peak(
         if buffer.kind in ("parameter", "constant") or "transpose(" in (buffer.op_name or ""):
             continue
         line = buffer.user_source
-        if (line, buffer.shape) in kinds:
+        # XLA's shape carries its layout (`f32[4,64,256]{2,1,0}`); a residual's does not.
+        if (line, buffer.shape.partition("{")[0]) in kinds:
             by_line.setdefault(line, []).append(buffer)
     lines = tuple(
         sorted(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -234,9 +235,18 @@ def _user_key(eqn: Any) -> tuple[tuple[str, int, int], ...]:
     return tuple((f.file, f.line, f.column) for f in frames if is_user_file(f.file))
 
 
+def _source(frame: Frame) -> str:
+    """`file.py:LINE`, the file relative to the working directory when below it, as
+    the memory report names its buffers' lines (its `source_root`): the same line
+    in both, and in the JSON."""
+    root = os.getcwd().rstrip(os.sep) + os.sep
+    file = frame.file[len(root) :] if frame.file.startswith(root) else frame.file
+    return f"{file}:{frame.line}"
+
+
 def _line(eqn: Any) -> tuple[str | None, str | None]:
     frame = user_frame(_frames_of(tuple(private_eqn_frames(eqn))))
-    return (frame.source, frame.function) if frame is not None else (None, None)
+    return (_source(frame), frame.function) if frame is not None else (None, None)
 
 
 def _regions(
@@ -307,7 +317,7 @@ def _caller_line(body: Any, function: str | None) -> str | None:
         user = [f for f in frames if is_user_file(f.file)]
         for frame in user:
             if frame.function != function:
-                return frame.source
+                return _source(frame)
     return None
 
 
