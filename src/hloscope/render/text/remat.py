@@ -78,8 +78,10 @@ def render_remat(report: RematReport, console: Console) -> None:
     )
     for r in a.residuals[:MAX_RESIDUALS]:
         where = _line_or(r.line, r.argument)
-        if r.stacked_by:
-            where.append(f" (stacked by the loop at {short_source(r.stacked_by)})", style="dim")
+        if r.stacked_by and r.stacked_by == r.line:
+            where.append(" (stacked, one per iteration)", style="dim")
+        elif r.stacked_by:
+            where.append(f" (stacked by the loop at {_near(r.stacked_by, r.line)})", style="dim")
         table.add_row(
             human_bytes(r.bytes),
             r.type,
@@ -116,8 +118,10 @@ def render_remat(report: RematReport, console: Console) -> None:
         head.append(f.function or "?", style="bold")
         head.append(" at ")
         head.append_text(_line_or(f.line))
-        if f.in_loop:
-            head.append(f" (in the loop at {short_source(f.in_loop)})", style="dim")
+        if f.in_loop and f.in_loop == f.line:
+            head.append(" (in that loop)", style="dim")
+        elif f.in_loop:
+            head.append(f" (in the loop at {_near(f.in_loop, f.line)})", style="dim")
         parts.append(head)
         policy = f.policy + (
             f"({', '.join(repr(n) for n in f.policy_names)})" if f.policy_names else ""
@@ -155,3 +159,11 @@ def render_remat(report: RematReport, console: Console) -> None:
     if notes is not None:
         parts.append(notes)
     console.print(Group(*parts))
+
+
+def _near(source: str, beside: str | None) -> str:
+    """`line 35` where `source` is in the file of `beside`, else `file.py:35`."""
+    file, _, line = source.rpartition(":")
+    if beside is not None and beside.rpartition(":")[0] == file:
+        return f"line {line}"
+    return short_source(source)
