@@ -5,6 +5,7 @@ with their policies and what they recompute, and the names that match nothing.""
 from __future__ import annotations
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.text import Text
 
 from hloscope.analyses.remat import RematAnalysis
@@ -126,26 +127,27 @@ def render_remat(report: RematReport, console: Console) -> None:
         policy = f.policy + (
             f"({', '.join(repr(n) for n in f.policy_names)})" if f.policy_names else ""
         )
-        lines = [
-            f"   policy   {policy}" + (f" → offloads to {f.offload_to}" if f.offload_to else ""),
-            f"   names    {', '.join(f.names) or '-'}",
-            f"   saves    {plural(region.saved, 'residual')}, {human_bytes(region.saved_bytes)}"
-            + (
-                f" ({human_bytes(region.offloaded_bytes)} offloaded)"
-                if region.offloaded_bytes
-                else ""
-            ),
-        ]
-        parts.extend(Text(line) for line in lines)
-        if f.recomputed:
-            ops = ", ".join(
+        saves = f"{plural(region.saved, 'residual')}, {human_bytes(region.saved_bytes)}"
+        if region.offloaded_bytes:
+            saves += f" ({human_bytes(region.offloaded_bytes)} offloaded)"
+        recomputes = (
+            ", ".join(
                 f"{op.primitive}{f' ×{op.count}' if op.count > 1 else ''}"
                 + (f" ({short_source(op.line).rpartition(':')[2]})" if op.line else "")
                 for op in f.recomputed
             )
-            parts.append(Text(f"   recomputes {ops}"))
-        else:
-            parts.append(Text("   recomputes nothing"))
+            or "nothing"
+        )
+        details = header_table(
+            [
+                ("policy", policy + (f" → offloads to {f.offload_to}" if f.offload_to else "")),
+                ("names", ", ".join(f.names) or "-"),
+                ("saves", saves),
+                ("recomputes", recomputes),
+            ]
+        )
+        details.columns[0].style = ""  # under the region's head, not a header
+        parts.append(Padding(details, (0, 0, 0, 3)))
 
     if a.peak is not None and a.peak.by_line:
         peak = simple_table(
