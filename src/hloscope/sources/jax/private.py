@@ -19,11 +19,16 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax._src import ad_checkpoint as _jax_ad_checkpoint
+from jax._src import api_util as _jax_api_util
 from jax._src import compilation_cache as _jax_compilation_cache
 from jax._src import compiler as _jax_compiler
+from jax._src import core as _jax_core
 from jax._src import dispatch as _jax_dispatch
 from jax._src import pjit as _jax_pjit
+from jax._src import source_info_util as _jax_source_info
 from jax._src import xla_bridge as _jax_xla_bridge
+from jax._src.interpreters import ad as _jax_ad
 from jax._src.interpreters import partial_eval as _jax_partial_eval
 from jax._src.lib import xla_client as _xla_client
 
@@ -261,8 +266,6 @@ def private_caller_frames_hidden(obj: Any) -> Iterator[None]:
     stays in, even when it is on the stack."""
     import sys
 
-    from jax._src import source_info_util
-
     try:
         keep = inspect.getsourcefile(inspect.unwrap(obj))
     except (TypeError, ValueError):
@@ -274,14 +277,14 @@ def private_caller_frames_hidden(obj: Any) -> Iterator[None]:
         frame = frame.f_back  # type: ignore[assignment]
     added = [f for f in sorted(files) if f != keep]
     for name in added:
-        source_info_util.register_exclusion(name)
+        _jax_source_info.register_exclusion(name)
     try:
         yield
     finally:
         for name in added:
-            source_info_util._exclude_paths.remove(name)
-        source_info_util._exclude_path_regex.cache_clear()
-        source_info_util.is_user_filename.cache_clear()
+            _jax_source_info._exclude_paths.remove(name)
+        _jax_source_info._exclude_path_regex.cache_clear()
+        _jax_source_info.is_user_filename.cache_clear()
 
 
 @contextlib.contextmanager
@@ -586,14 +589,13 @@ def private_api_ok() -> list[str]:
             missing.append("jit(f)._jit_info.static_argnums (changed meaning)")
     except AttributeError:
         missing.append("jit(f)._jit_info.static_argnums")
-    from jax._src import source_info_util
-
     for name in ("register_exclusion", "_exclude_paths", "_exclude_path_regex"):
-        if not hasattr(source_info_util, name):
+        if not hasattr(_jax_source_info, name):
             missing.append(f"jax._src.source_info_util.{name}")
-    if not hasattr(getattr(source_info_util, "is_user_filename", None), "cache_clear"):
+    if not hasattr(getattr(_jax_source_info, "is_user_filename", None), "cache_clear"):
         missing.append("jax._src.source_info_util.is_user_filename.cache_clear")
     missing.extend(_compile_capture_missing())
+    missing.extend(_remat_missing())
     missing.extend(_compile_events_missing())
     if not hasattr(_jax_compiler, "get_compile_options"):
         missing.append("jax._src.compiler.get_compile_options")
@@ -705,52 +707,83 @@ def private_vjp_residuals(
     def forward(*leaves: Any) -> Any:
         return jax.vjp(lambda *d: f(d, leaves[nd:]), *leaves[:nd])
 
-    closed, shape = jax.make_jaxpr(forward, return_shape=True)(*diff, *rest)
-    jaxpr = closed.jaxpr
+    jaxpr, shape = jax.make_jaxpr(forward, return_shape=True)(*diff, *rest)
+    jaxpr = jaxpr.jaxpr
     count = jax.tree_util.tree_structure(shape[1]).num_leaves
     return jaxpr, list(jaxpr.outvars[len(jaxpr.outvars) - count :])
 
 
 def private_argument_names(f: Callable[..., Any], args: tuple[Any, ...], kwargs: Any) -> Any:
     """JAX's names of the flattened arguments (`params['w']`), as `saved_residuals`
-    names them (`jax._src.api_util.debug_info(...).arg_names`); None where unknown."""
-    from jax._src import api_util
-
+    names them (`jax._src._jax_api_util.debug_info(...).arg_names`); None where unknown."""
     try:
-        return api_util.debug_info("remat", f, args, kwargs).arg_names
+        return _jax_api_util.debug_info("remat", f, args, kwargs).arg_names
     except Exception:
         return None
 
 
 def private_eqn_frames(eqn: Any) -> list[tuple[str, str, int, int]]:
     """An equation's Python frames, innermost first: (file, function, line, column)."""
-    from jax._src import source_info_util
-
     traceback = eqn.source_info.traceback
     if traceback is None:
         return []
     codes, lastis = traceback.raw_frames()
     frames = []
     for code, lasti in zip(codes, lastis, strict=False):
-        frame = source_info_util.raw_frame_to_frame(code, lasti)
+        frame = _jax_source_info.raw_frame_to_frame(code, lasti)
         frames.append((frame.file_name, frame.function_name, frame.start_line, frame.start_column))
     return frames
 
 
 def private_is_checkpoint(eqn: Any) -> bool:
     """Whether an equation is a `jax.checkpoint` region (`remat_p`)."""
-    from jax._src import ad_checkpoint
-
-    return bool(eqn.primitive is ad_checkpoint.remat_p)
+    return bool(eqn.primitive is _jax_ad_checkpoint.remat_p)
 
 
 def private_checkpoint_name(eqn: Any) -> str | None:
     """The name `checkpoint_name` gives the value an equation makes (`name_p`)."""
-    from jax._src import ad_checkpoint
-
-    if eqn.primitive is ad_checkpoint.name_p:
+    if eqn.primitive is _jax_ad_checkpoint.name_p:
         return str(eqn.params["name"])
     return None
+
+
+def _remat_missing() -> list[str]:
+    """What `hloscope remat` reads of JAX, used on a checkpointed loss as remat uses it."""
+    ac = _jax_ad_checkpoint
+    wanted = [(ac, "remat_p"), (ac, "name_p"), (ac, "saved_residuals"), (_jax_ad, "jvp_jaxpr")]
+    wanted += [(_jax_api_util, "debug_info"), (_jax_source_info, "raw_frame_to_frame")]
+    for name in (
+        "partial_eval_jaxpr_custom",
+        "dce_jaxpr",
+        "close_jaxpr",
+        "convert_constvars_jaxpr",
+    ):
+        wanted.append((_jax_partial_eval, name))
+    if missing := [f"{m.__name__}.{name}" for m, name in wanted if not hasattr(m, name)]:
+        return missing
+    policy = jax.checkpoint_policies.save_only_these_names("h")
+    block = jax.checkpoint(lambda v: jax.numpy.sin(ac.checkpoint_name(v * 2, "h")), policy=policy)
+    loss = lambda w: jax.numpy.sum(block(w))  # noqa: E731
+    w = np.ones(3, np.float32)
+    try:
+        eqns = [e for e in jax.make_jaxpr(loss)(w).jaxpr.eqns if private_is_checkpoint(e)]
+        body = eqns[0].params["jaxpr"].eqns if eqns else []
+        recomputed = [e.primitive.name for e in private_recomputed(eqns[0])]
+        residuals = private_vjp_residuals(lambda d, _: loss(*d), (w,), ())[1]
+        grad = private_grad_target(jax.jit(jax.grad(loss)))
+        checks = {
+            "remat_p": len(eqns) == 1,
+            "name_p": [private_checkpoint_name(e) for e in body].count("h") == 1,
+            "policy": private_policy(policy) == ("save_only_these_names", ("h",), None),
+            "raw_frame_to_frame": any(f[0] == __file__ for f in private_eqn_frames(body[0])),
+            "debug_info().arg_names": private_argument_names(loss, (w,), {}) == ("w",),
+            "partial_eval_jaxpr_custom": recomputed == ["cos"],
+            "residuals": len(residuals) == len(ac.saved_residuals(loss, w)) == 1,
+            "jax.grad's closure": grad is not None and grad[0] is loss,
+        }
+    except Exception as exc:
+        return [f"remat: {type(exc).__name__}: {str(exc)[:200]}"]
+    return [f"remat: {what} (changed)" for what, ok in checks.items() if not ok]
 
 
 def _closure(function: Any) -> dict[str, Any]:
@@ -777,15 +810,8 @@ def private_policy(policy: Any) -> tuple[str, tuple[str, ...], str | None]:
     if kind == "SaveAnyNamesButThese":
         return "save_any_names_but_these", tuple(sorted(policy.names)), None
     if kind == "DotsSaveable":
-        return (
-            (
-                "dots_with_no_batch_dims_saveable"
-                if policy.only_if_no_batch_dims
-                else "dots_saveable"
-            ),
-            (),
-            None,
-        )
+        batch = "_with_no_batch_dims" if policy.only_if_no_batch_dims else ""
+        return f"dots{batch}_saveable", (), None
     qualname = getattr(policy, "__qualname__", kind)
     outer = qualname.split(".<locals>")[0]
     cells = _closure(policy)
@@ -806,8 +832,6 @@ def private_recomputed(region: Any) -> list[Any]:
     runs again: JAX's own split of the region's JVP by its policy
     (`partial_eval_jaxpr_custom`, as `remat_partial_eval` does), the staged
     equations that read no tangent, after dead code is dropped."""
-    from jax._src.interpreters import ad as _jax_ad
-
     params = region.params
     jaxpr = params["jaxpr"]
     policy = params["policy"] or (lambda *_, **__: False)
@@ -822,8 +846,6 @@ def private_recomputed(region: Any) -> list[Any]:
     )
     keep = [u for u, i in zip(out_unknowns, out_inst, strict=False) if i]
     staged, _ = _jax_partial_eval.dce_jaxpr(staged, keep)
-    from jax._src import core as _jax_core
-
     tangent = set(staged.invars[len(staged.invars) - n :])
     recomputed = []
     for eqn in staged.eqns:
@@ -873,9 +895,6 @@ def _grad_closure(function: Any, depth: int) -> tuple[Any, tuple[int, ...] | Non
 
 
 def _argnums(argnums: Any) -> tuple[int, ...] | None:
-    if isinstance(argnums, int):
-        return (argnums,)
-    try:
-        return tuple(int(a) for a in argnums)
-    except TypeError:
-        return None
+    with contextlib.suppress(TypeError):
+        return (argnums,) if isinstance(argnums, int) else tuple(int(a) for a in argnums)
+    return None
