@@ -7,6 +7,7 @@ hand:
     insp.params            # which arguments the compiler got
     insp.fusions()         # what XLA fused (compiles)
     insp.memory()          # what is live at the memory peak (compiles)
+    insp.remat()           # what the backward pass keeps (insp: the loss)
     insp.browse()          # the browser, in this terminal
 
 `inspect` loads what it is given through the same pipeline as the command line
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
         PassesReport,
         PlacementReport,
         ProfileReport,
+        RematReport,
     )
     from hloscope.sources.loader import Call, Loaded, LoadOptions
     from hloscope.stages import Source
@@ -207,6 +209,7 @@ class Inspection(Displayed):
         self._optimized: Inspection | None = None
         self._fusions: FusionsReport | None = None
         self._memory: MemoryReport | None = None
+        self._remat: dict[bool, RematReport] = {}
         self._placement_why: PlacementReport | None = None
         self._platforms: dict[str, Inspection] = {}
 
@@ -347,6 +350,35 @@ class Inspection(Displayed):
 
             self._memory = shown(reports.loaded_memory_report(self.loaded))
         return self._memory
+
+    def remat(self, compile: bool = False) -> RematReport:
+        """What the backward pass keeps from the forward (`hloscope remat`): this
+        inspection's function is the loss (or a gradient of it, unwrapped), and each
+        residual JAX keeps when differentiating it on its example arguments is listed,
+        saved, offloaded or recomputed by its `jax.checkpoint` policies, by line and
+        checkpoint name. `compile` (as `--compile`; always on an inspection made by
+        `optimized()` or `compile_for()`, for its platform) compiles the jitted
+        gradient and counts the residuals live at its memory peak. Kept."""
+        from hloscope import reports
+        from hloscope.sources.remat import remat_source
+
+        origin = self._origin
+        options = origin.options
+        compile = compile or options.optimized or options.compile_for is not None
+        if compile not in self._remat:
+            options = dataclasses.replace(options, optimized=compile)
+            if origin.kind == "object":
+                source = remat_source(self.label, options, origin.call, obj=origin.value)
+            elif origin.kind == "target":
+                source = remat_source(origin.value, options, origin.call)
+            else:
+                raise HloscopeError(
+                    "remat() differentiates a function, and this is a module "
+                    f"({self.source.format}): inspect the loss instead",
+                    where=self.label,
+                )
+            self._remat[compile] = shown(reports.remat_report(source))
+        return self._remat[compile]
 
     def profile(
         self, runs: int | None = None, warmup: int = 1, trace_dir: str | None = None

@@ -763,7 +763,7 @@ def _remat_missing() -> list[str]:
         return missing
     policy = jax.checkpoint_policies.save_only_these_names("h")
     block = jax.checkpoint(lambda v: jax.numpy.sin(ac.checkpoint_name(v * 2, "h")), policy=policy)
-    loss = lambda w: jax.numpy.sum(block(w))  # noqa: E731
+    loss: Callable[[Any], Any] = lambda w: jax.numpy.sum(block(w))  # noqa: E731
     w = np.ones(3, np.float32)
     try:
         eqns = [e for e in jax.make_jaxpr(loss)(w).jaxpr.eqns if private_is_checkpoint(e)]
