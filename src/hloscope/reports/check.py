@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from hloscope.analyses.baseline.facts import Measurement
     from hloscope.analyses.baseline.record import Backend, Baseline
     from hloscope.analyses.baseline.tolerance import Tolerances
+    from hloscope.remat_facts import RematFacts
     from hloscope.runs import RecordedRun
     from hloscope.sources.baselines import CheckedProgram
     from hloscope.sources.loader import Loaded
@@ -80,16 +81,17 @@ def measure_program(program: CheckedProgram) -> Measurement:
     if program.run is not None:
         return _measure_run(program.run)
     assert program.lowered is not None and program.optimized is not None
-    return _measure_compiled(program.lowered, program.buffers, program.optimized)
+    return _measure_compiled(program.lowered, program.buffers, program.optimized, program.remat)
 
 
 def _measure_compiled(
-    lowered: Loaded, buffers: BufferDumps | None, optimized: Loaded
+    lowered: Loaded, buffers: BufferDumps | None, optimized: Loaded, remat: RematFacts | None
 ) -> Measurement:
     from hloscope.analyses.baseline.facts import Compiled, measure
     from hloscope.analyses.fusions import analyze_fusions
     from hloscope.analyses.params import analyze_params
     from hloscope.analyses.placement import analyze_placement
+    from hloscope.analyses.remat import analyze_remat
     from hloscope.analyses.structure import analyze_structure
     from hloscope.reports.common import lowered_frames
     from hloscope.reports.memory import buffers_analysis
@@ -118,6 +120,7 @@ def _measure_compiled(
             lowered_structure=analyze_structure(before) if before is not None else None,
             lowered_frames=frames,
             source_root=root,
+            remat=analyze_remat(remat) if remat is not None else None,
         )
     )
 

@@ -33,6 +33,7 @@ from hloscope.sources.target import is_script
 
 if TYPE_CHECKING:
     from hloscope.analyses.baseline.record import Backend, Baseline
+    from hloscope.remat_facts import RematFacts
     from hloscope.runs import RecordedRun
     from hloscope.sources.loader import Call, Loaded, LoadOptions
     from hloscope.sources.memory import BufferDumps
@@ -228,6 +229,8 @@ class CheckedProgram:
     is without one."""
     run: RecordedRun | None = None
     """A script, or a function called on several argument sets."""
+    remat: RematFacts | None = None
+    """Where the target is a gradient: the residuals of the loss it differentiates."""
 
 
 def checked_program(
@@ -271,4 +274,7 @@ def checked_program(
     buffers = compiled_memory_dumps(loaded)
     if buffers.refused is not None:
         raise buffers.refused  # it does not fit the device --for names
-    return CheckedProgram(lowered=loaded, optimized=buffers.loaded, buffers=buffers)
+    from hloscope.sources.remat import gradient_residuals
+
+    remat = gradient_residuals(target, options, call, obj)
+    return CheckedProgram(lowered=loaded, optimized=buffers.loaded, buffers=buffers, remat=remat)

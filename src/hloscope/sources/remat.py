@@ -74,3 +74,38 @@ def remat_source(
         )
         buffers = compiled_memory_dumps(loaded)
     return RematSource(target, facts, entrypoint.notes, buffers)
+
+
+def gradient_residuals(
+    target: str, options: LoadOptions, call: Call | None = None, obj: Any = None
+) -> RematFacts | None:
+    """The residuals of the loss `target` (or `obj`) differentiates where it is a
+    gradient (`jax.grad`, `nnx.grad`, `eqx.filter_grad`, ...), for `check`'s facts;
+    None for anything else, or where JAX's residuals cannot be had (the check stands
+    without them)."""
+    from hloscope.sources.jax.private import private_grad_target
+
+    try:
+        if obj is None:
+            parsed = parse_target(target)
+            if not isinstance(parsed, EntrypointTarget):
+                return None
+            from hloscope.sources.entrypoint import import_target
+
+            # Imported already by the check (cached): its arguments are made again
+            # only for a gradient.
+            if private_grad_target(import_target(parsed)) is None:
+                return None
+            entrypoint, _ = _import_entrypoint(
+                parsed, dataclasses.replace(options, optimized=False), call=call
+            )
+        else:
+            call = call or Call()
+            entrypoint = _Entrypoint(obj, tuple(call.args), dict(call.kwargs), call.given, ())
+        if private_grad_target(entrypoint.obj) is None or not entrypoint.given_args:
+            return None
+        from hloscope.sources.jax.residuals import remat_facts
+
+        return remat_facts(entrypoint.obj, entrypoint.args, entrypoint.kwargs, target)
+    except HloscopeError:
+        return None

@@ -112,7 +112,9 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
             if tolerance.allows(old_value, new_value, NOISE_FLOORS.get(fact, 0.0)):
                 continue
             regression = (new_value > old_value) == (direction == "up")
-        deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), regression)
+        # A fact any change of which is worse: every line that moved explains it.
+        grew_only = regression and direction != "any"
+        deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), grew_only)
         where = _deltas_words(fact, deltas)
         if fact.startswith("memory.") and regression and not deltas:
             deltas = [(g.site, g.after - g.before) for g in grown]
@@ -136,6 +138,7 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
 
 _ORDER = (
     "memory.",
+    "remat.",
     "params.",
     "collectives.",
     "copies.",

@@ -28,6 +28,7 @@ from hloscope.analyses.placement import Placement
 from hloscope.analyses.placement.collectives import collective_kind
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.profile import ProfileAnalysis
+from hloscope.analyses.remat import RematAnalysis
 from hloscope.analyses.structure import Structure
 from hloscope.ir.model import Module, Op
 
@@ -126,6 +127,8 @@ class Compiled:
     lowered_frames: LoweredFrames | None
     source_root: str | None
     """Paths under it are shown relative to it (the working directory)."""
+    remat: RematAnalysis | None = None
+    """Where the target is a gradient: the residuals of its loss (`hloscope remat`)."""
 
 
 def measure(compiled: Compiled) -> Measurement:
@@ -223,6 +226,8 @@ def measure(compiled: Compiled) -> Measurement:
             )
             for b in compiled.memory.buffers_at_peak[:PEAK_BUFFERS_KEPT]
         )
+    if compiled.remat is not None:
+        facts.update(_remat_facts(compiled.remat, sites))
     cost = compiled.cost or {}
     for key, name in _COST:
         if key in cost:
@@ -301,6 +306,25 @@ def _parameter_facts(usage: ParameterUsage) -> dict[str, FactValue]:
         if parameter.donated and parameter.aliases_output is not None:
             facts[f"params.aliases.{parameter.path}"] = parameter.aliases_output
     return facts
+
+
+def _remat_facts(remat: RematAnalysis, sites: dict[str, Counter[str]]) -> dict[str, FactValue]:
+    """What the backward pass keeps (JAX's residuals of the loss a gradient
+    differentiates), by the line that made each residual, and what its checkpoint
+    regions recompute: a policy that stops matching its names changes them."""
+    for residual in remat.residuals:
+        sites.setdefault("remat.residuals", Counter())[residual.line or UNKNOWN_SITE] += 1
+    for region in remat.regions:
+        for op in region.fact.recomputed:
+            where = op.line or UNKNOWN_SITE
+            sites.setdefault("remat.recomputed_ops", Counter())[where] += op.count
+    return {
+        "remat.residuals": len(remat.residuals),
+        "remat.device_bytes": remat.device_bytes,
+        "remat.host_bytes": remat.host_bytes,
+        "remat.recomputed_ops": sum(op.count for r in remat.regions for op in r.fact.recomputed),
+        "remat.unmatched_names": len(remat.unmatched),
+    }
 
 
 def _first(items: Sequence[str]) -> str | None:

@@ -60,9 +60,11 @@ def _render_target(check: TargetCheck, console: Console) -> None:
         regressions, improvements = comparison.regressions, comparison.improvements
         if regressions:
             console.print(_changes_table("Regressions", regressions))
-            console.print(
-                _lines_table(regressions, comparison.grown_at_peak, check.line_texts, check.origins)
+            lines = _lines_table(
+                regressions, comparison.grown_at_peak, check.line_texts, check.origins
             )
+            if lines.row_count:  # none where no regression names a line
+                console.print(lines)
         if improvements:
             title = "Changes that are no regression" if regressions else "Changes"
             console.print(_changes_table(title, improvements[:MAX_IMPROVEMENT_ROWS]))
