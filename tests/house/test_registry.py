@@ -46,6 +46,7 @@ def test_the_browser_shows_the_registrys_tabs_in_its_order():
         "aot",
         "memory",
         "profile",
+        "remat",
     ]
     assert tuple(entry.browser_tab() for entry in REPORTS if entry.tab is not None) == VIEWS
 

@@ -58,4 +58,5 @@ ENTRY = ReportEntry(
     report=RematReport,
     json="hloscope.render.remat_json:remat_json",
     text="hloscope.render.text.remat:render_remat",
+    tab="hloscope.tui.views.remat:VIEW",
 )
