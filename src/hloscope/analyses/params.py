@@ -365,25 +365,26 @@ class _LeafNames:
 def _leaf_names(
     leaves: Sequence[ArgumentLeaf], arguments: Sequence[Argument], offset: int
 ) -> _LeafNames:
-    if not leaves or not all(_GENERIC_PATH.match(leaf.path) for leaf in leaves):
-        return _LeafNames({}, None)
+    # Keyword arguments keep their names in the tree; positional ones are `args[i]`.
+    unnamed = [leaf for leaf in leaves if _GENERIC_PATH.match(leaf.path)]
     named: dict[int, str] = {}
-    for leaf in leaves:
+    for leaf in unnamed:
         argument = _argument_of(leaf, arguments, offset)
         if argument is not None and not argument_name(argument).startswith("%arg"):
             named[leaf.position] = argument_name(argument)
-    if len(named) == len(leaves):
+    if all(named.get(leaf.position, leaf.path) == leaf.path for leaf in unnamed):
+        # The module says nothing the paths do not (a function of `*args`).
+        return _LeafNames({}, None)
+    if len(named) == len(unnamed):
         return _LeafNames(
             named, "arguments are named as the module names them (JAX kept no Python names)"
         )
-    if named:
-        return _LeafNames(
-            {},
-            f"arguments are named by position: the module names {len(named)} of the "
-            f"{len(leaves)} ({', '.join(named.values())}), a pruned argument has no "
-            "parameter to carry a name",
-        )
-    return _LeafNames({}, None)
+    return _LeafNames(
+        {},
+        f"arguments are named by position: the module names {len(named)} of the "
+        f"{len(unnamed)} ({', '.join(named.values())}), a pruned argument has no "
+        "parameter to carry a name",
+    )
 
 
 def _argument_of(leaf: ArgumentLeaf, arguments: Sequence[Argument], offset: int) -> Argument | None:
