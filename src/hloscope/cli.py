@@ -783,6 +783,7 @@ def _tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
 
 # --------------------------------------------------------------------------- profile
 
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
