@@ -92,6 +92,9 @@ class PeakLine:
     line: str | None
     bytes: int
     buffers: int
+    memory: str = "device"
+    """`device`, or `pinned_host` for buffers XLA placed in the host's memory space
+    (`S(5)`: an offloaded residual on a TPU or GPU)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +104,8 @@ class RematPeak:
     peak_bytes: int
     residual_bytes: int
     by_line: tuple[PeakLine, ...]
+    host_bytes: int = 0
+    """Of `residual_bytes`, those in the host's memory space (`pinned_host`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,26 +220,46 @@ def residuals_at_peak(
 ) -> RematPeak:
     """Of the buffers live at the peak, those holding residuals: made by a forward op
     (no `transpose(` in its op name) on a residual's line (or its loop's) with a
-    residual's type."""
-    kinds = {(r.line, r.type) for r in analysis.residuals if r.line is not None}
+    residual's dimensions, on the device or in the host's memory space."""
+    from hloscope.analyses.placement.memory import HOST_MEMORY_SPACE
+
+    # By dimensions, not dtype: XLA may keep a residual in the precision the backward
+    # reads it in (on a TPU, a dot's f32 operand saved as the bf16 it converts it to).
+    kinds = {(r.line, _dims(r.type)) for r in analysis.residuals if r.line is not None}
     # A loop's stacked residual is made by the loop, on the loop's line.
-    kinds |= {(r.stacked_by, r.type) for r in analysis.residuals if r.stacked_by is not None}
+    kinds |= {(r.stacked_by, _dims(r.type)) for r in analysis.residuals if r.stacked_by}
     arguments = {r.argument for r in analysis.residuals if r.argument is not None}
-    by_line: dict[str | None, list[LiveBuffer]] = {}
+    by_line: dict[tuple[str | None, str], list[LiveBuffer]] = {}
     for buffer in buffers:
+        memory = "pinned_host" if buffer.memory_space == HOST_MEMORY_SPACE else "device"
         if buffer.kind in ("parameter", "alias") and buffer.path in arguments:
-            by_line.setdefault(buffer.path, []).append(buffer)  # an argument the backward reads
+            # An argument the backward reads.
+            by_line.setdefault((buffer.path, memory), []).append(buffer)
             continue
         if buffer.kind in ("parameter", "constant") or "transpose(" in (buffer.op_name or ""):
             continue
         line = buffer.user_source
-        # XLA's shape carries its layout (`f32[4,64,256]{2,1,0}`); a residual's does not.
-        if (line, buffer.shape.partition("{")[0]) in kinds:
-            by_line.setdefault(line, []).append(buffer)
+        if (line, _dims(buffer.shape)) in kinds:
+            by_line.setdefault((line, memory), []).append(buffer)
     lines = tuple(
         sorted(
-            (PeakLine(line, sum(b.bytes for b in bs), len(bs)) for line, bs in by_line.items()),
+            (
+                PeakLine(line, sum(b.bytes for b in bs), len(bs), memory)
+                for (line, memory), bs in by_line.items()
+            ),
             key=lambda p: -p.bytes,
         )
     )
-    return RematPeak(peak_bytes, sum(p.bytes for p in lines), lines)
+    return RematPeak(
+        peak_bytes,
+        sum(p.bytes for p in lines),
+        lines,
+        sum(p.bytes for p in lines if p.memory != "device"),
+    )
+
+
+def _dims(shape: str) -> str:
+    """`f32[4,64,256]{2,1,0:T(8,128)S(5)}` -> `[4,64,256]`: the dimensions, without
+    the dtype or XLA's layout."""
+    shape = shape.partition("{")[0]
+    return shape[shape.find("[") :] if "[" in shape else shape

@@ -29,6 +29,7 @@ def remat_json(report: RematReport) -> dict[str, Any]:
         "names": list(a.names),
         "unmatched_names": [plain(u) for u in a.unmatched],
         "peak": plain(a.peak),
+        "compiled_for": plain(report.compiled_for),
         "notes": list(report.notes),
     }
     return document("remat", report.target, body)

@@ -12,6 +12,7 @@ from hloscope.source_text import line_texts
 if TYPE_CHECKING:
     from hloscope.analyses.remat import RematAnalysis
     from hloscope.sources.remat import RematSource
+    from hloscope.stages import CompiledFor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +25,8 @@ class RematReport:
     line_texts: Mapping[str, str]
     """The code of each source line named (`file.py:LINE` -> text), where readable."""
     notes: tuple[str, ...]
+    compiled_for: CompiledFor | None = None
+    """What the gradient was compiled for (`--compile`, `--for`); None uncompiled."""
 
     @property
     def has_unmatched(self) -> bool:
@@ -39,7 +42,9 @@ def remat_report(source: RematSource) -> RematReport:
 
     analysis = analyze_remat(source.facts)
     notes = list(source.notes)
+    compiled_for = None
     if source.buffers is not None:
+        compiled_for = source.buffers.loaded.source.compiled_for
         memory = memory_report(source.buffers).analysis
         peak = residuals_at_peak(analysis, memory.peak_bytes, memory.buffers_at_peak)
         analysis = dataclasses.replace(analysis, peak=peak)
@@ -51,6 +56,7 @@ def remat_report(source: RematSource) -> RematReport:
         analysis=analysis,
         line_texts=line_texts(sorted(lines)),
         notes=tuple(notes),
+        compiled_for=compiled_for,
     )
 
 

@@ -20,6 +20,7 @@ from hloscope.render.schema.build import (
     nullable,
     obj,
 )
+from hloscope.render.schema.views import COMPILED_FOR
 
 
 def remat_body() -> dict[str, Schema]:
@@ -42,5 +43,6 @@ def remat_body() -> dict[str, Schema]:
         "names": array(STR),
         "unmatched_names": array(dataclass_schema(UnmatchedName)),
         "peak": nullable(dataclass_schema(RematPeak)),
+        "compiled_for": COMPILED_FOR,
         "notes": array(STR),
     }

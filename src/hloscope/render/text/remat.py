@@ -10,6 +10,7 @@ from rich.text import Text
 
 from hloscope.analyses.remat import RematAnalysis
 from hloscope.render.text.common import (
+    compiled_for_text,
     header_table,
     notes_group,
     plural,
@@ -54,15 +55,16 @@ def render_remat(report: RematReport, console: Console) -> None:
     ]
     if a.peak is not None:
         share = a.peak.residual_bytes / a.peak.peak_bytes if a.peak.peak_bytes else 0.0
-        rows.append(
-            (
-                "at the peak",
-                Text(
-                    f"{human_bytes(a.peak.residual_bytes)} of {human_bytes(a.peak.peak_bytes)} "
-                    f"live at the compiled program's peak are residuals ({share:.0%})"
-                ),
-            )
+        at_peak = (
+            f"{human_bytes(a.peak.residual_bytes)} of {human_bytes(a.peak.peak_bytes)} "
+            f"live at the compiled program's peak are residuals ({share:.0%})"
         )
+        if a.peak.host_bytes:
+            at_peak += f"; {human_bytes(a.peak.host_bytes)} on the host"
+        rows.append(("at the peak", Text(at_peak)))
+        compiled = compiled_for_text(report.compiled_for)
+        if compiled:
+            rows.append(("compiled for", Text(compiled.removeprefix("compiled for "))))
     parts.append(header_table(rows))
     parts.extend(unmatched_text(a))
 
@@ -150,12 +152,15 @@ def render_remat(report: RematReport, console: Console) -> None:
         parts.append(Padding(details, (0, 0, 0, 3)))
 
     if a.peak is not None and a.peak.by_line:
+        on_host = any(p.memory != "device" for p in a.peak.by_line)
+        columns = [("bytes", "right", True), ("buffers", "right", True)]
+        columns += [("memory", "left", True)] if on_host else []
         peak = simple_table(
-            "Residuals live at the peak, by line",
-            [("bytes", "right", True), ("buffers", "right", True), ("line", "left", False)],
+            "Residuals live at the peak, by line", [*columns, ("line", "left", False)]
         )
         for p in a.peak.by_line:
-            peak.add_row(human_bytes(p.bytes), str(p.buffers), _line_or(p.line))
+            memory = [p.memory] if on_host else []
+            peak.add_row(human_bytes(p.bytes), str(p.buffers), *memory, _line_or(p.line))
         parts.append(peak)
     notes = notes_group(report.notes)
     if notes is not None:
