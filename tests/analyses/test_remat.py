@@ -57,13 +57,17 @@ def _relative(file: str) -> str:
 
 def _ours(loss, args):
     facts = remat_facts(loss, args, {}, "test")
+    return facts, _view(facts)
+
+
+def _view(facts):
     out = []
     for r in facts.residuals:
         # JAX names the value the primitive it saves made: its name where that is a
         # `name`; its line is that primitive's.
         name = r.name if r.primitive in ("name", "reduce_precision") else None
         out.append((r.type, r.bytes, name, r.primitive_line, r.memory == "pinned_host"))
-    return facts, out
+    return out
 
 
 ARGS = tuple(np.ones(s.shape, s.dtype) for s in targets.example_args())
@@ -141,7 +145,7 @@ def test_policies_are_named_with_their_names() -> None:
     [
         ("not_scalar", "example_args", "not a scalar"),
         ("integers_only", "integer_args", "no argument to differentiate"),
-        ("step", "example_args", "takes a gradient inside"),
+        ("vjp_step", "example_args", "takes a gradient inside"),
         ("not_differentiable", "example_args", "JAX cannot differentiate it"),
     ],
 )
@@ -181,3 +185,42 @@ def test_compile_counts_the_residuals_at_the_peak() -> None:
     # memory report names them, relative to the working directory), live at the peak.
     lines = {r["line"] for r in run.json()["residuals"] if r["line"]}
     assert {p["line"] for p in peak["by_line"]} & lines, peak
+
+
+@pytest.mark.parametrize("step", ["step", "jitted_step", "aux_step"])
+def test_a_step_taking_the_gradient_inside_is_read_at_its_gradient(step: str) -> None:
+    # The loss the step differentiates (with respect to w, as its value_and_grad
+    # does), on the arguments the step calls it with: the residuals of the jitted
+    # gradient of the same loss, which are JAX's own.
+    facts = remat_facts(getattr(targets, step), ARGS, {}, "t")
+    gradient = remat_facts(targets.grad_by_name, ARGS, {}, "t")
+    assert facts.residuals == gradient.residuals
+    assert facts.regions == gradient.regions
+    assert facts.differentiated == ("w",)
+    assert _view(facts) == _jax_view(targets.by_name, ARGS)
+    assert facts.unwrapped.startswith("a training step, jax.value_and_grad at ")
+
+
+def test_an_nnx_step_is_read_at_its_nnx_value_and_grad() -> None:
+    args = targets.nnx_step_args()
+    facts = remat_facts(targets.nnx_step, args, {}, "t")
+    assert _view(facts) == _ours(targets.nnx_loss, args)[1] == _jax_view(targets.nnx_loss, args)
+    assert facts.function == "nnx_loss"
+    assert facts.unwrapped.startswith("a training step, nnx.value_and_grad at ")
+    assert [r.policy for r in facts.regions] == ["nothing_saveable"]
+
+
+def test_a_step_compiles_whole_and_says_where_its_gradient_is() -> None:
+    run = run_cli(
+        "remat",
+        f"{FIXTURE}:jitted_step",
+        "--args",
+        f"{FIXTURE}:example_args",
+        "--compile",
+        "--json",
+    )
+    assert run.code == 0, run.stderr
+    doc = run.json()
+    assert doc["function"] == "loss"
+    assert doc["peak"]["residual_bytes"] > 0
+    assert any("a training step, jax.value_and_grad at" in n for n in doc["notes"]), doc["notes"]

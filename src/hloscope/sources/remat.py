@@ -63,9 +63,17 @@ def remat_source(
     from hloscope.sources.jax.residuals import gradient_of, remat_facts
 
     facts = remat_facts(entrypoint.obj, entrypoint.args, entrypoint.kwargs, target)
+    notes = entrypoint.notes
+    step = facts.unwrapped is not None and facts.unwrapped.startswith("a training step")
+    if step:
+        notes += (
+            f"{facts.unwrapped}: the residuals of the loss it differentiates "
+            f"({facts.function or 'a function'}), on the arguments the step calls it with"
+            + ("; compiled: the whole step, its update too" if options.optimized else ""),
+        )
     buffers = None
     if options.optimized or options.compile_for is not None:
-        gradient = gradient_of(entrypoint.obj, entrypoint.args, entrypoint.kwargs)
+        gradient = gradient_of(entrypoint.obj, entrypoint.args, entrypoint.kwargs, step=step)
         loaded = load_object(
             gradient,
             target,
@@ -73,7 +81,7 @@ def remat_source(
             Call(entrypoint.args, entrypoint.kwargs),
         )
         buffers = compiled_memory_dumps(loaded)
-    return RematSource(target, facts, entrypoint.notes, buffers)
+    return RematSource(target, facts, notes, buffers)
 
 
 def gradient_residuals(

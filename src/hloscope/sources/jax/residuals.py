@@ -49,8 +49,8 @@ _CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_
 
 
 def remat_facts(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: str) -> RematFacts:
-    """The residuals and checkpoint regions of `obj` (a loss, or a gradient of one)
-    called on `args`, `kwargs`."""
+    """The residuals and checkpoint regions of `obj` (a loss, a gradient of one, or a
+    training step that takes a gradient inside) called on `args`, `kwargs`."""
     grad = private_grad_target(obj)
     unwrapped = None
     argnums: tuple[int, ...] | None = None
@@ -62,7 +62,77 @@ def remat_facts(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: 
         obj = obj.__wrapped__
     if not callable(obj):
         raise HloscopeError(f"it is a {type(obj).__name__}, not a function to differentiate")
-    _refuse_a_step(obj, args, kwargs, label)
+    if grad is None:
+        from hloscope.sources.jax.step_gradient import step_gradient_facts
+
+        read = functools.partial(_step_loss_facts, label=label)
+        step, closed = step_gradient_facts(obj, args, kwargs, label, read)
+        if step is not None:
+            return step
+        if closed is not None:
+            _refuse_a_step(closed, label)
+    return loss_facts(
+        obj, args, kwargs, label, argnums=argnums, filtered=filtered, unwrapped=unwrapped
+    )
+
+
+def _step_loss_facts(
+    fun: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    label: str,
+    transform: str,
+    called_at: Frame | None,
+    **how: Any,
+) -> RematFacts:
+    """The loss a training step differentiates, read where the step calls its
+    gradient (`step_gradient`)."""
+    at = f" at {_source(called_at)}" if called_at is not None else ""
+    return loss_facts(
+        fun, args, kwargs, label, unwrapped=f"a training step, {transform}{at}", **how
+    )
+
+
+def _refuse_a_step(closed: Any, label: str) -> None:
+    """A step whose jaxpr holds a backward pass not taken by a transform
+    `step_gradient` wraps (`jax.vjp`, a gradient made before it was traced): the loss
+    it differentiates is not an object one can name from it; ask for the loss."""
+    if not any("transpose(" in str(e.source_info.name_stack) for e in _eqns(closed.jaxpr)):
+        return
+    jitted = sorted(
+        {
+            str(e.params.get("name"))
+            for e in _eqns(closed.jaxpr)
+            if e.params.get("name")
+            and "transpose(" not in str(e.source_info.name_stack)
+            and e.primitive.name in _CALLS
+        }
+    )
+    hint = f" (jitted inside it: {', '.join(jitted)})" if jitted else ""
+    raise HloscopeError(
+        "it takes a gradient inside (its jaxpr holds the backward pass already), not by "
+        "calling jax.grad, jax.value_and_grad, nnx.grad or eqx.filter_grad as it runs: "
+        f"give the loss it differentiates{hint}, as module:loss with its arguments",
+        where=label,
+    )
+
+
+def loss_facts(
+    obj: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    label: str,
+    *,
+    argnums: tuple[int, ...] | None = None,
+    filtered: bool = False,
+    has_aux: bool = False,
+    unwrapped: str | None = None,
+) -> RematFacts:
+    """The residuals and checkpoint regions of the loss `obj` on `args`, `kwargs`,
+    differentiated with respect to the inexact leaves of the arguments `argnums` (every
+    argument's when None; of the first only, `filtered`, as Equinox does); `has_aux`:
+    it returns `(loss, aux)`."""
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
     names = private_argument_names(obj, args, kwargs) or tuple(
         f"leaf {i}" for i in range(len(leaves))
@@ -84,6 +154,8 @@ def remat_facts(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: 
         values.update(zip(arrays, rest, strict=True))
         a, k = jax.tree_util.tree_unflatten(tree, [values[i] for i in range(len(leaves))])
         out = obj(*a, **k)
+        if has_aux and isinstance(out, tuple | list) and len(out) == 2:
+            out = out[0]
         _require_scalar(out, label)
         return out
 
@@ -121,11 +193,13 @@ def remat_facts(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: 
     )
 
 
-def gradient_of(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def gradient_of(
+    obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, step: bool = False
+) -> Any:
     """What to compile for the memory of the backward: the target itself where it is a
-    gradient (jitted), else `jax.jit(jax.grad(loss))` with respect to every positional
-    argument."""
-    if private_grad_target(obj) is not None:
+    gradient or a training step (jitted), else `jax.jit(jax.grad(loss))` with respect
+    to every positional argument."""
+    if step or private_grad_target(obj) is not None:
         return obj if hasattr(obj, "lower") else jax.jit(obj)
     argnums = tuple(range(len(args))) or 0
     return jax.jit(jax.grad(obj, argnums=argnums, allow_int=True))
@@ -168,33 +242,6 @@ def _require_scalar(out: Any, label: str) -> None:
         raise HloscopeError(
             f"it returns {what}, not a scalar: give the loss (a function returning one "
             "number), or wrap it in jax.grad",
-            where=label,
-        )
-
-
-def _refuse_a_step(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], label: str) -> None:
-    """A training step that takes the gradient inside: its own jaxpr holds the
-    backward already, and the loss it differentiates is not an object one can name
-    from it; ask for the loss."""
-    try:
-        with user_code():
-            closed = jax.make_jaxpr(obj)(*args, **kwargs)
-    except Exception:
-        return  # its own failure is said when it is differentiated
-    if any("transpose(" in str(e.source_info.name_stack) for e in _eqns(closed.jaxpr)):
-        jitted = sorted(
-            {
-                str(e.params.get("name"))
-                for e in _eqns(closed.jaxpr)
-                if e.params.get("name")
-                and "transpose(" not in str(e.source_info.name_stack)
-                and e.primitive.name in _CALLS
-            }
-        )
-        hint = f" (jitted inside it: {', '.join(jitted)})" if jitted else ""
-        raise HloscopeError(
-            "it takes a gradient inside (its jaxpr holds the backward pass already): give "
-            f"the loss it differentiates{hint}, as module:loss with its arguments",
             where=label,
         )
 
