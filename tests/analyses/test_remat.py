@@ -224,3 +224,16 @@ def test_a_step_compiles_whole_and_says_where_its_gradient_is() -> None:
     assert doc["function"] == "loss"
     assert doc["peak"]["residual_bytes"] > 0
     assert any("a training step, jax.value_and_grad at" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_arguments_are_named_as_params_names_them() -> None:
+    # An NNX model's parameters: params names them without the `.value` level a Flax
+    # Variable adds to JAX's own names; remat names the same leaves the same way.
+    target = ("samples/flax_nnx.py:train_step", "--args", "samples/flax_nnx.py:example_args")
+    remat = run_cli("remat", *target, "--json").json()
+    params = run_cli("params", *target, "--json").json()
+    paths = {p["path"] for p in params["parameters"]}
+    assert remat["differentiated"] and set(remat["differentiated"]) <= paths
+    arguments = {r["argument"] for r in remat["residuals"] if r["how"] == "argument"}
+    assert arguments and arguments <= paths
+    assert not any(name.endswith(".value") for name in remat["differentiated"])

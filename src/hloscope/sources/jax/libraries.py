@@ -147,6 +147,20 @@ def concrete_shapes(
 # --------------------------------------------------------------------------- paths
 
 
+def argument_leaf_names(obj: Any, args: Any, kwargs: Any) -> list[str] | None:
+    """The name of each leaf of `(args, kwargs)`, a call of `obj`, as `params` names
+    arguments: the parameter's name and the path below it, without the `.value` of a
+    Flax `Variable` (`model.blocks[0].linear.bias`); None where they do not line up."""
+    try:
+        paths = user_key_paths((tuple(args), dict(kwargs)))
+        if len(paths) != len(jax.tree_util.tree_leaves((tuple(args), dict(kwargs)))):
+            return None
+        names = _parameter_names(obj)
+        return [format_path(path, names) for path in paths]
+    except Exception:
+        return None
+
+
 def user_key_paths(tree: Any, is_leaf: Any = None) -> list[tuple[Any, ...]]:
     """The key path of each leaf of `tree` (as `jax.tree_util` flattens it with
     `is_leaf`) without the level a Flax `Variable` adds (`.value`)."""

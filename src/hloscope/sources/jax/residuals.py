@@ -31,6 +31,7 @@ from hloscope.ir.locations import Frame, user_frame
 from hloscope.remat_facts import RecomputedOp, RegionFact, RematFacts, ResidualFact
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
+from hloscope.sources.jax.libraries import argument_leaf_names
 from hloscope.sources.jax.private import (
     private_argument_names,
     private_checkpoint_name,
@@ -134,8 +135,11 @@ def loss_facts(
     argument's when None; of the first only, `filtered`, as Equinox does); `has_aux`:
     it returns `(loss, aux)`."""
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-    names = private_argument_names(obj, args, kwargs) or tuple(
-        f"leaf {i}" for i in range(len(leaves))
+    # Named as params names arguments; JAX's own names where those do not line up.
+    names = (
+        argument_leaf_names(obj, args, kwargs)
+        or private_argument_names(obj, args, kwargs)
+        or tuple(f"leaf {i}" for i in range(len(leaves)))
     )
     diff_at = _differentiated(args, kwargs, argnums, filtered)
     if not diff_at:
