@@ -140,6 +140,21 @@ def test_policies_are_named_with_their_names() -> None:
     assert {op.primitive for op in region.recomputed} >= {"dot_general", "tanh"}
 
 
+def test_a_library_checkpoint_wrapper_is_named_for_the_users_function() -> None:
+    # eqx.filter_checkpoint checkpoints a wrapper of its own (fun_checkpoint); the
+    # region is the user's function it wraps, as jax.checkpoint's is.
+    run = run_cli(
+        "remat",
+        "tests/fixtures/remat_targets.py:eqx_named_loss",
+        "--args",
+        "tests/fixtures/remat_targets.py:eqx_model_args",
+        "--json",
+    )
+    assert run.code == 0, run.stderr
+    (region,) = run.json()["regions"]
+    assert region["function"] == "_eqx_block"
+
+
 @pytest.mark.parametrize(
     ("target", "factory", "message"),
     [

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from hloscope.errors import HloscopeError, describe_exception, one_line
-from hloscope.ir.locations import Frame, user_frame
+from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.remat_facts import RecomputedOp, RegionFact, RematFacts, ResidualFact
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
@@ -281,8 +281,6 @@ def _frames_of(frames: tuple[tuple[str, str, int, int], ...]) -> tuple[Frame, ..
 def _user_key(eqn: Any) -> tuple[tuple[str, int, int], ...]:
     """The user's frames of an equation: what stays the same between two traces."""
     frames = _frames_of(tuple(private_eqn_frames(eqn)))
-    from hloscope.ir.locations import is_user_file
-
     return tuple((f.file, f.line, f.column) for f in frames if is_user_file(f.file))
 
 
@@ -293,6 +291,23 @@ def _source(frame: Frame) -> str:
     root = os.getcwd().rstrip(os.sep) + os.sep
     file = frame.file[len(root) :] if frame.file.startswith(root) else frame.file
     return f"{file}:{frame.line}"
+
+
+def _region_function(body: Any, debug: Any) -> str | None:
+    """The function a checkpoint region checkpoints: JAX's name for it, or, where that
+    is a library's wrapper (`eqx.filter_checkpoint` checkpoints its `fun_checkpoint`),
+    the user's function inside it: the outermost of the user's frames of its first
+    equation (the body is traced on its own, from the wrapper down)."""
+    name = getattr(debug, "func_name", None)
+    where = str(getattr(debug, "func_src_info", None) or "").partition(" at ")[2]
+    wrapper_file = where.rpartition(":")[0]
+    if not wrapper_file or is_user_file(wrapper_file):
+        return name
+    for eqn in _eqns(body):
+        frames = [f for f in _frames_of(tuple(private_eqn_frames(eqn))) if is_user_file(f.file)]
+        if frames:
+            return frames[-1].function  # innermost first
+    return name
 
 
 def _line(eqn: Any) -> tuple[str | None, str | None]:
@@ -330,7 +345,7 @@ def _regions(
                 regions.append(
                     RegionFact(
                         index=index,
-                        function=getattr(debug, "func_name", None),
+                        function=_region_function(body, debug),
                         line=line,
                         policy=policy,
                         policy_names=policy_names,
