@@ -42,7 +42,13 @@ from typing import Any
 import jax
 from jax import monitoring
 
-from hloscope.errors import HloscopeError, TimeLimitExceeded, describe_exception, display_path
+from hloscope.errors import (
+    PACKAGE_DIR,
+    HloscopeError,
+    TimeLimitExceeded,
+    describe_exception,
+    display_path,
+)
 from hloscope.ir.model import counts_as_op
 from hloscope.runs import ArgumentChange, ChangeKind, CompiledModule, RecordedCompile, RecordedRun
 from hloscope.sources.jax import private
@@ -660,13 +666,10 @@ _NOT_USER = tuple(
         sysconfig.get_paths().get("stdlib", ""),
         sysconfig.get_paths().get("purelib", ""),
         sysconfig.get_paths().get("platlib", ""),
-        str(Path(__file__).resolve().parents[2]),  # hloscope itself
+        PACKAGE_DIR.rstrip(os.sep),  # hloscope itself
     }
     if p
 )
-
-
-_HLOSCOPE_DIR = str(Path(__file__).resolve().parents[2]) + os.sep
 
 
 def _user_call_site(frame: Any) -> tuple[str | None, bool]:
@@ -690,7 +693,7 @@ def _user_call_site(frame: Any) -> tuple[str | None, bool]:
 @functools.lru_cache(maxsize=1024)
 def _in_hloscope(filename: str) -> bool:
     try:
-        return str(Path(filename).resolve()).startswith(_HLOSCOPE_DIR)
+        return str(Path(filename).resolve()).startswith(PACKAGE_DIR)
     except (OSError, RuntimeError):
         return False
 
