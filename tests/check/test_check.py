@@ -101,6 +101,21 @@ def test_dropping_donation_loses_the_alias_xla_made(tmp_path: Path) -> None:
     assert not [f for f in found if f.startswith(("collectives.", "ops."))]
 
 
+def test_a_step_moved_to_bf16_donates_as_much_and_passes_fewer_bytes(tmp_path: Path) -> None:
+    # Check's rule: fewer bytes passed is not a regression, and a donation regression
+    # is an argument that stops being donated, not fewer donated bytes.
+    baseline = tmp_path / "update.json"
+    recorded = check(f"{MODELS}:update_donated", baseline, f"{MODELS}:update_args", update=True)
+    report = check(f"{MODELS}:update_donated", baseline, f"{MODELS}:update_args_bf16")
+    # (The CPU computes bf16 in f32: its converts are regressions, and right.)
+    assert not [f for f in regressions(report) if f.startswith(("params.", "memory."))]
+    facts = recorded.checks[0].measurement.facts
+    moved = {c.fact: c for c in report.checks[0].comparison.changes}  # type: ignore[union-attr]
+    for fact in ("params.bytes_passed", "params.donated_bytes", "memory.alias_bytes"):
+        assert moved[fact].after == facts[fact] // 2 and not moved[fact].regression
+    assert moved["params.bytes_passed"].detail.startswith("514.0 KiB -> 257.0 KiB")
+
+
 def test_a_cast_to_f32_in_a_bf16_model_adds_converts_and_bytes(tmp_path: Path) -> None:
     baseline = tmp_path / "model.json"
     check(f"{MODELS}:bf16_model", baseline, f"{MODELS}:bf16_args", update=True)

@@ -21,6 +21,7 @@ from hloscope.analyses.baseline.facts import (
     PeakBuffer,
 )
 from hloscope.analyses.baseline.tolerance import (
+    DONATION_BYTES,
     EXACT,
     NOISE_FLOORS,
     Tolerances,
@@ -90,6 +91,7 @@ class Comparison:
 def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> Comparison:
     """The changes from `before` (the baseline) to `after`."""
     grown = grown_at_peak(before.peak_buffers, after.peak_buffers)
+    lost_donation = _lost_donation(before.facts, after.facts)
     changes: list[Change] = []
     for fact in sorted(set(before.facts) | set(after.facts)):
         old, new = before.facts.get(fact), after.facts.get(fact)
@@ -112,6 +114,8 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
             if tolerance.allows(old_value, new_value, NOISE_FLOORS.get(fact, 0.0)):
                 continue
             regression = (new_value > old_value) == (direction == "up")
+            if fact in DONATION_BYTES:
+                regression = regression and lost_donation
         # A fact any change of which is worse: every line that moved explains it.
         grew_only = regression and direction != "any"
         deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), grew_only)
@@ -180,6 +184,13 @@ def _bytes_by_site(buffers: Sequence[PeakBuffer]) -> dict[str, int]:
     for buffer in buffers:
         sizes[buffer.site] = sizes.get(buffer.site, 0) + buffer.bytes
     return sizes
+
+
+def _lost_donation(before: Mapping[str, FactValue], after: Mapping[str, FactValue]) -> bool:
+    """Whether an argument stopped being donated: fewer donated, or an alias gone."""
+    if (after.get("params.donated") or 0) < (before.get("params.donated") or 0):
+        return True
+    return any(f.startswith("params.aliases.") and f not in after for f in before)
 
 
 def _detail(fact: str, old: FactValue | None, new: FactValue | None) -> str:
