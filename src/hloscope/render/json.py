@@ -666,6 +666,8 @@ def check_json(report: CheckReport) -> dict[str, Any]:
                 "baseline": check.baseline_path,
                 "passed": check.passed,
                 "compared": comparison is not None,
+                "facts_compared": comparison.compared if comparison else 0,
+                "not_compared": list(comparison.not_compared) if comparison else [],
                 "updated": check.updated,
                 "recorded_on": dataclasses.asdict(recorded) if recorded is not None else None,
                 "facts": dict(check.measurement.facts),

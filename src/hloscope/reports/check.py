@@ -166,6 +166,7 @@ def check_target(
     """Compare `measurement` with `baseline` where it was recorded on this platform
     (`refuse_baseline` has refused the rest, unless recording with `update`)."""
     from hloscope.analyses.baseline.compare import compare
+    from hloscope.analyses.baseline.facts import RUNTIME_SECONDS
 
     refuse_baseline(baseline, backend, baseline_path, update)
     notes: list[str] = []
@@ -173,6 +174,11 @@ def check_target(
     if baseline is not None and baseline.backend.compared_on == backend.compared_on:
         comparison = compare(baseline.measurement, measurement, tolerances)
         notes.extend(_backend_notes(baseline.backend, backend))
+        if RUNTIME_SECONDS in comparison.not_compared:
+            notes.append(
+                "the baseline has no run time (recorded without --runtime): the run time "
+                "was measured and not compared; record one with --update --runtime"
+            )
     if "memory.peak_bytes" not in measurement.facts and "programs.count" not in measurement.facts:
         notes.append(
             "XLA's buffer assignment is not in what was read (an optimized module read as it "
