@@ -71,6 +71,7 @@ def hlo_baseline(request: pytest.FixtureRequest) -> Callable[..., CheckReport]:
             )
         used.add(stem)
         path = baseline_path(test_path.parent / FOLDER, stem, backend_record().platform)
+        refused: str | None = None
         try:
             report = check_one(
                 object_label(fn),
@@ -83,8 +84,6 @@ def hlo_baseline(request: pytest.FixtureRequest) -> Callable[..., CheckReport]:
             )
         except HloscopeError as exc:
             refused = str(exc)
-        else:
-            refused = None
         # Failed outside the handler: a failure raised inside it carries the check's
         # own error along, whose advice is the command line's --update.
         if refused is not None:
