@@ -92,6 +92,7 @@ def facts_of_text(text: str) -> dict[str, Any]:
                 "name": op["name"],
                 "kind": kind["kind"] if kind else None,
                 "backend_kind": backend["kind"] if backend else None,
+                "ops": _fused_instructions(ops, op),
             }
         )
     collectives: dict[str, dict[str, int]] = {}
@@ -114,6 +115,20 @@ def facts_of_text(text: str) -> dict[str, Any]:
         "partitions": int(partitions[1]) if partitions else 1,
         "replicas": int(replicas[1]) if replicas else 1,
     }
+
+
+def _fused_instructions(ops: list[dict[str, str]], fusion: dict[str, str]) -> int:
+    """The instructions a fusion holds: its computation's, a nested fusion standing for
+    the instructions it holds, parameters left out."""
+    called = _CALLS.search(fusion["line"])
+    if called is None:
+        return 0
+    count = 0
+    for op in ops:
+        if op["computation"] != called["callee"] or op["opcode"] == "parameter":
+            continue
+        count += _fused_instructions(ops, op) if op["opcode"] == "fusion" else 1
+    return count
 
 
 def entry_parameters(text: str) -> list[str]:

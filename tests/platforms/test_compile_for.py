@@ -397,7 +397,7 @@ def test_compiled_for_names_the_devices_jax_made(spec, truth, prefetched):
 def test_fusions_are_the_fusions_xla_made(spec, truth, prefetched):
     """The fusions (those not inside another fusion: XLA's top-level fusion
     instructions), by name, kind and backend kind, in XLA's order."""
-    expected = truth[spec]["fusions"]
+    expected = [{k: v for k, v in f.items() if k != "ops"} for f in truth[spec]["fusions"]]
     doc = document("fusions", spec)
     found = [
         {"name": f["name"], "kind": f["kind"], "backend_kind": f["backend_kind"]}
