@@ -104,7 +104,7 @@ def test_an_offloaded_residual_is_the_one_saving_would_keep() -> None:
     assert ("projected", offloaded[0].line) in saved
     analysis = analyze_remat(facts)
     assert analysis.host_bytes == offloaded[0].bytes
-    assert [r.how for r in analysis.residuals if r.name == "projected"] == ["offloaded"]
+    assert [r.detail for r in analysis.residuals if r.name == "projected"] == ["offloaded"]
     assert analysis.regions[0].fact.offload_to == "pinned_host"
 
 
@@ -198,8 +198,8 @@ def test_compile_counts_the_residuals_at_the_peak() -> None:
     assert sum(p["bytes"] for p in peak["by_line"]) == peak["residual_bytes"]
     # Not the arguments alone: the values the forward saved, on their lines (as the
     # memory report names them, relative to the working directory), live at the peak.
-    lines = {r["line"] for r in run.json()["residuals"] if r["line"]}
-    assert {p["line"] for p in peak["by_line"]} & lines, peak
+    lines = {r["source"] for r in run.json()["residuals"] if r["source"]}
+    assert {p["source"] for p in peak["by_line"]} & lines, peak
 
 
 @pytest.mark.parametrize("step", ["step", "jitted_step", "aux_step"])
@@ -249,6 +249,6 @@ def test_arguments_are_named_as_params_names_them() -> None:
     params = run_cli("params", *target, "--json").json()
     paths = {p["path"] for p in params["parameters"]}
     assert remat["differentiated"] and set(remat["differentiated"]) <= paths
-    arguments = {r["argument"] for r in remat["residuals"] if r["how"] == "argument"}
+    arguments = {r["path"] for r in remat["residuals"] if r["kind"] == "argument"}
     assert arguments and arguments <= paths
     assert not any(name.endswith(".value") for name in remat["differentiated"])

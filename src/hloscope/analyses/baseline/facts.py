@@ -313,10 +313,10 @@ def _remat_facts(remat: RematAnalysis, sites: dict[str, Counter[str]]) -> dict[s
     differentiates), by the line that made each residual, and what its checkpoint
     regions recompute: a policy that stops matching its names changes them."""
     for residual in remat.residuals:
-        sites.setdefault("remat.residuals", Counter())[residual.line or UNKNOWN_SITE] += 1
+        sites.setdefault("remat.residuals", Counter())[residual.source or UNKNOWN_SITE] += 1
     for region in remat.regions:
         for op in region.fact.recomputed:
-            where = op.line or UNKNOWN_SITE
+            where = op.source or UNKNOWN_SITE
             sites.setdefault("remat.recomputed_ops", Counter())[where] += op.count
     return {
         "remat.residuals": len(remat.residuals),

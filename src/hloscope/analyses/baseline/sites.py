@@ -41,9 +41,7 @@ def rebase_measurement(measurement: Measurement, frm: str, to: str) -> Measureme
         for fact, counts in measurement.sites.items()
     }
     buffers = tuple(
-        dataclasses.replace(b, source=rebase_site(b.source, frm, to))
-        if b.source is not None
-        else b
+        dataclasses.replace(b, source=rebase_site(b.source, frm, to)) if b.source is not None else b
         for b in measurement.peak_buffers
     )
     return dataclasses.replace(measurement, sites=sites, peak_buffers=buffers)

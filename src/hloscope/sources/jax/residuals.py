@@ -346,7 +346,7 @@ def _regions(
                     RegionFact(
                         index=index,
                         function=_region_function(body, debug),
-                        line=line,
+                        source=line,
                         policy=policy,
                         policy_names=policy_names,
                         offload_to=offload_to,
