@@ -310,6 +310,7 @@ def _memory(stats: Any) -> Mapping[str, int] | None:
         "host_argument_size_in_bytes",
         "host_output_size_in_bytes",
         "host_temp_size_in_bytes",
+        "peak_memory_in_bytes",
     )
     out = {f: int(getattr(stats, f)) for f in fields if hasattr(stats, f)}
     return out or None
