@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.fusions import split_op_name
 from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.why_report import (
     AxisCause,
     CollectiveSite,
@@ -62,7 +63,14 @@ def explain_collectives(
     `arguments` maps an entry argument's index to its user path and readable
     sharding (`P(None, 'model')`), `results` a result's index to its name; `note`
     says why `propagation` is missing, when it is."""
-    collectives = [(op, kind[0]) for op in optimized.ops if (kind := collective_kind(op))]
+    # The collectives the program runs, once: not those in the copies of fused
+    # computations that XLA's conversion to MLIR leaves beside the fusions.
+    reached = RunsPerCall(optimized).reached()
+    collectives = [
+        (op, kind[0])
+        for op in optimized.ops
+        if op.function in reached and (kind := collective_kind(op))
+    ]
     if propagation is None or (not propagation.ops and not propagation.values):
         sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
         return Why(available=False, note=note, sites=sites, origins=())
