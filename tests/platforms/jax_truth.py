@@ -3,7 +3,10 @@ process (`python jax_truth.py CASES_JSON`), it compiles the functions of `target
 (or of a sample) for each TPU topology or GPU spec with `jax.experimental.topologies`,
 and prints one JSON object: per case, the devices, the top-level fusions, the
 collectives, the entry's parameters and the partitions of `compiled.as_text()`, and
-`compiled.memory_analysis()`; or, where XLA refuses the program, its message.
+`compiled.memory_analysis()`; or, where XLA refuses the program, its message. A
+case with `loops` also gets the collectives in loops and the async ones over every
+computation the entry reaches (`loop_facts_of_text`); one with `make_mesh` builds the
+module's mesh with `jax.make_mesh` over the topology's devices (samples/llm_step.py).
 `python jax_truth.py --dumps FOLDER` writes dumps of the sharded block instead.
 
 The facts are read from XLA's own text here, not through hloscope, so that the tests
@@ -21,7 +24,7 @@ from typing import Any
 
 import jax
 from jax.experimental import topologies
-from jax.sharding import SingleDeviceSharding
+from jax.sharding import AxisType, SingleDeviceSharding
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -131,6 +134,69 @@ def _fused_instructions(ops: list[dict[str, str]], fusion: dict[str, str]) -> in
     return count
 
 
+_CALLED = re.compile(
+    r"\b(?:calls|body|condition|to_apply|called_computations|branch_computations)="
+    r"(\{[^}]*\}|%?[\w.\-]+)"
+)
+_BODY = re.compile(r"\bbody=%?(?P<body>[\w.\-]+)")
+_ASYNC_TARGETS = (
+    'custom_call_target="AsyncCollectiveStart"',
+    'custom_call_target="AsyncCollectiveDone"',
+)
+
+
+def loop_facts_of_text(text: str) -> dict[str, Any]:
+    """Per collective kind, over the computations the ENTRY reaches (fused ones
+    included): how many there are, how many sit in a computation a while's body
+    reaches, and how many run asynchronously (`-start` ops, and those in the TPU's
+    async collective fusions: a computation ending in `AsyncCollectiveStart` or
+    `AsyncCollectiveDone`, or one named `async_collective_fusion`)."""
+    ops = instructions(text)
+    entry = re.search(r"^ENTRY %?([\w.\-]+)", text, re.MULTILINE)
+    assert entry is not None
+    calls: dict[str, set[str]] = {}
+    bodies: set[str] = set()
+    async_computations: set[str] = set()
+    for op in ops:
+        for found in _CALLED.finditer(op["line"]):
+            names = re.findall(r"%?([\w.\-]+)", found[1])
+            calls.setdefault(op["computation"], set()).update(names)
+        if op["opcode"] == "while" and (body := _BODY.search(op["line"])):
+            bodies.add(body["body"])
+        if any(target in op["line"] for target in _ASYNC_TARGETS):
+            async_computations.add(op["computation"])
+
+    def reach(roots: set[str]) -> set[str]:
+        seen: set[str] = set()
+        stack = list(roots)
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(calls.get(name, ()))
+        return seen
+
+    reachable = reach({entry[1]})
+    looped = reach(bodies)
+    collectives: dict[str, dict[str, int]] = {}
+    for op in ops:
+        base = op["opcode"].removesuffix("-start")
+        if base not in COLLECTIVES or op["computation"] not in reachable:
+            continue
+        computation = op["computation"]
+        entry_of = collectives.setdefault(
+            base.replace("-", "_"), {"count": 0, "async": 0, "in_loops": 0}
+        )
+        entry_of["count"] += 1
+        entry_of["in_loops"] += computation in looped
+        entry_of["async"] += (
+            op["opcode"].endswith("-start")
+            or computation in async_computations
+            or computation.startswith("async_collective_fusion")
+        )
+    return {"collectives": collectives, "whiles": sum(op["opcode"] == "while" for op in ops)}
+
+
 def entry_parameters(text: str) -> list[str]:
     """The shapes of the ENTRY computation's parameters (one device's), in order,
     without their layouts."""
@@ -179,7 +245,16 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
     # A jit's trace is cached by its arguments' shapes: the sharding constraints
     # inside would keep the mesh of the case before.
     jax.clear_caches()
-    if case.get("sharded"):
+    if case.get("make_mesh"):
+        # The program's own mesh (`module.make_mesh`), made by `jax.make_mesh` over
+        # the topology's devices as the slice would.
+        axes = tuple(case["make_mesh"])
+        shape = (len(devices) // module.MODEL, module.MODEL)
+        module.make_mesh = lambda: jax.make_mesh(
+            shape, axes, axis_types=(AxisType.Auto,) * len(axes), devices=devices
+        )
+        args = getattr(module, case["args"])()
+    elif case.get("sharded"):
         module.DEVICES = devices
         args = getattr(module, case["args"])()
     else:
@@ -196,6 +271,10 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
     stats = compiled.memory_analysis()
     result["memory"] = {ours: int(getattr(stats, theirs)) for ours, theirs in MEMORY_FIELDS.items()}
     result.update(facts_of_text(compiled.as_text()))
+    if case.get("loops"):
+        result["loops"] = loop_facts_of_text(compiled.as_text())
+        # What `jax.lax.scan` runs over: the stacked layers' leading dimension.
+        result["loops"]["scan_length"] = int(module.LAYERS)
     return result
 
 

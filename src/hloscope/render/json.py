@@ -358,6 +358,7 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "in_loops": c.in_loops,
                 "per_call": c.per_call,
                 "bytes_per_call": c.bytes_per_call,
+                "trip_counts_from": list(c.trip_counts_from),
             }
             for c in placement.collectives
         ],

@@ -183,8 +183,11 @@ def measure(compiled: Compiled) -> Measurement:
             facts[f"{prefix}.per_call"] = collective.per_call
         if collective.bytes_per_call is not None:
             facts[f"{prefix}.bytes_per_call"] = collective.bytes_per_call
+    # The collectives the program runs, as placement counts them: not those in the
+    # copies of fused computations a conversion leaves unreachable.
+    reached = runs.reached()
     for op in module.ops:
-        found = collective_kind(op)
+        found = collective_kind(op) if op.function in reached else None
         if found is not None:
             name = f"collectives.{found[0].replace('_', '-')}.count"
             sites.setdefault(name, Counter())[site(op)] += 1
