@@ -57,7 +57,7 @@ _BACKEND_KIND = re.compile(r'"fusion_backend_config":\{"kind":"(?P<kind>[^"]+)"'
 
 
 def instructions(text: str) -> list[dict[str, str]]:
-    """Every instruction of XLA's text: its computation, name, opcode and line."""
+    """Every instruction of XLA's text: its computation, name, opcode, shape and line."""
     found: list[dict[str, str]] = []
     computation = ""
     for line in text.splitlines():
@@ -72,6 +72,7 @@ def instructions(text: str) -> list[dict[str, str]]:
                     "computation": computation,
                     "name": instruction["name"],
                     "opcode": instruction["opcode"],
+                    "shape": instruction["shape"],
                     "line": line,
                 }
             )
@@ -178,6 +179,11 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
 
     reachable = reach({entry[1]})
     looped = reach(bodies)
+    dones = {
+        started[1]: op
+        for op in ops
+        if op["opcode"].endswith("-done") and (started := _DONE_OF.search(op["line"]))
+    }
     collectives: dict[str, dict[str, int]] = {}
     for op in ops:
         base = op["opcode"].removesuffix("-start")
@@ -185,9 +191,13 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
             continue
         computation = op["computation"]
         entry_of = collectives.setdefault(
-            base.replace("-", "_"), {"count": 0, "async": 0, "in_loops": 0}
+            base.replace("-", "_"), {"count": 0, "async": 0, "in_loops": 0, "bytes": 0}
         )
         entry_of["count"] += 1
+        # What it makes: a `-start`'s result holds its inputs too; its `-done`'s is
+        # the result.
+        made = dones.get(op["name"], op) if op["opcode"].endswith("-start") else op
+        entry_of["bytes"] += _shape_bytes(made["shape"])
         entry_of["in_loops"] += computation in looped
         entry_of["async"] += (
             op["opcode"].endswith("-start")
@@ -195,6 +205,21 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
             or computation.startswith("async_collective_fusion")
         )
     return {"collectives": collectives, "whiles": sum(op["opcode"] == "while" for op in ops)}
+
+
+_DONE_OF = re.compile(r"-done\(%?([\w.\-]+)\)")
+_ITEM_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2}
+
+
+def _shape_bytes(shape: str) -> int:
+    """The bytes of an HLO shape (a tuple's summed), 4 a element where not listed."""
+    total = 0
+    for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", shape):
+        count = 1
+        for dim in filter(None, dims.split(",")):
+            count *= int(dim)
+        total += count * _ITEM_BYTES.get(dtype, 8 if dtype.endswith("64") else 4)
+    return total
 
 
 def entry_parameters(text: str) -> list[str]:

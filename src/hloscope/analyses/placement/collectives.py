@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
@@ -112,6 +112,23 @@ class _AsyncScopes:
         return False
 
 
+def done_ops(ops: Sequence[Op]) -> dict[int, Op]:
+    """XLA's `-done` halves among `ops`, by the value of the `-start` they finish."""
+    return {
+        op.operands[0]: op
+        for op in ops
+        if op.dialect == "hlo" and op.short_name.endswith(("_done", "-done")) and op.operands
+    }
+
+
+def result_bytes(module: Module, op: Op, dones: Mapping[int, Op]) -> int | None:
+    """The bytes a collective makes: its results', or for XLA's `-start`, whose result
+    holds its inputs too (`all-gather-start = (inputs, results)`, combined ones
+    `((3 x f32[512,256]), (3 x f32[512,512]))`), those of the `-done` finishing it."""
+    done = dones.get(op.results[0]) if op.results else None
+    return sum_bytes(module, (done or op).results)
+
+
 def collectives_by_kind(
     module: Module, ops: Sequence[Op], sites: Sequence[Op] | None = None
 ) -> list[Collective]:
@@ -119,6 +136,7 @@ def collectives_by_kind(
     given, holds every op of the module that names a function (and maybe others),
     in module order: where `RunsPerCall` looks for calls."""
     kinds = [(op, kind) for op in ops if (kind := collective_kind(op)) is not None]
+    dones = done_ops(ops)
     if not kinds:
         return []
     scopes = _AsyncScopes(module, ops)
@@ -135,7 +153,7 @@ def collectives_by_kind(
         in_loops = 0
         sources: dict[str, None] = {}
         for op, _ in items:
-            size = sum_bytes(module, op.results)
+            size = result_bytes(module, op, dones)
             total = None if total is None or size is None else total + size
             times = runs.of(op)
             in_loops += runs.in_loop(op)
