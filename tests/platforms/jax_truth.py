@@ -108,12 +108,23 @@ def facts_of_text(text: str) -> dict[str, Any]:
         entry["count"] += 1
         entry["async"] += op["opcode"].endswith("-start")
     nested = [op["name"] for op in fusion_ops if op["computation"] in fused]
+    # A multi-slice program's collectives between slices: libtpu's sends tagged with
+    # the collective they carry out; what each moves, its operand (the first element
+    # of its result).
+    megascale: dict[str, dict[str, int]] = {}
+    for op in ops:
+        tag = _MEGASCALE.search(op["line"])
+        if op["opcode"] == "send" and tag:
+            entry = megascale.setdefault(tag[1].lower(), {"count": 0, "bytes": 0})
+            entry["count"] += 1
+            entry["bytes"] += _shape_bytes(re.findall(r"\w+\[[\d,]*\]", op["shape"])[0])
     header = text.splitlines()[0]
     partitions = re.search(r"\bnum_partitions=(\d+)", header)
     replicas = re.search(r"\breplica_count=(\d+)", header)
     return {
         "fusions": fusions,
         "nested_fusions": nested,
+        "megascale": megascale,
         "collectives": collectives,
         "parameters": entry_parameters(text),
         "partitions": int(partitions[1]) if partitions else 1,
@@ -207,6 +218,7 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
     return {"collectives": collectives, "whiles": sum(op["opcode"] == "while" for op in ops)}
 
 
+_MEGASCALE = re.compile(r'_xla_megascale_transfer_type="(\w+)"')
 _DONE_OF = re.compile(r"-done\(%?([\w.\-]+)\)")
 _ITEM_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2}
 

@@ -359,6 +359,7 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "per_call": c.per_call,
                 "bytes_per_call": c.bytes_per_call,
                 "trip_counts_from": list(c.trip_counts_from),
+                "across_slices": c.across_slices,
             }
             for c in placement.collectives
         ],

@@ -25,7 +25,7 @@ from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, op_user_sou
 from hloscope.analyses.memory import MemoryAnalysis
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import Placement
-from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.collectives import collective_kind, megascale_kind
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.profile import ProfileAnalysis
 from hloscope.analyses.remat import RematAnalysis
@@ -174,7 +174,9 @@ def measure(compiled: Compiled) -> Measurement:
     module = compiled.optimized
     runs = RunsPerCall(module)
     for collective in compiled.placement.collectives:
-        prefix = f"collectives.{collective.op.replace('_', '-')}"
+        # Across slices: their own facts, the slow traffic compared apart.
+        network = "dcn." if collective.across_slices else ""
+        prefix = f"collectives.{network}{collective.op.replace('_', '-')}"
         facts[f"{prefix}.count"] = collective.count
         facts[f"{prefix}.in_loops"] = collective.in_loops
         if collective.bytes is not None:
@@ -190,6 +192,10 @@ def measure(compiled: Compiled) -> Measurement:
         found = collective_kind(op) if op.function in reached else None
         if found is not None:
             name = f"collectives.{found[0].replace('_', '-')}.count"
+            sites.setdefault(name, Counter())[site(op)] += 1
+        across = megascale_kind(op) if op.function in reached else None
+        if across is not None:
+            name = f"collectives.dcn.{across.replace('_', '-')}.count"
             sites.setdefault(name, Counter())[site(op)] += 1
 
     copies = [u for u in fusions.unfused if u.category == "copy"]

@@ -112,6 +112,23 @@ class _AsyncScopes:
         return False
 
 
+MEGASCALE_TRANSFER = "_xla_megascale_transfer_type"
+"""The frontend attribute libtpu tags a multi-slice program's sends and receives with:
+the collective across slices (over the data-centre network) the pair carries out
+(`ALL_REDUCE`), with `_xla_megascale_reduce_operation` its reduction."""
+
+
+def megascale_kind(op: Op) -> CollectiveOp | None:
+    """The collective across slices that `op` carries out, where it is the send of a
+    pair libtpu made of one (`MEGASCALE_TRANSFER`); None for any other op. The
+    receive is the same collective's other half."""
+    if op.short_name != "send":
+        return None
+    tag = op.frontend_attributes.get(MEGASCALE_TRANSFER)
+    name = tag.lower() if tag is not None else None
+    return name if name in COLLECTIVES else None
+
+
 def done_ops(ops: Sequence[Op]) -> dict[int, Op]:
     """XLA's `-done` halves among `ops`, by the value of the `-start` they finish."""
     return {
@@ -136,24 +153,36 @@ def collectives_by_kind(
     given, holds every op of the module that names a function (and maybe others),
     in module order: where `RunsPerCall` looks for calls."""
     kinds = [(op, kind) for op in ops if (kind := collective_kind(op)) is not None]
+    across = [(op, dcn) for op in ops if (dcn := megascale_kind(op)) is not None]
     dones = done_ops(ops)
-    if not kinds:
+    if not kinds and not across:
         return []
     scopes = _AsyncScopes(module, ops)
-    found: dict[CollectiveOp, list[tuple[Op, bool]]] = {}
+    found: dict[tuple[CollectiveOp, bool], list[tuple[Op, bool]]] = {}
     for op, (name, is_async) in kinds:
-        found.setdefault(name, []).append((op, is_async or scopes.holds(op)))
+        found.setdefault((name, False), []).append((op, is_async or scopes.holds(op)))
+    for op, name in across:
+        # A send and its done: asynchronous by nature.
+        found.setdefault((name, True), []).append((op, True))
     out: list[Collective] = []
     runs = RunsPerCall(module, sites)
-    for name in sorted(found, key=lambda n: (-len(found[n]), COLLECTIVES.index(n))):
-        items = found[name]
+    # The slow traffic first: across slices, over the data-centre network.
+    for key in sorted(found, key=lambda k: (not k[1], -len(found[k]), COLLECTIVES.index(k[0]))):
+        name, across_slices = key
+        items = found[key]
         total: int | None = 0
         per_call: int | None = 0
         bytes_per_call: int | None = 0
         in_loops = 0
         sources: dict[str, None] = {}
         for op, _ in items:
-            size = result_bytes(module, op, dones)
+            # A send across slices moves its operand (an all-reduce's input is its
+            # result's size).
+            size = (
+                sum_bytes(module, op.operands[:1])
+                if across_slices
+                else result_bytes(module, op, dones)
+            )
             total = None if total is None or size is None else total + size
             times = runs.of(op)
             in_loops += runs.in_loop(op)
@@ -177,6 +206,7 @@ def collectives_by_kind(
                 per_call=per_call,
                 bytes_per_call=bytes_per_call,
                 trip_counts_from=tuple(sources),
+                across_slices=across_slices,
             )
         )
     return out

@@ -223,6 +223,11 @@ class Collective:
     `known_trip_count` (XLA's, in the while's backend config) or `loop_condition`
     (the loop's own condition, start and step: the TPU's optimized whiles carry no
     count); empty when none is in a loop of known trip count."""
+    across_slices: bool = False
+    """Collectives between slices, over the data-centre network: libtpu makes each of
+    a multi-slice program's a send and a receive tagged with the collective they carry
+    out (`_xla_megascale_transfer_type`), counted here by their sends, their bytes the
+    data each device sends."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -148,7 +148,9 @@ def _region() -> Schema:
 COLLECTIVE: dict[str, Schema] = {
     **fields(Collective, "op", "count", **{"async": "async_count"}),
     **fields(Collective, "bytes", "functions", "sources", "user_sources"),
-    **fields(Collective, "in_loops", "per_call", "bytes_per_call", "trip_counts_from"),
+    **fields(
+        Collective, "in_loops", "per_call", "bytes_per_call", "trip_counts_from", "across_slices"
+    ),
 }
 
 PLACEMENT_LISTS: dict[str, Schema] = {

@@ -200,7 +200,9 @@ def collective_cells(
             unknown if collective.per_call is None else human_bytes(collective.bytes_per_call)
         )
     return [
-        collective.op,
+        Text(f"{collective.op} across slices", style="bold")
+        if collective.across_slices
+        else collective.op,
         *counts,
         str(collective.async_count),
         *sizes,
