@@ -156,6 +156,11 @@ class CompiledFor:
     the program having made its mesh with them; false where it is the program's own
     device list (or the platform's first devices); None for the local backend."""
 
+    def __post_init__(self) -> None:
+        # Read back from a child process's JSON (a dump compiled there): a list.
+        if self.device_ids is not None:
+            object.__setattr__(self, "device_ids", tuple(self.device_ids))
+
 
 @dataclasses.dataclass(frozen=True)
 class Compilation:

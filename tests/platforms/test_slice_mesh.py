@@ -247,3 +247,30 @@ def _env() -> dict[str, str]:
     env = child_env()
     env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
     return env
+
+
+def test_compiled_for_read_back_from_json_is_the_same_value():
+    """A dump compiled for a platform in a child process comes back as JSON: its
+    `device_ids` a list there, a tuple again here (a value the compile is keyed by
+    must hash and compare as the one made in this process)."""
+    import dataclasses
+
+    from hloscope.stages import CompiledFor
+
+    made = CompiledFor(
+        "tpu",
+        "v5e",
+        "tpu:v5e:2x4",
+        "v5e:2x4",
+        8,
+        8,
+        "TPU v5 lite",
+        "libtpu",
+        None,
+        True,
+        None,
+        device_ids=(0, 1, 2, 3, 7, 6, 5, 4),
+        slice_mesh_order=True,
+    )
+    read_back = CompiledFor(**json.loads(json.dumps(dataclasses.asdict(made))))
+    assert read_back == made and hash(read_back) == hash(made)
