@@ -191,6 +191,26 @@ def test_compiled_for_says_the_device_order_in_json(truth):
     assert compiled_for["slice_mesh_order"] is True
 
 
+def test_remat_compiles_the_gradient_in_the_slices_order(truth):
+    """`remat --for`: the loss's arguments are made, it is traced and its gradient
+    lowered with the slice's mesh, so the gradient is compiled in its order too."""
+    spec = "tpu:v5e:2x4"
+    run = hloscope(
+        "remat",
+        f"{TARGETS}:made_mesh_loss",
+        "--args",
+        MADE[1],
+        "--for",
+        spec,
+        "--json",
+        env=_env(),
+    )
+    assert run.code == 0, run.stderr
+    compiled_for = run.json()["compiled_for"]
+    assert compiled_for["device_ids"] == truth[f"made {spec}"]["device_ids"]
+    assert compiled_for["slice_mesh_order"] is True
+
+
 def test_a_mesh_jax_would_not_make_on_the_slice_keeps_the_host_order():
     """`jax.make_mesh` refuses a multi-slice topology: the mesh keeps jax.devices()'
     order (host device k, the platform's k-th), and a note says why."""
