@@ -259,6 +259,40 @@ def test_the_mesh_helpers_are_put_back():
     assert run.stdout.strip().splitlines()[-1] == str(list(range(8)))
 
 
+def test_arguments_given_as_values_keep_their_mesh():
+    """`hloscope.inspect(TARGET, *args).compile_for(SPEC)` with arguments the caller
+    made over the host devices: the meshes made while it is traced are made as the
+    arguments' were (in `jax.devices()`' order), not the slice's, which JAX would
+    refuse as another device assignment."""
+    needs("tpu")
+    code = textwrap.dedent(
+        """
+        import sys
+        import jax
+        jax.config.update("jax_num_cpu_devices", 8)
+        sys.path.insert(0, "tests/platforms")
+        import targets
+        import hloscope
+        args = targets.made_mesh_args()
+        inspection = hloscope.inspect("tests/platforms/targets.py:made_mesh_block", *args)
+        jax.clear_caches()  # traced again, for the platform
+        compiled_for = inspection.compile_for("tpu:v5e:2x4").source.compiled_for
+        print(list(compiled_for.device_ids), compiled_for.slice_mesh_order)
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert run.stdout.strip().splitlines()[-1] == f"{list(range(8))} False"
+
+
 def _args(program: tuple[str, str]) -> list[str]:
     return [program[0], "--args", program[1]]
 

@@ -481,17 +481,17 @@ def _load_entrypoint(
     text: str, target: EntrypointTarget, options: LoadOptions, call: Call | None = None
 ) -> Loaded:
     mesh_notes: list[str] = []
-    with _slice_meshes(options, mesh_notes):
+    with _slice_meshes(options, mesh_notes, call):
         entrypoint, _ = _import_entrypoint(target, options, call=call)
         loaded = _lower_entrypoint(text, target.label, "entrypoint", entrypoint, options, call)
     loaded.notes += tuple(mesh_notes)
     return loaded
 
 
-def _slice_meshes(options: LoadOptions, notes: list[str]) -> Any:
+def _slice_meshes(options: LoadOptions, notes: list[str], call: Call | None) -> Any:
     """Under `--for`, a mesh JAX's helpers make while the target is imported, its
-    arguments made and it is lowered, is the slice's (`slice_mesh`)."""
-    if options.compile_for is None:
+    arguments made (not given: `call`'s keep theirs) and it is lowered is the slice's."""
+    if options.compile_for is None or (call is not None and call.given):
         return contextlib.nullcontext()
     from hloscope.native_stderr import native_stderr_captured
 

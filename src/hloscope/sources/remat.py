@@ -43,7 +43,7 @@ def remat_source(
     # Imported, its arguments made, traced and its gradient lowered: under --for, in
     # the slice's meshes throughout (`slice_mesh`).
     mesh_notes: list[str] = []
-    with _slice_meshes(options, mesh_notes):
+    with _slice_meshes(options, mesh_notes, call):
         source = _remat_source(target, options, call, obj)
     return dataclasses.replace(source, notes=source.notes + tuple(mesh_notes))
 
