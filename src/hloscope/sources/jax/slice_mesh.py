@@ -149,8 +149,9 @@ def _made_on_the_slice(
         made = original(*bound.args, **bound.kwargs)
     except Exception as exc:
         note = (
-            f"{name} refuses {window.target.spec}'s devices, as it would on the slice "
-            f"({one_line(str(exc), 160)}): that mesh keeps jax.devices()' order"
+            f"{name} raises over {window.target.spec}'s devices, as it would on the slice "
+            f"({type(exc).__name__}: {one_line(str(exc), 160)}): compiled here with that "
+            "mesh in jax.devices()' order"
         )
         if note not in window.notes:
             window.notes.append(note)
