@@ -3,10 +3,12 @@ process (`python jax_truth.py CASES_JSON`), it compiles the functions of `target
 (or of a sample) for each TPU topology or GPU spec with `jax.experimental.topologies`,
 and prints one JSON object: per case, the devices, the top-level fusions, the
 collectives, the entry's parameters and the partitions of `compiled.as_text()`, and
-`compiled.memory_analysis()`; or, where XLA refuses the program, its message. A
-case with `loops` also gets the collectives in loops and the async ones over every
-computation the entry reaches (`loop_facts_of_text`); one with `make_mesh` builds the
-module's mesh with `jax.make_mesh` over the topology's devices (samples/llm_step.py).
+`compiled.memory_analysis()` (with `assignment`, also the device assignment JAX
+compiled and what the text says of it: `device_facts`); or, where XLA refuses the
+program, its message. A case with `loops` also gets the collectives in loops and the
+async ones over every computation the entry reaches (`loop_facts_of_text`); one with
+`make_mesh` builds the module's mesh with `jax.make_mesh` over the topology's devices
+(samples/llm_step.py).
 `python jax_truth.py --dumps FOLDER` writes dumps of the sharded block instead.
 
 The facts are read from XLA's own text here, not through hloscope, so that the tests
@@ -244,6 +246,29 @@ def entry_parameters(text: str) -> list[str]:
     return [shape for shape, _ in sorted(found, key=lambda f: int(f[1]))]
 
 
+_REPLICA_GROUPS = re.compile(r"\breplica_groups=(?P<groups>.*?), \w+=")
+_PARAMETER_SHARDING = re.compile(
+    r"\bparameter\((?P<index>\d+)\), sharding=(?P<sharding>\{.*?\})(?:, \w+=|$)"
+)
+
+
+def device_facts(text: str) -> dict[str, Any]:
+    """What a compiled module's text says of its devices: each ENTRY parameter's
+    sharding, in order, and each collective's replica groups (every computation's,
+    in the text's order, `{{0,1},...}` or XLA's `mesh[...]` form), with its opcode."""
+    entry = text[text.index("\nENTRY ") :]
+    found = [(int(m["index"]), m["sharding"]) for m in _PARAMETER_SHARDING.finditer(entry)]
+    groups = []
+    for op in instructions(text):
+        match = _REPLICA_GROUPS.search(op["line"])
+        if match:
+            groups.append([op["opcode"], match["groups"]])
+    return {
+        "argument_shardings": [sharding for _, sharding in sorted(found)],
+        "replica_groups": groups,
+    }
+
+
 def topology(case: dict[str, Any]) -> Any:
     if case["platform"] == "tpu":
         kwargs = dict(case.get("kwargs", {}))
@@ -312,6 +337,14 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
         result["loops"] = loop_facts_of_text(compiled.as_text())
         # What `jax.lax.scan` runs over: the stacked layers' leading dimension.
         result["loops"]["scan_length"] = int(module.LAYERS)
+    if case.get("assignment"):
+        # The device assignment JAX compiled: the mesh of the arguments' shardings,
+        # flattened (for the sharded targets), with the ids of the topology's devices
+        # in their own order, to tell the two apart.
+        mesh = jax.tree.leaves(compiled.input_shardings)[0].mesh
+        result["device_ids"] = [int(d.id) for d in mesh.devices.flat]
+        result["topology_ids"] = [int(d.id) for d in devices]
+        result.update(device_facts(compiled.as_text()))
     return result
 
 

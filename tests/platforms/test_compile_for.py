@@ -389,8 +389,13 @@ def test_compiled_for_names_the_devices_jax_made(spec, truth, prefetched):
             "memory_bytes": compiled_for["memory_bytes"],
             "memory_name": "HBM" if platform == "tpu" else "GPU memory",
             "slices": expected["slices"],
+            # The block's mesh is built from the device list: in its order
+            # (test_slice_mesh.py compares the order with JAX's).
+            "device_ids": compiled_for["device_ids"],
+            "slice_mesh_order": False,
         }, command
         assert compiled_for["memory_bytes"] > 0
+        assert len(compiled_for["device_ids"]) == used
 
 
 @pytest.mark.parametrize("spec", SPECS)

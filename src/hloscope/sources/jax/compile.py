@@ -73,8 +73,10 @@ def _compile_lowering_for(
 ) -> Compilation:
     from hloscope.sources.jax.platforms import compile_for_platform
     from hloscope.sources.jax.private import private_module_devices, private_propagation
+    from hloscope.sources.jax.slice_mesh import lowered_device_order
 
     handle = lowering.handle
+    order = None
     if isinstance(handle, jax.stages.Compiled):
         raise HloscopeError(
             f"this is a jax.stages.Compiled, compiled already for this machine: give the "
@@ -83,14 +85,17 @@ def _compile_lowering_for(
         )
     if isinstance(handle, jax.stages.Lowered):
         module: Any = handle.compiler_ir("stablehlo")
-        partitions = private_module_devices(handle)
+        partitions, devices = private_module_devices(handle)
         propagation = private_propagation(handle)
+        # The slice's devices in the order the program's mesh holds them: a value of
+        # the compile, as the module is.
+        order = lowered_device_order(devices, target, partitions)
     elif lowering.mlir_bytecode is not None:
         module, partitions, propagation = lowering.mlir_bytecode, 1, None
     else:
         raise HloscopeError("nothing to compile", where=label)
     executable, elapsed, compiled_for = compile_for_platform(
-        module, target, label, partitions, 1, compiler_options, propagation
+        module, target, label, partitions, 1, compiler_options, propagation, order
     )
     return executable_compilation(executable, elapsed, target.platform, compiled_for)
 

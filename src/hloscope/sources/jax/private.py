@@ -108,12 +108,13 @@ def private_propagation(lowered: Any) -> tuple[tuple[bool, ...], tuple[bool, ...
         return None
 
 
-def private_module_devices(lowered: Any) -> int:
-    """How many devices JAX lowered `lowered` for (its device assignment's size)."""
+def private_module_devices(lowered: Any) -> tuple[int, tuple[Any, ...] | None]:
+    """How many devices JAX lowered `lowered` for, and which, in order (`_device_list`)."""
     try:
-        return int(_private_compile_args(lowered)["num_devices"])
+        listed = lowered._lowering._device_list  # None where no sharding names devices
+        return int(_private_compile_args(lowered)["num_devices"]), tuple(listed or ()) or None
     except (AttributeError, KeyError, TypeError, ValueError):
-        return 1
+        return 1, None
 
 
 def private_parse_module(module: bytes | str) -> Any:
@@ -609,10 +610,9 @@ def private_api_ok() -> list[str]:
     for name in ("DeviceAssignment", "DeviceList"):
         if not hasattr(_xla_client, name):
             missing.append(f"jax._src.lib.xla_client.{name}")
-    # Compiling for a TPU topology or a GPU spec (`--for`).
-    for key in ("num_devices", "out_shardings", "ordered_effects"):
-        if key not in compile_args:
-            missing.append(f"compile_args[{key!r}]")
+    wanted = ("num_devices", "out_shardings", "ordered_effects")  # what `--for` reads
+    missing += [f"compile_args[{key!r}]" for key in wanted if key not in compile_args]
+    missing += [] if hasattr(lowered._lowering, "_device_list") else ["_lowering._device_list"]
     if private_propagation(lowered) is None:
         missing.append("jax._src.interpreters.pxla.get_prop_to_input_output")
     try:
