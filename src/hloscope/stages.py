@@ -70,6 +70,11 @@ LoweringKind = Literal["function", "jitted", "lowered", "compiled", "exported"]
 """What an entrypoint named (`Lowering.kind`)."""
 
 
+LOCAL_LOWERING = "the program was lowered for this machine's platform"
+"""What a lowering's note says where `--for` could not lower for the platform (a
+library's jit with no `.trace`): a compile that fails then says so too."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Lowering:
     """What JAX produced for an entrypoint, before XLA optimizes it."""

@@ -15,7 +15,7 @@ import jax.extend
 import numpy as np
 
 from hloscope.environment import xla_of_jaxlib
-from hloscope.errors import HloscopeError, one_line
+from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.custom_calls import outside_xla, unrunnable_custom_calls
 from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.entrypoint import user_code
@@ -25,7 +25,13 @@ from hloscope.sources.jax.private import (
     private_device_assignment,
     private_device_list,
 )
-from hloscope.stages import Compilation, CompiledFor, CompilerOptions, Lowering
+from hloscope.stages import (
+    LOCAL_LOWERING,
+    Compilation,
+    CompiledFor,
+    CompilerOptions,
+    Lowering,
+)
 
 if TYPE_CHECKING:
     from hloscope.compile_for import CompileFor
@@ -94,9 +100,19 @@ def _compile_lowering_for(
         module, partitions, propagation = lowering.mlir_bytecode, 1, None
     else:
         raise HloscopeError("nothing to compile", where=label)
-    executable, elapsed, compiled_for = compile_for_platform(
-        module, target, label, partitions, 1, compiler_options, propagation, order
-    )
+    try:
+        executable, elapsed, compiled_for = compile_for_platform(
+            module, target, label, partitions, 1, compiler_options, propagation, order
+        )
+    except DoesNotFit:
+        raise
+    except HloscopeError as exc:
+        # A program lowered for this machine's platform may fail for that reason alone
+        # (a CPU-only custom call): the refusal says so too.
+        fell_back = [n for n in lowering.notes if LOCAL_LOWERING in n]
+        if not fell_back:
+            raise
+        raise HloscopeError(f"{exc.message} ({fell_back[0]})", where=exc.where) from exc
     return executable_compilation(executable, elapsed, target.platform, compiled_for)
 
 
