@@ -150,6 +150,9 @@ def test_version_names_hloscope_jax_jaxlib_and_the_backend() -> None:
 
     run = console("--version")
     assert run.returncode == 0, run.stderr
+    # Nothing but the versions: libtpu's and the CUDA plugin's start-up lines (on a
+    # machine without their device) are kept off the terminal.
+    assert run.stderr == ""
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["hloscope"] == hloscope.__version__ == metadata.version("hloscope")
     assert lines["jax"] == jax.__version__ == metadata.version("jax")
