@@ -802,10 +802,24 @@ def profile(
 ) -> None:
     """Where the run time goes: the compiled program run under JAX's profiler, its time
     per XLA instruction and per line of your code. For a script: per jitted function,
-    its calls, compilations and time per call, and the ops run outside any jit."""
+    its calls, compilations and time per call, and the ops run outside any jit. With
+    --for: an estimate of a step on that TPU or GPU, without the device, from the
+    compiler's cost model and published figures (never a measurement)."""
     argv = list(ctx.args)
     if argv[:1] == ["--"]:
         argv = argv[1:]
+
+    if options.compile_for is not None:
+
+        def estimate() -> reports.EstimateReport:
+            from hloscope.reports.estimate import estimate_target
+            from hloscope.sources.profile import check_estimate_options
+
+            check_estimate_options(target, argv, runs, trace_dir)
+            return estimate_target(target, options)
+
+        emit(debug, json, estimate, timeout=timeout, what=target)
+        return
 
     def build() -> reports.ProfileReport | reports.ScriptProfileReport:
         from hloscope import reports

@@ -815,9 +815,9 @@ def test_a_platform_that_cannot_be_made_is_one_line(tmp_path):
         assert "--for tpu:v5e:3x3" in line and "v5e:3x3" in line.split("--for tpu:v5e:3x3")[1]
 
 
-def test_profile_and_aot_check_refuse_for():
+def test_aot_check_refuses_for():
+    # profile --for estimates instead (tests/platforms/test_profile_for.py).
     for command, target, spec in [
-        ("profile", sample("profile_step", "step"), "tpu:v5e:2x4"),
         ("aot-check", sample("aot", "step"), "gpu:h100"),
     ]:
         line = one_line_error(hloscope(command, *target, "--for", spec))

@@ -708,6 +708,8 @@ def profile_json(report: ProfileReport) -> dict[str, Any]:
     body: dict[str, Any] = {
         **source_fields(report.source),
         "module": report.module,
+        # Measured here; `profile --for` is estimated (render/estimate_json.py).
+        "estimated": False,
         "runs": analysis.runs,
         "warmup": analysis.warmup,
         "seconds_per_run": {"median": times.median, "min": times.min, "max": times.max},

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from hloscope.reports.compiles import CompilesReport, compiles_report
     from hloscope.reports.diff import DiffReport, diff_loaded
     from hloscope.reports.entry import ReportEntry, entry_of
+    from hloscope.reports.estimate import EstimateReport, estimate_report
     from hloscope.reports.fusions import FusionsReport, fusions_report
     from hloscope.reports.inspect import InspectReport, inspect_report
     from hloscope.reports.memory import MemoryReport, loaded_memory_report, memory_report
@@ -63,6 +64,8 @@ _MODULE_OF = {
     "CheckReport": "check",
     "CompilesReport": "compiles",
     "DiffReport": "diff",
+    "EstimateReport": "estimate",
+    "estimate_report": "estimate",
     "FusionsReport": "fusions",
     "InspectReport": "inspect",
     "MemoryReport": "memory",
@@ -122,6 +125,7 @@ __all__ = [
     "CheckReport",
     "CompilesReport",
     "DiffReport",
+    "EstimateReport",
     "FusionsReport",
     "InspectReport",
     "MemoryReport",
@@ -137,6 +141,7 @@ __all__ = [
     "compiles_report",
     "diff_loaded",
     "entry_of",
+    "estimate_report",
     "fusions_report",
     "inspect_report",
     "loaded_memory_report",

@@ -13,6 +13,7 @@ from hloscope.reports import (
     check,
     compiles,
     diff,
+    estimate,
     fusions,
     inspect,
     memory,
@@ -39,5 +40,6 @@ REPORTS: tuple[ReportEntry, ...] = (
     check.ENTRY,
     profile.ENTRY,
     profile.SCRIPT_ENTRY,
+    estimate.ENTRY,
     remat.ENTRY,
 )

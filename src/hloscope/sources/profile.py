@@ -81,6 +81,24 @@ def profile_target(
     return profiled(load(target, options), runs=runs, warmup=warmup, trace_dir=trace_dir)
 
 
+def check_estimate_options(
+    target: str, argv: list[str], runs: int | None, trace_dir: str | None
+) -> None:
+    """Refuse what `profile --for` cannot do: it estimates one program compiled for
+    the platform; nothing runs (no runs, no trace) and a script is not compiled."""
+    if is_script(target) or argv:
+        raise HloscopeError(
+            "profile --for estimates a function compiled for the platform; a script runs "
+            "on this machine (profile it without --for)",
+            where=target,
+        )
+    if runs is not None or trace_dir is not None:
+        raise HloscopeError(
+            "--runs and --trace-dir measure runs on this machine; profile --for estimates "
+            "without running"
+        )
+
+
 def _check_counts(runs: int | None, warmup: int) -> None:
     """Refuse run counts no profile can have, before anything is loaded or run."""
     if runs is not None and runs < 1:

@@ -128,12 +128,17 @@ def schema_of(command: str) -> Schema:
         "document; keys may be added to any object, never renamed or removed. " + VERSION_RULE,
     }
     if command == "profile":
-        from hloscope.render.schema import runs
+        from hloscope.render.schema import estimate, runs
 
         return {
             **header,
             "anyOf": [
                 _document(command, (runs.profile_body(), ()), "profile of a function"),
+                _document(
+                    command,
+                    (estimate.estimate_body(), ()),
+                    "profile of a function estimated for a platform (--for)",
+                ),
                 _document(command, (runs.script_profile_body(), ()), "profile of a script"),
             ],
         }

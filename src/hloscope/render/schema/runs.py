@@ -346,6 +346,7 @@ def profile_body() -> dict[str, Schema]:
         "source": SOURCE,
         "compiled_for": COMPILED_FOR,
         "module": nullable(STR),
+        "estimated": BOOL,
         **fields(ProfileAnalysis, "runs", "warmup"),
         "seconds_per_run": obj(fields(times, "median", "min", "max"), title="RunTimes"),
         "ops": array(op),

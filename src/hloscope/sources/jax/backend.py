@@ -63,3 +63,11 @@ def plugins_loaded_quietly() -> None:
             private_load_plugins()
     except Exception:
         return  # JAX reports the plugin's trouble itself when the script starts it
+
+
+def cpu_client() -> Any:
+    """JAX's CPU client: what XLA's cost analysis of a module is asked through
+    (`profile --for`; the analysis counts an HLO module's flops and bytes, it runs
+    nothing)."""
+    with native_stderr_captured():
+        return jax.extend.backend.get_backend("cpu")

@@ -1,0 +1,398 @@
+"""Where a step's time would go on a TPU or GPU, estimated without the device
+(`profile --for`): never a measurement, each number from the compiler or a cited
+figure (`hloscope.hardware_figures`).
+
+- A kernel the TPU's compiler estimated (`estimated_cycles` in its backend config)
+  takes those cycles over the chip's clock: basis `compiler`.
+- Any other kernel (every GPU kernel, a TPU op without an estimate) takes the larger
+  of its flops over the peak for its matmul's type (the vector peak without one) and
+  its bytes accessed over the memory bandwidth, both from XLA's own cost analysis of
+  the kernel alone (`ir.hlo_kernels.kernel_costs`): basis `roofline`. Its bound is
+  whichever of the two is larger.
+- A collective moves, per device, the bytes of the ring algorithm (the JAX scaling
+  book's "Sharded Matrices" chapter; nccl-tests' bus bandwidth): an all-gather
+  (n-1)/n of its result, a reduce-scatter (n-1) times its result (its input's
+  (n-1)/n), an all-reduce twice an all-gather's, an all-to-all (n-1)/n of its result,
+  a permute its result, over the interconnect: a TPU's ICI links both ways along the
+  ring (twice a link's one-way bandwidth), a GPU's NVLink. Basis `interconnect`,
+  bound `network`. The n is its replica groups' size, else for an all-gather or
+  reduce-scatter its result's ratio to its operand.
+- Overlap from the compiled schedule: an asynchronous collective (a `-start`/`-done`
+  pair, or the TPU's async collective start and done fusions) overlaps the kernels
+  scheduled between its start and its done in the same computation; the part of its
+  time they do not cover is exposed. A synchronous collective is exposed whole.
+  Several collectives in flight at once each count the same kernels (an optimistic
+  bound).
+- Each kernel and collective runs once per call of its computation, a loop body's
+  once per iteration (`RunsPerCall`); with no trip count known it counts once, and
+  the report says so.
+
+The step's time is the kernels' time plus the exposed communication. MFU is the
+step's flops (XLA's cost analysis of the whole program, per device, where the
+compiler gives it; else the kernels' flops) over the time times the bf16 peak.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from hloscope.analyses.fusions import FusionAnalysis
+from hloscope.analyses.placement.loops import RunsPerCall
+from hloscope.hardware_figures import Figures
+from hloscope.ir.hlo_kernels import Kernel, KernelModule
+from hloscope.ir.model import Module
+
+Basis = Literal["compiler", "roofline", "interconnect"]
+Bound = Literal["compute", "memory", "network"]
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimatedOp:
+    """One kernel or collective of the compiled module, by its estimated time."""
+
+    name: str
+    """The instruction, as XLA's text names it."""
+    kind: str
+    """A fusion's kind, else the opcode; a collective's opcode."""
+    calls: int
+    """Runs per step (a loop body's once per iteration)."""
+    seconds: float
+    """Estimated time per step (`calls` runs), per device."""
+    share: float
+    """Of the step's estimated time (compute and exposed communication)."""
+    cycles: int | None
+    """The TPU compiler's `estimated_cycles` of one run, as it wrote them; None
+    where it wrote none."""
+    basis: Basis
+    bound: Bound
+    flops: float | None
+    """Per step, from XLA's cost analysis of the kernel; None where it gave none."""
+    bytes: float | None
+    """Bytes accessed per step (a collective's: moved over the interconnect)."""
+    user_source: str | None
+    sources: tuple[str, ...]
+    function: str | None
+    """The computation it is in."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimatedCollective:
+    """One collective and how much of its time the schedule hides."""
+
+    name: str
+    op: str
+    """`all-gather`, `all-reduce`, ..."""
+    bytes: float
+    """Moved per device per step by the ring algorithm."""
+    result_bytes: int
+    """Its result's bytes, per device, one run."""
+    group_size: int | None
+    calls: int
+    seconds: float
+    """Per step, over the interconnect."""
+    basis: Basis
+    exposed_seconds: float
+    """Per step, the part no kernel scheduled between its start and done covers."""
+    asynchronous: bool
+    overlapped_by: tuple[str, ...]
+    """The kernels scheduled between its start and its done."""
+    user_source: str | None
+    sources: tuple[str, ...]
+
+    @property
+    def hidden(self) -> bool:
+        return self.exposed_seconds <= 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimatedLine:
+    """One line of the user's code, by the estimated time of what it made."""
+
+    source: str | None
+    seconds: float
+    share: float
+    ops: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateAnalysis:
+    """Where a step's time would go, estimated."""
+
+    seconds: float
+    """The step: `compute_seconds` + `exposed_communication_seconds`."""
+    compute_seconds: float
+    communication_seconds: float
+    exposed_communication_seconds: float
+    flops: float
+    """The step's flops, per device."""
+    flops_from: Literal["cost_analysis", "kernels"]
+    """XLA's cost analysis of the whole program, or the kernels' own summed."""
+    mfu: float | None
+    ops: tuple[EstimatedOp, ...]
+    """Kernels and collectives, most time first."""
+    lines: tuple[EstimatedLine, ...]
+    collectives: tuple[EstimatedCollective, ...]
+    """In schedule order."""
+    figures: Figures
+    unknown_trip_counts: tuple[str, ...]
+    """Kernels in loops of no known trip count, counted once."""
+    uncosted: tuple[str, ...]
+    """Kernels XLA's cost analysis could not read alone: their bytes are their
+    operands' and result's, their flops 0."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Info:
+    kind: str
+    user_source: str | None
+    sources: tuple[str, ...]
+
+
+def _info(fusions: FusionAnalysis) -> dict[str, _Info]:
+    table: dict[str, _Info] = {}
+    for fusion in fusions.fusions:
+        table[fusion.name] = _Info(
+            fusion.backend_kind or fusion.kind, fusion.hero_source, fusion.sources
+        )
+    for op in fusions.unfused:
+        table[op.name] = _Info(op.op.rpartition(".")[2], op.user_source, op.sources)
+    return table
+
+
+_PEAK_TYPES = {"bf16": "bf16", "f16": "bf16", "f32": "f32", "tf32": "f32"}
+
+
+def _peak(figures: Figures, matmul_type: str | None) -> float:
+    if matmul_type is None:
+        key = "vector"
+    elif matmul_type.startswith("f8"):
+        key = "f8"
+    else:
+        key = _PEAK_TYPES.get(matmul_type, "bf16")
+    return figures.peak_flops_by_type.get(key) or figures.peak_flops
+
+
+def ring_bytes(op: str, result_bytes: int, operand_bytes: int | None, n: int | None) -> float:
+    """Bytes one device moves for a collective by the ring algorithm (module doc)."""
+    if n is None and operand_bytes:
+        if op == "all-gather":
+            n = max(round(result_bytes / operand_bytes), 1)
+        elif op == "reduce-scatter" and result_bytes:
+            n = max(round(operand_bytes / result_bytes), 1)
+    n = n or 1
+    if op in ("all-gather", "all-to-all", "ragged-all-to-all"):
+        return result_bytes * (n - 1) / n
+    if op == "reduce-scatter":
+        return float(result_bytes * (n - 1))
+    if op == "all-reduce":
+        return 2.0 * result_bytes * (n - 1) / n
+    return float(result_bytes) if n > 1 or op.startswith("collective") else 0.0
+
+
+def _done_of(kernels: Sequence[Kernel], start: int) -> int | None:
+    """The schedule position of the done that finishes the start at `start`: the
+    first done reached from it through its users."""
+    users: dict[str, list[int]] = defaultdict(list)
+    for index, kernel in enumerate(kernels):
+        for operand in kernel.operands:
+            users[operand].append(index)
+    pending = [kernels[start].name]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        for index in users.get(name, ()):
+            kernel = kernels[index]
+            if kernel.done or kernel.opcode.endswith("-done"):
+                return index
+            if kernel.name not in seen and index > start:
+                seen.add(kernel.name)
+                pending.append(kernel.name)
+    return None
+
+
+def analyze_estimate(
+    kernels: KernelModule,
+    costs: Mapping[str, Mapping[str, float]],
+    figures: Figures,
+    module: Module,
+    fusions: FusionAnalysis,
+    step_flops: float | None = None,
+) -> EstimateAnalysis:
+    """Estimate each kernel and collective of the compiled module (module doc)."""
+    info = _info(fusions)
+    runs = RunsPerCall(module)
+    by_name = {op.hlo_name: op for op in module.ops if op.hlo_name}
+    unknown_trips: list[str] = []
+    uncosted: list[str] = []
+    clock = figures.clock_hz
+    ring_bandwidth = figures.interconnect_bytes_per_second * (2 if figures.platform == "tpu" else 1)
+
+    def calls_of(kernel: Kernel) -> int:
+        op = by_name.get(kernel.name)
+        times = runs.of(op) if op is not None else 1
+        if times is None:
+            unknown_trips.append(kernel.name)
+            return 1
+        return times
+
+    ops: list[EstimatedOp] = []
+    collectives: list[EstimatedCollective] = []
+    for computation in kernels.control:
+        schedule = kernels.computations[computation]
+        one_run: dict[int, float] = {}
+        for index, kernel in enumerate(schedule):
+            if kernel.collective is None and kernel.runs_kernel:
+                one_run[index] = _kernel(kernel, costs, figures, clock, uncosted)[0]
+        for index, kernel in enumerate(schedule):
+            if not kernel.runs_kernel and not kernel.starts:
+                continue
+            calls = calls_of(kernel)
+            known = info.get(kernel.name, _Info(kernel.opcode, None, ()))
+            if kernel.collective is not None:
+                if kernel.done and not kernel.starts:
+                    continue
+                result = kernel.collective_bytes or 0
+                moved = ring_bytes(
+                    kernel.collective, result, kernel.collective_operand_bytes, kernel.group_size
+                )
+                seconds = moved / ring_bandwidth
+                between: tuple[int, ...] = ()
+                if kernel.starts:
+                    done = _done_of(schedule, index)
+                    end = done if done is not None else index + 1
+                    between = tuple(i for i in range(index + 1, end) if i in one_run)
+                covered = sum(one_run[i] for i in between)
+                exposed = max(seconds - covered, 0.0) if kernel.starts else seconds
+                collectives.append(
+                    EstimatedCollective(
+                        name=kernel.name,
+                        op=kernel.collective,
+                        bytes=moved * calls,
+                        result_bytes=result,
+                        group_size=kernel.group_size,
+                        calls=calls,
+                        seconds=seconds * calls,
+                        basis="interconnect",
+                        exposed_seconds=exposed * calls,
+                        asynchronous=kernel.starts,
+                        overlapped_by=tuple(schedule[i].name for i in between),
+                        user_source=known.user_source,
+                        sources=known.sources,
+                    )
+                )
+                ops.append(
+                    EstimatedOp(
+                        name=kernel.name,
+                        kind=kernel.collective,
+                        calls=calls,
+                        seconds=seconds * calls,
+                        share=0.0,
+                        cycles=None,
+                        basis="interconnect",
+                        bound="network",
+                        flops=None,
+                        bytes=moved * calls,
+                        user_source=known.user_source,
+                        sources=known.sources,
+                        function=computation,
+                    )
+                )
+                continue
+            seconds, basis, bound, flops, accessed = _kernel(
+                kernel, costs, figures, clock, uncosted
+            )
+            ops.append(
+                EstimatedOp(
+                    name=kernel.name,
+                    kind=known.kind,
+                    calls=calls,
+                    seconds=seconds * calls,
+                    share=0.0,
+                    cycles=kernel.cycles,
+                    basis=basis,
+                    bound=bound,
+                    flops=flops * calls if flops is not None else None,
+                    bytes=accessed * calls,
+                    user_source=known.user_source,
+                    sources=known.sources,
+                    function=computation,
+                )
+            )
+    compute = sum(op.seconds for op in ops if op.basis != "interconnect")
+    communication = sum(c.seconds for c in collectives)
+    exposed = sum(c.exposed_seconds for c in collectives)
+    step = compute + exposed
+    # A share of the step: a collective's is its exposed part's.
+    exposed_of = {c.name: c.exposed_seconds for c in collectives}
+    ops = [
+        dataclasses.replace(
+            op,
+            share=(exposed_of.get(op.name, op.seconds) / step) if step > 0 else 0.0,
+        )
+        for op in ops
+    ]
+    ops.sort(key=lambda op: (-op.seconds, op.name))
+    kernel_flops = sum(op.flops or 0.0 for op in ops)
+    flops = step_flops if step_flops is not None else kernel_flops
+    return EstimateAnalysis(
+        seconds=step,
+        compute_seconds=compute,
+        communication_seconds=communication,
+        exposed_communication_seconds=exposed,
+        flops=flops,
+        flops_from="cost_analysis" if step_flops is not None else "kernels",
+        mfu=flops / (step * figures.peak_flops) if step > 0 else None,
+        ops=tuple(ops),
+        lines=_lines(ops, exposed_of, step),
+        collectives=tuple(collectives),
+        figures=figures,
+        unknown_trip_counts=tuple(dict.fromkeys(unknown_trips)),
+        uncosted=tuple(dict.fromkeys(uncosted)),
+    )
+
+
+def _kernel(
+    kernel: Kernel,
+    costs: Mapping[str, Mapping[str, float]],
+    figures: Figures,
+    clock: float | None,
+    uncosted: list[str],
+) -> tuple[float, Basis, Bound, float | None, float]:
+    """One run's (seconds, basis, bound, flops, bytes accessed)."""
+    cost = costs.get(kernel.name)
+    if cost is None:
+        uncosted.append(kernel.name)
+        flops: float | None = None
+        accessed = float(kernel.operand_bytes + kernel.result_bytes)
+    else:
+        flops = float(cost.get("flops", 0.0))
+        accessed = float(cost.get("bytes accessed", kernel.operand_bytes + kernel.result_bytes))
+    compute = (flops or 0.0) / _peak(figures, kernel.matmul_type)
+    memory = accessed / figures.hbm_bytes_per_second
+    bound: Bound = "compute" if compute >= memory else "memory"
+    if kernel.cycles is not None and clock:
+        return kernel.cycles / clock, "compiler", bound, flops, accessed
+    return max(compute, memory), "roofline", bound, flops, accessed
+
+
+def _lines(
+    ops: Sequence[EstimatedOp], exposed_of: Mapping[str, float], step: float
+) -> tuple[EstimatedLine, ...]:
+    by_line: dict[str | None, list[EstimatedOp]] = defaultdict(list)
+    for op in ops:
+        by_line[op.user_source].append(op)
+    lines = []
+    for source, members in by_line.items():
+        spent = sum(exposed_of.get(op.name, op.seconds) for op in members)
+        lines.append(
+            EstimatedLine(
+                source=source,
+                seconds=spent,
+                share=spent / step if step > 0 else 0.0,
+                ops=tuple(op.name for op in members),
+            )
+        )
+    return tuple(sorted(lines, key=lambda line: (-line.seconds, line.source or "")))

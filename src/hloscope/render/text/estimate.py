@@ -1,0 +1,209 @@
+"""`hloscope profile --for` as text: the estimated step, the figures it used once, then
+your lines, the kernels and the collectives by estimated time. Every heading says it
+is an estimate, not a measurement."""
+
+from __future__ import annotations
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from hloscope.analyses.estimate import EstimateAnalysis
+from hloscope.render.text.common import (
+    clip,
+    describe_source,
+    header_table,
+    notes_group,
+    short_source,
+    simple_table,
+    source_text,
+    timings_text,
+)
+from hloscope.render.text.profile import CODE_WIDTH, duration, instruction_names, percent
+from hloscope.reports.estimate import ESTIMATED_NOTE, EstimateReport
+from hloscope.units import human_bytes
+
+MAX_LINE_ROWS = 15
+MAX_OP_ROWS = 25
+MAX_COLLECTIVE_ROWS = 15
+
+
+def _rate(value: float) -> str:
+    for unit, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} "
+
+
+def figures_text(analysis: EstimateAnalysis) -> str:
+    """`clock 1.5 GHz · peak 197 TFLOP/s · HBM 810 GB/s · ICI 45 GB/s a link, one way`."""
+    figures = analysis.figures
+    parts = []
+    if figures.clock_hz:
+        parts.append(f"clock {figures.clock_hz / 1e9:.3g} GHz")
+    parts.append(f"peak {_rate(figures.peak_flops)}FLOP/s (bf16)")
+    parts.append(f"HBM {_rate(figures.hbm_bytes_per_second)}B/s")
+    link = "ICI" if figures.platform == "tpu" else "NVLink"
+    where = "a link" if figures.platform == "tpu" else "a GPU"
+    parts.append(f"{link} {_rate(figures.interconnect_bytes_per_second)}B/s {where}, one way")
+    if figures.dcn_bytes_per_second:
+        parts.append(f"DCN {_rate(figures.dcn_bytes_per_second)}B/s a chip")
+    return " · ".join(parts)
+
+
+def step_text(analysis: EstimateAnalysis) -> str:
+    mfu = f" · MFU {percent(analysis.mfu)}" if analysis.mfu is not None else ""
+    return (
+        f"{duration(analysis.seconds)} a step ({ESTIMATED_NOTE}): compute "
+        f"{duration(analysis.compute_seconds)} + exposed communication "
+        f"{duration(analysis.exposed_communication_seconds)} (of "
+        f"{duration(analysis.communication_seconds)}){mfu}"
+    )
+
+
+def render_estimate(report: EstimateReport, console: Console) -> None:
+    analysis = report.analysis
+    flops_from = (
+        "XLA's cost analysis of the program"
+        if analysis.flops_from == "cost_analysis"
+        else "its kernels' cost analyses"
+    )
+    rows: list[tuple[str, RenderableType]] = [
+        ("target", Text(report.source.target, style="bold")),
+        ("source", describe_source(report.source)),
+        ("module", report.module or "(unnamed)"),
+        ("estimate", Text(step_text(analysis), style="bold")),
+        (
+            "from",
+            "the compiler's estimated cycles where it wrote them, else a roofline of XLA's "
+            "cost analysis; collectives over the interconnect by the ring algorithm; "
+            "overlap from the compiled schedule",
+        ),
+        ("flops", f"{analysis.flops:.4g} a step per device ({flops_from})"),
+        ("figures", f"{report.device}: {figures_text(analysis)}"),
+        ("cited", analysis.figures.source),
+        ("timings", timings_text(report.timings)),
+    ]
+    console.print(header_table(rows))
+    console.print()
+    console.print(lines_table(report))
+    console.print()
+    console.print(ops_table(analysis))
+    if analysis.collectives:
+        console.print()
+        console.print(collectives_table(analysis))
+    notes = notes_group(report.notes)
+    if notes is not None:
+        console.print(notes)
+
+
+def lines_table(report: EstimateReport) -> Table:
+    analysis = report.analysis
+    shown = analysis.lines[:MAX_LINE_ROWS]
+    table = simple_table(
+        "Your lines by estimated time",
+        [
+            ("time", "right", True),
+            ("share", "right", True),
+            ("line", "left", True),
+            ("code", "left", False),
+            ("instructions", "left", True),
+        ],
+    )
+    for line in shown:
+        code = clip(report.line_texts.get(line.source or "", ""), CODE_WIDTH)
+        where = (
+            source_text(line.source, style="bold")
+            if line.source
+            else Text("(no line of yours)", style="dim")
+        )
+        table.add_row(
+            duration(line.seconds),
+            percent(line.share),
+            where,
+            Text(code, no_wrap=True, overflow="ellipsis"),
+            instruction_names(line.ops),
+        )
+    if len(analysis.lines) > MAX_LINE_ROWS:
+        table.caption = f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)"
+        table.caption_justify = "left"
+    return table
+
+
+def ops_table(analysis: EstimateAnalysis) -> Table:
+    shown = analysis.ops[:MAX_OP_ROWS]
+    table = simple_table(
+        "Instructions by estimated time",
+        [
+            ("time", "right", True),
+            ("share", "right", True),
+            ("calls", "right", True),
+            ("instruction", "left", True),
+            ("kind", "left", True),
+            ("cycles", "right", True),
+            ("basis", "left", True),
+            ("bound", "left", True),
+        ],
+    )
+    for op in shown:
+        table.add_row(
+            duration(op.seconds),
+            percent(op.share),
+            str(op.calls),
+            op.name,
+            op.kind,
+            str(op.cycles) if op.cycles is not None else "",
+            op.basis,
+            op.bound,
+        )
+    captions = [
+        "time: per step, all calls; cycles: the compiler's estimate of one call; share: "
+        "of the step (a collective's, its exposed part)"
+    ]
+    if len(analysis.ops) > MAX_OP_ROWS:
+        captions.append(f"… {len(analysis.ops) - MAX_OP_ROWS} more (--json lists all)")
+    table.caption = "\n".join(captions)
+    table.caption_justify = "left"
+    return table
+
+
+def collectives_table(analysis: EstimateAnalysis) -> Table:
+    shown = sorted(analysis.collectives, key=lambda c: -c.exposed_seconds)[:MAX_COLLECTIVE_ROWS]
+    table = simple_table(
+        "Collectives, estimated",
+        [
+            ("time", "right", True),
+            ("exposed", "right", True),
+            ("", "left", True),
+            ("collective", "left", True),
+            ("op", "left", True),
+            ("devices", "right", True),
+            ("moved", "right", True),
+            ("calls", "right", True),
+            ("line", "left", True),
+        ],
+    )
+    for c in shown:
+        verdict = "hidden" if c.hidden else ("exposed" if c.asynchronous else "synchronous")
+        table.add_row(
+            duration(c.seconds),
+            duration(c.exposed_seconds) if c.exposed_seconds > 0 else "0",
+            verdict,
+            c.name,
+            c.op,
+            str(c.group_size) if c.group_size else "",
+            human_bytes(c.bytes),
+            str(c.calls),
+            short_source(c.user_source) if c.user_source else "",
+        )
+    captions = [
+        "moved: bytes per device per step by the ring algorithm; exposed: what the kernels "
+        "scheduled between its start and done do not cover"
+    ]
+    if len(analysis.collectives) > MAX_COLLECTIVE_ROWS:
+        captions.append(
+            f"… {len(analysis.collectives) - MAX_COLLECTIVE_ROWS} more (--json lists all)"
+        )
+    table.caption = "\n".join(captions)
+    table.caption_justify = "left"
+    return table

@@ -1,0 +1,111 @@
+"""The `profile --for` report: where a step's time would go on the TPU or GPU `--for`
+names, estimated from the compiler's own cost model and published figures, never
+measured (`analyses.estimate`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from hloscope.reports.common import Timings, lowered_frames, stage_timings
+from hloscope.reports.entry import ReportEntry
+from hloscope.source_text import line_texts
+from hloscope.stages import Source
+
+if TYPE_CHECKING:
+    from hloscope.analyses.estimate import EstimateAnalysis
+    from hloscope.sources.loader import Loaded, LoadOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateReport:
+    """A step's time on the target, estimated: by kernel, collective and user line."""
+
+    source: Source
+    module: str | None
+    target: str
+    """The `--for` spec: `tpu:v5e:2x4`."""
+    device: str
+    """The device, in words."""
+    analysis: EstimateAnalysis
+    line_texts: Mapping[str, str]
+    timings: Timings
+    notes: tuple[str, ...]
+
+
+ESTIMATED_NOTE = "estimated, not measured"
+
+
+def estimate_report(loaded: Loaded) -> EstimateReport:
+    """Estimate a program compiled for a platform (`Loaded.compilation` made for
+    `--for`): its kernels, collectives and lines."""
+    from hloscope.analyses.estimate import analyze_estimate
+    from hloscope.analyses.fusions import analyze_fusions
+    from hloscope.hardware_figures import figures_for
+    from hloscope.sources.estimate import kernels_and_costs
+
+    target = loaded.options.compile_for
+    assert target is not None
+    figures = figures_for(target)
+    kernels, costs = kernels_and_costs(loaded)
+    fusions = analyze_fusions(
+        loaded.module, source_root=os.getcwd(), lowered=lowered_frames(loaded)
+    )
+    compilation = loaded.compilation
+    cost = compilation.cost if compilation is not None else None
+    step_flops = cost.get("flops") if cost else None
+    analysis = analyze_estimate(
+        kernels, costs, figures, loaded.module, fusions, step_flops=step_flops
+    )
+    notes = loaded.notes
+    if analysis.unknown_trip_counts:
+        notes += (
+            f"{len(analysis.unknown_trip_counts)} kernels sit in loops of no known trip "
+            f"count, counted once ({', '.join(analysis.unknown_trip_counts[:3])})",
+        )
+    if analysis.uncosted:
+        notes += (
+            f"XLA's cost analysis could not read {len(analysis.uncosted)} kernels alone "
+            f"({', '.join(analysis.uncosted[:3])}): their roofline counts their operands' "
+            "and result's bytes, no flops",
+        )
+    if analysis.flops_from == "kernels":
+        notes += (
+            "the compiler gives no cost analysis of the whole program here: the step's "
+            "flops are its kernels' own, summed",
+        )
+    if target.slices > 1:
+        notes += (
+            "the collectives across slices (over the data-centre network) are not "
+            "estimated yet: the step's time leaves them out",
+        )
+    sources = [op.user_source for op in analysis.ops] + [
+        s for op in analysis.ops for s in op.sources
+    ]
+    return EstimateReport(
+        source=loaded.source,
+        module=loaded.module.name,
+        target=target.spec,
+        device=target.description or target.name,
+        analysis=analysis,
+        line_texts=line_texts(s for s in sources if s is not None),
+        timings=stage_timings(loaded),
+        notes=notes,
+    )
+
+
+def estimate_target(target: str, options: LoadOptions) -> EstimateReport:
+    """`profile TARGET --for SPEC`: load the target compiled for the platform and
+    estimate it."""
+    from hloscope.sources.estimate import estimate_loaded
+
+    return estimate_report(estimate_loaded(target, options))
+
+
+ENTRY = ReportEntry(
+    report=EstimateReport,
+    json="hloscope.render.estimate_json:estimate_json",
+    text="hloscope.render.text.estimate:render_estimate",
+)
