@@ -215,6 +215,10 @@ def gpu_figures(target: CompileFor) -> Figures:
             )
     assert facts.memory_bandwidth and facts.clock_rate_ghz
     table = GPU_FIGURES.get(target.name)
+    if table is None and facts.description:
+        # A spec file of its own: the GPU its description names (`NVIDIA H100 80GB HBM3`).
+        words = facts.description.lower().split()
+        table = next((GPU_FIGURES[name] for name in GPU_FIGURES if name in words), None)
     if table is None:
         raise _missing(target, "tensor-core peak FLOP/s")
     return Figures(

@@ -16,6 +16,7 @@ from hloscope.stages import Source
 
 if TYPE_CHECKING:
     from hloscope.analyses.estimate import EstimateAnalysis
+    from hloscope.hardware_figures import Figures
     from hloscope.sources.loader import Loaded, LoadOptions
 
 
@@ -38,17 +39,23 @@ class EstimateReport:
 ESTIMATED_NOTE = "estimated, not measured"
 
 
-def estimate_report(loaded: Loaded) -> EstimateReport:
+def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateReport:
     """Estimate a program compiled for a platform (`Loaded.compilation` made for
-    `--for`): its kernels, collectives and lines."""
+    `--for`): its kernels, collectives and lines, with `figures` (by default the
+    published ones of the platform)."""
     from hloscope.analyses.estimate import analyze_estimate
     from hloscope.analyses.fusions import analyze_fusions
+    from hloscope.errors import HloscopeError
     from hloscope.hardware_figures import figures_for
     from hloscope.sources.estimate import kernels_and_costs
 
     target = loaded.options.compile_for
-    assert target is not None
-    figures = figures_for(target)
+    if target is None:
+        raise HloscopeError(
+            "an estimate is of a program compiled for a platform: give --for",
+            where=loaded.label,
+        )
+    figures = figures or figures_for(target)
     kernels, costs = kernels_and_costs(loaded)
     fusions = analyze_fusions(
         loaded.module, source_root=os.getcwd(), lowered=lowered_frames(loaded)
@@ -99,9 +106,12 @@ def estimate_report(loaded: Loaded) -> EstimateReport:
 def estimate_target(target: str, options: LoadOptions) -> EstimateReport:
     """`profile TARGET --for SPEC`: load the target compiled for the platform and
     estimate it."""
+    from hloscope.hardware_figures import figures_for
     from hloscope.sources.estimate import estimate_loaded
 
-    return estimate_report(estimate_loaded(target, options))
+    # The figures first: a platform without them is refused before compiling.
+    figures = figures_for(options.compile_for) if options.compile_for else None
+    return estimate_report(estimate_loaded(target, options), figures)
 
 
 ENTRY = ReportEntry(

@@ -1,0 +1,128 @@
+"""`profile --for`'s estimate (`analyses.estimate`) on hand-built HLO modules: an
+async all-gather with independent compute scheduled between its start and its done
+is hidden, without it exposed; a GPU kernel's roofline is the larger of its flops
+(XLA's own cost analysis, checked against the matmul's 2*M*N*K) over the peak and its
+bytes over the memory bandwidth; the ring algorithm's bytes; the published figures'
+refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hloscope.analyses.estimate import analyze_estimate, ring_bytes
+from hloscope.analyses.fusions import analyze_fusions
+from hloscope.compile_for import parse_compile_for
+from hloscope.errors import HloscopeError
+from hloscope.hardware_figures import TPU_FIGURES, figures_for, gpu_figures, tpu_figures
+from hloscope.ir.hlo_kernels import kernel_costs, read_kernels
+from hloscope.sources.jax.backend import cpu_client
+from hloscope.sources.loader import LoadOptions, load
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+GATHERED = 2048 * 1024 * 4
+"""The all-gather's result, f32[2048,1024], over 8 devices."""
+DOT_FLOPS = 2 * 4096**3
+"""f32[4096,4096] @ f32[4096,4096]."""
+
+
+def estimate(fixture: str, spec: str):
+    path = FIXTURES / fixture
+    kernels = read_kernels(path.read_text())
+    wanted = [k for k in kernels.computations[kernels.entry] if k.runs_kernel and not k.collective]
+    costs = kernel_costs(kernels, wanted, cpu_client())
+    loaded = load(str(path), LoadOptions())
+    target = parse_compile_for(spec)
+    assert target is not None
+    figures = figures_for(target)
+    analysis = analyze_estimate(
+        kernels, costs, figures, loaded.module, analyze_fusions(loaded.module)
+    )
+    return analysis, costs, figures
+
+
+def test_async_all_gather_with_compute_between_is_hidden():
+    analysis, _, figures = estimate("async_overlap.hlo", "tpu:v5e:2x4")
+    (gather,) = analysis.collectives
+    assert gather.op == "all-gather" and gather.asynchronous
+    assert gather.group_size == 8
+    assert gather.overlapped_by == ("dot",)
+    # The ring moves 7/8 of the result per device, over both ways of an ICI link.
+    assert gather.bytes == pytest.approx(GATHERED * 7 / 8)
+    assert gather.seconds == pytest.approx(
+        GATHERED * 7 / 8 / (2 * figures.interconnect_bytes_per_second)
+    )
+    assert gather.hidden and gather.exposed_seconds == 0.0
+    assert analysis.exposed_communication_seconds == 0.0
+    assert analysis.seconds == pytest.approx(analysis.compute_seconds)
+
+
+def test_async_all_gather_with_nothing_between_is_exposed():
+    analysis, _, _ = estimate("async_exposed.hlo", "tpu:v5e:2x4")
+    (gather,) = analysis.collectives
+    assert gather.overlapped_by == ()
+    assert not gather.hidden
+    assert gather.exposed_seconds == pytest.approx(gather.seconds)
+    assert analysis.seconds == pytest.approx(analysis.compute_seconds + gather.seconds)
+    by_line = sum(line.seconds for line in analysis.lines)
+    assert by_line == pytest.approx(analysis.seconds)
+
+
+def test_gpu_roofline_is_the_larger_of_flops_over_peak_and_bytes_over_bandwidth():
+    analysis, costs, figures = estimate("async_overlap.hlo", "gpu:h100x8")
+    (dot,) = [op for op in analysis.ops if op.name == "dot"]
+    # XLA's own flops for the matmul are 2*M*N*K.
+    assert costs["dot"]["flops"] == DOT_FLOPS
+    assert dot.basis == "roofline" and dot.cycles is None
+    assert dot.flops == DOT_FLOPS
+    peak = figures.peak_flops_by_type["f32"]
+    expected = max(DOT_FLOPS / peak, costs["dot"]["bytes accessed"] / figures.hbm_bytes_per_second)
+    assert dot.seconds == pytest.approx(expected)
+    assert dot.bound == "compute"
+    # The H100 spec's own memory bandwidth.
+    assert figures.hbm_bytes_per_second == 3352320000000
+    # Over NVLink, one way per GPU (nccl-tests' bus bandwidth).
+    (gather,) = analysis.collectives
+    assert gather.seconds == pytest.approx(GATHERED * 7 / 8 / figures.interconnect_bytes_per_second)
+
+
+def test_ring_bytes():
+    assert ring_bytes("all-gather", 800, 100, None) == pytest.approx(700)
+    assert ring_bytes("reduce-scatter", 100, 800, None) == pytest.approx(700)
+    assert ring_bytes("all-reduce", 800, 800, 8) == pytest.approx(1400)
+    assert ring_bytes("collective-permute", 800, 800, None) == 800
+
+
+def test_tpu_clock_is_the_peak_over_the_mxus_multiply_adds():
+    target = parse_compile_for("tpu:v5e:2x4")
+    assert target is not None
+    figures = tpu_figures(target)
+    # v5e: 197 TFLOP/s over 4 MXUs of 128x128 multiply-adds (2 flops each).
+    assert figures.clock_hz == pytest.approx(1.97e14 / (2 * 4 * 128 * 128))
+    assert 1.4e9 < (figures.clock_hz or 0) < 1.6e9
+    assert figures.peak_flops == TPU_FIGURES["v5e"].peak_bf16_flops
+
+
+def test_a_generation_without_a_published_figure_is_refused_naming_it():
+    target = parse_compile_for("tpu:v6e:2x2")
+    assert target is not None
+    with pytest.raises(HloscopeError, match="no published MXU count"):
+        figures_for(target)
+    target = parse_compile_for("tpu:v2:2x2")
+    assert target is not None
+    with pytest.raises(HloscopeError, match="no published"):
+        figures_for(target)
+
+
+def test_a_gpu_spec_without_memory_bandwidth_is_refused_naming_field_and_file(tmp_path):
+    spec = tmp_path / "no_bandwidth.txtpb"
+    h100 = Path(__file__).resolve().parents[2] / "src/hloscope/gpu_specs/h100_sxm.txtpb"
+    spec.write_text(
+        "\n".join(line for line in h100.read_text().splitlines() if "memory_bandwidth" not in line)
+    )
+    target = parse_compile_for(f"gpu:{spec}")
+    assert target is not None
+    with pytest.raises(HloscopeError) as raised:
+        gpu_figures(target)
+    assert "memory_bandwidth" in str(raised.value) and str(spec) in str(raised.value)
