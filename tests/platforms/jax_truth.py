@@ -8,7 +8,8 @@ compiled and what the text says of it: `device_facts`); or, where XLA refuses th
 program, its message. A case with `loops` also gets the collectives in loops and the
 async ones over every computation the entry reaches (`loop_facts_of_text`); one with
 `make_mesh` builds the module's mesh with `jax.make_mesh` over the topology's devices
-(samples/llm_step.py).
+(samples/llm_step.py); one with `cycles` gets each kernel's `estimated_cycles` and the
+program's `cost_analysis()` flops (`profile --for`).
 `python jax_truth.py --dumps FOLDER` writes dumps of the sharded block instead.
 
 The facts are read from XLA's own text here, not through hloscope, so that the tests
@@ -236,6 +237,20 @@ def _shape_bytes(shape: str) -> int:
     return total
 
 
+_CYCLES = re.compile(r'"estimated_cycles":"(?P<cycles>\d+)"')
+
+
+def cycles_of_text(text: str) -> dict[str, int]:
+    """Each instruction's `estimated_cycles` in its backend_config, by name (the
+    TPU's compiler writes one into the kernels it emits)."""
+    found: dict[str, int] = {}
+    for op in instructions(text):
+        match = _CYCLES.search(op["line"])
+        if match:
+            found[op["name"]] = int(match["cycles"])
+    return found
+
+
 def entry_parameters(text: str) -> list[str]:
     """The shapes of the ENTRY computation's parameters (one device's), in order,
     without their layouts."""
@@ -337,6 +352,13 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
         result["loops"] = loop_facts_of_text(compiled.as_text())
         # What `jax.lax.scan` runs over: the stacked layers' leading dimension.
         result["loops"]["scan_length"] = int(module.LAYERS)
+    if case.get("cycles"):
+        # The TPU compiler's own estimate of each kernel, as its text writes it, and
+        # XLA's cost analysis of the whole program (`profile --for`).
+        result["cycles"] = cycles_of_text(compiled.as_text())
+        cost = compiled.cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        result["cost_flops"] = float(cost["flops"]) if cost and "flops" in cost else None
     if case.get("assignment"):
         # The device assignment JAX compiled: the mesh of the arguments' shardings,
         # flattened (for the sharded targets), with the ids of the topology's devices

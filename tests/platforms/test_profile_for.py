@@ -1,0 +1,136 @@
+"""`profile TARGET --for SPEC`: a step's time on a TPU or GPU, estimated without the
+device, checked against what JAX itself compiles for that platform (jax_truth.py, in
+a child process): each TPU kernel's cycles are the `estimated_cycles` libtpu wrote in
+`compiled.as_text()` of the same program, its time those cycles over the clock; the
+step's flops are `compiled.cost_analysis()["flops"]`; a large bf16 matmul on one v5e
+chip lands near its flops over the published peak. Bad input exits 2 in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from test_compile_for import H100, HERE, child_env, hloscope, needs, one_line_error
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+STEP = "samples/llm_step.py"
+STEP_TARGET = [f"{STEP}:train_step", "--args", f"{STEP}:example_args"]
+ESTIMATE = "tests/fixtures/estimate_targets.py"
+MATMUL = [f"{ESTIMATE}:matmul", "--args", f"{ESTIMATE}:matmul_args"]
+
+
+def jax_truth(case: dict[str, Any]) -> dict[str, Any]:
+    env = {**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
+    run = subprocess.run(
+        [sys.executable, str(HERE / "jax_truth.py"), json.dumps({"case": case})],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])["case"]
+    return result
+
+
+def test_tpu_step_cycles_are_the_compilers_and_flops_its_cost_analysis():
+    needs("tpu")
+    truth = jax_truth(
+        {
+            "platform": "tpu",
+            "topology": "v5e:2x4",
+            "module": STEP,
+            "function": "train_step",
+            "args": "example_args",
+            "make_mesh": ["data", "model"],
+            "cycles": True,
+        }
+    )
+    assert truth["cycles"], "libtpu wrote no estimated_cycles: the case tests nothing"
+    document = hloscope("profile", *STEP_TARGET, "--for", "tpu:v5e:2x4", "--json").json()
+    assert document["estimated"] is True and document["runs"] == 0
+    clock = document["figures"]["clock_hz"]
+    with_cycles = [op for op in document["ops"] if op["cycles"] is not None]
+    assert len(with_cycles) >= len(truth["cycles"]) // 2
+    for op in with_cycles:
+        assert op["cycles"] == truth["cycles"][op["name"]], op["name"]
+        assert op["basis"] == "compiler"
+        assert op["seconds"] * clock / op["calls"] == pytest.approx(op["cycles"])
+    # Every kernel the compiler estimated at the top level is estimated with its cycles.
+    named = {op["name"] for op in document["ops"]}
+    assert {op["name"] for op in with_cycles} == {name for name in truth["cycles"] if name in named}
+    estimate = document["estimate"]
+    assert estimate["flops"] == truth["cost_flops"]
+    assert estimate["mfu"] == pytest.approx(
+        estimate["flops"] / (estimate["seconds"] * document["figures"]["peak_flops"])
+    )
+    assert 0 <= estimate["exposed_communication_seconds"] <= estimate["communication_seconds"]
+    assert estimate["seconds"] == pytest.approx(
+        estimate["compute_seconds"] + estimate["exposed_communication_seconds"]
+    )
+    # Every kind of collective placement --for lists is estimated, with its bytes.
+    placement = hloscope("placement", *STEP_TARGET, "--for", "tpu:v5e:2x4", "--json").json()
+    listed = {c["op"].replace("_", "-") for c in placement["collectives"]}
+    estimated = {c["op"] for c in document["collectives"]}
+    assert listed <= estimated
+    for collective in document["collectives"]:
+        assert 0 <= collective["exposed_seconds"] <= collective["seconds"]
+        assert collective["bytes"] >= 0 and collective["basis"] == "interconnect"
+
+
+def test_a_large_bf16_matmul_on_one_v5e_chip_is_near_its_flops_over_the_peak():
+    needs("tpu")
+    truth = jax_truth(
+        {
+            "platform": "tpu",
+            "topology": "v5e:2x2",
+            "module": ESTIMATE,
+            "function": "matmul",
+            "args": "matmul_args",
+            "cycles": True,
+        }
+    )
+    document = hloscope("profile", *MATMUL, "--for", "tpu:v5e:2x2", "--json").json()
+    flops = 2 * 8192**3
+    assert document["estimate"]["flops"] == truth["cost_flops"] == pytest.approx(flops, rel=1e-3)
+    ratio = document["estimate"]["seconds"] / (flops / 197e12)
+    assert 0.8 <= ratio <= 1.6, ratio
+    (kernel,) = [op for op in document["ops"] if op["cycles"] is not None]
+    assert kernel["cycles"] == truth["cycles"][kernel["name"]]
+    assert kernel["bound"] == "compute"
+
+
+def test_gpu_step_is_a_roofline_of_every_kernel():
+    needs("gpu")
+    document = hloscope("profile", *MATMUL, "--for", "gpu:h100", "--json").json()
+    figures = document["figures"]
+    assert figures["hbm_bytes_per_second"] == 3352320000000  # the spec file's
+    for op in document["ops"]:
+        assert op["basis"] == "roofline" and op["cycles"] is None
+        floor = op["bytes"] / figures["hbm_bytes_per_second"]
+        assert op["seconds"] >= floor * (1 - 1e-9)
+    assert document["estimate"]["flops"] == pytest.approx(2 * 8192**3, rel=1e-3)
+
+
+def test_bad_input_is_one_line(tmp_path):
+    # A generation without the figures the estimate needs: refused before compiling.
+    line = one_line_error(hloscope("profile", *MATMUL, "--for", "tpu:v6e:2x2"))
+    assert "no published MXU count" in line
+    # A GPU spec missing memory_bandwidth: the field and the file.
+    spec = tmp_path / "no_bandwidth.txtpb"
+    text = (ROOT / H100).read_text()
+    spec_text = "\n".join(line for line in text.splitlines() if "memory_bandwidth" not in line)
+    spec.write_text(spec_text)
+    line = one_line_error(hloscope("profile", *MATMUL, "--for", f"gpu:{spec}"))
+    assert "memory_bandwidth" in line and str(spec) in line
+    # Nothing runs: no --runs.
+    line = one_line_error(hloscope("profile", *MATMUL, "--for", "tpu:v5e:2x2", "--runs", "3"))
+    assert "--runs" in line
