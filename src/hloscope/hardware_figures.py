@@ -229,8 +229,19 @@ def gpu_figures(target: CompileFor) -> Figures:
         hbm_bytes_per_second=float(facts.memory_bandwidth),
         interconnect_bytes_per_second=table.interconnect_bytes_per_second,
         dcn_bytes_per_second=None,
-        source=f"{where} (memory_bandwidth, clock_rate_ghz); {table.source}",
+        source=f"{_spec_name(where)} (memory_bandwidth, clock_rate_ghz); {table.source}",
     )
+
+
+def _spec_name(path: str) -> str:
+    """A shipped spec by its name in the package (`gpu_specs/h100_sxm.txtpb`), a
+    user's file as given."""
+    from pathlib import Path
+
+    from hloscope.compile_for import GPU_SPECS_FOLDER
+
+    file = Path(path)
+    return f"gpu_specs/{file.name}" if file.parent == GPU_SPECS_FOLDER else path
 
 
 def figures_for(target: CompileFor) -> Figures:

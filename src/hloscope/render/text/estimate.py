@@ -14,7 +14,6 @@ from hloscope.render.text.common import (
     describe_source,
     header_table,
     notes_group,
-    short_source,
     simple_table,
     source_text,
     timings_text,
@@ -26,6 +25,8 @@ from hloscope.units import human_bytes
 MAX_LINE_ROWS = 15
 MAX_OP_ROWS = 25
 MAX_COLLECTIVE_ROWS = 15
+NAME_WIDTH = 32
+KIND_WIDTH = 16
 
 
 def _rate(value: float) -> str:
@@ -150,8 +151,8 @@ def ops_table(analysis: EstimateAnalysis) -> Table:
             duration(op.seconds),
             percent(op.share),
             str(op.calls),
-            op.name,
-            op.kind,
+            clip(op.name, NAME_WIDTH),
+            clip(op.kind, KIND_WIDTH),
             str(op.cycles) if op.cycles is not None else "",
             op.basis,
             op.bound,
@@ -177,28 +178,28 @@ def collectives_table(analysis: EstimateAnalysis) -> Table:
             ("", "left", True),
             ("collective", "left", True),
             ("op", "left", True),
-            ("devices", "right", True),
+            ("n", "right", True),
             ("moved", "right", True),
-            ("calls", "right", True),
             ("line", "left", True),
         ],
     )
     for c in shown:
-        verdict = "hidden" if c.hidden else ("exposed" if c.asynchronous else "synchronous")
+        verdict = "hidden" if c.hidden else ("exposed" if c.asynchronous else "sync")
         table.add_row(
             duration(c.seconds),
             duration(c.exposed_seconds) if c.exposed_seconds > 0 else "0",
             verdict,
-            c.name,
+            clip(c.name, 24),
             c.op,
             str(c.group_size) if c.group_size else "",
             human_bytes(c.bytes),
-            str(c.calls),
-            short_source(c.user_source) if c.user_source else "",
+            source_text(c.user_source) if c.user_source else "",
         )
     captions = [
-        "moved: bytes per device per step by the ring algorithm; exposed: what the kernels "
-        "scheduled between its start and done do not cover"
+        "n: devices in its groups; moved: bytes per device per step (all calls) by the ring "
+        "algorithm; exposed: what "
+        "the kernels scheduled between its start and done do not cover; sync: synchronous, "
+        "exposed whole"
     ]
     if len(analysis.collectives) > MAX_COLLECTIVE_ROWS:
         captions.append(
