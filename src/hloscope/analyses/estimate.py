@@ -28,8 +28,11 @@ figure (`hloscope.hardware_figures`).
   the report says so.
 
 The step's time is the kernels' time plus the exposed communication. MFU is the
-step's flops (XLA's cost analysis of the whole program, per device, where the
-compiler gives it; else the kernels' flops) over the time times the bf16 peak.
+step's flops over the time times the bf16 peak; the step's flops are XLA's cost
+analysis of each kernel times its runs per step (per device, as the SPMD module is):
+XLA's cost analysis of the whole program counts a loop's body once, whatever its trip
+count, and is kept beside it (`cost_analysis_flops`); the two agree on a program
+without loops, and with loops the kernels' flops per call add up to it.
 """
 
 from __future__ import annotations
@@ -127,9 +130,12 @@ class EstimateAnalysis:
     communication_seconds: float
     exposed_communication_seconds: float
     flops: float
-    """The step's flops, per device."""
-    flops_from: Literal["cost_analysis", "kernels"]
-    """XLA's cost analysis of the whole program, or the kernels' own summed."""
+    """The step's flops, per device: XLA's cost analysis of each kernel, times its
+    runs per step."""
+    cost_analysis_flops: float | None
+    """XLA's cost analysis of the whole program, where the compiler gives one: it
+    counts a loop's body once, not once per iteration, so it is below `flops` for a
+    program with loops (equal without)."""
     mfu: float | None
     ops: tuple[EstimatedOp, ...]
     """Kernels and collectives, most time first."""
@@ -219,7 +225,7 @@ def analyze_estimate(
     figures: Figures,
     module: Module,
     fusions: FusionAnalysis,
-    step_flops: float | None = None,
+    program_flops: float | None = None,
 ) -> EstimateAnalysis:
     """Estimate each kernel and collective of the compiled module (module doc)."""
     info = _info(fusions)
@@ -335,15 +341,14 @@ def analyze_estimate(
         for op in ops
     ]
     ops.sort(key=lambda op: (-op.seconds, op.name))
-    kernel_flops = sum(op.flops or 0.0 for op in ops)
-    flops = step_flops if step_flops is not None else kernel_flops
+    flops = sum(op.flops or 0.0 for op in ops)
     return EstimateAnalysis(
         seconds=step,
         compute_seconds=compute,
         communication_seconds=communication,
         exposed_communication_seconds=exposed,
         flops=flops,
-        flops_from="cost_analysis" if step_flops is not None else "kernels",
+        cost_analysis_flops=program_flops,
         mfu=flops / (step * figures.peak_flops) if step > 0 else None,
         ops=tuple(ops),
         lines=_lines(ops, exposed_of, step),

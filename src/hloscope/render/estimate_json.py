@@ -63,7 +63,7 @@ def estimate_json(report: EstimateReport) -> dict[str, Any]:
             "communication_seconds": analysis.communication_seconds,
             "exposed_communication_seconds": analysis.exposed_communication_seconds,
             "flops": analysis.flops,
-            "flops_from": analysis.flops_from,
+            "cost_analysis_flops": analysis.cost_analysis_flops,
             "mfu": analysis.mfu,
             "target": report.target,
         },

@@ -62,9 +62,9 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
     )
     compilation = loaded.compilation
     cost = compilation.cost if compilation is not None else None
-    step_flops = cost.get("flops") if cost else None
+    program_flops = cost.get("flops") if cost else None
     analysis = analyze_estimate(
-        kernels, costs, figures, loaded.module, fusions, step_flops=step_flops
+        kernels, costs, figures, loaded.module, fusions, program_flops=program_flops
     )
     notes = loaded.notes
     if analysis.unknown_trip_counts:
@@ -78,10 +78,14 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
             f"({', '.join(analysis.uncosted[:3])}): their roofline counts their operands' "
             "and result's bytes, no flops",
         )
-    if analysis.flops_from == "kernels":
+    if (
+        analysis.cost_analysis_flops is not None
+        and analysis.unknown_trip_counts == ()
+        and (analysis.cost_analysis_flops < analysis.flops * 0.99)
+    ):
         notes += (
-            "the compiler gives no cost analysis of the whole program here: the step's "
-            "flops are its kernels' own, summed",
+            f"XLA's cost analysis of the whole program says {analysis.cost_analysis_flops:.4g} "
+            "flops: it counts each loop's body once; the step's flops count every iteration",
         )
     if target.slices > 1:
         notes += (

@@ -36,7 +36,7 @@ def estimate_body() -> dict[str, Schema]:
                 "communication_seconds": NUM,
                 "exposed_communication_seconds": NUM,
                 "flops": NUM,
-                "flops_from": {"enum": ["cost_analysis", "kernels"]},
+                "cost_analysis_flops": nullable(NUM),
                 "mfu": nullable(NUM),
                 "target": STR,
             },

@@ -64,11 +64,6 @@ def step_text(analysis: EstimateAnalysis) -> str:
 
 def render_estimate(report: EstimateReport, console: Console) -> None:
     analysis = report.analysis
-    flops_from = (
-        "XLA's cost analysis of the program"
-        if analysis.flops_from == "cost_analysis"
-        else "its kernels' cost analyses"
-    )
     rows: list[tuple[str, RenderableType]] = [
         ("target", Text(report.source.target, style="bold")),
         ("source", describe_source(report.source)),
@@ -80,7 +75,11 @@ def render_estimate(report: EstimateReport, console: Console) -> None:
             "cost analysis; collectives over the interconnect by the ring algorithm; "
             "overlap from the compiled schedule",
         ),
-        ("flops", f"{analysis.flops:.4g} a step per device ({flops_from})"),
+        (
+            "flops",
+            f"{analysis.flops:.4g} a step per device (XLA's cost analysis of each kernel, "
+            "times its runs)",
+        ),
         ("figures", f"{report.device}: {figures_text(analysis)}"),
         ("cited", analysis.figures.source),
         ("timings", timings_text(report.timings)),
