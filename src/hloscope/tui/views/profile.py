@@ -32,7 +32,12 @@ from hloscope.render.text.profile import (
     runs_text,
 )
 from hloscope.render.text.source_lines import SourceColumn, elide_source
-from hloscope.reports import ProfileReport, loaded_profile_report
+from hloscope.reports import (
+    EstimateReport,
+    ProfileReport,
+    estimate_report,
+    loaded_profile_report,
+)
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView, RunView
 from hloscope.tui.widgets.report_list import (
@@ -179,14 +184,26 @@ class ProfileView(Vertical):
         yield ReportList(profile_lines(self.report, self.module), id="profile-list")
 
 
-def profile_widget(report: ProfileReport, loaded: Loaded) -> ProfileView:
+def profile_widget(report: ProfileReport | EstimateReport, loaded: Loaded) -> Vertical:
+    if isinstance(report, EstimateReport):
+        from hloscope.tui.views.estimate import EstimateView
+
+        return EstimateView(report, loaded.module)
     return ProfileView(report, loaded.module)
+
+
+def measured_or_estimated(loaded: Loaded) -> ProfileReport | EstimateReport:
+    """Under `--for`, the estimate for that platform (nothing runs); else the
+    program run here under JAX's profiler."""
+    if loaded.options.compile_for is not None:
+        return estimate_report(loaded)
+    return loaded_profile_report(loaded)
 
 
 VIEW = ReportView(
     id="profile",
     title="Profile",
-    build=loaded_profile_report,
+    build=measured_or_estimated,
     widget=profile_widget,
     applies=can_profile,
     optimized=True,
@@ -194,6 +211,7 @@ VIEW = ReportView(
         "Run your function under JAX's profiler (this runs your code: a warm-up run, "
         "then as many runs as fit in about two seconds, on its example arguments; a "
         "dump runs in a child process on inputs made for its parameters), and show "
-        "where the run time goes: per line of yours and per XLA instruction."
+        "where the run time goes: per line of yours and per XLA instruction. Under "
+        "--for, nothing runs: the step is estimated for that platform."
     ),
 )
