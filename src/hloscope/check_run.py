@@ -153,7 +153,7 @@ def _measure(
 def _with_runtime(
     target: str, program: baselines.CheckedProgram, measurement: Measurement
 ) -> Measurement:
-    from hloscope.analyses.baseline.facts import with_runtime
+    from hloscope.analyses.baseline.facts import with_estimate, with_runtime
     from hloscope.reports.profile import profile_report
     from hloscope.sources.profile import profiled
 
@@ -162,6 +162,11 @@ def _with_runtime(
             "--runtime runs one compiled program: a script or a function with --calls is not one",
             where=target,
         )
+    if program.optimized.options.compile_for is not None:
+        # Nothing runs without the device: the step is estimated for it.
+        from hloscope.reports.estimate import estimate_report
+
+        return with_estimate(measurement, estimate_report(program.optimized).analysis)
     runs = profiled(program.optimized)
     report = profile_report(program.lowered, runs.loaded, runs.runs)
     return with_runtime(measurement, report.analysis)

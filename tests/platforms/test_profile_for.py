@@ -144,3 +144,54 @@ def test_bad_input_is_one_line(tmp_path):
     # Nothing runs: no --runs.
     line = one_line_error(hloscope("profile", *MATMUL, "--for", "tpu:v5e:2x2", "--runs", "3"))
     assert "--runs" in line
+
+
+def test_check_for_runtime_records_the_estimate_and_fails_a_slower_step(tmp_path):
+    needs("tpu")
+    baseline = tmp_path / "step.json"
+    target = [*STEP_TARGET, "--for", "tpu:v5e:2x4", "--runtime", "--baseline", str(baseline)]
+    small = {**child_env(), "LLM_STEP": "1,256,128,8"}
+    recorded = hloscope("check", *target, "--update", env=small)
+    assert recorded.code == 0, recorded.stderr
+    facts = json.loads(baseline.read_text())["facts"]
+    estimate = hloscope(
+        "profile", *STEP_TARGET, "--for", "tpu:v5e:2x4", "--json", env=small
+    ).json()["estimate"]
+    assert facts["runtime.estimated_seconds"] == pytest.approx(estimate["seconds"], abs=1e-9)
+    assert facts["runtime.exposed_communication_seconds"] == pytest.approx(
+        estimate["exposed_communication_seconds"], abs=1e-9
+    )
+    assert "runtime.seconds_per_run" not in facts  # nothing was measured
+    # The same step passes; a wider one (twice the model dimension) is slower.
+    assert hloscope("check", *target, env=small).code == 0
+    wider = {**child_env(), "LLM_STEP": "1,512,128,8"}
+    run = hloscope("check", *target, "--json", env=wider)
+    assert run.code == 1, run.stderr
+    changes = {c["fact"]: c for c in run.json()["changes"]}
+    assert changes["runtime.estimated_seconds"]["regression"] is True
+
+
+def test_collectives_across_slices_go_over_the_data_centre_network():
+    needs("tpu")
+    target = [
+        "tests/fixtures/multislice.py:step",
+        "--args",
+        "tests/fixtures/multislice.py:step_args",
+        "--for",
+        "tpu:v5e:2x4,slices=2",
+        "--json",
+    ]
+    document = hloscope("profile", *target).json()
+    placement = hloscope("placement", *target).json()
+    listed = [c for c in placement["collectives"] if c["across_slices"]]
+    assert listed, "no collective across slices: the case tests nothing"
+    across = [c for c in document["collectives"] if c["across_slices"]]
+    assert len(across) == sum(c["count"] for c in listed)
+    assert sum(c["result_bytes"] for c in across) == sum(c["bytes"] for c in listed)
+    dcn = document["figures"]["dcn_bytes_per_second"]
+    for c in across:
+        assert c["op"] == "all-reduce" and c["group_size"] == 2
+        # A ring over 2 slices: an all-reduce moves 2 (n-1)/n of what each sends.
+        assert c["bytes"] == pytest.approx(c["result_bytes"] * c["calls"])
+        assert c["seconds"] == pytest.approx(c["bytes"] / dcn)
+    assert not any("not estimated" in note for note in document["notes"])

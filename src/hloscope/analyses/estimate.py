@@ -14,8 +14,10 @@ figure (`hloscope.hardware_figures`).
   (n-1)/n of its result, a reduce-scatter (n-1) times its result (its input's
   (n-1)/n), an all-reduce twice an all-gather's, an all-to-all (n-1)/n of its result,
   a permute its result, over the interconnect: a TPU's ICI links both ways along the
-  ring (twice a link's one-way bandwidth), a GPU's NVLink. Basis `interconnect`,
-  bound `network`. The n is its replica groups' size, else for an all-gather or
+  ring (twice a link's one-way bandwidth), a GPU's NVLink; between TPU slices (libtpu's
+  sends tagged `_xla_megascale_transfer_type`), a ring over the slices on the
+  data-centre network, at its bandwidth per chip. Basis `interconnect`, bound
+  `network`. The n is its replica groups' size, else for an all-gather or
   reduce-scatter its result's ratio to its operand.
 - Overlap from the compiled schedule: an asynchronous collective (a `-start`/`-done`
   pair, or the TPU's async collective start and done fusions) overlaps the kernels
@@ -100,6 +102,8 @@ class EstimatedCollective:
     exposed_seconds: float
     """Per step, the part no kernel scheduled between its start and done covers."""
     asynchronous: bool
+    across_slices: bool
+    """Between slices, over the data-centre network (DCN bandwidth per chip)."""
     overlapped_by: tuple[str, ...]
     """The kernels scheduled between its start and its done."""
     user_source: str | None
@@ -226,8 +230,10 @@ def analyze_estimate(
     module: Module,
     fusions: FusionAnalysis,
     program_flops: float | None = None,
+    slices: int = 1,
 ) -> EstimateAnalysis:
-    """Estimate each kernel and collective of the compiled module (module doc)."""
+    """Estimate each kernel and collective of the compiled module (module doc), on
+    `slices` TPU slices."""
     info = _info(fusions)
     runs = RunsPerCall(module)
     by_name = {op.hlo_name: op for op in module.ops if op.hlo_name}
@@ -261,10 +267,18 @@ def analyze_estimate(
                 if kernel.done and not kernel.starts:
                     continue
                 result = kernel.collective_bytes or 0
-                moved = ring_bytes(
-                    kernel.collective, result, kernel.collective_operand_bytes, kernel.group_size
-                )
-                seconds = moved / ring_bandwidth
+                if kernel.across_slices:
+                    # Between slices: a ring over the slices, on the data-centre network.
+                    moved = ring_bytes(kernel.collective, result, result, slices)
+                    seconds = moved / (figures.dcn_bytes_per_second or ring_bandwidth)
+                else:
+                    moved = ring_bytes(
+                        kernel.collective,
+                        result,
+                        kernel.collective_operand_bytes,
+                        kernel.group_size,
+                    )
+                    seconds = moved / ring_bandwidth
                 between: tuple[int, ...] = ()
                 if kernel.starts:
                     done = _done_of(schedule, index)
@@ -278,12 +292,13 @@ def analyze_estimate(
                         op=kernel.collective,
                         bytes=moved * calls,
                         result_bytes=result,
-                        group_size=kernel.group_size,
+                        group_size=slices if kernel.across_slices else kernel.group_size,
                         calls=calls,
                         seconds=seconds * calls,
                         basis="interconnect",
                         exposed_seconds=exposed * calls,
                         asynchronous=kernel.starts,
+                        across_slices=kernel.across_slices,
                         overlapped_by=tuple(schedule[i].name for i in between),
                         user_source=known.user_source,
                         sources=known.sources,

@@ -33,7 +33,7 @@ _EXPLICIT_GROUPS = re.compile(r"replica_groups=\{\{([\d,]*)\}")
 _IOTA_GROUPS = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=")
 _MESH_GROUPS = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
 _MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
-_PAIRS = re.compile(r"source_target_pairs=\{(.*?)\}\}")
+_MEGASCALE = re.compile(r'_xla_megascale_transfer_type="([A-Z_]+)"')
 
 _BITS: Final = {
     "pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16,
@@ -111,16 +111,23 @@ class Kernel:
     group_size: int | None
     """Devices in each of its replica groups, where they are written out."""
     starts: bool
-    """It starts an asynchronous collective (`-start`, the TPU's start fusion)."""
+    """It starts an asynchronous collective (`-start`, the TPU's start fusion, a send
+    across slices)."""
     done: bool
     """It finishes one (`-done`, the TPU's done fusion)."""
     custom_call_target: str | None
     text: str
     """Its line of XLA's text."""
+    across_slices: bool = False
+    """A send (or receive) libtpu made of a collective between slices, over the
+    data-centre network: tagged `_xla_megascale_transfer_type` with the collective."""
 
     @property
     def runs_kernel(self) -> bool:
-        """Whether it is a kernel of its own (no name, tuple or loop op)."""
+        """Whether it is a kernel of its own (no name, tuple or loop op, nor the
+        receiving half of a transfer between slices)."""
+        if self.across_slices and self.opcode == "recv":
+            return False
         return self.opcode not in NO_KERNEL and not self.opcode.endswith("-done")
 
 
@@ -355,8 +362,18 @@ def _kernels(
             if collective_line is not None:
                 inner = _INSTRUCTION.match(collective_line)
                 collective = inner["opcode"] if inner else None
+        across = _MEGASCALE.search(line) if opcode in ("send", "recv") else None
+        if across is not None:
+            # The send carries the collective out (its operand, what each device sends);
+            # the receive is its other half.
+            collective = across[1].lower().replace("_", "-") if opcode == "send" else None
+            starts = opcode == "send"
         collective_bytes = collective_operand_bytes = None
-        if collective is not None and collective_line is not None:
+        if across is not None and opcode == "send":
+            collective_bytes = collective_operand_bytes = sum(
+                sizes.get(o, 0) for o in dict.fromkeys(operands[:1])
+            )
+        elif collective is not None and collective_line is not None:
             inner = _INSTRUCTION.match(collective_line)
             if inner is not None:
                 collective_bytes = shape_bytes(inner["shape"])
@@ -395,6 +412,7 @@ def _kernels(
             done=done,
             custom_call_target=target[1] if target else None,
             text=line,
+            across_slices=across is not None,
         )
 
 

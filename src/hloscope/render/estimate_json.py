@@ -87,6 +87,7 @@ def estimate_json(report: EstimateReport) -> dict[str, Any]:
                 "basis": c.basis,
                 "exposed_seconds": c.exposed_seconds,
                 "asynchronous": c.asynchronous,
+                "across_slices": c.across_slices,
                 "hidden": c.hidden,
                 "overlapped_by": list(c.overlapped_by),
                 "user_source": c.user_source,

@@ -64,7 +64,13 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
     cost = compilation.cost if compilation is not None else None
     program_flops = cost.get("flops") if cost else None
     analysis = analyze_estimate(
-        kernels, costs, figures, loaded.module, fusions, program_flops=program_flops
+        kernels,
+        costs,
+        figures,
+        loaded.module,
+        fusions,
+        program_flops=program_flops,
+        slices=target.slices,
     )
     notes = loaded.notes
     if analysis.unknown_trip_counts:
@@ -86,11 +92,6 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
         notes += (
             f"XLA's cost analysis of the whole program says {analysis.cost_analysis_flops:.4g} "
             "flops: it counts each loop's body once; the step's flops count every iteration",
-        )
-    if target.slices > 1:
-        notes += (
-            "the collectives across slices (over the data-centre network) are not "
-            "estimated yet: the step's time leaves them out",
         )
     sources = [op.user_source for op in analysis.ops] + [
         s for op in analysis.ops for s in op.sources

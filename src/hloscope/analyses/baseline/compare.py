@@ -14,6 +14,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.baseline.facts import (
+    ESTIMATED_SECONDS,
+    EXPOSED_SECONDS,
     RUNTIME_SECONDS,
     RUNTIME_SPREAD,
     FactValue,
@@ -104,7 +106,9 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
         old, new = before.facts.get(fact), after.facts.get(fact)
         if fact == RUNTIME_SPREAD:
             continue  # the run time's noise, not a fact
-        if fact in ("compile.seconds", RUNTIME_SECONDS) and (old is None or new is None):
+        if fact in ("compile.seconds", RUNTIME_SECONDS, ESTIMATED_SECONDS, EXPOSED_SECONDS) and (
+            old is None or new is None
+        ):
             # A time one side did not measure (--runtime on one side only).
             if old is None:
                 not_compared.append(fact)

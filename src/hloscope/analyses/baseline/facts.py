@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
+from hloscope.analyses.estimate import EstimateAnalysis
 from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, op_user_source
 from hloscope.analyses.memory import MemoryAnalysis
 from hloscope.analyses.params import ParameterUsage
@@ -269,6 +270,12 @@ RUNTIME_SPREAD = "runtime.spread"
 """How far the runs measured with it spread ((max - min) / median): not a fact to
 compare but the noise its tolerance is derived from (`tolerance.runtime_tolerance`)."""
 RUNTIME_LINES_KEPT = 8
+ESTIMATED_SECONDS = "runtime.estimated_seconds"
+"""`check --for SPEC --runtime`: the step's time estimated for that platform
+(`analyses.estimate`), never measured."""
+EXPOSED_SECONDS = "runtime.exposed_communication_seconds"
+"""... and the communication nothing in its schedule hides: a sharding change that
+exposes a collective moves it."""
 
 
 def with_runtime(measurement: Measurement, profile: ProfileAnalysis) -> Measurement:
@@ -283,6 +290,30 @@ def with_runtime(measurement: Measurement, profile: ProfileAnalysis) -> Measurem
     for line in profile.lines[:RUNTIME_LINES_KEPT]:
         lines[line.source or UNKNOWN_SITE] += round(line.seconds * 1e6)
     sites = {**{k: Counter(v) for k, v in measurement.sites.items()}, RUNTIME_SECONDS: lines}
+    return _measurement(facts, sites, measurement.peak_buffers)
+
+
+def with_estimate(measurement: Measurement, estimate: EstimateAnalysis) -> Measurement:
+    """A measurement with a step's estimate for the platform it was compiled for
+    (`check --for SPEC --runtime`): the step's seconds and its exposed communication,
+    with the user's top lines (microseconds of their kernels' and exposed
+    collectives' time) and the exposed collectives' lines as their sites."""
+    facts = dict(measurement.facts)
+    facts[ESTIMATED_SECONDS] = round(estimate.seconds, 9)
+    facts[EXPOSED_SECONDS] = round(estimate.exposed_communication_seconds, 9)
+    lines: Counter[str] = Counter()
+    for line in estimate.lines[:RUNTIME_LINES_KEPT]:
+        lines[line.source or UNKNOWN_SITE] += round(line.seconds * 1e6)
+    exposed: Counter[str] = Counter()
+    for collective in estimate.collectives:
+        if collective.exposed_seconds > 0:
+            where = collective.user_source or UNKNOWN_SITE
+            exposed[where] += round(collective.exposed_seconds * 1e6)
+    sites = {
+        **{k: Counter(v) for k, v in measurement.sites.items()},
+        ESTIMATED_SECONDS: lines,
+        EXPOSED_SECONDS: exposed,
+    }
     return _measurement(facts, sites, measurement.peak_buffers)
 
 

@@ -66,6 +66,7 @@ def estimate_body() -> dict[str, Schema]:
                     "basis": BASIS,
                     "exposed_seconds": NUM,
                     "asynchronous": BOOL,
+                    "across_slices": BOOL,
                     "hidden": BOOL,
                     "overlapped_by": array(STR),
                     "user_source": nullable(STR),
