@@ -55,13 +55,18 @@ floor with its goal.
    for `tpu`, compiled through the topology's client, the optimized module printed).
    Goal: 1.3x (issue 46). Skipped, saying so, without libtpu (`pip install
    'jax[tpu]'`, or `hloscope[tpu]`).
+10. profile --for: `hloscope profile samples/llm_step.py:train_step --for tpu:v5e:2x4
+   --json` (the estimate) against `hloscope memory` of the same program and target:
+   both compile once; the estimate reads the kernels and XLA's cost of each. Goal:
+   1.2x (issue 55). Skipped without libtpu.
 
 Results go to bench/results/latest.md and latest.json.
 
     .venv/bin/python bench/run.py [--quick] [--against REV] [--only SECTION,...]
 
 --quick skips the 1M-op modules; --only measures some sections (load, startup,
-diff, browser, entrypoint, compiles, passes, profile, placement --why, for).
+diff, browser, entrypoint, compiles, passes, profile, placement --why, for,
+profile --for).
 """
 
 from __future__ import annotations
@@ -737,6 +742,39 @@ def for_rows(repeats: int = 3) -> list[Row]:
     return [with_against(row, runs)]
 
 
+def profile_for_rows(repeats: int = 3) -> list[Row]:
+    """`profile STEP --for tpu:v5e:2x4 --json` (the estimate) against `memory` of the
+    same program and target: the estimate reads the compiled module it already has and
+    compiles nothing twice (issue 55: at most 1.2x). Skipped without libtpu."""
+    name = f"profile --for {FOR_SPEC} vs memory --for, the LLM step"
+    if importlib.util.find_spec("libtpu") is None:
+        print("  profile --for: skipped, libtpu is not installed", flush=True)
+        return [
+            Row("profile --for", name, None, 1, 1, None, note="skipped: libtpu is not installed")
+        ]
+    target = ["samples/llm_step.py:train_step", "--args", "samples/llm_step.py:example_args"]
+    floor = [*HLOSCOPE, "memory", *target, "--for", FOR_SPEC, "--json"]
+    runs = interleaved(
+        floor,
+        ["profile", *target, "--for", FOR_SPEC, "--json"],
+        repeats,
+        [THIS],
+    )
+    document = json.loads(runs.stdout(THIS.label))
+    assert document["estimated"] is True, "profile --for gave no estimate"
+    row = Row(
+        "profile --for",
+        name,
+        None,
+        runs.seconds("baseline") or 0.0,
+        runs.seconds(THIS.label) or 0.0,
+        1.2,
+        runs.rss("baseline"),
+        runs.rss(THIS.label),
+    )
+    return [row]
+
+
 def machine() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
@@ -787,6 +825,7 @@ def main(argv: list[str] | None = None) -> int:
         ("profile", profile_rows),
         ("placement --why", why_rows),
         ("for", for_rows),
+        ("profile --for", profile_for_rows),
     ):
         if section not in options.sections:
             continue
