@@ -195,3 +195,16 @@ def test_collectives_across_slices_go_over_the_data_centre_network():
         assert c["bytes"] == pytest.approx(c["result_bytes"] * c["calls"])
         assert c["seconds"] == pytest.approx(c["bytes"] / dcn)
     assert not any("not estimated" in note for note in document["notes"])
+
+
+def test_a_dump_before_optimizations_is_estimated_and_an_optimized_one_refused():
+    needs("tpu")
+    document = hloscope(
+        "profile", "samples/dumps/mlp.before_optimizations.hlo", "--for", "tpu:v5e:2x4", "--json"
+    ).json()
+    assert document["estimated"] is True
+    assert any(op["basis"] == "compiler" for op in document["ops"])
+    line = one_line_error(
+        hloscope("profile", "samples/dumps/mlp.after_optimizations.hlo", "--for", "tpu:v5e:2x4")
+    )
+    assert "compiled already" in line
