@@ -25,6 +25,8 @@ figure (`hloscope.hardware_figures`).
   time they do not cover is exposed. A synchronous collective is exposed whole.
   Several collectives in flight at once each count the same kernels (an optimistic
   bound).
+- Asynchronous copies (`copy-start`/`copy-done`: the TPU's prefetches between memory
+  spaces) are not priced: the schedule overlaps them with compute.
 - Each kernel and collective runs once per call of its computation, a loop body's
   once per iteration (`RunsPerCall`); with no trip count known it counts once, and
   the report says so.
