@@ -33,6 +33,9 @@ _EXPLICIT_GROUPS = re.compile(r"replica_groups=\{\{([\d,]*)\}")
 _IOTA_GROUPS = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=")
 _MESH_GROUPS = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
 _MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
+_SCATTER_EMITTER = "AllReduceScatter"
+"""In the `emitter` of a TPU fusion's `collective_algorithm_config`: an all-reduce
+fused with the slice each device keeps, a reduce-scatter."""
 _MEGASCALE = re.compile(r'_xla_megascale_transfer_type="([A-Z_]+)"')
 
 _BITS: Final = {
@@ -359,6 +362,19 @@ def _kernels(
             elif opcode != "fusion" and wrapped and wrapped["opcode"] in COLLECTIVE_OPCODES:
                 starts, done = opcode == "async-start", opcode == "async-done"
                 collective_line = root
+            elif opcode == "fusion" and "continuation_config" not in line:
+                # A collective the TPU fused with its compute (`all-reduce-scatter`: an
+                # all-reduce and the slice each device keeps), run synchronously. The
+                # fusions that move an async collective on (`continuation_config`)
+                # hold a copy of it, not one of their own.
+                collective_line = next(
+                    (
+                        inner
+                        for inner in _inside(callees, raw)
+                        if (m := _INSTRUCTION.match(inner)) and m["opcode"] in COLLECTIVE_OPCODES
+                    ),
+                    None,
+                )
             if collective_line is not None:
                 inner = _INSTRUCTION.match(collective_line)
                 collective = inner["opcode"] if inner else None
@@ -386,6 +402,12 @@ def _kernels(
                 if starts and opcode.endswith("-start") and inner.group("shape").startswith("("):
                     # `all-gather-start = (inputs, results)`: its done has the results.
                     collective_bytes = max(collective_bytes - collective_operand_bytes, 0)
+                if opcode == "fusion" and _SCATTER_EMITTER in line:
+                    # The fusion keeps each device's part of the reduced array: a
+                    # reduce-scatter of the all-reduce's array to its result.
+                    collective = "reduce-scatter"
+                    collective_operand_bytes = collective_bytes
+                    collective_bytes = sizes.get(match["name"], 0)
         matmul = _matmul_type(line, shapes)
         if matmul is None and callees:
             for inner_line in _inside(callees, raw):
