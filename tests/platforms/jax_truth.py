@@ -356,6 +356,12 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
         # The TPU compiler's own estimate of each kernel, as its text writes it, and
         # XLA's cost analysis of the whole program (`profile --for`).
         result["cycles"] = cycles_of_text(compiled.as_text())
+        # The TPU's reduce-scatters fused as an all-reduce and a slice.
+        result["fused_reduce_scatters"] = [
+            op["name"]
+            for op in instructions(compiled.as_text())
+            if op["opcode"] == "fusion" and '"emitter":"SingleInputAllReduceScatter' in op["line"]
+        ]
         cost = compiled.cost_analysis()
         cost = cost[0] if isinstance(cost, list) else cost
         result["cost_flops"] = float(cost["flops"]) if cost and "flops" in cost else None

@@ -89,6 +89,11 @@ def test_tpu_step_cycles_are_the_compilers_and_flops_its_cost_analysis():
     listed = {c["op"].replace("_", "-") for c in placement["collectives"]}
     estimated = {c["op"] for c in document["collectives"]}
     assert listed <= estimated
+    # The TPU's reduce-scatters fused with their slice are collectives, not kernels.
+    assert truth["fused_reduce_scatters"], "no fused reduce-scatter: the check tests nothing"
+    kinds = {c["name"]: c["op"] for c in document["collectives"]}
+    for name in truth["fused_reduce_scatters"]:
+        assert kinds[name] == "reduce-scatter", name
     for collective in document["collectives"]:
         assert 0 <= collective["exposed_seconds"] <= collective["seconds"]
         assert collective["bytes"] >= 0 and collective["basis"] == "interconnect"
