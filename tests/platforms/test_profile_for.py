@@ -213,3 +213,25 @@ def test_a_dump_before_optimizations_is_estimated_and_an_optimized_one_refused()
         hloscope("profile", "samples/dumps/mlp.after_optimizations.hlo", "--for", "tpu:v5e:2x4")
     )
     assert "compiled already" in line
+
+
+def test_the_python_api_estimates_on_an_inspection_compiled_for_a_platform():
+    needs("tpu")
+    code = (
+        "import jax, jax.numpy as jnp, hloscope\n"
+        "a = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)\n"
+        f"insp = hloscope.inspect('{ESTIMATE}:matmul', a, a)\n"
+        "report = insp.compile_for('tpu:v5e:2x2').profile()\n"
+        "print(type(report).__name__, report.analysis.seconds > 0, report.target)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"},
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert run.stdout.strip().splitlines()[-1] == "EstimateReport True tpu:v5e:2x2"
