@@ -93,15 +93,21 @@ class Kernel:
     """One instruction of a computation, as the estimate reads it."""
 
     name: str
+    """As XLA's text names it (`fusion.401`)."""
     computation: str
+    """The computation it is in (`main.26_spmd`, a loop body's)."""
     opcode: str
+    """As XLA prints it: `fusion`, `all-reduce-start`, `custom-call`."""
     operands: tuple[str, ...]
+    """Its operands' names, in order."""
     result_bytes: int
+    """Its result's bytes (a tuple's arrays together)."""
     operand_bytes: int
     """Its operands' bytes (each operand once)."""
     cycles: int | None
     """The TPU compiler's `estimated_cycles` from its `backend_config`."""
     callees: tuple[str, ...]
+    """The computations it calls (fused, reduction, loop body and condition)."""
     matmul_type: str | None
     """The operand type (`bf16`, `f32`) of a dot or convolution it is or holds."""
     collective: str | None
@@ -119,6 +125,7 @@ class Kernel:
     done: bool
     """It finishes one (`-done`, the TPU's done fusion)."""
     custom_call_target: str | None
+    """A custom call's target, where it is one."""
     text: str
     """Its line of XLA's text."""
     across_slices: bool = False
