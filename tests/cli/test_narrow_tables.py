@@ -179,3 +179,15 @@ def test_squeezed_words_never_split():
     lines = lines_of(cell, 24)
     assert lines[0] == "bitcast_dyn…e_fusion.22,"
     assert all(len(line) <= 24 for line in lines)
+
+
+def test_the_browsers_path_column_keeps_rows_apart_too():
+    # The browser's tables shorten paths with the same function, told the column's paths.
+    import hloscope.tui.app  # noqa: F401  (the browser's modules, in their import order)
+    from hloscope.tui.widgets.report_list import Column, Row, table
+
+    rows = [Row([path, "2.0 KiB"]) for path in PATHS]
+    lines = table("Arguments", [Column("argument", width=24, path=True), Column("bytes")], rows)
+    shown = [line.text.plain.split("  ")[0] for line in lines[2:]]
+    assert len(set(shown)) == len(PATHS), shown
+    assert "opt_state[0].mu…['ln1']" in shown
