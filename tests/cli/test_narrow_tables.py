@@ -191,3 +191,22 @@ def test_the_browsers_path_column_keeps_rows_apart_too():
     shown = [line.text.plain.split("  ")[0] for line in lines[2:]]
     assert len(set(shown)) == len(PATHS), shown
     assert "opt_state[0].mu…['ln1']" in shown
+
+
+def test_a_diffs_long_function_name_is_not_split():
+    # XLA's computation names (`wide.region_1.6_spmd.clone.sunk`) are wider than the
+    # diff's function column: one line, its middle elided, never folded over two.
+    import io
+
+    from rich.console import Console
+
+    from hloscope.analyses.diff.report import Change, ChangeGroup
+    from hloscope.render.text.diff import _changes_table
+
+    name = "wide.region_1.6_spmd.clone.sunk.clone.clone"
+    change = Change("changed", name, "fusion.22", "shape", ("shape",), 1, 1, None, None)
+    group = ChangeGroup("changed", name, "fusion.22", "shape", ("shape",), 1, (change,), ())
+    console = Console(width=WIDTH, file=io.StringIO(), record=True)
+    console.print(_changes_table("Changes", [group]))
+    rows = [line for line in console.export_text().splitlines() if "fusion.22" in line]
+    assert len(rows) == 1 and "…" in rows[0] and rows[0].split()[2].endswith("clone"), rows
