@@ -105,6 +105,8 @@ def test_placement_collectives_whole(slice_program):
     starts = [i for i, row in enumerate(rows) if re.match(r" \w", row)]
     assert all(b - a <= 2 for a, b in zip(starts, [*starts[1:], len(rows)], strict=True)), text
     assert not re.search(r"collective_p\s*$", text, re.M)
+    # A source line gives up its folders' middle, never its file's name.
+    assert all("llm_step.py:" in row for row in rows if "step.py" in row), text
     assert_no_number_cut(text)
 
 
@@ -210,3 +212,15 @@ def test_a_diffs_long_function_name_is_not_split():
     console.print(_changes_table("Changes", [group]))
     rows = [line for line in console.export_text().splitlines() if "fusion.22" in line]
     assert len(rows) == 1 and "…" in rows[0] and rows[0].split()[2].endswith("clone"), rows
+
+
+@pytest.mark.parametrize("limit", [20, 28, 36])
+def test_a_source_keeps_whole_folders_and_its_line(limit):
+    from hloscope.render.text.source_lines import elide_source
+
+    source = ".venv/lib/python3.11/site-packages/optax/_src/update.py:42"
+    shown = elide_source(source, limit)
+    assert shown.endswith("/update.py:42") and len(shown) <= limit, shown
+    # What is kept of the folders is whole folders (`python3.…` would read as a version).
+    kept = shown.split("…")[0]
+    assert kept == "" or (kept.endswith("/") and source.startswith(kept)), shown

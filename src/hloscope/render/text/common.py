@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -251,8 +251,12 @@ class Entries:
         separator: str = ", ",
         min_width: int = 16,
         style: str = "",
+        shorten: Callable[[str, int], str] = elide_middle,
     ) -> None:
         self.entries = [e if isinstance(e, Text) else Text(e) for e in entries]
+        self.shorten = shorten
+        """How an entry wider than the column is shortened: `elide_middle`, or
+        `elide_source` for source lines (`src/…/model.py:12`)."""
         self.max_lines = max_lines
         self.more = more
         self.separator = separator
@@ -290,7 +294,7 @@ class Entries:
                 ends_entry = k == len(tokens) - 1
                 if token.cell_len > width - (0 if final and ends_entry else len(glue)):
                     room = max(width - (0 if final and ends_entry else len(glue)), 1)
-                    token = Text(elide_middle(token.plain, room), style=token.style)
+                    token = Text(self.shorten(token.plain, room), style=token.style)
                 joiner = (sep if k == 0 else " ") if line.plain else ""
                 reserve = 0 if final or not ends_entry else len(glue)
                 if line.plain and line.cell_len + len(joiner) + token.cell_len + reserve > width:

@@ -30,7 +30,7 @@ from hloscope.render.text.common import (
     source_text,
     sources_text,
 )
-from hloscope.render.text.source_lines import ElidedSource
+from hloscope.render.text.source_lines import ElidedSource, elide_source
 from hloscope.reports import PlacementReport
 from hloscope.units import counted, human_bytes
 
@@ -265,7 +265,7 @@ def regions_table(title: str, regions: tuple[ComputeRegion, ...]) -> Table:
     )
     for region in regions[:MAX_PLACEMENT_ROWS]:
         cells: list[RenderableType] = list(region_cells(region))
-        cells[-1] = Entries(source_entries(region.sources))
+        cells[-1] = Entries(source_entries(region.sources), shorten=elide_source)
         add_row_giving_way(table, cells)
     _more(table, MAX_PLACEMENT_ROWS, len(regions))
     return table
@@ -328,7 +328,7 @@ def render_placement(report: PlacementReport, console: Console) -> None:
         )
         for transfer in placement.transfers[:MAX_PLACEMENT_ROWS]:
             moved: list[RenderableType] = list(transfer_cells(transfer))
-            moved[-1] = Entries(source_entries(transfer.sources))
+            moved[-1] = Entries(source_entries(transfer.sources), shorten=elide_source)
             add_row_giving_way(table, moved)
         _more(table, MAX_PLACEMENT_ROWS, len(placement.transfers))
         section(table)
@@ -393,7 +393,7 @@ def render_placement(report: PlacementReport, console: Console) -> None:
             # lines, then `… N more`.
             cells[-2] = Entries(collective.functions, max_lines=2)
             lines = source_entries(collective.user_sources or collective.sources)
-            cells[-1] = Entries(lines)
+            cells[-1] = Entries(lines, shorten=elide_source)
             add_row_giving_way(table, cells)
         section(table)
         if looped:

@@ -52,8 +52,8 @@ def elide_source(source: str, limit: int) -> str:
     # Whole folders (`.venv/lib/…/update.py:42`): a folder's name cut short could read
     # as another (`python3.…`).
     kept = folder[:room]
-    if "/" in kept and folder[len(kept) : len(kept) + 1] != "/":
-        kept = kept[: kept.rindex("/") + 1]
+    if folder[len(kept) : len(kept) + 1] != "/":
+        kept = kept[: kept.rindex("/") + 1] if "/" in kept else ""
     return kept + ELLIPSIS + "/" + name
 
 
