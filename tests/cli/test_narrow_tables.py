@@ -224,3 +224,22 @@ def test_a_source_keeps_whole_folders_and_its_line(limit):
     # What is kept of the folders is whole folders (`python3.…` would read as a version).
     kept = shown.split("…")[0]
     assert kept == "" or (kept.endswith("/") and source.startswith(kept)), shown
+
+
+def test_placement_shardings_paths_stay_distinct_in_a_narrow_table():
+    # The same step compiled for this machine: its shardings table names every
+    # argument by its path; at 80 columns the paths are shortened, none alike.
+    import importlib.util
+
+    import hloscope
+
+    spec = importlib.util.spec_from_file_location("llm_step_for_shardings", ROOT / STEP)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = hloscope.inspect(f"{STEP}:train_step", *module.example_args()).optimized().placement
+    text = report.render(80)
+    rows = [line for line in section(text, "Shardings (") if line.startswith(" argument")]
+    names = [re.split(r"\s{2,}", row.strip())[2] for row in rows]
+    assert len(rows) == len(names) >= 30, text
+    assert any("…" in name for name in names), text
+    assert len(set(names)) == len(names), names

@@ -20,6 +20,7 @@ from hloscope.analyses.placement.report import (
 )
 from hloscope.render.text.common import (
     Cell,
+    ElidedPath,
     Entries,
     add_row_giving_way,
     describe_source,
@@ -343,10 +344,14 @@ def render_placement(report: PlacementReport, console: Console) -> None:
                 ("source", "left"),
             ],
         )
-        for sharding in placement.shardings[:MAX_PLACEMENT_ROWS]:
-            add_row_giving_way(
-                table, _with_elided_source(sharding_cells(sharding, "main"), sharding.source)
-            )
+        shown = placement.shardings[:MAX_PLACEMENT_ROWS]
+        names = tuple(s.name for s in shown if s.name)
+        for sharding in shown:
+            row = _with_elided_source(sharding_cells(sharding, "main"), sharding.source)
+            if sharding.name and sharding.kind in ("argument", "result"):
+                # An argument's or result's pytree path, shortened as every path is.
+                row[2] = ElidedPath(sharding.name, among=names)
+            add_row_giving_way(table, row)
         _more(table, MAX_PLACEMENT_ROWS, len(placement.shardings))
         section(table)
     if placement.op_shardings:
