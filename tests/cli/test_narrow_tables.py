@@ -243,3 +243,22 @@ def test_placement_shardings_paths_stay_distinct_in_a_narrow_table():
     assert len(rows) == len(names) >= 30, text
     assert any("…" in name for name in names), text
     assert len(set(names)) == len(names), names
+
+
+def test_checks_change_keeps_each_count_with_its_kind():
+    from hloscope.render.text.check import change_entries
+
+    change = "+6 hlo.copy-done, +6 hlo.copy-start, +5 hlo.constant, … (16 kinds)"
+    lines = lines_of(change_entries(change), 26)
+    assert lines[0] == "+6 hlo.copy-done,"
+    assert all(re.match(r"[+-]\d+ hlo\.", line) for line in lines), lines
+    assert lines[-1].endswith("… 13 more"), lines
+
+
+def test_an_entry_as_wide_as_the_line_wraps_between_its_words():
+    # With the separator that ends its line it is one wider than the line: its words
+    # wrap, none is elided (`f32[8…,512]` was).
+    entry = "+1.0 MiB live at the peak (f32[8,2048,512], f32[8,2048,128])"
+    cell = Entries([entry, "fusions.count +7"], separator="; ")
+    lines = lines_of(cell, len(entry))
+    assert "…" not in "".join(lines) and "f32[8,2048,512]," in lines[0], lines

@@ -289,7 +289,9 @@ class Entries:
             final = index == total - 1
             before.append(([x.copy() for x in lines], line.copy()))
             placed = True
-            tokens = [entry] if entry.cell_len <= width else list(entry.split(" "))
+            # Wider than a line (with the separator that may end it): its words.
+            fits = entry.cell_len <= width - (0 if final else len(glue))
+            tokens = [entry] if fits else list(entry.split(" "))
             for k, token in enumerate(tokens):
                 ends_entry = k == len(tokens) - 1
                 if token.cell_len > width - (0 if final and ends_entry else len(glue)):
