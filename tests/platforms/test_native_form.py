@@ -1,0 +1,125 @@
+"""XLA's own form of an optimized module (`hloscope.ir.hlo_native`, for a module whose
+MLIR conversion fails) reads how it is partitioned as the converted form does: the
+device counts, each argument's and result's sharding, the meshes of the collectives'
+device groups (shown as the program's declared mesh) and the groups themselves.
+
+Truth: XLA's own text of the same compile (the reduced LLM step for tpu:v5e:2x2,
+which does not convert: "Tiled layout is not supported yet"), and XLA's own converter
+(the same module of a smaller step compiled for 4 host devices, which converts, read
+both ways). Each compile runs in a child process (native_form_child.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+def _child(which: str, **env: str) -> dict[str, Any]:
+    environment = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "LLM_STEP")}
+    environment.update(env)
+    run = subprocess.run(
+        [sys.executable, str(HERE / "native_form_child.py"), which],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, f"native_form_child.py {which} failed:\n{run.stderr[-4000:]}"
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def tpu_step() -> dict[str, Any]:
+    pytest.importorskip("libtpu")
+    return _child("tpu")
+
+
+@pytest.fixture(scope="module")
+def cpu_step() -> dict[str, Any]:
+    return _child(
+        "cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4", LLM_STEP="1,128,64,4"
+    )
+
+
+def _entry_parameter_shardings(text: str) -> dict[int, str]:
+    """Each ENTRY parameter's sharding, as XLA's text prints it, by number."""
+    entry = text[text.index("\nENTRY ") :]
+    entry = entry[: entry.index("\n}")]
+    return {
+        int(number): sharding
+        for number, sharding in re.findall(r"parameter\((\d+)\), sharding=(\{[^}]*\})", entry)
+    }
+
+
+def test_the_reduced_step_is_shown_in_xlas_own_form(tpu_step):
+    # What this file is about: if the step converts one day, these tests test nothing.
+    assert tpu_step["ir"] == "hlo-native"
+
+
+def test_placement_of_xlas_own_form_has_every_argument_sharding_xla_compiled(tpu_step):
+    truth = _entry_parameter_shardings(tpu_step["xla_text"])
+    assert len(truth) == 33
+    placement = tpu_step["placement"]
+    arguments = {
+        int(s["value"].removeprefix("%arg")): s["sharding"]
+        for s in placement["shardings"]
+        if s["kind"] == "argument"
+    }
+    assert arguments == truth
+    # Each parameter's own sharding is its argument's, not "another op's".
+    assert placement["op_shardings"] == 0
+    params = {p["hlo_index"]: p["sharding_attribute"] for p in tpu_step["params"]["parameters"]}
+    assert params == truth
+
+
+def test_placement_of_xlas_own_form_has_a_sharding_per_result(tpu_step):
+    # XLA's ENTRY line: `ENTRY %main (p: f32[2]) -> (bf16[4], f32[2]) {`.
+    entry = re.search(r"^ENTRY .*\) -> (.*) \{$", tpu_step["xla_text"], re.MULTILINE)
+    assert entry is not None
+    results = len(re.findall(r"\w+\[[\d,]*\]", entry[1]))
+    assert results > 1
+    shardings = [s for s in tpu_step["placement"]["shardings"] if s["kind"] == "result"]
+    assert [s["value"] for s in shardings] == [f"result {i}" for i in range(results)]
+    assert all(s["sharding"].startswith("{") for s in shardings)
+
+
+def test_placement_of_xlas_own_form_has_the_partitions_and_the_declared_mesh(tpu_step):
+    header = tpu_step["xla_text"].splitlines()[0]
+    partitions = re.search(r"\bnum_partitions=(\d+)", header)
+    assert partitions is not None
+    placement = tpu_step["placement"]
+    assert placement["partitions"] == int(partitions[1]) == 4
+    assert placement["replicas"] == 1
+    # XLA's meshes of the collectives' device groups (axis_0, ...) are shown as the
+    # mesh the program declared: jax.make_mesh((2, 2), ("data", "model")).
+    assert placement["meshes"]
+    for mesh in placement["meshes"]:
+        assert [(a["name"], a["size"]) for a in mesh["axes"]] == [("data", 2), ("model", 2)]
+        assert not mesh["xla_axes"]
+
+
+def test_xlas_own_form_reads_partitioning_as_xlas_converter_does(cpu_step):
+    assert cpu_step["ir"] == "hlo"  # this one converts: the converter is the truth
+    converted, native = cpu_step["converted"], cpu_step["native"]
+    for key in ("partitions", "replicas", "meshes", "shardings", "op_shardings", "results"):
+        assert native[key] == converted[key], key
+    assert native["aliases"] == converted["aliases"]
+    # The same device groups (iota groups expanded, mesh axes on the same meshes); the
+    # forms order their ops differently.
+    assert Counter(native["replica_groups"]) == Counter(converted["replica_groups"])
+    assert any("replica_group_mesh_axes" in g for g in native["replica_groups"])
+    assert any(g.startswith("dense<") for g in native["replica_groups"])
