@@ -29,10 +29,15 @@ def documents(loaded: Any) -> dict[str, Any]:
 
 
 def placement_facts(module: Any) -> dict[str, Any]:
+    from hloscope.analyses.fusions import analyze_fusions, summarize_fusions
     from hloscope.analyses.placement.analysis import analyze_placement
 
     placement = analyze_placement(module)
+    fusions = summarize_fusions(analyze_fusions(module))
     return {
+        "fusions": fusions.fusions,
+        "unfused_ops": fusions.unfused_ops,
+        "unfused_by_category": dict(fusions.unfused_by_category),
         "partitions": placement.partitions,
         "replicas": placement.replicas,
         "meshes": [[m.name, list(map(list, m.axes))] for m in placement.meshes],

@@ -123,3 +123,11 @@ def test_xlas_own_form_reads_partitioning_as_xlas_converter_does(cpu_step):
     assert Counter(native["replica_groups"]) == Counter(converted["replica_groups"])
     assert any("replica_group_mesh_axes" in g for g in native["replica_groups"])
     assert any(g.startswith("dense<") for g in native["replica_groups"])
+
+
+def test_xlas_own_form_counts_unfused_ops_as_the_converted_form(cpu_step):
+    # A reducer (`to_apply=`) is part of the reduce or all-reduce that applies it: its
+    # add was counted as an unfused op of its own (21 more "compute" ops).
+    converted, native = cpu_step["converted"], cpu_step["native"]
+    for key in ("fusions", "unfused_ops", "unfused_by_category"):
+        assert native[key] == converted[key], key

@@ -591,6 +591,23 @@ def _running_functions(module: Module) -> list[str]:
                     seen.add(callee)
                     running.append(callee)
                     stack.append(callee)
+    # XLA's own form: a reducer or comparator (`to_apply=`) is part of the instruction
+    # that applies it, as the region of the converted form's op is, not ops of its own.
+    applied = {
+        name
+        for op in module.ops
+        if op.name.startswith("hlo.")
+        for name in op.mentioned_names("to_apply")
+    }
+    if applied:
+        applied -= {
+            name
+            for op in module.ops
+            if op.name.startswith("hlo.")
+            for key in ("calls", "body", "condition", "branch_computations")
+            for name in op.mentioned_names(key)
+        }
+        running = [name for name in running if name not in applied]
     return running
 
 
