@@ -35,6 +35,12 @@ def placement_facts(module: Any) -> dict[str, Any]:
     placement = analyze_placement(module)
     fusions = summarize_fusions(analyze_fusions(module))
     return {
+        "total_ops": placement.total_ops,
+        "tuple_ops": sum(
+            1
+            for op in module.ops
+            if op.name in ("hlo.tuple", "hlo.get-tuple-element") and op.function is not None
+        ),
         "fusions": fusions.fusions,
         "unfused_ops": fusions.unfused_ops,
         "unfused_by_category": dict(fusions.unfused_by_category),
