@@ -28,11 +28,11 @@ def documents(loaded: Any) -> dict[str, Any]:
     }
 
 
-def placement_facts(module: Any) -> dict[str, Any]:
+def placement_facts(module: Any, declared: Any) -> dict[str, Any]:
     from hloscope.analyses.fusions import analyze_fusions, summarize_fusions
     from hloscope.analyses.placement.analysis import analyze_placement
 
-    placement = analyze_placement(module)
+    placement = analyze_placement(module, declared_meshes=declared)
     fusions = summarize_fusions(analyze_fusions(module))
     return {
         "total_ops": placement.total_ops,
@@ -89,8 +89,8 @@ def main() -> None:
         native = build_hlo_native_model(hlo_module_from_proto(compilation.hlo_proto))
         out = {
             "ir": converted.format,
-            "converted": placement_facts(converted.model),
-            "native": placement_facts(native),
+            "converted": placement_facts(converted.model, loaded.declared_meshes),
+            "native": placement_facts(native, loaded.declared_meshes),
             "xla_text": compilation.hlo_text,
         }
     print(json.dumps(out))

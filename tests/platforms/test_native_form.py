@@ -143,3 +143,16 @@ def test_xlas_own_form_does_not_count_parameters_as_ops(cpu_step):
     assert native["tuple_ops"] > 0
     apart = abs(native["total_ops"] - native["tuple_ops"] - converted["total_ops"])
     assert apart <= converted["total_ops"] // 200
+
+
+def test_the_meshes_of_xla_that_are_the_declared_mesh_are_one(tpu_step, cpu_step):
+    # XLA names a mesh per way its collectives factor the devices (axis_0=2 x axis_1=1
+    # x axis_2=2, and axis_0=1 x axis_1=1 x axis_2=2 x axis_3=2): both are the
+    # program's data=2 x model=2, one mesh, so an XLA sharding reads on it.
+    assert len(tpu_step["placement"]["meshes"]) == 1
+    for form in ("converted", "native"):
+        facts = cpu_step[form]
+        assert [axes for _, axes in facts["meshes"]] == [[["data", 2], ["model", 2]]]
+        on_mesh = {value: words for kind, value, _, words in facts["shardings"]}
+        # batch['tokens'], sharded P('data', None) by the program.
+        assert on_mesh["%arg32"] is not None and on_mesh["%arg32"].endswith('[{"data"}, {}]')

@@ -165,7 +165,8 @@ def with_declared_axes(meshes: Sequence[Mesh], declared: Sequence[Mesh]) -> tupl
     devices (names and sizes; under the module's symbol). Where several declared
     meshes span those devices, the one whose sizes other than 1 are XLA's, in order;
     where none or several remain, the mesh is kept as XLA wrote it
-    (`Mesh.xla_axes` says so)."""
+    (`Mesh.xla_axes` says so). Several of XLA's meshes that become the same declared
+    mesh are one, under the first's symbol."""
     out: list[Mesh] = []
     for mesh in meshes:
         match = None
@@ -186,6 +187,13 @@ def with_declared_axes(meshes: Sequence[Mesh], declared: Sequence[Mesh]) -> tupl
                     d for d in same_devices if [s for _, s in d.axes if s != 1] == sizes
                 ]
             match = same_devices[0] if len(same_devices) == 1 else None
+        if match is not None and any(
+            (kept.axes, kept.device_ids) == (match.axes, match.device_ids) for kept in out
+        ):
+            # XLA's meshes of two collectives that factor the same devices otherwise
+            # (`axis_0=2, axis_1=1, axis_2=2` and `axis_0=1, ..., axis_3=2`) are both
+            # the declared mesh: one mesh, so that shardings read on it.
+            continue
         mesh = mesh if match is None else dataclasses.replace(match, name=mesh.name)
         if mesh not in out:
             out.append(mesh)
