@@ -31,11 +31,13 @@ def documents(loaded: Any) -> dict[str, Any]:
 def placement_facts(module: Any, declared: Any) -> dict[str, Any]:
     from hloscope.analyses.fusions import analyze_fusions, summarize_fusions
     from hloscope.analyses.placement.analysis import analyze_placement
+    from hloscope.analyses.structure import analyze_structure
 
     placement = analyze_placement(module, declared_meshes=declared)
     fusions = summarize_fusions(analyze_fusions(module))
     return {
         "total_ops": placement.total_ops,
+        "structure_ops": analyze_structure(module).total_ops,
         "tuple_ops": sum(
             1
             for op in module.ops
