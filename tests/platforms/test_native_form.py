@@ -26,6 +26,22 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
+def _hloscope_json(*args: str) -> dict[str, Any]:
+    environment = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "LLM_STEP")}
+    run = subprocess.run(
+        [sys.executable, "-m", "hloscope", *args, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    return json.loads(run.stdout)
+
+
 def _child(which: str, **env: str) -> dict[str, Any]:
     environment = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "LLM_STEP")}
     environment.update(env)
@@ -166,3 +182,37 @@ def test_xlas_own_form_counts_a_fusions_ops_in_inspect(cpu_step):
     assert converted["structure_ops"] == converted["total_ops"]
     apart = abs(native["structure_ops"] - native["tuple_ops"] - converted["structure_ops"])
     assert apart <= converted["structure_ops"] // 20
+
+
+STEP = [
+    "samples/llm_step.py:train_step",
+    "--args",
+    "samples/llm_step.py:example_args",
+    "--for",
+    "tpu:v5e:2x2",
+]
+
+
+@pytest.mark.slow
+def test_remat_finds_the_shards_of_the_residuals_at_the_peak(tpu_step):
+    # The compiled program's buffers are one device's (bf16[2,8,256,256] of the
+    # bf16[2,8,256,512] a layer saves, split over `model`), the residuals whole: only
+    # 4 KiB (two replicated arguments) of the peak read as residuals. Truth: XLA's
+    # buffers live at the peak (memory's buffer assignment of the same compile) that
+    # the forward loop's dynamic-update-slice writes (XLA's op name), the residuals
+    # the loop at line 73 stacks.
+    remat = _hloscope_json("remat", *STEP, "--compile")
+    memory = _hloscope_json("memory", *STEP)
+    stacked = [r for r in remat["residuals"] if (r["stacked_by"] or "").endswith(":73")]
+    assert len(stacked) == 6
+    written = [
+        b
+        for b in memory["buffers_at_peak"]
+        if "jvp()/while/body" in (b["op_name"] or "")
+        and (b["op_name"] or "").endswith("dynamic_update_slice")
+    ]
+    assert len(written) == len(stacked)
+    by_line = {p["line"]: p for p in remat["peak"]["by_line"]}
+    line = next(line for line in by_line if line.endswith(":73"))
+    assert by_line[line]["buffers"] == len(written)
+    assert by_line[line]["bytes"] == sum(b["bytes"] for b in written)
