@@ -45,6 +45,7 @@ def placement_facts(module: Any, declared: Any) -> dict[str, Any]:
         ),
         "fusions": fusions.fusions,
         "unfused_ops": fusions.unfused_ops,
+        "fused_ops": fusions.fused_ops,
         "unfused_by_category": dict(fusions.unfused_by_category),
         "partitions": placement.partitions,
         "replicas": placement.replicas,

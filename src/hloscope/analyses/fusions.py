@@ -615,12 +615,25 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     """The ops inside a fusion: its region, or (XLA's own form) the called
     computation."""
     if op.name.startswith("hlo."):
-        called = op.references("calls")
-        function = module.functions.get(called[0]) if called else None
-        if function is None:
-            return ()
-        # Parameters are instructions in XLA's form, block arguments in MLIR's.
-        return [o for o in module.function_ops(function) if o.short_name != "parameter"]
+        # The computations it calls, and those their ops call in turn (a nested
+        # fusion's, a reduce's `to_apply`), as the converted form's fusion region
+        # holds them nested. Parameters are instructions in XLA's form, block arguments
+        # in MLIR's.
+        inside: list[Op] = []
+        pending = list(op.references("calls")[:1])
+        seen: set[str] = set()
+        while pending:
+            function = module.functions.get(pending.pop(0))
+            if function is None or function.name in seen:
+                continue
+            seen.add(function.name)
+            for member in module.function_ops(function):
+                if member.short_name == "parameter":
+                    continue
+                inside.append(member)
+                pending += member.references("calls")[:1] if member.name in FUSION_OPS else []
+                pending += member.mentioned_names("to_apply")
+        return inside
     return module.descendants(op)
 
 
