@@ -142,14 +142,7 @@ def compile_for_platform(
     and what it was compiled for. XLA refusing a program that does not fit the device's
     memory is a `DoesNotFit`."""
     devices = platform_devices(target)
-    needed = partitions * replicas
-    if needed > len(devices):
-        raise HloscopeError(
-            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
-            "compile it for a platform with as many",
-            where=label,
-        )
-    chosen = devices[:needed]
+    chosen = compile_devices(target, partitions, replicas, label)
     client = chosen[0].client
     options = private_compile_options(
         num_replicas=replicas,
@@ -184,6 +177,23 @@ def compile_for_platform(
         ) from exc
     elapsed = time.perf_counter() - start
     return executable, elapsed, compiled_for_record(target, chosen, len(devices))
+
+
+def compile_devices(
+    target: CompileFor, partitions: int, replicas: int, label: str
+) -> tuple[Any, ...]:
+    """The devices of `target` a module of partitions x replicas is compiled over, in
+    the device assignment's order (what `compile_for_platform` compiles over, and the
+    compile cache's key names by id)."""
+    devices = platform_devices(target)
+    needed = partitions * replicas
+    if needed > len(devices):
+        raise HloscopeError(
+            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
+            "compile it for a platform with as many",
+            where=label,
+        )
+    return devices[:needed]
 
 
 def compiled_for_record(target: CompileFor, used: tuple[Any, ...], total: int) -> CompiledFor:

@@ -116,6 +116,13 @@ def private_module_devices(lowered: Any) -> int:
         return 1
 
 
+def private_compile_devices(lowered: Any) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
+    """Ids of the devices JAX compiles `lowered` over, in order; `jax.jit`'s compiler_options."""
+    ids = tuple(int(d.id) for d in getattr(getattr(lowered, "_lowering", None), "_device_list", ()))
+    kvs = getattr(getattr(lowered, "_lowering", None), "_compiler_options_kvs", None) or ()
+    return ids, tuple(sorted((str(k), str(v)) for k, v in kvs))
+
+
 def private_parse_module(module: bytes | str) -> Any:
     """A StableHLO module (bytecode or text) as the `ir.Module` of JAX's MLIR context
     (`jax._src.interpreters.mlir`): what a compile-only client's `compile` takes (it
@@ -574,7 +581,8 @@ def private_api_ok() -> list[str]:
         compile_args = _private_compile_args(lowered)
     except AttributeError:
         return ["Lowered._lowering.compile_args"]
-    for key in ("kept_var_idx", "all_args_info", "in_shardings"):
+    keys = ("kept_var_idx", "all_args_info", "in_shardings")  # then --for's three
+    for key in (*keys, "num_devices", "out_shardings", "ordered_effects"):
         if key not in compile_args:
             missing.append(f"compile_args[{key!r}]")
     info = compile_args.get("all_args_info")
@@ -597,22 +605,15 @@ def private_api_ok() -> list[str]:
     missing.extend(_compile_capture_missing())
     missing.extend(_remat_missing())
     missing.extend(_compile_events_missing())
-    if not hasattr(_jax_compiler, "get_compile_options"):
-        missing.append("jax._src.compiler.get_compile_options")
-    elif (
-        "env_options_overrides"
-        not in inspect.signature(_jax_compiler.get_compile_options).parameters
-    ):
+    options = getattr(_jax_compiler, "get_compile_options", None)
+    if options is None or "env_options_overrides" not in inspect.signature(options).parameters:
         missing.append("jax._src.compiler.get_compile_options(env_options_overrides=)")
     if not callable(getattr(_jax_xla_bridge, "backends_are_initialized", None)):
         missing.append("jax._src.xla_bridge.backends_are_initialized")
     for name in ("DeviceAssignment", "DeviceList"):
         if not hasattr(_xla_client, name):
             missing.append(f"jax._src.lib.xla_client.{name}")
-    # Compiling for a TPU topology or a GPU spec (`--for`).
-    for key in ("num_devices", "out_shardings", "ordered_effects"):
-        if key not in compile_args:
-            missing.append(f"compile_args[{key!r}]")
+    missing += [] if private_compile_devices(lowered)[0] else ["Lowered._lowering._device_list"]
     if private_propagation(lowered) is None:
         missing.append("jax._src.interpreters.pxla.get_prop_to_input_output")
     try:
@@ -671,10 +672,8 @@ def _compile_events_missing() -> list[str]:
     for field in ("in_avals", "in_tree", "arg_names"):
         if field not in fields:
             missing.append(f"jax._src.pjit.PjitParams.{field}")
-    if (
-        "jit_info"
-        not in _jax_pjit._cpp_pjit.__code__.co_cellvars + _jax_pjit._cpp_pjit.__code__.co_varnames
-    ):
+    code = _jax_pjit._cpp_pjit.__code__
+    if "jit_info" not in code.co_cellvars + code.co_varnames:
         missing.append("jax._src.pjit._cpp_pjit(fun, jit_info)")
     if _explain_function() is None:
         missing.append(
