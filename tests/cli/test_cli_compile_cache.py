@@ -167,3 +167,40 @@ def test_for_a_tpu_every_view_after_the_first_reads_its_compile(tmp_path: Path) 
     warm_inspect = _hloscope(tmp_path / "a", "inspect", *target)
     assert warm_inspect["timings"]["compile_cached"] is True
     assert masked(warm_inspect) == masked(cold_inspect)
+
+
+def test_the_browsers_memory_tab_reads_the_compile_the_browser_shows(cache_folder: Path) -> None:
+    from hloscope.reports import loaded_memory_report
+    from hloscope.sources import loader
+
+    options = loader.LoadOptions(args_factory="samples/memory_peak.py:example_args")
+    shown = loader.load("samples/memory_peak.py:rank_scores", options).optimized()
+    before = compile_cache.compile_count()
+    report = loaded_memory_report(shown)  # what the Memory tab builds on enter
+    assert compile_cache.compile_count() == before
+    assert report.analysis is not None
+
+
+def test_jaxs_persistent_cache_does_not_take_the_dumps_away(tmp_path: Path) -> None:
+    # JAX's cache (its key leaves xla_dump_to out) handed back the first run's
+    # executable to the second, and XLA wrote no buffer assignment: "XLA wrote no
+    # buffer assignment while compiling it".
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        compile_cache.ENV_OFF: "1",
+    }
+    target = sample("memory_peak", "rank_scores")
+    for argv in (["inspect", *target, "--compile"], ["memory", *target]):
+        done = subprocess.run(
+            [sys.executable, "-m", "hloscope", *argv, "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+    assert any((tmp_path / "jax").iterdir()), "JAX's cache was used"

@@ -91,9 +91,10 @@ def turn_off(off: bool) -> None:
 
 
 def enabled() -> bool:
-    """Whether the cache is read and written in this process."""
+    """Whether the cache is on (neither `--no-cache` nor `HLOSCOPE_NO_CACHE`); its
+    folder is read and written unless it could not be written once."""
     off = os.environ.get(ENV_OFF, "")
-    return not _state.turned_off and off in ("", "0") and not _state.unwritable
+    return not _state.turned_off and off in ("", "0")
 
 
 def folder() -> Path:
@@ -179,8 +180,11 @@ def cached_compilation(
     if dump_to is None and key in _kept:
         return dataclasses.replace(_kept[key], cached=True)
     where = folder()
-    hit = _lookup(where, key, dumps, dump_to)
-    if hit is None:
+    hit = None if _state.unwritable else _lookup(where, key, dumps, dump_to)
+    if hit is None and _state.unwritable:
+        _state.compiles += 1
+        hit = compile(compiler_options)
+    elif hit is None:
         _state.compiles += 1
         if dump_to is not None:
             hit = compile(compiler_options)
@@ -410,7 +414,9 @@ def describe() -> CacheFolder:
     for file in files:
         with contextlib.suppress(OSError):
             size += file.stat().st_size
-    return CacheFolder(str(where), len(files), size, cap_bytes(), enabled())
+    return CacheFolder(
+        str(where), len(files), size, cap_bytes(), enabled() and not _state.unwritable
+    )
 
 
 def clear_text() -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -72,13 +72,30 @@ def compile_lowering(
 def _compile_lowered(handle: Any, label: str, compiler_options: CompilerOptions) -> Compilation:
     start = time.perf_counter()
     try:
-        with user_code():
+        with user_code(), _compiled_by_xla(compiler_options):
             compiled = handle.compile(compiler_options=dict(compiler_options) or None)
     except Exception as exc:
         raise HloscopeError(
             f"{xla_of_jaxlib()} failed to compile it: {one_line(str(exc), 300)}", where=label
         ) from exc
     return _compilation(compiled, time.perf_counter() - start, label)
+
+
+@contextlib.contextmanager
+def _compiled_by_xla(compiler_options: CompilerOptions) -> Iterator[None]:
+    """JAX's persistent compilation cache off while a compile that XLA is to dump runs:
+    where the user turned it on (`jax_compilation_cache_dir`), it hands back the
+    executable of an earlier compile (its key leaves the dump options out), and XLA
+    then writes no buffer assignment or per-pass file."""
+    dumps = any(name == "xla_dump_to" for name, _ in compiler_options)
+    if not dumps or not jax.config.jax_enable_compilation_cache:
+        yield
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
 
 
 def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str | None:
