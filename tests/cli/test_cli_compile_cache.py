@@ -204,3 +204,22 @@ def test_jaxs_persistent_cache_does_not_take_the_dumps_away(tmp_path: Path) -> N
         )
         assert done.returncode == 0, done.stderr
     assert any((tmp_path / "jax").iterdir()), "JAX's cache was used"
+
+
+def test_a_folder_the_dump_compiler_cannot_write_is_one_note(
+    cache_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hloscope.sources.jax import module_run
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(compile_cache.ENV_FOLDER, str(blocker / "compiles"))
+    monkeypatch.setattr(compile_cache, "_state", compile_cache._State())
+    module_run._runner.close()  # the child takes the folder when it starts
+    for expected in (1, 0):  # the second command says it no more
+        done = run_cli("inspect", "samples/dumps/mlp.stablehlo.mlir", "--compile", "--json")
+        assert done.code == 0, done.stderr
+        notes = [line for line in done.stderr.splitlines() if "compile cache" in line]
+        assert len(notes) == expected, done.stderr
+    # Not from the folder: the child kept its compile in memory.
+    assert not list((blocker.parent).glob("**/*.zip"))

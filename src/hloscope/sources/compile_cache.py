@@ -345,16 +345,31 @@ def _dump_files(folder: Path) -> list[tuple[str, Path]]:
     )
 
 
+_NOTE = "hloscope: note: the compile cache folder "
+
+
 def _unwritable(where: Path, exc: OSError) -> None:
     _state.unwritable = True
+    reason = exc.strerror or type(exc).__name__
+    _note(
+        f"{_NOTE}{where} cannot be written ({reason}): compiling without the cache (set "
+        f"{ENV_FOLDER} to another folder, or {ENV_OFF}=1)"
+    )
+
+
+def _note(line: str) -> None:
     if not _state.noted:
         _state.noted = True
-        reason = exc.strerror or type(exc).__name__
-        sys.stderr.write(
-            f"hloscope: note: the compile cache folder {where} cannot be written ({reason}): "
-            f"compiling without the cache (set {ENV_FOLDER} to another folder, or "
-            f"{ENV_OFF}=1)\n"
-        )
+        sys.stderr.write(line + "\n")
+
+
+def relay_note(child_stderr: Iterable[str]) -> None:
+    """The note a child process that compiled (the module runner) wrote of the folder,
+    on this process's stderr, once: the child's stderr is not shown."""
+    for line in child_stderr:
+        if line.strip().startswith(_NOTE):
+            _note(line.strip())
+            return
 
 
 def _evict(where: Path, cap: int, keep: Path) -> None:

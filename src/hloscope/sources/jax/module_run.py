@@ -49,6 +49,7 @@ from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.hlo import parsed_from_reply
 from hloscope.ir.parsed import ParsedModule
 from hloscope.runs import ProfiledRuns, TraceEvent
+from hloscope.sources import compile_cache
 from hloscope.stages import Compilation, CompiledFor, CompilerOptions
 
 STAGE_REFUSED = "refused"
@@ -165,6 +166,7 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
         raise HloscopeError(_death(reply, "converting"), where=label)
     compiled, text = stages[STAGE_COMPILED]
     note_child_backend(str(compiled["platform"]))
+    compile_cache.relay_note(reply.stderr)
     compilation = Compilation(
         hlo_proto=stages["parsed"][1],
         hlo_text=text.decode("utf-8"),
