@@ -337,3 +337,14 @@ def test_the_default_folder_is_the_users_cache(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
     if sys.platform.startswith("linux"):
         assert compile_cache.folder() == Path("/somewhere/cache/hloscope/compiles")
+
+
+def test_a_dead_writers_temporary_file_goes(folder: Path) -> None:
+    folder.mkdir()
+    dead = folder / ".writing-abc.zip"
+    dead.write_bytes(b"half an entry")
+    os.utime(dead, (1000, 1000))
+    live = folder / ".writing-def.zip"
+    live.write_bytes(b"being written")
+    compile_cache.cached_compilation(_key(), (), Compiler())
+    assert not dead.exists() and live.exists()

@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -140,8 +141,8 @@ def compile_key(
     backend's platform, device kind and count, or the `--for` spec), the ids of the
     devices it is compiled over, in order, the compiler options but the dump ones
     (sorted), the partition and replica counts, the sharding propagation flags, the
-    versions of what compiles (jax, jaxlib, the platform's compiler), and the
-    environment's XLA flags."""
+    versions of what compiles (jax, jaxlib, the platform's compiler) with JAX's
+    settings that go into its compile options, and the environment's XLA flags."""
     data = module.encode() if isinstance(module, str) else module
     described = {
         "format": FORMAT,
@@ -373,21 +374,24 @@ def relay_note(child_stderr: Iterable[str]) -> None:
 
 
 def _evict(where: Path, cap: int, keep: Path) -> None:
-    """Remove the least recently used entries (and temporary files of writers that
-    died over an hour ago) until the folder holds at most `cap` bytes."""
+    """Remove the temporary files of writers that died (over an hour old), then the
+    least recently used entries until the folder holds at most `cap` bytes."""
     entries = []
-    total = 0
     for file in where.glob("*.zip"):
         try:
             stat = file.stat()
         except OSError:
             continue
-        entries.append((stat.st_mtime, stat.st_size, file))
-        total += stat.st_size
+        if not file.name.startswith(".writing-"):
+            entries.append((stat.st_mtime, stat.st_size, file))
+        elif stat.st_mtime < time.time() - 3600:
+            with contextlib.suppress(OSError):
+                file.unlink()
+    total = sum(size for _, size, _ in entries)
     for _, size, file in sorted(entries, key=lambda e: e[0]):
         if total <= cap:
             break
-        if file.name.startswith(".writing-") or file == keep:
+        if file == keep:
             continue
         with contextlib.suppress(OSError):
             file.unlink()

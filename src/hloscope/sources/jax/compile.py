@@ -163,10 +163,24 @@ def _local_target() -> dict[str, Any]:
 
 _COMPILERS = ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin", "jax-cuda12-pjrt")
 """What compiles: their versions are in every cache key."""
+_COMPILE_SETTINGS = (
+    "effort",
+    "optimization_level",
+    "fitting_level",
+    "remat_pass",
+    "xla_profile_version",
+    "shardy",
+)
+"""Words naming JAX's settings that go into XLA's compile options
+(`jax._src.compiler.get_compile_options` reads them): in every cache key too."""
 
 
 def _versions() -> dict[str, str | None]:
-    return {name: package_version(name) for name in _COMPILERS}
+    versions = {name: package_version(name) for name in _COMPILERS}
+    for name, value in jax.config.values.items():
+        if any(word in name for word in _COMPILE_SETTINGS):
+            versions[name] = str(value)
+    return versions
 
 
 def _compile_lowering_for(
