@@ -164,9 +164,9 @@ def compile_key(
 def cached_compilation(
     key: str | None,
     compiler_options: CompilerOptions,
-    compile: Callable[[CompilerOptions], Compilation],
+    compile_with: Callable[[CompilerOptions], Compilation],
 ) -> Compilation:
-    """What `compile(compiler_options)` makes, from the cache when an entry of `key`
+    """What `compile_with(compiler_options)` makes, from the cache when an entry of `key`
     holds it (and the files XLA dumps into `xla_dump_to`, when the options ask for
     them: copied there from the entry), else compiled and kept. A compile kept
     without `xla_dump_to` is made with XLA's default dump into a temporary folder,
@@ -177,22 +177,22 @@ def cached_compilation(
     dumps = {k: v for k, v in options.items() if k.startswith(_DUMP_PREFIX) and k != DUMP_TO}
     if key is None or not enabled():
         _state.compiles += 1
-        return compile(compiler_options)
+        return compile_with(compiler_options)
     if dump_to is None and key in _kept:
         return dataclasses.replace(_kept[key], cached=True)
     where = folder()
     hit = None if _state.unwritable else _lookup(where, key, dumps, dump_to)
     if hit is None and _state.unwritable:
         _state.compiles += 1
-        hit = compile(compiler_options)
+        hit = compile_with(compiler_options)
     elif hit is None:
         _state.compiles += 1
         if dump_to is not None:
-            hit = compile(compiler_options)
+            hit = compile_with(compiler_options)
             _write(where / _entry_name(key, dumps), key, hit, dumps, dump_to)
         else:
             with tempfile.TemporaryDirectory(prefix="hloscope-xla-") as temporary:
-                hit = compile(((DUMP_TO, temporary), *compiler_options))
+                hit = compile_with(((DUMP_TO, temporary), *compiler_options))
                 _write(where / _entry_name(key, dumps), key, hit, dumps, temporary)
     _kept[key] = hit
     while len(_kept) > _KEPT:

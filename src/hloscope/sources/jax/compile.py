@@ -214,13 +214,13 @@ def _compile_lowering_for(
             lowering.mlir_bytecode, label, partitions, 1, compiler_options, target, propagation
         )
 
-    def compile(options: CompilerOptions) -> Compilation:
+    def compile_on_platform(options: CompilerOptions) -> Compilation:
         executable, elapsed, compiled_for = compile_for_platform(
             module, target, label, partitions, 1, options, propagation
         )
         return executable_compilation(executable, elapsed, target.platform, compiled_for)
 
-    return cached_compilation(key, compiler_options, compile)
+    return cached_compilation(key, compiler_options, compile_on_platform)
 
 
 def compile_module(
