@@ -151,7 +151,9 @@ def test_a_plain_compile_keeps_the_buffer_assignment_for_memory(
     assert compiler.calls == 1
 
 
-def test_more_dump_options_compile_again_and_serve_fewer(folder: Path, tmp_path: Path) -> None:
+def test_other_dump_options_compile_again_and_hand_over_only_their_files(
+    folder: Path, tmp_path: Path
+) -> None:
     compiler = Compiler()
     compile_cache.cached_compilation(_key(), (), compiler)
     passes = (("xla_dump_to", str(tmp_path / "p")), ("xla_dump_hlo_pass_re", ".*"))
@@ -164,6 +166,23 @@ def test_more_dump_options_compile_again_and_serve_fewer(folder: Path, tmp_path:
     again = (("xla_dump_to", str(tmp_path / "q")), ("xla_dump_hlo_pass_re", ".*"))
     assert compile_cache.cached_compilation(_key(), again, compiler).cached
     assert (tmp_path / "q" / "module_0000.f.0001.pass.txt").is_file()
+    # A folder asked for without the pass dumps gets no per-pass file: what XLA
+    # would have written there (the default dump's entry).
+    (tmp_path / "r").mkdir()
+    plain = (("xla_dump_to", str(tmp_path / "r")),)
+    assert compile_cache.cached_compilation(_key(), plain, compiler).cached
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        "module_0000.f.buffer-assignment.txt"
+    ]
+    assert compiler.calls == 2
+    # Without files asked for, the entry of other dump options serves too.
+    for entry in _entries(folder):
+        with zipfile.ZipFile(entry) as held:
+            if json.loads(held.read("entry.json"))["dumps"] == {}:
+                entry.unlink()
+    assert len(_entries(folder)) == 1
+    _forget_this_process()
+    assert compile_cache.cached_compilation(_key(), (), compiler).cached
     assert compiler.calls == 2
 
 

@@ -13,8 +13,11 @@ whole entry or none; one cut short (a zip without its directory) or whose member
 does not match its CRC, or of another format, is ignored and compiled again. The
 folder is kept under a size cap by removing the least recently used entries (a hit
 touches its file). The dump options (`xla_dump_*`) do not change what XLA compiles:
-they are not in the key, and an entry made with some of them serves any request
-that asks for no more (the `passes` entry serves `memory` too).
+they are not in the key, and an entry made with any of them serves a request for no
+files; one for files is served the files of the same dump options only. A compile
+kept for no files is made with XLA's default dump, kept too: `memory` reads its
+buffer assignment. This process's compiles are kept in memory as well (the
+browser's tabs read one `Compilation`).
 
 Not JAX's persistent compilation cache (`jax_compilation_cache_dir`): that keeps
 serialized executables of programs JAX compiles and loads itself, not what a
@@ -209,12 +212,12 @@ def _entry_name(key: str, dumps: Mapping[str, str]) -> str:
 def _lookup(
     where: Path, key: str, dumps: Mapping[str, str], dump_to: str | None
 ) -> Compilation | None:
-    """The entry of `key` made with exactly these dump options, else any other of
-    `key` that holds what is asked (the files dumped with at least these options,
-    when `dump_to` asks for files)."""
+    """The entry of `key` made with exactly these dump options; without `dump_to` (no
+    files asked for), any other of `key`. Files dumped with other options are never
+    handed over: a folder gets what XLA would write into it."""
     exact = where / _entry_name(key, dumps)
     hit = _read(exact, key, dumps, dump_to)
-    if hit is not None:
+    if hit is not None or dump_to is not None:
         return hit
     with contextlib.suppress(OSError):
         for path in sorted(where.glob(f"{key}.*.zip")):
@@ -238,10 +241,8 @@ def _read(
             meta = json.loads(entry.read("entry.json"))
             if meta.get("format") != FORMAT or meta.get("key") != key:
                 return None
-            if dump_to is not None:
-                made_with = meta.get("dumps")
-                if made_with is None or any(made_with.get(k) != v for k, v in dumps.items()):
-                    return None
+            if dump_to is not None and meta.get("dumps") != dict(dumps):
+                return None
             compilation = _compilation(meta, entry.read("hlo.pb"), entry.read("hlo.txt"))
             if dump_to is not None:
                 _extract(entry, Path(dump_to))
