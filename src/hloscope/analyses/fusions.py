@@ -596,15 +596,22 @@ def _running_functions(module: Module) -> list[str]:
 
 def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     """The ops inside a fusion: its region, or (XLA's own form) the called
-    computation."""
+    computation. A fusion nested in it (a TPU convolution fusion holds one for each
+    operand) stands for what it holds: its ops are these ops, not the fusion."""
     if op.name.startswith("hlo."):
         called = op.references("calls")
         function = module.functions.get(called[0]) if called else None
         if function is None:
             return ()
         # Parameters are instructions in XLA's form, block arguments in MLIR's.
-        return [o for o in module.function_ops(function) if o.short_name != "parameter"]
-    return module.descendants(op)
+        found: list[Op] = []
+        for member in module.function_ops(function):
+            if member.short_name == "fusion":
+                found.extend(_fused_ops(module, member))
+            elif member.short_name != "parameter":
+                found.append(member)
+        return found
+    return [o for o in module.descendants(op) if o.short_name != "fusion"]
 
 
 def analyze_fusions(

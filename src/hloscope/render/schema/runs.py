@@ -291,6 +291,17 @@ def check_body() -> dict[str, Schema]:
             "baseline": STR,
             "passed": BOOL,
             "compared": BOOL,
+            "facts_compared": {
+                **INT,
+                "description": "How many facts were compared (held by the baseline, the "
+                "program or both).",
+            },
+            "not_compared": {
+                **STRS,
+                "description": "Facts measured here that the baseline has no value for, "
+                "so not compared (runtime.seconds_per_run against a baseline recorded "
+                "without --runtime).",
+            },
             "updated": BOOL,
             "recorded_on": nullable(dataclass_schema(Backend)),
             **fields(Measurement, "facts"),

@@ -15,7 +15,7 @@ import jax.extend
 import numpy as np
 
 from hloscope.environment import package_version, xla_of_jaxlib
-from hloscope.errors import HloscopeError, one_line
+from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.custom_calls import outside_xla, unrunnable_custom_calls
 from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.compile_cache import cached_compilation, compile_key
@@ -27,7 +27,13 @@ from hloscope.sources.jax.private import (
     private_device_assignment,
     private_device_list,
 )
-from hloscope.stages import Compilation, CompiledFor, CompilerOptions, Lowering
+from hloscope.stages import (
+    LOCAL_LOWERING,
+    Compilation,
+    CompiledFor,
+    CompilerOptions,
+    Lowering,
+)
 
 if TYPE_CHECKING:
     from hloscope.compile_for import CompileFor
@@ -112,7 +118,7 @@ def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str |
         _local_target(),
         devices,
         (*compiler_options, *((f"jit:{k}", v) for k, v in jit_options)),
-        private_module_devices(handle),
+        private_module_devices(handle)[0],
         1,
         private_propagation(handle),
         _versions(),
@@ -127,6 +133,7 @@ def module_key(
     compiler_options: CompilerOptions,
     compile_for: CompileFor | None,
     propagation: Any = None,
+    device_order: Any = None,
 ) -> str:
     """The cache key of compiling a StableHLO module over partitions x replicas
     devices, for the local backend or for `compile_for` (over the devices
@@ -143,7 +150,7 @@ def module_key(
             "gpu_config": compile_for.gpu_config,
             "chip_config_name": compile_for.chip_config_name,
         }
-        chosen = compile_devices(compile_for, partitions, replicas, label)
+        chosen, _ = compile_devices(compile_for, partitions, replicas, label, device_order)
         devices = (int(device.id) for device in chosen)
     return compile_key(
         mlir, target, devices, compiler_options, partitions, replicas, propagation, _versions()
@@ -192,8 +199,10 @@ def _compile_lowering_for(
 ) -> Compilation:
     from hloscope.sources.jax.platforms import compile_for_platform
     from hloscope.sources.jax.private import private_module_devices, private_propagation
+    from hloscope.sources.jax.slice_mesh import lowered_device_order
 
     handle = lowering.handle
+    order = None
     if isinstance(handle, jax.stages.Compiled):
         raise HloscopeError(
             f"this is a jax.stages.Compiled, compiled already for this machine: give the "
@@ -202,8 +211,11 @@ def _compile_lowering_for(
         )
     if isinstance(handle, jax.stages.Lowered):
         module: Any = handle.compiler_ir("stablehlo")
-        partitions = private_module_devices(handle)
+        partitions, devices = private_module_devices(handle)
         propagation = private_propagation(handle)
+        # The slice's devices in the order the program's mesh holds them: a value of
+        # the compile, as the module is.
+        order = lowered_device_order(devices, target, partitions)
     elif lowering.mlir_bytecode is not None:
         module, partitions, propagation = lowering.mlir_bytecode, 1, None
     else:
@@ -211,16 +223,33 @@ def _compile_lowering_for(
     key = None
     if cache and lowering.mlir_bytecode is not None:
         key = module_key(
-            lowering.mlir_bytecode, label, partitions, 1, compiler_options, target, propagation
+            lowering.mlir_bytecode,
+            label,
+            partitions,
+            1,
+            compiler_options,
+            target,
+            propagation,
+            order,
         )
 
     def compile_on_platform(options: CompilerOptions) -> Compilation:
         executable, elapsed, compiled_for = compile_for_platform(
-            module, target, label, partitions, 1, options, propagation
+            module, target, label, partitions, 1, options, propagation, order
         )
         return executable_compilation(executable, elapsed, target.platform, compiled_for)
 
-    return cached_compilation(key, compiler_options, compile_on_platform)
+    try:
+        return cached_compilation(key, compiler_options, compile_on_platform)
+    except DoesNotFit:
+        raise
+    except HloscopeError as exc:
+        # A program lowered for this machine's platform may fail for that reason alone
+        # (a CPU-only custom call): the refusal says so too.
+        fell_back = [n for n in lowering.notes if LOCAL_LOWERING in n]
+        if not fell_back:
+            raise
+        raise HloscopeError(f"{exc.message} ({fell_back[0]})", where=exc.where) from exc
 
 
 def compile_module(
@@ -454,6 +483,7 @@ def _memory(stats: Any) -> Mapping[str, int] | None:
         "host_argument_size_in_bytes",
         "host_output_size_in_bytes",
         "host_temp_size_in_bytes",
+        "peak_memory_in_bytes",
     )
     out = {f: int(getattr(stats, f)) for f in fields if hasattr(stats, f)}
     return out or None

@@ -1,9 +1,7 @@
 """JAX's private APIs: every use in hloscope of `jax._src` and of underscored JAX
-attributes, each behind a small `private_*` function (and `describe_sharding`,
-which knows JAX's internal sharding placeholders by name).
-
-JAX may change these in any release. `private_api_ok()`, run by
-`tests/test_layering.py`, fails loudly when it does, naming what changed.
+attributes, each behind a small `private_*` function (and `describe_sharding`, which
+knows JAX's internal sharding placeholders by name). JAX may change them in any
+release: `private_api_ok()`, run by the tests, then fails loudly, naming what changed.
 """
 
 from __future__ import annotations
@@ -108,18 +106,19 @@ def private_propagation(lowered: Any) -> tuple[tuple[bool, ...], tuple[bool, ...
         return None
 
 
-def private_module_devices(lowered: Any) -> int:
-    """How many devices JAX lowered `lowered` for (its device assignment's size)."""
+def private_module_devices(lowered: Any) -> tuple[int, tuple[Any, ...] | None]:
+    """How many devices JAX lowered `lowered` for, and which, in order (`_device_list`)."""
     try:
-        return int(_private_compile_args(lowered)["num_devices"])
+        listed = lowered._lowering._device_list  # None where no sharding names devices
+        return int(_private_compile_args(lowered)["num_devices"]), tuple(listed or ()) or None
     except (AttributeError, KeyError, TypeError, ValueError):
-        return 1
+        return 1, None
 
 
 def private_compile_devices(lowered: Any) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
     """Ids of the devices JAX compiles `lowered` over, in order; `jax.jit`'s compiler_options."""
-    ids = tuple(int(d.id) for d in getattr(getattr(lowered, "_lowering", None), "_device_list", ()))
     kvs = getattr(getattr(lowered, "_lowering", None), "_compiler_options_kvs", None) or ()
+    ids = tuple(int(d.id) for d in private_module_devices(lowered)[1] or ())
     return ids, tuple(sorted((str(k), str(v)) for k, v in kvs))
 
 
@@ -610,10 +609,12 @@ def private_api_ok() -> list[str]:
         missing.append("jax._src.compiler.get_compile_options(env_options_overrides=)")
     if not callable(getattr(_jax_xla_bridge, "backends_are_initialized", None)):
         missing.append("jax._src.xla_bridge.backends_are_initialized")
-    for name in ("DeviceAssignment", "DeviceList"):
-        if not hasattr(_xla_client, name):
-            missing.append(f"jax._src.lib.xla_client.{name}")
-    missing += [] if private_compile_devices(lowered)[0] else ["Lowered._lowering._device_list"]
+    missing += [
+        f"xla_client.{n}" for n in ("DeviceAssignment", "DeviceList") if not hasattr(_xla_client, n)
+    ]
+    wanted = ("num_devices", "out_shardings", "ordered_effects")  # what `--for` reads
+    missing += [f"compile_args[{key!r}]" for key in wanted if key not in compile_args]
+    missing += [] if hasattr(lowered._lowering, "_device_list") else ["_lowering._device_list"]
     if private_propagation(lowered) is None:
         missing.append("jax._src.interpreters.pxla.get_prop_to_input_output")
     try:
