@@ -613,12 +613,13 @@ def _running_functions(module: Module) -> list[str]:
 
 def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     """The ops inside a fusion: its region, or (XLA's own form) the called
-    computation."""
+    computation. A fusion nested in it (a TPU convolution fusion holds one for each
+    operand) stands for what it holds: its ops are these ops, not the fusion."""
     if op.name.startswith("hlo."):
         # The computations it calls, and those their ops call in turn (a nested
         # fusion's, a reduce's `to_apply`), as the converted form's fusion region
         # holds them nested. Parameters are instructions in XLA's form, block arguments
-        # in MLIR's.
+        # in MLIR's; a nested fusion stands for the ops it holds.
         inside: list[Op] = []
         pending = list(op.references("calls")[:1])
         seen: set[str] = set()
@@ -630,11 +631,13 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
             for member in module.function_ops(function):
                 if member.short_name == "parameter":
                     continue
-                inside.append(member)
-                pending += member.references("calls")[:1] if member.name in FUSION_OPS else []
+                if member.name in FUSION_OPS:
+                    pending += member.references("calls")[:1]
+                else:
+                    inside.append(member)
                 pending += member.mentioned_names("to_apply")
         return inside
-    return module.descendants(op)
+    return [o for o in module.descendants(op) if o.short_name != "fusion"]
 
 
 def analyze_fusions(

@@ -139,6 +139,7 @@ def build_hlo_native_model(
                 value_types.append(types.get(shape, shape))
                 operands = tuple(ids.get(str(o.name), -1) for o in instruction.operands())
                 attributes = _hlo_attributes(text)
+                attributes.update(loop_bound_attributes(opcode, text, types.get(shape, shape)))
                 known = computation_facts.instructions.get(name) if computation_facts else None
                 if known is not None:
                     # The proto's sharding, read by jaxlib, over the printed text's.
@@ -737,6 +738,26 @@ def _mlir_element(name: str) -> str | None:
     if re.fullmatch(r"F\d+E\d+M\d+\w*", name):
         return "f" + name[1:]
     return None
+
+
+_SCALAR_INTEGER_CONSTANT = re.compile(r"\bconstant\((-?\d+)\)")
+_COMPARE_DIRECTION = re.compile(r"\bdirection=([A-Z]+)\b")
+
+
+def loop_bound_attributes(opcode: str, text: str, mlir_type: str) -> dict[str, str]:
+    """What a loop's trip count is read from, as MLIR writes it: a scalar integer
+    constant's `value` (`dense<2> : tensor<i32>`) and a compare's
+    `comparison_direction` (the TPU's optimized whiles carry no `known_trip_count`,
+    so their count is read from their condition's bound); empty for other ops."""
+    if opcode == "constant" and re.fullmatch(r"tensor<u?i\d+>", mlir_type):
+        match = _SCALAR_INTEGER_CONSTANT.search(text)
+        if match:
+            return {"value": f"dense<{match.group(1)}> : {mlir_type}"}
+    elif opcode == "compare":
+        match = _COMPARE_DIRECTION.search(text)
+        if match:
+            return {"comparison_direction": f"#stablehlo<comparison_direction {match.group(1)}>"}
+    return {}
 
 
 def _hlo_attributes(text: str) -> dict[str, str]:
