@@ -696,6 +696,33 @@ class ReplicaGroups:
     """Explicit groups of device ids; empty for the mesh-axes form."""
 
 
+def mesh_axes_groups(mesh: Mesh, axes: Sequence[str]) -> tuple[tuple[int, ...], ...] | None:
+    """The device groups of the mesh-axes form (`replica_group_mesh_axes`) on `mesh`:
+    devices that differ only along `axes` are one group, ordered along them (in the
+    order `axes` lists them), the groups by the other axes' positions; None where an
+    axis is not the mesh's."""
+    names = [name for name, _ in mesh.axes]
+    if any(axis not in names for axis in axes):
+        return None
+    sizes = [size for _, size in mesh.axes]
+    ids = list(mesh.device_ids) if mesh.device_ids else list(range(mesh.devices))
+    if len(ids) != mesh.devices:
+        return None
+    varying = [names.index(axis) for axis in axes]
+    groups: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
+    for flat, device in enumerate(ids):
+        position, rest = [], flat
+        for size in reversed(sizes):  # row-major: the last axis varies fastest
+            rest, coordinate = divmod(rest, size)
+            position.append(coordinate)
+        position.reverse()
+        key = tuple(c for i, c in enumerate(position) if i not in varying)
+        groups.setdefault(key, []).append((tuple(position[i] for i in varying), device))
+    return tuple(
+        tuple(device for _, device in sorted(members)) for _, members in sorted(groups.items())
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def parse_replica_groups(text: str) -> ReplicaGroups | None:
     """A collective's `replica_groups` attribute; None when it is neither form."""

@@ -586,6 +586,18 @@ class Module:
             meshes = self.derived["ir.meshes"] = tuple(found)
         return meshes  # type: ignore[return-value]
 
+    def device_groups(self, op: Op) -> tuple[tuple[int, ...], ...] | None:
+        """The devices each group of a collective's `replica_groups` holds, whichever
+        form the attribute takes (explicit groups, or mesh axes on one of the module's
+        meshes); None where it has none or they cannot be told."""
+        groups = op.replica_groups
+        if groups is None:
+            return None
+        if groups.mesh is None:
+            return groups.groups
+        mesh = next((m for m in self.meshes if m.name == groups.mesh), None)
+        return decoded.mesh_axes_groups(mesh, groups.axes) if mesh is not None else None
+
     @property
     def input_output_aliases(self) -> Mapping[int, int]:
         """Parameter number -> result index, from a module converted from HLO
