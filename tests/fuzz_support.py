@@ -324,8 +324,9 @@ class FuzzWorker:
         text: str = self._stderr.read().decode("utf-8", "replace")
         return text
 
-    def run(self, *args: str) -> Outcome:
-        """Run `hloscope ARGS` in the child."""
+    def run(self, *args: str, timeout: float | None = None) -> Outcome:
+        """Run `hloscope ARGS` in the child: hung when it has not answered within
+        `timeout` seconds (the worker's own limit by default)."""
         if self._process is None or self._process.poll() is not None:
             self._process = self._start()
         process = self._process
@@ -336,7 +337,8 @@ class FuzzWorker:
             process.stdin.flush()
         except OSError:
             pass
-        ready, _, _ = select.select([process.stdout], [], [], self.timeout)
+        limit = self.timeout if timeout is None else timeout
+        ready, _, _ = select.select([process.stdout], [], [], limit)
         elapsed = time.monotonic() - start
         if not ready:
             process.kill()

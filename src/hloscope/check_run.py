@@ -5,6 +5,8 @@ run with its compilations recorded), compared with its stored baseline, and, wit
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -86,12 +88,26 @@ def check_configured(
         targets = tuple(t for t in targets if t.name in only)
     where = display_path(config.path)
     shared = Tolerances.from_specs(config.tolerances, where)
+    # The configuration's files are the project's, whichever subfolder check runs
+    # in; its modules importable as from the project's folder.
+    project = config.path.parent
+    if str(project) not in sys.path:
+        sys.path.insert(0, str(project))
     checks = []
     for entry in targets:
-        options = LoadOptions(args=entry.arg, args_factory=entry.args, module=entry.module)
+        options = LoadOptions(
+            args=entry.arg,
+            args_factory=baselines.from_project(entry.args, project),
+            module=entry.module,
+        )
         own = Tolerances.from_specs(entry.tolerances, where, defaults=False)
         measurement, backend, lowered = _measure(
-            entry.target, options, entry.calls, None, None, runtime
+            baselines.from_project(entry.target, project) or entry.target,
+            options,
+            baselines.from_project(entry.calls, project),
+            None,
+            None,
+            runtime,
         )
         # One file per target and platform: named once the target has started JAX.
         path = baselines.baseline_path(config.folder, entry.name, backend.platform)
@@ -162,12 +178,18 @@ def _compare(
     update: bool,
 ) -> TargetCheck:
     """The check of one measured target against its stored baseline; with `update`,
-    the measurement stored as the new one."""
+    the measurement stored as the new one. Sites are kept relative to the project's
+    root (`baselines.project_root`), whatever folder `check` runs in."""
+    from hloscope.analyses.baseline.sites import rebase_measurement
+
+    here = os.getcwd()
+    root = str(baselines.project_root(path.resolve().parent) or here)
+    rooted = rebase_measurement(measurement, here, root)
     check = check_target(
-        name, target, measurement, backend, stored, display_path(path), tolerances, update
+        name, target, rooted, backend, stored, display_path(path), tolerances, update, root
     )
     if update:
         baselines.write_baseline_file(
-            path, Baseline(target=target, backend=backend, measurement=measurement)
+            path, Baseline(target=target, backend=backend, measurement=rooted)
         )
     return check

@@ -71,6 +71,7 @@ def hlo_baseline(request: pytest.FixtureRequest) -> Callable[..., CheckReport]:
             )
         used.add(stem)
         path = baseline_path(test_path.parent / FOLDER, stem, backend_record().platform)
+        refused: str | None = None
         try:
             report = check_one(
                 object_label(fn),
@@ -82,15 +83,21 @@ def hlo_baseline(request: pytest.FixtureRequest) -> Callable[..., CheckReport]:
                 name=name or request.node.name,
             )
         except HloscopeError as exc:
-            message = str(exc)
-            if "--update" in message:
-                message = message.replace("--update", "pytest --hloscope-update")
-            pytest.fail(f"hlo_baseline: {message}", pytrace=False)
+            refused = str(exc)
+        # Failed outside the handler: a failure raised inside it carries the check's
+        # own error along, whose advice is the command line's --update.
+        if refused is not None:
+            pytest.fail(f"hlo_baseline: {_pytest_words(refused)}", pytrace=False)
         if not report.passed:
-            pytest.fail(_text(report), pytrace=False)
+            pytest.fail(_pytest_words(_text(report)), pytrace=False)
         return report
 
     return check
+
+
+def _pytest_words(message: str) -> str:
+    """The command line's advice as pytest's: `--update` is `pytest --hloscope-update`."""
+    return message.replace("--update", "pytest --hloscope-update")
 
 
 def _text(report: CheckReport) -> str:

@@ -53,7 +53,7 @@ class RecomputedOp:
     """Ops of one kind and line that a checkpoint region runs again in the backward."""
 
     primitive: str
-    line: str | None
+    source: str | None
     count: int
 
 
@@ -64,7 +64,7 @@ class RegionFact:
     index: int
     function: str | None
     """The checkpointed function's name."""
-    line: str | None
+    source: str | None
     """`file.py:LINE` where the user applied it (the region's user line)."""
     policy: str
     """The policy's name (`save_only_these_names`); `nothing_saveable` without one."""

@@ -70,6 +70,11 @@ LoweringKind = Literal["function", "jitted", "lowered", "compiled", "exported"]
 """What an entrypoint named (`Lowering.kind`)."""
 
 
+LOCAL_LOWERING = "the program was lowered for this machine's platform"
+"""What a lowering's note says where `--for` could not lower for the platform (a
+library's jit with no `.trace`): a compile that fails then says so too."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Lowering:
     """What JAX produced for an entrypoint, before XLA optimizes it."""
@@ -147,6 +152,19 @@ class CompiledFor:
     memory_name: str = "memory"
     """What that memory is called: `HBM`, `GPU memory`."""
     slices: int = 1
+    device_ids: tuple[int, ...] | None = None
+    """With `--for`: the ids of the platform's devices compiled over, in the device
+    assignment's order (partition by partition); None for the local backend."""
+    slice_mesh_order: bool | None = None
+    """With `--for`: whether that order is the one JAX's mesh helpers
+    (`jax.make_mesh`, `mesh_utils.create_device_mesh`) give the platform's devices,
+    the program having made its mesh with them; false where it is the program's own
+    device list (or the platform's first devices); None for the local backend."""
+
+    def __post_init__(self) -> None:
+        # Read back from a child process's JSON (a dump compiled there): a list.
+        if self.device_ids is not None:
+            object.__setattr__(self, "device_ids", tuple(self.device_ids))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +182,9 @@ class Compilation:
     compiled_for: CompiledFor | None = None
     """What it was compiled for; None where not recorded (a `Compiled` given as it
     is)."""
+    cached: bool = False
+    """Read from hloscope's compile cache (`sources.compile_cache`), not compiled in
+    this run: `compile_seconds` is then the seconds of the compile that made it."""
 
 
 # --------------------------------------------------------------------------- sources

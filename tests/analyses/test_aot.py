@@ -75,6 +75,19 @@ def test_compute_on_inside_jit_is_what_lower_compiles(name):
     }
 
 
+@pytest.mark.parametrize("name", ["host_inside_jit", "host_call_inside_jit"])
+def test_ops_off_the_device_are_counted_as_placement_counts_them(name):
+    # One rule in both views: every op that computes in a host region, constants and
+    # the call into a host function included.
+    report = check(f"samples/compute_on.py:{name}", f"{COMPUTE_ON}:example_args")
+    options = loader.LoadOptions(args_factory=f"{COMPUTE_ON}:example_args")
+    placement = reports.placement_report(loader.load(f"samples/compute_on.py:{name}", options))
+    host = placement.placement.compute_types["host"]
+    assert [p.off_device_ops for p in report.comparison.call_programs] == [host]
+    assert report.comparison.aot_program is not None
+    assert report.comparison.aot_program.off_device_ops == host
+
+
 def test_a_compute_on_context_around_a_call_of_a_jitted_function():
     # The target's own AOT path, jax.jit(step_on_host), traces the context too; the
     # call compiled `step` alone and the AOT module nests it: compared without text.

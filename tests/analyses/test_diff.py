@@ -417,3 +417,17 @@ def test_hlo_renamed_with_a_change_in_a_function_called_three_times():
     ]
     assert [(p.function, p.count) for p in result.groups[0].places] == [("relu.1", 3)]
     assert len(result.renames) == 4
+
+
+def test_a_module_without_locations_names_no_source_line():
+    # MLIR's parser gives an op of a text without loc(...) the location "-":LINE:COL,
+    # the buffer it read: no source line, and the note says there are none.
+    result = diff_modules(mlir(BASE), mlir(BASE.replace("stablehlo.tanh", "stablehlo.exponential")))
+    assert result.changes
+    assert all("-:" not in c.detail for c in result.changes), [c.detail for c in result.changes]
+    assert any("neither module's ops carry source locations" in n for n in result.notes)
+    located = diff_modules(
+        mlir(RENAMED_REORDERED),
+        mlir(RENAMED_REORDERED.replace("stablehlo.tanh", "stablehlo.exponential")),
+    )
+    assert not any("source locations" in n for n in located.notes)

@@ -97,3 +97,17 @@ def test_a_hanging_read_does_not_hold_up_printing(monkeypatch):
                 process.kill()
             reading.join(0.1)
     assert failures and "did not finish" not in str(failures[0])
+
+
+@pytest.mark.parametrize("name", ["mlp.after_optimizations.hlo", "mlp.stablehlo.mlir"])
+def test_a_file_cut_short_says_so(tmp_path, name):
+    # A dump cut off mid-write (a killed process, a partial copy) is refused where it
+    # ends: that is a cut-off file, not syntax a newer release wrote.
+    text = (DUMPS / name).read_text()
+    cut = tmp_path / name
+    cut.write_text(text[: len(text) // 2])
+    run = hloscope("inspect", str(cut), "--print")
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    last = len(text[: len(text) // 2].rstrip().splitlines())
+    assert f"(the file ends at line {last}: it looks cut short)" in run.stderr
+    assert "newer release" not in run.stderr

@@ -193,3 +193,22 @@ def test_a_long_schedule_is_bucketed_and_keeps_its_highest_point():
     )
     highest = max(p.bytes for p in analysis.profile)
     assert highest == (analysis.busiest.bytes if analysis.busiest else analysis.peak_bytes)
+
+
+def test_a_busier_position_that_is_memory_analysis_peak_is_said_so():
+    # A donating step with dict params: XLA's live-range dump marks its peak at 5, and
+    # memory_analysis() reports the bytes of 6 (the output tuple's 16-byte table of
+    # pointers more). The note names memory_analysis()'s peak as the larger, not
+    # "more than the peak XLA reports".
+    from fixtures import check_models  # type: ignore[import-not-found]
+
+    options = LoadOptions(args_factory="tests/fixtures/check_models.py:update_args")
+    found = reports.memory_report(
+        memory_dumps("tests/fixtures/check_models.py:update_donated", options)
+    ).analysis
+    compiled = check_models.update_donated.lower(*check_models.update_args()).compile()
+    reported = compiled.memory_analysis().peak_memory_in_bytes
+    assert found.busiest is not None and found.busiest.bytes == reported > found.peak_bytes
+    (note,) = [n for n in found.notes if "live-range dump marks its peak" in n]
+    assert f"holds the {reported:,} bytes memory_analysis() reports as the peak" in note
+    assert f"at {found.peak_index} ({found.peak_bytes:,} bytes)" in note

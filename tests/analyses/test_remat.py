@@ -21,7 +21,7 @@ from hloscope.sources.jax.residuals import remat_facts
 FIXTURE = "tests/fixtures/remat_targets.py"
 
 
-ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "s32": 4}
+ITEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "s32": 4, "bool": 1}
 
 
 def _jax_view(loss, args):
@@ -39,7 +39,8 @@ def _jax_view(loss, args):
         line = re.search(r"from (\S+):(\d+):\d+", rest)
         out.append(
             (
-                f"{dtype}[{dims}]",
+                # JAX prints a boolean as bool, HLO (and hloscope) as pred.
+                f"{'pred' if dtype == 'bool' else dtype}[{dims}]",
                 int(np.prod(shape, dtype=np.int64)) * ITEM_BYTES[dtype],
                 name.group(1) if name else None,
                 f"{_relative(line.group(1))}:{line.group(2)}" if line else None,
@@ -74,6 +75,19 @@ ARGS = tuple(np.ones(s.shape, s.dtype) for s in targets.example_args())
 SCAN_ARGS = tuple(np.ones(s.shape, s.dtype) for s in targets.scanned_args())
 
 
+def test_a_custom_jvp_residual_keeps_its_line() -> None:
+    # The output of jax.nn.relu (a custom_jvp_call) is made on the user's line, as
+    # print_saved_residuals says; it had none, and its line's group split in two.
+    facts, ours = _ours(targets.relu_loss, ARGS)
+    assert ours == _jax_view(targets.relu_loss, ARGS)
+    relu = [r for r in facts.residuals if r.primitive == "custom_jvp_call"]
+    assert relu and all(r.line == r.primitive_line is not None for r in relu)
+    made = [r for r in facts.residuals if r.made_by == "op"]
+    assert all(r.line is not None for r in made), [(r.type, r.op) for r in made]
+    groups = analyze_remat(facts).groups
+    assert all(g.source is not None or g.path is not None for g in groups), groups
+
+
 @pytest.mark.parametrize(
     ("loss", "args"),
     [
@@ -104,7 +118,7 @@ def test_an_offloaded_residual_is_the_one_saving_would_keep() -> None:
     assert ("projected", offloaded[0].line) in saved
     analysis = analyze_remat(facts)
     assert analysis.host_bytes == offloaded[0].bytes
-    assert [r.how for r in analysis.residuals if r.name == "projected"] == ["offloaded"]
+    assert [r.detail for r in analysis.residuals if r.name == "projected"] == ["offloaded"]
     assert analysis.regions[0].fact.offload_to == "pinned_host"
 
 
@@ -198,8 +212,8 @@ def test_compile_counts_the_residuals_at_the_peak() -> None:
     assert sum(p["bytes"] for p in peak["by_line"]) == peak["residual_bytes"]
     # Not the arguments alone: the values the forward saved, on their lines (as the
     # memory report names them, relative to the working directory), live at the peak.
-    lines = {r["line"] for r in run.json()["residuals"] if r["line"]}
-    assert {p["line"] for p in peak["by_line"]} & lines, peak
+    lines = {r["source"] for r in run.json()["residuals"] if r["source"]}
+    assert {p["source"] for p in peak["by_line"]} & lines, peak
 
 
 @pytest.mark.parametrize("step", ["step", "jitted_step", "aux_step"])
@@ -249,6 +263,6 @@ def test_arguments_are_named_as_params_names_them() -> None:
     params = run_cli("params", *target, "--json").json()
     paths = {p["path"] for p in params["parameters"]}
     assert remat["differentiated"] and set(remat["differentiated"]) <= paths
-    arguments = {r["argument"] for r in remat["residuals"] if r["how"] == "argument"}
+    arguments = {r["path"] for r in remat["residuals"] if r["kind"] == "argument"}
     assert arguments and arguments <= paths
     assert not any(name.endswith(".value") for name in remat["differentiated"])

@@ -101,6 +101,21 @@ def test_dropping_donation_loses_the_alias_xla_made(tmp_path: Path) -> None:
     assert not [f for f in found if f.startswith(("collectives.", "ops."))]
 
 
+def test_a_step_moved_to_bf16_donates_as_much_and_passes_fewer_bytes(tmp_path: Path) -> None:
+    # Check's rule: fewer bytes passed is not a regression, and a donation regression
+    # is an argument that stops being donated, not fewer donated bytes.
+    baseline = tmp_path / "update.json"
+    recorded = check(f"{MODELS}:update_donated", baseline, f"{MODELS}:update_args", update=True)
+    report = check(f"{MODELS}:update_donated", baseline, f"{MODELS}:update_args_bf16")
+    # (The CPU computes bf16 in f32: its converts are regressions, and right.)
+    assert not [f for f in regressions(report) if f.startswith(("params.", "memory."))]
+    facts = recorded.checks[0].measurement.facts
+    moved = {c.fact: c for c in report.checks[0].comparison.changes}  # type: ignore[union-attr]
+    for fact in ("params.bytes_passed", "params.donated_bytes", "memory.alias_bytes"):
+        assert moved[fact].after == facts[fact] // 2 and not moved[fact].regression
+    assert moved["params.bytes_passed"].detail.startswith("514.0 KiB -> 257.0 KiB")
+
+
 def test_a_cast_to_f32_in_a_bf16_model_adds_converts_and_bytes(tmp_path: Path) -> None:
     baseline = tmp_path / "model.json"
     check(f"{MODELS}:bf16_model", baseline, f"{MODELS}:bf16_args", update=True)
@@ -599,3 +614,71 @@ def test_a_baseline_with_op_names_for_sites_reads_them_as_no_source_line() -> No
         "(no source line)": 30,
         "samples/check/train_step.py:30": 11,
     }
+
+
+PROJECT_MODEL = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x, w):
+    h = jnp.tanh(x @ w)
+    h = h * 2.0
+    return jnp.sum(h)
+
+
+def example_args():
+    return (
+        jax.ShapeDtypeStruct((8, 16), jnp.float32),
+        jax.ShapeDtypeStruct((16, 16), jnp.float32),
+    )
+"""
+
+
+def _check_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Its own process, in `folder`: where a user runs it.
+    env = {**os.environ, "PYTHONPATH": str(Path.cwd() / "src")}
+    command = [sys.executable, "-m", "hloscope", "check", *args, "--json"]
+    return subprocess.run(command, capture_output=True, text=True, cwd=folder, env=env)
+
+
+def test_a_project_is_checked_alike_from_any_folder(tmp_path: Path) -> None:
+    # The configuration's target and args are the project's files, found from the
+    # pyproject's folder; a baseline's sites are relative to the project's root, so a
+    # check from a subfolder or from the project's parent names only the line that
+    # changed (and names it as that folder sees it).
+    project = tmp_path / "proj"
+    (project / "tests").mkdir(parents=True)
+    model = project / "model.py"
+    model.write_text(PROJECT_MODEL)
+    (project / "pyproject.toml").write_text(
+        '[[tool.hloscope.check.targets]]\ntarget = "model.py:step"\n'
+        'args = "model.py:example_args"\n'
+    )
+    recorded = _check_in(project / "tests", "--update")
+    assert recorded.returncode == 0, recorded.stderr
+    stored = json.loads((project / "hloscope-baselines" / "step.cpu.json").read_text())
+    assert "model.py:7" in json.dumps(stored)  # the project's own path, not ../model.py
+    assert _check_in(project / "tests").returncode == 0
+    model.write_text(PROJECT_MODEL.replace("h = h * 2.0", "h = jnp.sin(h) * jnp.cos(h)"))
+    changed_line = "h = jnp.sin(h) * jnp.cos(h)"
+    line = line_of(model, changed_line)
+    # As every view names a file: relative to the working directory when below it,
+    # else absolute.
+    for folder, named in ((project / "tests", str(model)), (tmp_path, "proj/model.py")):
+        args = (
+            ()
+            if folder != tmp_path
+            else (
+                "proj/model.py:step",
+                "--args",
+                "proj/model.py:example_args",
+                "--baseline",
+                "proj/hloscope-baselines/step.cpu.json",
+            )
+        )
+        run = _check_in(folder, *args)
+        assert run.returncode == 1, run.stderr
+        sources = {s for c in json.loads(run.stdout)["changes"] for s in c["sources"]}
+        assert sources == {f"{named}:{line}"}, (folder, sources)

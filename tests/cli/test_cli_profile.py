@@ -241,6 +241,30 @@ def test_check_runtime_passes_unchanged_and_fails_eight_times_the_work(cli, tmp_
     assert f"samples/profile_step.py:{matmul}" in runtime["sources"]
 
 
+def test_check_runtime_against_a_baseline_without_one_says_so(cli, tmp_path):
+    # The baseline was recorded without --runtime: the run time is not compared (and
+    # the step eight times the work passes its structure's check), and the report
+    # says so, counting only the facts it compared.
+    baseline = tmp_path / "step.json"
+    step = ["check", "samples/profile_step.py:step", "--baseline", str(baseline)]
+    args = ["--args", "samples/profile_step.py:example_args"]
+    recorded = cli(*step, *args, "--update", "--json")
+    assert recorded.code == 0, recorded.stderr
+    held = len(recorded.json()["targets"][0]["facts"])
+    checked = cli(*step, *args, "--runtime", "--json")
+    assert checked.code == 0, checked.stdout
+    (target,) = checked.json()["targets"]
+    assert target["not_compared"] == ["runtime.seconds_per_run"]
+    assert "runtime.seconds_per_run" in target["facts"]
+    assert target["facts_compared"] <= held < len(target["facts"])
+    assert any(
+        "the baseline has no run time" in n and "--update --runtime" in n for n in target["notes"]
+    )
+    text = cli(*step, *args, "--runtime")
+    assert f"passed: {target['facts_compared']} facts compared" in text.stdout
+    assert "the baseline has no run time" in text.stdout
+
+
 def test_a_dumped_hlo_module_profiled_without_python(cli, tmp_path):
     # The module before optimizations, compiled and run in a child process on seeded
     # random inputs made for its parameters' shapes.

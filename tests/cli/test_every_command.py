@@ -44,7 +44,9 @@ CASES: list[tuple[str, list[str]]] = [
 
 
 def check_contract(command: str, doc: dict[str, Any]) -> None:
-    assert doc["schema_version"] == 1 and doc["command"] == command
+    # remat's document speaks every report's words since version 2.
+    assert doc["schema_version"] == (2 if command == "remat" else 1)
+    assert doc["command"] == command
     assert isinstance(doc["target"], str)
     if command == "memory":
         assert doc["totals"].keys() >= MEMORY_TOTALS
@@ -93,6 +95,15 @@ def check_contract(command: str, doc: dict[str, Any]) -> None:
         assert sum(op["share"] for op in doc["ops"]) == pytest.approx(1.0)
     elif command == "remat":
         assert doc["residuals"] and doc["regions"] and doc["device_bytes"] > 0
+        # DESIGN.md's keys, in the words every other report uses.
+        for residual in doc["residuals"]:
+            assert residual.keys() >= {"type", "bytes", "kind", "memory_kind", "name"}
+            assert residual.keys() >= {"source", "sources"}
+            assert residual["kind"] in ("argument", "saved", "offloaded")
+            assert residual["memory_kind"] in ("device", "pinned_host")
+        for region in doc["regions"]:
+            assert region.keys() >= {"policy", "names", "source", "recomputed_ops"}
+        assert isinstance(doc["unmatched_names"], list)
         assert sum(g["bytes"] for g in doc["groups"]) == doc["device_bytes"] + doc["host_bytes"]
     elif command == "aot-check" or command == "diff":
         assert doc["verdict"] == "same"
@@ -139,6 +150,9 @@ def test_version_names_hloscope_jax_jaxlib_and_the_backend() -> None:
 
     run = console("--version")
     assert run.returncode == 0, run.stderr
+    # Nothing but the versions: libtpu's and the CUDA plugin's start-up lines (on a
+    # machine without their device) are kept off the terminal.
+    assert run.stderr == ""
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["hloscope"] == hloscope.__version__ == metadata.version("hloscope")
     assert lines["jax"] == jax.__version__ == metadata.version("jax")

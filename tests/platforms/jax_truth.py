@@ -3,7 +3,12 @@ process (`python jax_truth.py CASES_JSON`), it compiles the functions of `target
 (or of a sample) for each TPU topology or GPU spec with `jax.experimental.topologies`,
 and prints one JSON object: per case, the devices, the top-level fusions, the
 collectives, the entry's parameters and the partitions of `compiled.as_text()`, and
-`compiled.memory_analysis()`; or, where XLA refuses the program, its message.
+`compiled.memory_analysis()` (with `assignment`, also the device assignment JAX
+compiled and what the text says of it: `device_facts`); or, where XLA refuses the
+program, its message. A case with `loops` also gets the collectives in loops and the
+async ones over every computation the entry reaches (`loop_facts_of_text`); one with
+`make_mesh` builds the module's mesh with `jax.make_mesh` over the topology's devices
+(samples/llm_step.py).
 `python jax_truth.py --dumps FOLDER` writes dumps of the sharded block instead.
 
 The facts are read from XLA's own text here, not through hloscope, so that the tests
@@ -21,7 +26,7 @@ from typing import Any
 
 import jax
 from jax.experimental import topologies
-from jax.sharding import SingleDeviceSharding
+from jax.sharding import AxisType, SingleDeviceSharding
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -54,7 +59,7 @@ _BACKEND_KIND = re.compile(r'"fusion_backend_config":\{"kind":"(?P<kind>[^"]+)"'
 
 
 def instructions(text: str) -> list[dict[str, str]]:
-    """Every instruction of XLA's text: its computation, name, opcode and line."""
+    """Every instruction of XLA's text: its computation, name, opcode, shape and line."""
     found: list[dict[str, str]] = []
     computation = ""
     for line in text.splitlines():
@@ -69,6 +74,7 @@ def instructions(text: str) -> list[dict[str, str]]:
                     "computation": computation,
                     "name": instruction["name"],
                     "opcode": instruction["opcode"],
+                    "shape": instruction["shape"],
                     "line": line,
                 }
             )
@@ -92,6 +98,7 @@ def facts_of_text(text: str) -> dict[str, Any]:
                 "name": op["name"],
                 "kind": kind["kind"] if kind else None,
                 "backend_kind": backend["kind"] if backend else None,
+                "ops": _fused_instructions(ops, op),
             }
         )
     collectives: dict[str, dict[str, int]] = {}
@@ -103,17 +110,130 @@ def facts_of_text(text: str) -> dict[str, Any]:
         entry["count"] += 1
         entry["async"] += op["opcode"].endswith("-start")
     nested = [op["name"] for op in fusion_ops if op["computation"] in fused]
+    # A multi-slice program's collectives between slices: libtpu's sends tagged with
+    # the collective they carry out; what each moves, its operand (the first element
+    # of its result).
+    megascale: dict[str, dict[str, int]] = {}
+    for op in ops:
+        tag = _MEGASCALE.search(op["line"])
+        if op["opcode"] == "send" and tag:
+            entry = megascale.setdefault(tag[1].lower(), {"count": 0, "bytes": 0})
+            entry["count"] += 1
+            entry["bytes"] += _shape_bytes(re.findall(r"\w+\[[\d,]*\]", op["shape"])[0])
     header = text.splitlines()[0]
     partitions = re.search(r"\bnum_partitions=(\d+)", header)
     replicas = re.search(r"\breplica_count=(\d+)", header)
     return {
         "fusions": fusions,
         "nested_fusions": nested,
+        "megascale": megascale,
         "collectives": collectives,
         "parameters": entry_parameters(text),
         "partitions": int(partitions[1]) if partitions else 1,
         "replicas": int(replicas[1]) if replicas else 1,
     }
+
+
+def _fused_instructions(ops: list[dict[str, str]], fusion: dict[str, str]) -> int:
+    """The instructions a fusion holds: its computation's, a nested fusion standing for
+    the instructions it holds, parameters left out."""
+    called = _CALLS.search(fusion["line"])
+    if called is None:
+        return 0
+    count = 0
+    for op in ops:
+        if op["computation"] != called["callee"] or op["opcode"] == "parameter":
+            continue
+        count += _fused_instructions(ops, op) if op["opcode"] == "fusion" else 1
+    return count
+
+
+_CALLED = re.compile(
+    r"\b(?:calls|body|condition|to_apply|called_computations|branch_computations)="
+    r"(\{[^}]*\}|%?[\w.\-]+)"
+)
+_BODY = re.compile(r"\bbody=%?(?P<body>[\w.\-]+)")
+_ASYNC_TARGETS = (
+    'custom_call_target="AsyncCollectiveStart"',
+    'custom_call_target="AsyncCollectiveDone"',
+)
+
+
+def loop_facts_of_text(text: str) -> dict[str, Any]:
+    """Per collective kind, over the computations the ENTRY reaches (fused ones
+    included): how many there are, how many sit in a computation a while's body
+    reaches, and how many run asynchronously (`-start` ops, and those in the TPU's
+    async collective fusions: a computation ending in `AsyncCollectiveStart` or
+    `AsyncCollectiveDone`, or one named `async_collective_fusion`)."""
+    ops = instructions(text)
+    entry = re.search(r"^ENTRY %?([\w.\-]+)", text, re.MULTILINE)
+    assert entry is not None
+    calls: dict[str, set[str]] = {}
+    bodies: set[str] = set()
+    async_computations: set[str] = set()
+    for op in ops:
+        for found in _CALLED.finditer(op["line"]):
+            names = re.findall(r"%?([\w.\-]+)", found[1])
+            calls.setdefault(op["computation"], set()).update(names)
+        if op["opcode"] == "while" and (body := _BODY.search(op["line"])):
+            bodies.add(body["body"])
+        if any(target in op["line"] for target in _ASYNC_TARGETS):
+            async_computations.add(op["computation"])
+
+    def reach(roots: set[str]) -> set[str]:
+        seen: set[str] = set()
+        stack = list(roots)
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(calls.get(name, ()))
+        return seen
+
+    reachable = reach({entry[1]})
+    looped = reach(bodies)
+    dones = {
+        started[1]: op
+        for op in ops
+        if op["opcode"].endswith("-done") and (started := _DONE_OF.search(op["line"]))
+    }
+    collectives: dict[str, dict[str, int]] = {}
+    for op in ops:
+        base = op["opcode"].removesuffix("-start")
+        if base not in COLLECTIVES or op["computation"] not in reachable:
+            continue
+        computation = op["computation"]
+        entry_of = collectives.setdefault(
+            base.replace("-", "_"), {"count": 0, "async": 0, "in_loops": 0, "bytes": 0}
+        )
+        entry_of["count"] += 1
+        # What it makes: a `-start`'s result holds its inputs too; its `-done`'s is
+        # the result.
+        made = dones.get(op["name"], op) if op["opcode"].endswith("-start") else op
+        entry_of["bytes"] += _shape_bytes(made["shape"])
+        entry_of["in_loops"] += computation in looped
+        entry_of["async"] += (
+            op["opcode"].endswith("-start")
+            or computation in async_computations
+            or computation.startswith("async_collective_fusion")
+        )
+    return {"collectives": collectives, "whiles": sum(op["opcode"] == "while" for op in ops)}
+
+
+_MEGASCALE = re.compile(r'_xla_megascale_transfer_type="(\w+)"')
+_DONE_OF = re.compile(r"-done\(%?([\w.\-]+)\)")
+_ITEM_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2}
+
+
+def _shape_bytes(shape: str) -> int:
+    """The bytes of an HLO shape (a tuple's summed), 4 a element where not listed."""
+    total = 0
+    for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", shape):
+        count = 1
+        for dim in filter(None, dims.split(",")):
+            count *= int(dim)
+        total += count * _ITEM_BYTES.get(dtype, 8 if dtype.endswith("64") else 4)
+    return total
 
 
 def entry_parameters(text: str) -> list[str]:
@@ -124,6 +244,29 @@ def entry_parameters(text: str) -> list[str]:
         r"^\s+%?[\w.\-]+ = (\w+\[[\d,]*\])\S* parameter\((\d+)\)", entry, flags=re.MULTILINE
     )
     return [shape for shape, _ in sorted(found, key=lambda f: int(f[1]))]
+
+
+_REPLICA_GROUPS = re.compile(r"\breplica_groups=(?P<groups>.*?), \w+=")
+_PARAMETER_SHARDING = re.compile(
+    r"\bparameter\((?P<index>\d+)\), sharding=(?P<sharding>\{.*?\})(?:, \w+=|$)"
+)
+
+
+def device_facts(text: str) -> dict[str, Any]:
+    """What a compiled module's text says of its devices: each ENTRY parameter's
+    sharding, in order, and each collective's replica groups (every computation's,
+    in the text's order, `{{0,1},...}` or XLA's `mesh[...]` form), with its opcode."""
+    entry = text[text.index("\nENTRY ") :]
+    found = [(int(m["index"]), m["sharding"]) for m in _PARAMETER_SHARDING.finditer(entry)]
+    groups = []
+    for op in instructions(text):
+        match = _REPLICA_GROUPS.search(op["line"])
+        if match:
+            groups.append([op["opcode"], match["groups"]])
+    return {
+        "argument_shardings": [sharding for _, sharding in sorted(found)],
+        "replica_groups": groups,
+    }
 
 
 def topology(case: dict[str, Any]) -> Any:
@@ -164,7 +307,16 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
     # A jit's trace is cached by its arguments' shapes: the sharding constraints
     # inside would keep the mesh of the case before.
     jax.clear_caches()
-    if case.get("sharded"):
+    if case.get("make_mesh"):
+        # The program's own mesh (`module.make_mesh`), made by `jax.make_mesh` over
+        # the topology's devices as the slice would.
+        axes = tuple(case["make_mesh"])
+        shape = (len(devices) // module.MODEL, module.MODEL)
+        module.make_mesh = lambda: jax.make_mesh(
+            shape, axes, axis_types=(AxisType.Auto,) * len(axes), devices=devices
+        )
+        args = getattr(module, case["args"])()
+    elif case.get("sharded"):
         module.DEVICES = devices
         args = getattr(module, case["args"])()
     else:
@@ -181,6 +333,20 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
     stats = compiled.memory_analysis()
     result["memory"] = {ours: int(getattr(stats, theirs)) for ours, theirs in MEMORY_FIELDS.items()}
     result.update(facts_of_text(compiled.as_text()))
+    if case.get("text"):
+        result["text"] = compiled.as_text()  # for a test that reads one line of it
+    if case.get("loops"):
+        result["loops"] = loop_facts_of_text(compiled.as_text())
+        # What `jax.lax.scan` runs over: the stacked layers' leading dimension.
+        result["loops"]["scan_length"] = int(module.LAYERS)
+    if case.get("assignment"):
+        # The device assignment JAX compiled: the mesh of the arguments' shardings,
+        # flattened (for the sharded targets), with the ids of the topology's devices
+        # in their own order, to tell the two apart.
+        mesh = jax.tree.leaves(compiled.input_shardings)[0].mesh
+        result["device_ids"] = [int(d.id) for d in mesh.devices.flat]
+        result["topology_ids"] = [int(d.id) for d in devices]
+        result.update(device_facts(compiled.as_text()))
     return result
 
 

@@ -1,8 +1,9 @@
 """Programs that tests/platforms compiles twice for each platform: through hloscope
 (`--for SPEC`) and with JAX directly (`topologies.get_topology_desc`).
 
-Nothing here makes a mesh at import: `mesh()` is built when a function is traced or
-its arguments are made, from `jax.devices()` (the host devices hloscope gives the
+Nothing here makes a mesh at import: `mesh()` (from a device list, in its order) and
+`made_mesh()` (by `jax.make_mesh`) are built when a function is traced or its
+arguments are made, from `jax.devices()` (the host devices hloscope gives the
 program, as many as the platform has), or from `DEVICES` where the JAX-side truth
 sets the topology's own devices there.
 """
@@ -14,6 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import mesh_utils
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -63,6 +65,81 @@ def sharded_args():
         jax.ShapeDtypeStruct((FEATURES, HIDDEN), jnp.float32, sharding=_sharded(None, "model")),
         jax.ShapeDtypeStruct((HIDDEN, FEATURES), jnp.float32, sharding=_sharded("model", None)),
     )
+
+
+def made_mesh() -> Mesh:
+    """A (n/2) x 2 mesh (`data`, `model`) as `jax.make_mesh` makes it: over `DEVICES`
+    where set (the JAX-side truth gives the topology's devices, as on the slice), else
+    over `jax.devices()`. On a TPU slice it orders the devices for the torus."""
+    count = len(DEVICES) if DEVICES is not None else jax.device_count()
+    return jax.make_mesh(
+        (count // 2, 2),
+        ("data", "model"),
+        axis_types=(AxisType.Auto, AxisType.Auto),
+        devices=DEVICES,
+    )
+
+
+def _on_made_mesh(*spec: Any) -> NamedSharding:
+    return NamedSharding(made_mesh(), P(*spec))
+
+
+@jax.jit
+def made_mesh_block(x, w1, w2):
+    """`sharded_block` over `made_mesh()`: the mesh made while it is traced."""
+    h = jax.nn.gelu(x @ w1)
+    h = jax.lax.with_sharding_constraint(h, _on_made_mesh("data", "model"))
+    y = _layer_norm(h @ w2 + x)
+    probs = jax.nn.softmax(y, axis=-1)
+    loss = jax.lax.with_sharding_constraint((probs * y).sum(), _on_made_mesh())
+    return jax.lax.with_sharding_constraint(probs, _on_made_mesh()), loss
+
+
+def made_mesh_loss(x, w1, w2):
+    """`made_mesh_block`'s loss, for `remat`."""
+    return made_mesh_block(x, w1, w2)[1]
+
+
+def made_mesh_args():
+    """`sharded_args`' shapes and specs, on `made_mesh()`."""
+    f32 = jnp.float32
+    return (
+        jax.ShapeDtypeStruct((BATCH, FEATURES), f32, sharding=_on_made_mesh("data", None)),
+        jax.ShapeDtypeStruct((FEATURES, HIDDEN), f32, sharding=_on_made_mesh(None, "model")),
+        jax.ShapeDtypeStruct((HIDDEN, FEATURES), f32, sharding=_on_made_mesh("model", None)),
+    )
+
+
+@jax.jit
+def sharded_sum(x):
+    """A sum over the rows of an argument sharded over both axes of its mesh."""
+    return (jax.nn.relu(x) * 2.0).sum(axis=0)
+
+
+def _sum_args(mesh: Mesh) -> tuple[jax.ShapeDtypeStruct]:
+    sharding = NamedSharding(mesh, P("data", "model"))
+    return (jax.ShapeDtypeStruct((BATCH, FEATURES), jnp.float32, sharding=sharding),)
+
+
+def hybrid_mesh_args():
+    """`sharded_sum`'s argument on a mesh `mesh_utils.create_hybrid_device_mesh`
+    makes for two slices, `data` across them (over `DEVICES` where set)."""
+    count = len(DEVICES) if DEVICES is not None else jax.device_count()
+    grid = mesh_utils.create_hybrid_device_mesh((count // 4, 2), (2, 1), devices=DEVICES)
+    return _sum_args(Mesh(grid, ("data", "model"), axis_types=(AxisType.Auto, AxisType.Auto)))
+
+
+def reversed_mesh_args():
+    """`sharded_sum`'s argument on a mesh `jax.make_mesh` makes over the devices given
+    in reverse (`DEVICES` where set, else `jax.devices()`)."""
+    devices = list(DEVICES if DEVICES is not None else jax.devices())[::-1]
+    mesh = jax.make_mesh(
+        (len(devices) // 2, 2),
+        ("data", "model"),
+        axis_types=(AxisType.Auto, AxisType.Auto),
+        devices=devices,
+    )
+    return _sum_args(mesh)
 
 
 @jax.jit

@@ -37,8 +37,8 @@ def _hloscope(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _op_counts(*options: str) -> dict[str, int]:
-    run = _hloscope("inspect", *TARGET, *ARGS, "--json", *options)
+def _op_counts(*options: str, target: list[str] = TARGET) -> dict[str, int]:
+    run = _hloscope("inspect", *target, *ARGS, "--json", *options)
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     return json.loads(run.stdout)["op_counts"]
@@ -62,6 +62,34 @@ def test_a_tpu_program_takes_the_tpu_path():
 )
 def test_a_gpu_program_takes_the_cuda_path():
     assert _math(_op_counts("--for", "gpu:h100")) == {"stablehlo.tanh"}
+
+
+@pytest.mark.skipif(
+    not _installed("jax_plugins.xla_cuda12"), reason="JAX's CUDA plugin is not installed"
+)
+def test_an_equinox_filter_jit_is_lowered_for_the_platform_too():
+    # Its wrapper has no .trace: it is lowered through the jax.jit it holds, for the
+    # GPU (it was lowered for the CPU, and a LAPACK custom call failed the compile).
+    equinox = ["tests/fixtures/platform_targets.py:eqx_by_platform"]
+    assert _math(_op_counts("--for", "gpu:h100", target=equinox)) == {"stablehlo.tanh"}
+    assert _math(_op_counts("--compile", target=equinox)) == {"stablehlo.sine"}
+
+
+@pytest.mark.skipif(
+    not _installed("jax_plugins.xla_cuda12"), reason="JAX's CUDA plugin is not installed"
+)
+def test_a_lowering_that_fell_back_says_so_when_the_compile_fails():
+    run = _hloscope(
+        "fusions",
+        "tests/fixtures/platform_targets.py:solve",
+        "--args",
+        "tests/fixtures/platform_targets.py:solve_args",
+        "--for",
+        "gpu:h100",
+    )
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "failed to compile it for gpu:h100" in run.stderr
+    assert "LowersOnly has no .trace: the program was lowered for this machine's" in run.stderr
 
 
 @pytest.mark.skipif(not _installed("libtpu"), reason="libtpu is not installed (hloscope[tpu])")

@@ -103,16 +103,16 @@ def test_an_offloaded_residual_is_in_the_tpus_host_memory(tpu_truth, tpu_remat) 
     doc = tpu_remat.json()
     assert doc["compiled_for"]["spec"] == SPEC
     assert doc["compiled_for"]["platform"] == "tpu"
-    offloaded = [r for r in doc["residuals"] if r["how"] == "offloaded"]
-    assert [(r["name"], r["memory"]) for r in offloaded] == [("projected", "pinned_host")]
+    offloaded = [r for r in doc["residuals"] if r["detail"] == "offloaded"]
+    assert [(r["name"], r["memory_kind"]) for r in offloaded] == [("projected", "pinned_host")]
     projected = offloaded[0]
     # XLA placed one buffer in the host's memory space (S(5)): the stacked `projected`.
     dims = projected["type"][projected["type"].index("[") :]
     assert [s[s.index("[") :] for s in tpu_truth["host_shapes"]] == [dims]
     # Live at the peak, in host memory, as much as JAX's host temporaries.
     peak = doc["peak"]
-    host_lines = [p for p in peak["by_line"] if p["memory"] == "pinned_host"]
-    assert [p["line"] for p in host_lines] == [projected["stacked_by"]]
+    host_lines = [p for p in peak["by_line"] if p["memory_kind"] == "pinned_host"]
+    assert [p["source"] for p in host_lines] == [projected["stacked_by"]]
     assert peak["host_bytes"] == sum(p["bytes"] for p in host_lines)
     assert peak["host_bytes"] == projected["bytes"] == tpu_truth["host"]["host_temp_size_in_bytes"]
 
@@ -122,11 +122,11 @@ def test_the_residuals_at_the_tpus_peak_by_line(tpu_remat) -> None:
     peak = doc["peak"]
     assert 0 < peak["residual_bytes"] <= peak["peak_bytes"]
     assert sum(p["bytes"] for p in peak["by_line"]) == peak["residual_bytes"]
-    device = [p for p in peak["by_line"] if p["memory"] == "device"]
+    device = [p for p in peak["by_line"] if p["memory_kind"] == "device"]
     # On the device: the argument the backward reads and the stacked residuals the
     # loop saved (held by XLA in the bf16 the backward's dots read them in).
-    lines = {p["line"] for p in device}
-    assert "ws" in lines
+    lines = {p["source"] for p in device}
+    assert "ws" in {p["path"] for p in device}
     stacked = {r["stacked_by"] for r in doc["residuals"] if r["stacked_by"]}
     assert lines & stacked, peak
 
@@ -152,4 +152,6 @@ def test_on_the_cpu_the_offloaded_residual_stays_on_the_device() -> None:
     assert doc["compiled_for"]["platform"] == "cpu"
     assert doc["peak"]["host_bytes"] == 0
     # JAX's residuals still say where the policy puts it.
-    assert [r["memory"] for r in doc["residuals"] if r["name"] == "projected"] == ["pinned_host"]
+    assert [r["memory_kind"] for r in doc["residuals"] if r["name"] == "projected"] == [
+        "pinned_host"
+    ]

@@ -28,7 +28,7 @@ def aligned(
 
 def check_invariants(result: AlignedLines, a: PrintedModule, b: PrintedModule) -> None:
     """Every line of each side once in its own place, in order (and copies of lines
-    beside their pairs elsewhere); no empty row; stops start change runs."""
+    beside their pairs elsewhere); no empty row; a stop at each changed row."""
     assert len(result.a) == len(result.b) == len(result.status_a) == len(result.status_b)
     assert len(result.copy_a) == len(result.copy_b) == len(result.a)
     home_a = [n for n, copy in zip(result.a, result.copy_a, strict=True) if n >= 0 and not copy]
@@ -40,11 +40,7 @@ def check_invariants(result: AlignedLines, a: PrintedModule, b: PrintedModule) -
         if result.copy_a[row] or result.copy_b[row]:
             assert x >= 0 and y >= 0
     assert all(x >= 0 or y >= 0 for x, y in zip(result.a, result.b, strict=True))
-    changes = [result.is_change(row) for row in range(len(result.a))]
-    starts = [
-        row for row, change in enumerate(changes) if change and (row == 0 or not changes[row - 1])
-    ]
-    assert list(result.stops) == starts
+    assert list(result.stops) == [row for row in range(len(result.a)) if result.is_change(row)]
 
 
 def rows_text(result: AlignedLines, a: PrintedModule, b: PrintedModule) -> list[tuple[str, str]]:

@@ -373,3 +373,43 @@ def test_the_docs_list_every_key_of_the_diff_screen():
     from hloscope.tui.keys import markdown_table
 
     assert markdown_table(diff_key_sections()) in (DOCS / "browser.md").read_text()
+
+
+THREE_OPS = """\
+module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.sine %arg0 : tensor<4xf32>
+    %1 = stablehlo.cosine %0 : tensor<4xf32>
+    %2 = stablehlo.tanh %1 : tensor<4xf32>
+    return %2 : tensor<4xf32>
+  }
+}
+"""
+
+
+@sync
+async def test_each_of_three_adjacent_changed_ops_is_a_stop(tmp_path):
+    # ] goes to each change, not over a run of them: the counter agrees with the
+    # verdict's count, and the pane below describes each changed op in turn.
+    a, b = tmp_path / "a.mlir", tmp_path / "b.mlir"
+    a.write_text(THREE_OPS)
+    b.write_text(
+        THREE_OPS.replace("stablehlo.sine", "stablehlo.exponential")
+        .replace("stablehlo.cosine", "stablehlo.log")
+        .replace("stablehlo.tanh", "stablehlo.negate")
+    )
+    app = DiffApp(str(a), str(b))
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.failure is None, app.failure
+        assert "3 changed" in text_of(app, "#diff-summary")
+        described = []
+        for number in range(1, 4):
+            await press(pilot, "right_square_bracket")
+            assert f"change {number}/3" in text_of(app, "#diff-status")
+            details = text_of(app, "#diff-details")
+            described.append(
+                next(op for op in ("sine", "cosine", "tanh") if f".{op} " in details + " ")
+            )
+        assert described == ["sine", "cosine", "tanh"]
+        await press(pilot, "q")

@@ -30,6 +30,10 @@ How = Literal[
     "constant",
 ]
 
+ResidualKind = Literal["argument", "saved", "offloaded"]
+"""What a residual is, in DESIGN's words: an argument, a value saved on the device, or
+one offloaded to the host."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Residual:
@@ -37,32 +41,43 @@ class Residual:
 
     type: str
     bytes: int
-    memory: str
+    kind: ResidualKind
+    """`argument` (of the differentiated function), `offloaded` (to the host by a
+    policy) or `saved` (every other residual: `detail` says how)."""
+    memory_kind: str
     """`device`, or `pinned_host` when offloaded."""
-    how: How
-    """An argument of the function; saved by a checkpoint policy; offloaded by one;
-    the output of a checkpointed block; or made outside any checkpoint (saved, as
-    without `jax.checkpoint`)."""
+    detail: How
+    """How it got there: an argument of the function; saved by a checkpoint policy;
+    offloaded by one; the output of a checkpointed block; a loop's input; or made
+    outside any checkpoint (saved, as without `jax.checkpoint`)."""
     name: str | None
-    line: str | None
+    source: str | None
+    """`file.py:LINE`: the user's line that made it (None for an argument)."""
+    sources: tuple[str, ...]
+    """Every line it is known by: its own, its primitive's, its loop's."""
     function: str | None
-    argument: str | None
+    path: str | None
+    """An argument's pytree path, as `params` names it."""
     op: str | None
     stacked_by: str | None
     region: int | None
     primitive: str | None
     """What JAX's `print_saved_residuals` names: the primitive it saves the output of."""
-    primitive_line: str | None
+    primitive_source: str | None
 
 
 @dataclasses.dataclass(frozen=True)
 class ResidualGroup:
     """The residuals of one line and name (and memory)."""
 
-    line: str | None
+    source: str | None
+    """The residuals' line (None for an argument's: `path`)."""
+    path: str | None
+    """The argument's path, for an argument."""
     name: str | None
-    memory: str
-    how: tuple[str, ...]
+    memory_kind: str
+    details: tuple[str, ...]
+    """How they got there (`Residual.detail`), each once."""
     count: int
     bytes: int
 
@@ -89,12 +104,14 @@ class UnmatchedName:
 
 @dataclasses.dataclass(frozen=True)
 class PeakLine:
-    line: str | None
+    source: str | None
     bytes: int
     buffers: int
-    memory: str = "device"
+    memory_kind: str = "device"
     """`device`, or `pinned_host` for buffers XLA placed in the host's memory space
     (`S(5)`: an offloaded residual on a TPU or GPU)."""
+    path: str | None = None
+    """For an argument the backward reads (`source` None): its path."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +139,12 @@ class RematAnalysis:
     peak: RematPeak | None = None
 
 
+def _kind(fact: ResidualFact) -> ResidualKind:
+    if fact.made_by == "argument":
+        return "argument"
+    return "offloaded" if fact.offloaded else "saved"
+
+
 def _how(fact: ResidualFact) -> How:
     if fact.made_by != "op":
         return fact.made_by
@@ -140,37 +163,41 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
         Residual(
             type=f.type,
             bytes=f.bytes,
-            memory=f.memory,
-            how=_how(f),
+            kind=_kind(f),
+            memory_kind=f.memory,
+            detail=_how(f),
             name=f.name,
-            line=f.line,
+            source=f.line,
+            sources=tuple(dict.fromkeys(s for s in (f.line, f.primitive_line, f.stacked_by) if s)),
             function=f.function,
-            argument=f.argument,
+            path=f.argument,
             op=f.op,
             stacked_by=f.stacked_by,
             region=f.region,
             primitive=f.primitive,
-            primitive_line=f.primitive_line,
+            primitive_source=f.primitive_line,
         )
         for f in facts.residuals
     )
-    groups: dict[tuple[str | None, str | None, str], list[Residual]] = {}
+    groups: dict[tuple[str | None, str | None, str | None, str], list[Residual]] = {}
     for r in residuals:
-        groups.setdefault((r.line or r.argument, r.name, r.memory), []).append(r)
+        key = (r.source, None if r.source else r.path, r.name, r.memory_kind)
+        groups.setdefault(key, []).append(r)
     grouped = tuple(
         sorted(
             (
                 ResidualGroup(
-                    line=line,
+                    source=source,
+                    path=path,
                     name=name,
-                    memory=memory,
-                    how=tuple(dict.fromkeys(r.how for r in members)),
+                    memory_kind=memory_kind,
+                    details=tuple(dict.fromkeys(r.detail for r in members)),
                     count=len(members),
                     bytes=sum(r.bytes for r in members),
                 )
-                for (line, name, memory), members in groups.items()
+                for (source, path, name, memory_kind), members in groups.items()
             ),
-            key=lambda g: (-g.bytes, g.line or "", g.name or ""),
+            key=lambda g: (-g.bytes, g.source or g.path or "", g.name or ""),
         )
     )
     regions = tuple(
@@ -179,7 +206,7 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
             saved=sum(1 for r in residuals if r.region == fact.index),
             saved_bytes=sum(r.bytes for r in residuals if r.region == fact.index),
             offloaded_bytes=sum(
-                r.bytes for r in residuals if r.region == fact.index and r.how == "offloaded"
+                r.bytes for r in residuals if r.region == fact.index and r.kind == "offloaded"
             ),
         )
         for fact in facts.regions
@@ -189,8 +216,8 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
         differentiated=facts.differentiated,
         residuals=residuals,
         groups=grouped,
-        device_bytes=sum(r.bytes for r in residuals if r.memory == "device"),
-        host_bytes=sum(r.bytes for r in residuals if r.memory != "device"),
+        device_bytes=sum(r.bytes for r in residuals if r.memory_kind == "device"),
+        host_bytes=sum(r.bytes for r in residuals if r.memory_kind != "device"),
         regions=regions,
         names=facts.names,
         unmatched=unmatched_names(facts.regions, facts.names),
@@ -216,36 +243,42 @@ def unmatched_names(
 
 
 def residuals_at_peak(
-    analysis: RematAnalysis, peak_bytes: int, buffers: Sequence[LiveBuffer]
+    analysis: RematAnalysis, peak_bytes: int, buffers: Sequence[LiveBuffer], devices: int = 1
 ) -> RematPeak:
     """Of the buffers live at the peak, those holding residuals: made by a forward op
     (no `transpose(` in its op name) on a residual's line (or its loop's) with a
-    residual's dimensions, on the device or in the host's memory space."""
+    residual's dimensions, or those of one device's shard of it where the program is
+    partitioned over `devices`, on the device or in the host's memory space."""
     from hloscope.analyses.placement.memory import HOST_MEMORY_SPACE
 
     # By dimensions, not dtype: XLA may keep a residual in the precision the backward
     # reads it in (on a TPU, a dot's f32 operand saved as the bf16 it converts it to).
-    kinds = {(r.line, _dims(r.type)) for r in analysis.residuals if r.line is not None}
-    # A loop's stacked residual is made by the loop, on the loop's line.
-    kinds |= {(r.stacked_by, _dims(r.type)) for r in analysis.residuals if r.stacked_by}
-    arguments = {r.argument for r in analysis.residuals if r.argument is not None}
-    by_line: dict[tuple[str | None, str], list[LiveBuffer]] = {}
+    kinds: dict[str | None, set[tuple[int, ...]]] = {}
+    for r in analysis.residuals:
+        if r.source is not None:
+            kinds.setdefault(r.source, set()).add(_sizes(r.type))
+        if r.stacked_by:
+            # A loop's stacked residual is made by the loop, on the loop's line.
+            kinds.setdefault(r.stacked_by, set()).add(_sizes(r.type))
+    arguments = {r.path for r in analysis.residuals if r.path is not None}
+    by_line: dict[tuple[str | None, str | None, str], list[LiveBuffer]] = {}
     for buffer in buffers:
         memory = "pinned_host" if buffer.memory_space == HOST_MEMORY_SPACE else "device"
         if buffer.kind in ("parameter", "alias") and buffer.path in arguments:
             # An argument the backward reads.
-            by_line.setdefault((buffer.path, memory), []).append(buffer)
+            by_line.setdefault((None, buffer.path, memory), []).append(buffer)
             continue
         if buffer.kind in ("parameter", "constant") or "transpose(" in (buffer.op_name or ""):
             continue
         line = buffer.user_source
-        if (line, _dims(buffer.shape)) in kinds:
-            by_line.setdefault((line, memory), []).append(buffer)
+        sizes = _sizes(buffer.shape)
+        if any(_shard_of(sizes, whole, devices) for whole in kinds.get(line, ())):
+            by_line.setdefault((line, None, memory), []).append(buffer)
     lines = tuple(
         sorted(
             (
-                PeakLine(line, sum(b.bytes for b in bs), len(bs), memory)
-                for (line, memory), bs in by_line.items()
+                PeakLine(line, sum(b.bytes for b in bs), len(bs), memory, path)
+                for (line, path, memory), bs in by_line.items()
             ),
             key=lambda p: -p.bytes,
         )
@@ -254,8 +287,34 @@ def residuals_at_peak(
         peak_bytes,
         sum(p.bytes for p in lines),
         lines,
-        sum(p.bytes for p in lines if p.memory != "device"),
+        sum(p.bytes for p in lines if p.memory_kind != "device"),
     )
+
+
+def _sizes(shape: str) -> tuple[int, ...]:
+    """`f32[4,64,256]{2,1,0:T(8,128)}` -> (4, 64, 256); () for a scalar or a shape
+    with an unknown size."""
+    text = _dims(shape).strip("[]")
+    try:
+        return tuple(int(size) for size in text.split(",")) if text else ()
+    except ValueError:
+        return ()
+
+
+def _shard_of(sizes: tuple[int, ...], whole: tuple[int, ...], devices: int) -> bool:
+    """Whether a buffer of `sizes` can hold one device's shard of a value of `whole`
+    split over at most `devices`: the same rank, each dimension a divisor of the
+    whole's, the splits together a divisor of `devices`. A partitioned program's
+    buffers are per device (bf16[2,8,256,256] of a bf16[2,8,256,512] residual split
+    over `model`), its residuals whole."""
+    if len(sizes) != len(whole):
+        return False
+    splits = 1
+    for part, size in zip(sizes, whole, strict=True):
+        if part <= 0 or size % part:
+            return False
+        splits *= size // part
+    return devices % splits == 0
 
 
 def _dims(shape: str) -> str:

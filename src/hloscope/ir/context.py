@@ -179,6 +179,16 @@ def installed_release() -> str:
         return f"jaxlib {version}"
 
 
+def cut_short_note(text: str, line: int) -> str | None:
+    """What to add to a parser's refusal at `line` of `text` where that is the text's
+    last line: a file cut short (a dump or a copy that did not finish), not syntax
+    from a newer release. None elsewhere."""
+    last = len(text.rstrip().splitlines())
+    if line < last:
+        return None
+    return f" (the file ends at line {last}: it looks cut short)"
+
+
 def release_note(message: str, data: bytes | None = None) -> str:
     """What to add to a parser's refusal that may come from a newer release than the
     installed one having written the file: which release wrote it, where the file says

@@ -18,7 +18,7 @@ from typing import Any
 from hloscope.errors import HloscopeError, one_line
 from hloscope.ir import reader
 from hloscope.ir.build import build_model
-from hloscope.ir.context import mlir_context, native, release_note, xla_hlo
+from hloscope.ir.context import cut_short_note, mlir_context, native, release_note, xla_hlo
 from hloscope.ir.hlo_names import HloNames, attach_hlo_names, hlo_instruction_names, wants_names
 from hloscope.ir.layout import (
     entry_computation_layout,
@@ -45,7 +45,8 @@ def parsed_from_reply(
     module it compiled (`kind` "proto", `payload` empty: the proto is the reply's)."""
     stages = reply.stages
     if reader.STAGE_ERROR in stages:
-        raise _hlo_error(str(stages[reader.STAGE_ERROR][0].get("message", "")), source_name)
+        text = payload.decode("utf-8", "replace") if kind == "text" else None
+        raise _hlo_error(str(stages[reader.STAGE_ERROR][0].get("message", "")), source_name, text)
     logged = (
         list(stages[reader.STAGE_DONE][0].get("log", [])) if reader.STAGE_DONE in stages else []
     )
@@ -82,7 +83,7 @@ def parsed_from_reply(
         from hloscope.ir.hlo_native import build_hlo_native_model
 
         return ParsedModule(
-            build_hlo_native_model(module),
+            build_hlo_native_model(module, counts),
             "hlo-native",
             notes + notes_from_log(logged),
             lambda _debug, _limit: str(module.to_string()),
@@ -122,7 +123,7 @@ def hlo_module_from_proto(data: bytes) -> Any | None:
     return None
 
 
-def _hlo_error(message: str, source_name: str) -> HloscopeError:
+def _hlo_error(message: str, source_name: str, text: str | None = None) -> HloscopeError:
     # XLA: "INVALID_ARGUMENT: Syntax error when trying to parse the text as a
     # HloModule:\nwas parsing 4:14: error: expects opcode but sees: x\n  <line>\n ^"
     lines = [line.strip() for line in message.splitlines() if line.strip()]
@@ -134,6 +135,8 @@ def _hlo_error(message: str, source_name: str) -> HloscopeError:
     note = release_note(message)
     if found:
         line, column, _ = found[0]
+        cut = cut_short_note(text, int(line)) if text is not None else None
+        note = cut if cut is not None else note
         text = "; ".join(m for _, _, m in found[:2])
         return HloscopeError(
             f"malformed HLO: {one_line(text, 300)}{note}", where=f"{source_name}:{line}:{column}"
@@ -221,7 +224,7 @@ def _from_converted(
             from hloscope.ir.hlo_native import build_hlo_native_model
 
             hlo_module = xla_module()
-            built = build_hlo_native_model(hlo_module)
+            built = build_hlo_native_model(hlo_module, counts)
             notes: tuple[str, ...] = (
                 f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
                 "op names are HLO opcodes",

@@ -71,6 +71,10 @@ class Location:
 
 UNKNOWN_LOCATION = Location()
 
+PARSED_BUFFER = "-"
+"""The file MLIR's parser names for an op of a text without `loc(...)`: the string
+buffer it read, a position in the module's text, not a source line."""
+
 
 def _library_roots() -> tuple[str, ...]:
     """Folders whose files are the Python installation's, not the user's: the
@@ -236,7 +240,8 @@ class _LocParser:
                     self.int()
                     if self.accept(":"):
                         self.int()
-                self.frames.append(Frame(function, text, line, column))
+                if text != PARSED_BUFFER:
+                    self.frames.append(Frame(function, text, line, column))
                 return
             if self.accept("("):
                 # A name location. JAX nests the frame's function name this way:

@@ -19,6 +19,7 @@ from hloscope.ir import hlo, reader
 from hloscope.ir.attributes import Mesh, parse_mesh
 from hloscope.ir.build import build_model
 from hloscope.ir.context import (
+    cut_short_note,
     mlir_context,
     native,
     portable_context,
@@ -179,6 +180,11 @@ def _diagnostic_where(location: str, source_name: str) -> str:
     return source_name
 
 
+def _diagnostic_line(location: str) -> int | None:
+    where = _diagnostic_where(location, "")
+    return int(where.split(":")[1]) if where else None
+
+
 def _mlir_error(exc: Exception, source_name: str, what: str, data: str | bytes) -> HloscopeError:
     from jaxlib.mlir import ir
 
@@ -189,8 +195,13 @@ def _mlir_error(exc: Exception, source_name: str, what: str, data: str | bytes) 
         notes = [n.message for n in first.notes if n.message]
         if notes and "bytecode" in " ".join(notes):
             message = f"{message} ({notes[0]})"
+        note = release_note(message, raw)
+        line = _diagnostic_line(str(first.location))
+        if line is not None and not (raw or b"").startswith(BYTECODE_MAGIC):
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            note = cut_short_note(text, line) or note
         return HloscopeError(
-            f"{what}: {one_line(message, 300)}{release_note(message, raw)}",
+            f"{what}: {one_line(message, 300)}{note}",
             where=_diagnostic_where(str(first.location), source_name),
         )
     note = release_note(str(exc), raw)
@@ -222,6 +233,9 @@ def _probe_bytecode(
         where = _diagnostic_where(str(header.get("location", "")), source_name)
         what = "malformed MLIR" if is_text else "malformed MLIR bytecode"
         note = release_note(message, None if is_text else data)
+        line = _diagnostic_line(str(header.get("location", "")))
+        if is_text and line is not None:
+            note = cut_short_note(data.decode("utf-8", "replace"), line) or note
         raise HloscopeError(f"{what}: {one_line(message, 300)}{note}", where=where)
     if reader.STAGE_PARSED not in stages:
         if is_text:

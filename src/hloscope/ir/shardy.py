@@ -17,6 +17,7 @@ lines them up with the module XLA was given.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,8 @@ def _read(module: Any) -> ShardyPropagation:
                 Origin("result", index, f"output: {index}"),
             )
         )
+    top_level: dict[Any, int] = {}
+    constraints: list[tuple[int, Any]] = []
     for operation in block.operations:
         op = operation.operation
         operands = tuple(ids.get(operand, -1) for operand in op.operands)
@@ -131,9 +134,35 @@ def _read(module: Any) -> ShardyPropagation:
                 _rule(_attribute(attrs, "sdy.sharding_rule")),
             )
         )
+        top_level[op] = len(ops) - 1
+        if origin_name is not None:
+            constraints.append((len(ops) - 1, op))
+    for index, op in constraints:
+        loop = _reading_loop(op, top_level)
+        if loop is not None and ops[loop].name == "stablehlo.while":
+            ops[index] = dataclasses.replace(ops[index], read_by_loop=loop)
     return ShardyPropagation(
         meshes, tuple(values), len(block.arguments), tuple(results), returned, tuple(ops)
     )
+
+
+def _reading_loop(op: Any, top_level: dict[Any, int]) -> int | None:
+    """The index of the one top-level op inside whose regions every use of `op`'s
+    results lies; None where a use is outside any region, or in several ops'."""
+    found: set[int] = set()
+    for result in op.results:
+        for use in result.uses:
+            owner = use.owner
+            owner = getattr(owner, "operation", owner)
+            nested = False
+            while owner is not None and owner not in top_level:
+                parent = owner.parent
+                owner = getattr(parent, "operation", parent) if parent is not None else None
+                nested = True
+            if owner is None or not nested:
+                return None
+            found.add(top_level[owner])
+    return found.pop() if len(found) == 1 else None
 
 
 def _rule(attr: Any) -> tuple[tuple[tuple[int, ...], ...], ...] | None:

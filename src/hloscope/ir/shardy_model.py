@@ -59,6 +59,11 @@ class ShardyOp:
     """Its sharding rule (`sdy.sharding_rule`): per operand, then per result, per
     dimension, the rule's factors; None without one. Two dimensions on one factor
     are the same index of the computation (a dot's contracted `k`)."""
+    read_by_loop: int | None = None
+    """For a constraint whose every use lies inside the regions of one
+    `stablehlo.while` (a value the loop reads from outside it, as XLA's own
+    `xla-sdy-open-while-free-vars-sharding` pass constrains them), that loop's index
+    in `ShardyPropagation.ops`; None otherwise."""
 
 
 @dataclasses.dataclass(frozen=True)

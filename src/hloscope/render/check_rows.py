@@ -119,7 +119,7 @@ def verdict_words(check: TargetCheck) -> tuple[str, str]:
         names = ", ".join(c.fact for c in regressions[:4])
         more = f", … ({len(regressions)})" if len(regressions) > 4 else ""
         return f"FAILED: {counted(len(regressions), 'regression')} ({names}{more})", ""
-    said = f"passed: {facts} compared, none regressed"
+    said = f"passed: {counted(comparison.compared, 'fact')} compared, none regressed"
     if comparison.improvements:
         return said, f"; {counted(len(comparison.improvements), 'change')} to record with --update"
     return said, ""

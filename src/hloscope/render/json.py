@@ -37,6 +37,16 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 
+COMMAND_SCHEMA_VERSIONS: Mapping[str, int] = {"remat": 2}
+"""Commands whose document's keys changed meaning since version 1: `remat` 2 speaks
+every other report's words (`source`, `kind`, `memory_kind`, `path`), where 1 said
+`line`, `how`, `memory` and `argument`."""
+
+
+def schema_version(command: str) -> int:
+    """The version of `command`'s document (`SCHEMA_VERSION` but where it rose)."""
+    return COMMAND_SCHEMA_VERSIONS.get(command, SCHEMA_VERSION)
+
 
 def plain(value: Any) -> Any:
     """Dataclasses, mappings and tuples as JSON-ready values."""
@@ -53,7 +63,7 @@ def plain(value: Any) -> Any:
 
 def document(command: str, target: str, body: Mapping[str, Any]) -> dict[str, Any]:
     """The envelope every command's JSON shares."""
-    return {"schema_version": SCHEMA_VERSION, "command": command, "target": target, **body}
+    return {"schema_version": schema_version(command), "command": command, "target": target, **body}
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
@@ -348,6 +358,8 @@ def _placement_lists(placement: Placement) -> dict[str, Any]:
                 "in_loops": c.in_loops,
                 "per_call": c.per_call,
                 "bytes_per_call": c.bytes_per_call,
+                "trip_counts_from": list(c.trip_counts_from),
+                "across_slices": c.across_slices,
             }
             for c in placement.collectives
         ],
@@ -666,6 +678,8 @@ def check_json(report: CheckReport) -> dict[str, Any]:
                 "baseline": check.baseline_path,
                 "passed": check.passed,
                 "compared": comparison is not None,
+                "facts_compared": comparison.compared if comparison else 0,
+                "not_compared": list(comparison.not_compared) if comparison else [],
                 "updated": check.updated,
                 "recorded_on": dataclasses.asdict(recorded) if recorded is not None else None,
                 "facts": dict(check.measurement.facts),

@@ -20,6 +20,7 @@ def remat_json(report: RematReport) -> dict[str, Any]:
         "regions": [
             {
                 **plain(r.fact),
+                "recomputed_ops": sum(op.count for op in r.fact.recomputed),
                 "saved": r.saved,
                 "saved_bytes": r.saved_bytes,
                 "offloaded_bytes": r.offloaded_bytes,

@@ -18,6 +18,16 @@ def add_why(body: dict[str, Any], why: Why) -> None:
     body["why"] = {
         "available": why.available,
         "note": why.note,
+        # The sites explained alike, as the text report groups them (each site keeps
+        # its own entry in `collectives[].sites`).
+        "groups": [
+            {
+                "sentence": group.sentence,
+                "count": len(group.sites),
+                "instructions": [why.sites[i].instruction for i in group.sites],
+            }
+            for group in why.groups
+        ],
         "origins": [
             {
                 **origin_json(effect.origin),
@@ -39,6 +49,9 @@ def origin_json(origin: ShardingOrigin) -> dict[str, Any]:
         "name": origin.name,
         "source": origin.source,
         "sharding": origin.sharding,
+        "xla_loop_constraint": origin.xla_loop_constraint,
+        "constrains": origin.constrains,
+        "backward_loop": origin.backward_loop,
     }
 
 

@@ -162,17 +162,29 @@ def check_target(
     baseline_path: str,
     tolerances: Tolerances,
     update: bool,
+    root: str | None = None,
 ) -> TargetCheck:
     """Compare `measurement` with `baseline` where it was recorded on this platform
-    (`refuse_baseline` has refused the rest, unless recording with `update`)."""
+    (`refuse_baseline` has refused the rest, unless recording with `update`).
+    `root`: the folder the measurement's sites are relative to, as the baseline's are
+    (the project's root); the changes name them relative to the working directory."""
     from hloscope.analyses.baseline.compare import compare
+    from hloscope.analyses.baseline.facts import RUNTIME_SECONDS
+    from hloscope.analyses.baseline.sites import rebase_comparison
 
     refuse_baseline(baseline, backend, baseline_path, update)
     notes: list[str] = []
     comparison = None
     if baseline is not None and baseline.backend.compared_on == backend.compared_on:
         comparison = compare(baseline.measurement, measurement, tolerances)
+        if root is not None:
+            comparison = rebase_comparison(comparison, root, os.getcwd())
         notes.extend(_backend_notes(baseline.backend, backend))
+        if RUNTIME_SECONDS in comparison.not_compared:
+            notes.append(
+                "the baseline has no run time (recorded without --runtime): the run time "
+                "was measured and not compared; record one with --update --runtime"
+            )
     if "memory.peak_bytes" not in measurement.facts and "programs.count" not in measurement.facts:
         notes.append(
             "XLA's buffer assignment is not in what was read (an optimized module read as it "

@@ -46,11 +46,15 @@ def remat_report(source: RematSource) -> RematReport:
     if source.buffers is not None:
         compiled_for = source.buffers.loaded.source.compiled_for
         memory = memory_report(source.buffers).analysis
-        peak = residuals_at_peak(analysis, memory.peak_bytes, memory.buffers_at_peak)
+        # One device's buffers of a partitioned program: its residuals' shards.
+        devices = source.buffers.loaded.module.num_partitions or 1
+        peak = residuals_at_peak(analysis, memory.peak_bytes, memory.buffers_at_peak, devices)
         analysis = dataclasses.replace(analysis, peak=peak)
-    lines = {r.line for r in analysis.residuals if r.line}
-    lines |= {op.line for region in analysis.regions for op in region.fact.recomputed if op.line}
-    lines |= {region.fact.line for region in analysis.regions if region.fact.line}
+    lines = {r.source for r in analysis.residuals if r.source}
+    lines |= {
+        op.source for region in analysis.regions for op in region.fact.recomputed if op.source
+    }
+    lines |= {region.fact.source for region in analysis.regions if region.fact.source}
     return RematReport(
         target=source.target,
         analysis=analysis,

@@ -83,6 +83,33 @@ def find_config(start: Path | None = None) -> CheckConfig | None:
     return None
 
 
+def from_project(spec: str | None, folder: Path) -> str | None:
+    """A target or factory `[tool.hloscope.check]` names (`model.py:step`,
+    `script.py`, `pkg.mod:fn`), its file found from the pyproject's `folder` as the
+    configuration means it, named relative to the working directory (`..` where the
+    check runs in a subfolder). A dotted module is found on the path
+    `check_configured` gives."""
+    if spec is None:
+        return None
+    left, colon, attribute = spec.rpartition(":")
+    file = left if colon and left.endswith(".py") else spec if not colon else None
+    if file is None or Path(file).is_absolute():
+        return spec
+    moved = os.path.relpath(folder / file)
+    return f"{moved}:{attribute}" if colon else moved
+
+
+def project_root(start: Path) -> Path | None:
+    """The project `start` is in: the nearest folder from `start` up holding a
+    pyproject.toml, else a git checkout's root; None outside both."""
+    folders = (start, *start.parents)
+    for marker in ("pyproject.toml", ".git"):
+        found = next((f for f in folders if (f / marker).exists()), None)
+        if found is not None:
+            return found
+    return None
+
+
 def _read_config(path: Path) -> CheckConfig | None:
     where = display_path(path)
     try:

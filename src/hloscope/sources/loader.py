@@ -480,8 +480,24 @@ def _import_entrypoint(
 def _load_entrypoint(
     text: str, target: EntrypointTarget, options: LoadOptions, call: Call | None = None
 ) -> Loaded:
-    entrypoint, _ = _import_entrypoint(target, options, call=call)
-    return _lower_entrypoint(text, target.label, "entrypoint", entrypoint, options, call)
+    mesh_notes: list[str] = []
+    with _slice_meshes(options, mesh_notes, call):
+        entrypoint, _ = _import_entrypoint(target, options, call=call)
+        loaded = _lower_entrypoint(text, target.label, "entrypoint", entrypoint, options, call)
+    loaded.notes += tuple(mesh_notes)
+    return loaded
+
+
+def _slice_meshes(options: LoadOptions, notes: list[str], call: Call | None) -> Any:
+    """Under `--for`, a mesh JAX's helpers make while the target is imported, its
+    arguments made (not given: `call`'s keep theirs) and it is lowered is the slice's."""
+    if options.compile_for is None or (call is not None and call.given):
+        return contextlib.nullcontext()
+    from hloscope.native_stderr import native_stderr_captured
+
+    with native_stderr_captured():  # importing JAX logs there with its CUDA plugin
+        from hloscope.sources.jax.slice_mesh import slice_meshes
+    return slice_meshes(options.compile_for, notes)
 
 
 def _lower_entrypoint(

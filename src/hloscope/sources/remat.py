@@ -15,6 +15,7 @@ from hloscope.sources.loader import (
     LoadOptions,
     _Entrypoint,
     _import_entrypoint,
+    _slice_meshes,
     load_object,
 )
 from hloscope.sources.memory import BufferDumps, compiled_memory_dumps
@@ -37,6 +38,17 @@ def remat_source(
     """The residuals of `target` (an entrypoint; or `obj`, a Python object, with
     `call`'s arguments), compiled too when `options` say (`--compile`, `--for`)."""
     options = options or LoadOptions()
+    if obj is not None:
+        return _remat_source(target, options, call, obj)
+    # Imported, its arguments made, traced and its gradient lowered: under --for, in
+    # the slice's meshes throughout (`slice_mesh`).
+    mesh_notes: list[str] = []
+    with _slice_meshes(options, mesh_notes, call):
+        source = _remat_source(target, options, call, obj)
+    return dataclasses.replace(source, notes=source.notes + tuple(mesh_notes))
+
+
+def _remat_source(target: str, options: LoadOptions, call: Call | None, obj: Any) -> RematSource:
     if obj is None:
         parsed = parse_target(target)
         if not isinstance(parsed, EntrypointTarget):

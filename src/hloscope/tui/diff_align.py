@@ -68,7 +68,8 @@ class AlignedLines:
     """The same for B (a B line paired with several of A's, e.g. a function A inlined
     twice that B calls twice)."""
     stops: tuple[int, ...]
-    """The rows where a run of changed rows starts: what `]` and `[` go to."""
+    """The rows that hold a change (added, removed or changed, on either side): what
+    `]` and `[` go to, one change at a time."""
 
     def is_change(self, row: int) -> bool:
         """Whether either side of `row` is added, removed or changed."""
@@ -290,13 +291,13 @@ def align_printed(diff: ModuleDiff, a: PrintedModule, b: PrintedModule) -> Align
             status_a.append(pairs[partner, line_b])
             status_b.append(pairs[partner, line_b])
 
-    stops: list[int] = []
-    previous = False
-    for index in range(len(out_a)):
-        change = status_a[index] in CHANGE_STATUSES or status_b[index] in CHANGE_STATUSES
-        if change and not previous:
-            stops.append(index)
-        previous = change
+    # Each changed row is a stop: three adjacent changed ops are three changes, each
+    # described in turn, not one run whose rows below the first go unsaid.
+    stops = [
+        index
+        for index in range(len(out_a))
+        if status_a[index] in CHANGE_STATUSES or status_b[index] in CHANGE_STATUSES
+    ]
     return AlignedLines(
         a=tuple(out_a),
         b=tuple(out_b),

@@ -24,7 +24,7 @@ def summary(program: Program) -> ProgramSummary:
         name=program.name,
         ops=sum(program.op_counts.values()),
         calls=program.calls,
-        off_device_ops=sum(program.placed_op_counts.values()),
+        off_device_ops=len(program.placement.placed_ops),
         parameters=len(entry.arguments) if entry is not None else 0,
     )
 

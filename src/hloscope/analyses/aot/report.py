@@ -70,7 +70,9 @@ class Program:
     @functools.cached_property
     def placed_op_counts(self) -> Counter[tuple[str, str]]:
         """(compute type, op kind) -> ops, for the ops placed elsewhere than the
-        device; calls and constants left out."""
+        device, as the two paths' placements are compared: calls and constants left
+        out, which inlining or constant folding moves without moving any work (the
+        count shown is `placement`'s, `ProgramSummary.off_device_ops`)."""
         return Counter(
             (p.compute_type, p.op)
             for p in self.placement.placed_ops
@@ -124,7 +126,9 @@ class ProgramSummary:
     calls: int
     """The calls left out of `ops` (`ops + calls` is the Overview's count)."""
     off_device_ops: int
-    """Of those, ops placed elsewhere than the device (`host`, GPU streams)."""
+    """Of `ops + calls`, those placed elsewhere than the device (`host`, GPU streams),
+    as `placement` counts them: every op that computes there, constants and the calls
+    into a host function included."""
     parameters: int
     """Parameters of its entry function."""
 

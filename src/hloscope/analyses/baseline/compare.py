@@ -21,6 +21,7 @@ from hloscope.analyses.baseline.facts import (
     PeakBuffer,
 )
 from hloscope.analyses.baseline.tolerance import (
+    DONATION_BYTES,
     EXACT,
     NOISE_FLOORS,
     Tolerances,
@@ -77,6 +78,11 @@ class Comparison:
     changes: tuple[Change, ...]
     grown_at_peak: tuple[GrownBuffers, ...]
     """The sites whose buffers at the memory peak grew, most growth first."""
+    compared: int = 0
+    """How many facts were compared (held by the baseline, the program or both)."""
+    not_compared: tuple[str, ...] = ()
+    """Facts measured here that the baseline has no value to compare with, and so were
+    not compared (the run time, against a baseline recorded without `--runtime`)."""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -90,14 +96,20 @@ class Comparison:
 def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> Comparison:
     """The changes from `before` (the baseline) to `after`."""
     grown = grown_at_peak(before.peak_buffers, after.peak_buffers)
+    lost_donation = _lost_donation(before.facts, after.facts)
     changes: list[Change] = []
+    compared = 0
+    not_compared: list[str] = []
     for fact in sorted(set(before.facts) | set(after.facts)):
         old, new = before.facts.get(fact), after.facts.get(fact)
-        if fact == "compile.seconds" and (old is None or new is None):
+        if fact == RUNTIME_SPREAD:
+            continue  # the run time's noise, not a fact
+        if fact in ("compile.seconds", RUNTIME_SECONDS) and (old is None or new is None):
+            # A time one side did not measure (--runtime on one side only).
+            if old is None:
+                not_compared.append(fact)
             continue
-        if fact == RUNTIME_SPREAD or (fact == RUNTIME_SECONDS and (old is None or new is None)):
-            # Measured with --runtime only; the spread is the noise, not a fact.
-            continue
+        compared += 1
         direction = worse_direction(fact)
         tolerance = tolerances.of(fact)
         if fact == RUNTIME_SECONDS and tolerance is EXACT:
@@ -112,6 +124,8 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
             if tolerance.allows(old_value, new_value, NOISE_FLOORS.get(fact, 0.0)):
                 continue
             regression = (new_value > old_value) == (direction == "up")
+            if fact in DONATION_BYTES:
+                regression = regression and lost_donation
         # A fact any change of which is worse: every line that moved explains it.
         grew_only = regression and direction != "any"
         deltas = _site_deltas(before.sites.get(fact, {}), after.sites.get(fact, {}), grew_only)
@@ -133,7 +147,12 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
             )
         )
     changes.sort(key=lambda c: (not c.regression, _rank(c.fact)))
-    return Comparison(changes=tuple(changes), grown_at_peak=grown)
+    return Comparison(
+        changes=tuple(changes),
+        grown_at_peak=grown,
+        compared=compared,
+        not_compared=tuple(not_compared),
+    )
 
 
 _ORDER = (
@@ -180,6 +199,13 @@ def _bytes_by_site(buffers: Sequence[PeakBuffer]) -> dict[str, int]:
     for buffer in buffers:
         sizes[buffer.site] = sizes.get(buffer.site, 0) + buffer.bytes
     return sizes
+
+
+def _lost_donation(before: Mapping[str, FactValue], after: Mapping[str, FactValue]) -> bool:
+    """Whether an argument stopped being donated: fewer donated, or an alias gone."""
+    if (after.get("params.donated") or 0) < (before.get("params.donated") or 0):
+        return True
+    return any(f.startswith("params.aliases.") and f not in after for f in before)
 
 
 def _detail(fact: str, old: FactValue | None, new: FactValue | None) -> str:

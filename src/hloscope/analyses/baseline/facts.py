@@ -25,7 +25,7 @@ from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, op_user_sou
 from hloscope.analyses.memory import MemoryAnalysis
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import Placement
-from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.collectives import collective_kind, megascale_kind
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.profile import ProfileAnalysis
 from hloscope.analyses.remat import RematAnalysis
@@ -174,7 +174,9 @@ def measure(compiled: Compiled) -> Measurement:
     module = compiled.optimized
     runs = RunsPerCall(module)
     for collective in compiled.placement.collectives:
-        prefix = f"collectives.{collective.op.replace('_', '-')}"
+        # Across slices: their own facts, the slow traffic compared apart.
+        network = "dcn." if collective.across_slices else ""
+        prefix = f"collectives.{network}{collective.op.replace('_', '-')}"
         facts[f"{prefix}.count"] = collective.count
         facts[f"{prefix}.in_loops"] = collective.in_loops
         if collective.bytes is not None:
@@ -183,10 +185,17 @@ def measure(compiled: Compiled) -> Measurement:
             facts[f"{prefix}.per_call"] = collective.per_call
         if collective.bytes_per_call is not None:
             facts[f"{prefix}.bytes_per_call"] = collective.bytes_per_call
+    # The collectives the program runs, as placement counts them: not those in the
+    # copies of fused computations a conversion leaves unreachable.
+    reached = runs.reached()
     for op in module.ops:
-        found = collective_kind(op)
+        found = collective_kind(op) if op.function in reached else None
         if found is not None:
             name = f"collectives.{found[0].replace('_', '-')}.count"
+            sites.setdefault(name, Counter())[site(op)] += 1
+        across = megascale_kind(op) if op.function in reached else None
+        if across is not None:
+            name = f"collectives.dcn.{across.replace('_', '-')}.count"
             sites.setdefault(name, Counter())[site(op)] += 1
 
     copies = [u for u in fusions.unfused if u.category == "copy"]
@@ -313,10 +322,10 @@ def _remat_facts(remat: RematAnalysis, sites: dict[str, Counter[str]]) -> dict[s
     differentiates), by the line that made each residual, and what its checkpoint
     regions recompute: a policy that stops matching its names changes them."""
     for residual in remat.residuals:
-        sites.setdefault("remat.residuals", Counter())[residual.line or UNKNOWN_SITE] += 1
+        sites.setdefault("remat.residuals", Counter())[residual.source or UNKNOWN_SITE] += 1
     for region in remat.regions:
         for op in region.fact.recomputed:
-            where = op.line or UNKNOWN_SITE
+            where = op.source or UNKNOWN_SITE
             sites.setdefault("remat.recomputed_ops", Counter())[where] += op.count
     return {
         "remat.residuals": len(remat.residuals),

@@ -51,11 +51,14 @@ NOISE_FLOORS: Mapping[str, float] = {"compile.seconds": 1.0}
 baseline's is the clock's noise (a small program's is recorded as 0.0 or 0.1 s, and a
 loaded machine takes a few tenths more), whatever relative tolerance is written."""
 
-_DOWN_IS_WORSE = ("params.donated", "params.donated_bytes", "memory.alias_bytes")
+_DOWN_IS_WORSE = ("params.donated",)
+DONATION_BYTES = ("params.donated_bytes", "memory.alias_bytes")
+"""Fewer of these bytes is worse only with an argument that stopped being donated
+(`params.donated` fell, a `params.aliases.<path>` went): a step moved to bf16 donates
+every argument still, in half the bytes."""
 _ANY_IS_WORSE = (
     "params.aliases.*",
     "params.used",
-    "params.bytes_passed",
     "memory_kinds.*",
     # Fewer residual bytes may be a policy that stopped matching (recomputing more).
     "remat.residuals",
@@ -84,7 +87,7 @@ def runtime_tolerance(spreads: tuple[float, ...]) -> Tolerance:
 
 
 def worse_direction(fact: str) -> Worse:
-    if fact in _DOWN_IS_WORSE:
+    if fact in _DOWN_IS_WORSE or fact in DONATION_BYTES:
         return "down"
     if any(fnmatch.fnmatchcase(fact, pattern) for pattern in _ANY_IS_WORSE):
         return "any"
@@ -174,7 +177,8 @@ class Tolerances:
 def describe_amount(fact: str, value: float) -> str:
     """A fact's value for people: bytes as `1.5 MiB`, seconds as `0.42 s`, counts as
     they are."""
-    if fact.endswith("bytes") or fact.endswith("bytes_per_call"):
+    if "bytes" in fact.rsplit(".", 1)[-1].split("_"):
+        # memory.temp_bytes, params.bytes_passed, collectives.x.bytes_per_call
         return human_bytes(value)
     if fact.endswith("seconds"):
         return f"{value:.2f} s"

@@ -151,6 +151,17 @@ def _diff_modules(a: Module, b: Module) -> ModuleDiff:
     renamed = renames(functions, a)
     if renamed:
         notes.append(_renames_note(renamed))
+    unlocated = [side for side, module in (("A", a), ("B", b)) if not _has_source_lines(module)]
+    if changes and unlocated:
+        which = (
+            "neither module's ops carry"
+            if len(unlocated) == 2
+            else f"{unlocated[0]}'s ops carry no"
+        )
+        notes.append(
+            f"no source lines: {which} source locations, so changes are placed by "
+            "function and value only"
+        )
     return ModuleDiff(
         verdict="different" if changes else "same",
         summary=summary,
@@ -165,6 +176,10 @@ def _diff_modules(a: Module, b: Module) -> ModuleDiff:
         renames=renamed,
         notes=tuple(notes),
     )
+
+
+def _has_source_lines(module: Module) -> bool:
+    return any(op.location.source for op in module.ops)
 
 
 # Renames named in the note; every one is in `ModuleDiff.renames`.

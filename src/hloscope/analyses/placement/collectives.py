@@ -1,17 +1,27 @@
 """Collectives: all-reduce, all-gather, reduce-scatter, all-to-all,
 collective-permute, collective-broadcast and ragged all-to-all, counted per kind
-with their async forms (inside async start/done pairs, or HLO's `-start` ops), and
-how many run per call of the module when some sit inside loops (`loops.py`)."""
+with their async forms (inside async start/done pairs, HLO's `-start` ops, or the
+TPU's async collective fusions), and how many run per call of the module when some
+sit inside loops (`loops.py`).
+
+The TPU runs a collective asynchronously by fusing it: a kCustom fusion
+`async-collective-start` calls a computation whose root is the custom call
+`AsyncCollectiveStart` of the collective, `async-collective-done` one ending in
+`AsyncCollectiveDone`, and the compute fusions in between that move it on (their
+backend config has a `continuation_config`) call computations named
+`async_collective_fusion`, each holding a copy of the collective.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
-from hloscope.analyses.structure import op_callees
+from hloscope.analyses.structure import clone_base, op_callees
 from hloscope.ir.model import Module, Op
 
 # A quick filter on op names before `collective_kind` looks closer.
@@ -43,44 +53,140 @@ def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
     return None
 
 
+ASYNC_COLLECTIVE_TARGETS = frozenset({"AsyncCollectiveStart", "AsyncCollectiveDone"})
+"""The custom calls that end the TPU's async collective start and done fusions."""
+ASYNC_COLLECTIVE_FUSION = "async_collective_fusion"
+"""The name (less XLA's suffixes) the TPU gives the computations of the compute
+fusions that move an async collective on."""
+
+
+def _continues_collective(module: Module, op: Op) -> bool:
+    """Whether `op` is a fusion whose backend config has a `continuation_config`
+    (the TPU's fusion that moves an async collective on)."""
+    config = module.backend_configs.get(op.hlo_name or "")
+    if config is None or "continuation_config" not in config:
+        return False
+    try:
+        parsed = json.loads(config)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and "continuation_config" in parsed
+
+
+class _AsyncScopes:
+    """Where a collective runs asynchronously: in the functions and regions that
+    async start ops call, and in the TPU's async collective fusions (module doc)."""
+
+    def __init__(self, module: Module, ops: Sequence[Op]) -> None:
+        names = module.functions
+        self.module = module
+        self.functions: set[str] = {n for n in names if clone_base(n) == ASYNC_COLLECTIVE_FUSION}
+        self.regions: set[int] = set()
+        """Ids of fusion ops (MLIR's form) holding an async collective's custom call."""
+        for op in ops:
+            if op.short_name in ("async_start", "async-start"):
+                self.functions.update(op_callees(op, names, fused=True))
+            elif op.custom_call_target in ASYNC_COLLECTIVE_TARGETS:
+                # The computation it ends: a function in XLA's own form, the fusion
+                # op's region once converted to MLIR.
+                if op.parent is not None and op.parent.name != "func.func":
+                    self.regions.add(op.parent.id)
+                else:
+                    self.functions.add(op.function or "")
+            elif "calls" in op.attributes and _continues_collective(module, op):
+                self.functions.update(op_callees(op, names, fused=True))
+
+    def holds(self, op: Op) -> bool:
+        """Whether `op` runs inside an async start/done pair or async collective fusion."""
+        if op.function in self.functions:
+            return True
+        parent = op.parent
+        while parent is not None and parent.name != "func.func":
+            if (
+                parent.short_name in ("async_start", "async-start")
+                or parent.id in self.regions
+                or _continues_collective(self.module, parent)
+            ):
+                return True
+            parent = parent.parent
+        return False
+
+
+MEGASCALE_TRANSFER = "_xla_megascale_transfer_type"
+"""The frontend attribute libtpu tags a multi-slice program's sends and receives with:
+the collective across slices (over the data-centre network) the pair carries out
+(`ALL_REDUCE`), with `_xla_megascale_reduce_operation` its reduction."""
+
+
+def megascale_kind(op: Op) -> CollectiveOp | None:
+    """The collective across slices that `op` carries out, where it is the send of a
+    pair libtpu made of one (`MEGASCALE_TRANSFER`); None for any other op. The
+    receive is the same collective's other half."""
+    if op.short_name != "send":
+        return None
+    tag = op.frontend_attributes.get(MEGASCALE_TRANSFER)
+    name = tag.lower() if tag is not None else None
+    return name if name in COLLECTIVES else None
+
+
+def done_ops(ops: Sequence[Op]) -> dict[int, Op]:
+    """XLA's `-done` halves among `ops`, by the value of the `-start` they finish."""
+    return {
+        op.operands[0]: op
+        for op in ops
+        if op.dialect == "hlo" and op.short_name.endswith(("_done", "-done")) and op.operands
+    }
+
+
+def result_bytes(module: Module, op: Op, dones: Mapping[int, Op]) -> int | None:
+    """The bytes a collective makes: its results', or for XLA's `-start`, whose result
+    holds its inputs too (`all-gather-start = (inputs, results)`, combined ones
+    `((3 x f32[512,256]), (3 x f32[512,512]))`), those of the `-done` finishing it."""
+    done = dones.get(op.results[0]) if op.results else None
+    return sum_bytes(module, (done or op).results)
+
+
 def collectives_by_kind(
     module: Module, ops: Sequence[Op], sites: Sequence[Op] | None = None
 ) -> list[Collective]:
     """The collectives among `ops` by kind, most frequent first. `sites`, when
     given, holds every op of the module that names a function (and maybe others),
     in module order: where `RunsPerCall` looks for calls."""
-    names = module.functions
     kinds = [(op, kind) for op in ops if (kind := collective_kind(op)) is not None]
-    if not kinds:
+    across = [(op, dcn) for op in ops if (dcn := megascale_kind(op)) is not None]
+    dones = done_ops(ops)
+    if not kinds and not across:
         return []
-    async_functions: set[str] = set()
-    for op in ops:
-        if op.short_name in ("async_start", "async-start"):
-            async_functions.update(op_callees(op, names, fused=True))
-    found: dict[CollectiveOp, list[tuple[Op, bool]]] = {}
+    scopes = _AsyncScopes(module, ops)
+    found: dict[tuple[CollectiveOp, bool], list[tuple[Op, bool]]] = {}
     for op, (name, is_async) in kinds:
-        if not is_async:
-            parent = op.parent
-            while parent is not None and parent.name != "func.func":
-                if parent.short_name in ("async_start", "async-start"):
-                    is_async = True
-                    break
-                parent = parent.parent
-            is_async = is_async or (op.function in async_functions)
-        found.setdefault(name, []).append((op, is_async))
+        found.setdefault((name, False), []).append((op, is_async or scopes.holds(op)))
+    for op, name in across:
+        # A send and its done: asynchronous by nature.
+        found.setdefault((name, True), []).append((op, True))
     out: list[Collective] = []
     runs = RunsPerCall(module, sites)
-    for name in sorted(found, key=lambda n: (-len(found[n]), COLLECTIVES.index(n))):
-        items = found[name]
+    # The slow traffic first: across slices, over the data-centre network.
+    for key in sorted(found, key=lambda k: (not k[1], -len(found[k]), COLLECTIVES.index(k[0]))):
+        name, across_slices = key
+        items = found[key]
         total: int | None = 0
         per_call: int | None = 0
         bytes_per_call: int | None = 0
         in_loops = 0
+        sources: dict[str, None] = {}
         for op, _ in items:
-            size = sum_bytes(module, op.results)
+            # A send across slices moves its operand (an all-reduce's input is its
+            # result's size).
+            size = (
+                sum_bytes(module, op.operands[:1])
+                if across_slices
+                else result_bytes(module, op, dones)
+            )
             total = None if total is None or size is None else total + size
             times = runs.of(op)
             in_loops += runs.in_loop(op)
+            sources.update(dict.fromkeys(runs.trip_sources(op)))
             per_call = None if per_call is None or times is None else per_call + times
             bytes_per_call = (
                 None
@@ -99,6 +205,8 @@ def collectives_by_kind(
                 in_loops=in_loops,
                 per_call=per_call,
                 bytes_per_call=bytes_per_call,
+                trip_counts_from=tuple(sources),
+                across_slices=across_slices,
             )
         )
     return out

@@ -2,11 +2,16 @@
 around it, through the functions that call it.
 
 A loop's trip count is read, never guessed: XLA writes `known_trip_count` in the
-`backend_config` of a while instruction of an optimized module
+`backend_config` of a while instruction of an optimized module on the CPU and GPU
 (`Module.backend_configs`); a lowered `stablehlo.while` from `jax.lax.scan` or
-`fori_loop` counts a carried integer from a constant up to a constant bound by a
-constant step, which gives it. Any other loop's count is unknown, and so is how
-often anything inside it runs.
+`fori_loop`, and the TPU's optimized `while` (whose backend config has no count),
+count a carried integer from a constant up to a constant bound by a constant step,
+which gives it (`LOOP_CONDITION`: read from the loop's condition, its start and its
+step). Any other loop's count is unknown, and so is how often anything inside it runs.
+
+Functions a loop body reaches through fusions (XLA's own form of a module names a
+fused computation by `calls`, and the TPU's async collective fusions are such
+computations) run as often as the fusion does.
 """
 
 from __future__ import annotations
@@ -14,21 +19,45 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 from hloscope.analyses.structure import op_callees
 from hloscope.ir.model import Module, Op
 
 WHILE_OPS = frozenset({"stablehlo.while", "mhlo.while", "hlo.while"})
 
+TripCountSource = Literal["known_trip_count", "loop_condition"]
+"""Where a loop's trip count was read: XLA's `known_trip_count` in the while's
+backend config, or the loop's own condition (`i < N`), start and step."""
+KNOWN_TRIP_COUNT: TripCountSource = "known_trip_count"
+LOOP_CONDITION: TripCountSource = "loop_condition"
+
 
 def known_trip_count(module: Module, op: Op) -> int | None:
     """How many times the while loop `op` runs its body, where XLA or the loop's own
     constants say; None otherwise."""
+    found = trip_count(module, op)
+    return found[0] if found is not None else None
+
+
+def trip_count(module: Module, op: Op) -> tuple[int, TripCountSource] | None:
+    """How many times the while loop `op` runs its body, and where that was read:
+    XLA's `known_trip_count`, else the loop's condition, start and step; None where
+    neither says."""
+    config = None
     if op.hlo_name is not None and op.hlo_name in module.backend_configs:
-        return _backend_trip_count(module.backend_configs[op.hlo_name])
+        config = module.backend_configs[op.hlo_name]
+    elif op.name == "hlo.while":
+        config = op.attributes.get("backend_config")
+    if config is not None:
+        count = _backend_trip_count(config)
+        if count is not None:
+            return count, KNOWN_TRIP_COUNT
     if op.name == "hlo.while":
-        return _backend_trip_count(op.attributes.get("backend_config", ""))
-    return _counted_loop_trips(module, op)
+        count = _hlo_counted_loop_trips(module, op)
+    else:
+        count = _counted_loop_trips(module, op)
+    return (count, LOOP_CONDITION) if count is not None else None
 
 
 def _backend_trip_count(config: str) -> int | None:
@@ -48,12 +77,41 @@ def _backend_trip_count(config: str) -> int | None:
         return None
 
 
+_PASS_THROUGH = frozenset({"copy", "bitcast"})
+"""Ops that carry a loop counter unchanged in XLA's optimized form (the TPU copies
+it between memory spaces)."""
+
+
+def _origin(module: Module, value: int) -> int:
+    """`value`, or what the copies and bitcasts that define it copy."""
+    for _ in range(16):
+        op = module.defining_op(value)
+        if op is None or op.short_name not in _PASS_THROUGH or len(op.operands) != 1:
+            return value
+        value = op.operands[0]
+    return value
+
+
+def _through_copies(module: Module, value: int) -> Op | None:
+    """The op that defines `value`, looking through copies and bitcasts."""
+    return module.defining_op(_origin(module, value))
+
+
 def _constant(module: Module, value: int) -> int | None:
-    """The integer a scalar `stablehlo.constant` defines, or None."""
-    op = module.defining_op(value)
-    if op is None or op.short_name != "constant" or value not in op.results:
+    op = _through_copies(module, value)
+    return op.integer_constant if op is not None and op.short_name == "constant" else None
+
+
+def _tuple_index_of_parameter(module: Module, value: int) -> int | None:
+    """`k` where `value` is element `k` of its computation's tuple parameter (through
+    copies); None otherwise."""
+    op = _through_copies(module, value)
+    if op is None or op.short_name != "get-tuple-element" or len(op.operands) != 1:
         return None
-    return op.integer_constant
+    source = module.defining_op(op.operands[0])
+    if source is None or source.short_name != "parameter":
+        return None
+    return op.tuple_index
 
 
 def _counted_loop_trips(module: Module, op: Op) -> int | None:
@@ -72,7 +130,7 @@ def _counted_loop_trips(module: Module, op: Op) -> int | None:
     compare = compares[0]
     if "LT" not in compare.attributes.get("comparison_direction", ""):
         return None
-    counter, bound = compare.operands
+    counter, bound = (_origin(module, value) for value in compare.operands)
     if counter not in cond_block.arguments:
         return None
     index = cond_block.arguments.index(counter)
@@ -83,14 +141,63 @@ def _counted_loop_trips(module: Module, op: Op) -> int | None:
         return None
     if index >= len(terminator.operands) or index >= len(body_block.arguments):
         return None
-    step_op = module.defining_op(terminator.operands[index])
+    step_op = _through_copies(module, terminator.operands[index])
     if step_op is None or step_op.short_name != "add" or len(step_op.operands) != 2:
         return None
     carried = body_block.arguments[index]
-    if carried not in step_op.operands:
+    first, second = (_origin(module, value) for value in step_op.operands)
+    if carried not in (first, second):
         return None
-    other = step_op.operands[1] if step_op.operands[0] == carried else step_op.operands[0]
-    step = _constant(module, other)
+    step = _constant(module, second if first == carried else first)
+    if step is None or step <= 0:
+        return None
+    return max(0, math.ceil((limit - start) / step))
+
+
+def _hlo_counted_loop_trips(module: Module, op: Op) -> int | None:
+    """The trip count of a while of XLA's own form whose condition computation is
+    `element k of the carried tuple < LIMIT`, where element `k` of the initial tuple
+    is a constant and the body adds a constant to it (what `scan` and `fori_loop`
+    become); None for any other loop."""
+    functions = module.functions
+    conditions = [n for n in op.mentioned_names("condition") if n in functions]
+    bodies = [n for n in op.mentioned_names("body") if n in functions]
+    if len(conditions) != 1 or len(bodies) != 1 or len(op.operands) != 1:
+        return None
+    condition_ops = module.function_ops(functions[conditions[0]])
+    body_ops = module.function_ops(functions[bodies[0]])
+    if not condition_ops or not body_ops:
+        return None
+    compare = condition_ops[-1]
+    if compare.short_name != "compare" or len(compare.operands) != 2:
+        return None
+    direction = compare.attributes.get("comparison_direction", "")
+    counter, bound = compare.operands
+    if "GT" in direction:  # `LIMIT > i`
+        counter, bound = bound, counter
+    elif "LT" not in direction:
+        return None
+    index = _tuple_index_of_parameter(module, counter)
+    limit = _constant(module, bound)
+    initial = module.defining_op(op.operands[0])
+    root = body_ops[-1]
+    if index is None or limit is None or initial is None or initial.short_name != "tuple":
+        return None
+    if root.short_name != "tuple" or index >= len(root.operands) or index >= len(initial.operands):
+        return None
+    start = _constant(module, initial.operands[index])
+    step_op = _through_copies(module, root.operands[index])
+    if start is None or step_op is None or step_op.short_name != "add":
+        return None
+    if len(step_op.operands) != 2:
+        return None
+    first, second = step_op.operands
+    if _tuple_index_of_parameter(module, first) == index:
+        step = _constant(module, second)
+    elif _tuple_index_of_parameter(module, second) == index:
+        step = _constant(module, first)
+    else:
+        return None
     if step is None or step <= 0:
         return None
     return max(0, math.ceil((limit - start) / step))
@@ -109,6 +216,8 @@ class RunsPerCall:
         self._sites = sites
         self._functions: dict[str, int | None] = {}
         self._loops: dict[int, int | None] = {}
+        self._sources: dict[int, TripCountSource | None] = {}
+        self._around: dict[str, list[Op]] = {}
         self._callers: dict[str, list[Op]] | None = None
 
     def of(self, op: Op) -> int | None:
@@ -128,8 +237,50 @@ class RunsPerCall:
 
     def trips(self, op: Op) -> int | None:
         if op.id not in self._loops:
-            self._loops[op.id] = known_trip_count(self.module, op)
+            found = trip_count(self.module, op)
+            self._loops[op.id] = found[0] if found is not None else None
+            self._sources[op.id] = found[1] if found is not None else None
         return self._loops[op.id]
+
+    def trip_sources(self, op: Op) -> tuple[TripCountSource, ...]:
+        """Where the trip counts of the loops around `op` (through the calls to its
+        function) were read, each once; empty where it is in no loop or no count is
+        known."""
+        loops = [*self._enclosing_loops(op), *self._function_loops(op.function or "")]
+        sources: dict[TripCountSource, None] = {}
+        for loop in loops:
+            self.trips(loop)
+            source = self._sources.get(loop.id)
+            if source is not None:
+                sources[source] = None
+        return tuple(sources)
+
+    @staticmethod
+    def _enclosing_loops(op: Op) -> list[Op]:
+        loops: list[Op] = []
+        parent = op.parent
+        while parent is not None and parent.name != "func.func":
+            if parent.name in WHILE_OPS:
+                loops.append(parent)
+            parent = parent.parent
+        return loops
+
+    def _function_loops(self, name: str, active: frozenset[str] = frozenset()) -> list[Op]:
+        """The loops around the call sites of function `name`, through their callers."""
+        if name in self._around:
+            return self._around[name]
+        if name in active:
+            return []
+        loops: dict[int, Op] = {}
+        for site in self.callers().get(name, []):
+            if site.name in WHILE_OPS:
+                loops[site.id] = site
+            for loop in self._enclosing_loops(site):
+                loops[loop.id] = loop
+            for loop in self._function_loops(site.function or "", active | {name}):
+                loops[loop.id] = loop
+        self._around[name] = list(loops.values())
+        return self._around[name]
 
     def function_runs(self, name: str, active: frozenset[str] = frozenset()) -> int | None:
         """Runs of function `name` per call of the module: 1 for the entry, else the sum
@@ -181,14 +332,22 @@ class RunsPerCall:
             for site in self.callers().get(name, [])
         )
 
+    def reached(self) -> frozenset[str]:
+        """The functions the entry reaches (itself, what it calls, fused computations
+        in XLA's own form): those whose ops the program runs, not the copies a
+        conversion left aside."""
+        entry = self.module.entry
+        return frozenset(self.callers()) | ({entry.name} if entry is not None else set())
+
     def callers(self) -> dict[str, list[Op]]:
-        """The ops naming each function (calls, loops' bodies, reductions' appliers),
-        in the functions the entry reaches (not in copies the conversion left aside)."""
+        """The ops naming each function (calls, loops' bodies, reductions' appliers,
+        XLA's own form's fusions), in the functions the entry reaches (not in copies
+        the conversion left aside)."""
         if self._callers is None:
             names = self.module.functions
             sites: dict[str, list[Op]] = {}
             for op in self.module.ops if self._sites is None else self._sites:
-                if op_callees(op, names):
+                if op_callees(op, names, fused=True):
                     sites.setdefault(op.function or "", []).append(op)
             callers: dict[str, list[Op]] = {}
             entry = self.module.entry
@@ -200,7 +359,7 @@ class RunsPerCall:
                     continue
                 seen.add(name)
                 for site in sites.get(name, []):
-                    for callee in dict.fromkeys(op_callees(site, names)):
+                    for callee in dict.fromkeys(op_callees(site, names, fused=True)):
                         callers.setdefault(callee, []).append(site)
                         stack.append(callee)
             self._callers = callers

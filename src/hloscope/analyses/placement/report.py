@@ -197,8 +197,8 @@ class Collective:
     `collective_permute`, `collective_broadcast`, `ragged_all_to_all`."""
     count: int
     async_count: int
-    """How many of them run asynchronously (inside async start/done pairs, or HLO's
-    `all-reduce-start` forms)."""
+    """How many of them run asynchronously (inside async start/done pairs, HLO's
+    `all-reduce-start` forms, or the TPU's async collective fusions)."""
     bytes: int | None
     """Bytes of their results together (per device once partitioned); None when a
     size is unknown."""
@@ -218,6 +218,16 @@ class Collective:
     bytes_per_call: int | None = None
     """Bytes of their results per call of the module, loops' trip counts counted;
     None where a trip count or a size is unknown."""
+    trip_counts_from: tuple[str, ...] = ()
+    """Where the trip counts of the loops around them were read, each once:
+    `known_trip_count` (XLA's, in the while's backend config) or `loop_condition`
+    (the loop's own condition, start and step: the TPU's optimized whiles carry no
+    count); empty when none is in a loop of known trip count."""
+    across_slices: bool = False
+    """Collectives between slices, over the data-centre network: libtpu makes each of
+    a multi-slice program's a send and a receive tagged with the collective they carry
+    out (`_xla_megascale_transfer_type`), counted here by their sends, their bytes the
+    data each device sends."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.fusions import split_op_name
 from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.why_report import (
     AxisCause,
     CollectiveSite,
@@ -62,7 +63,14 @@ def explain_collectives(
     `arguments` maps an entry argument's index to its user path and readable
     sharding (`P(None, 'model')`), `results` a result's index to its name; `note`
     says why `propagation` is missing, when it is."""
-    collectives = [(op, kind[0]) for op in optimized.ops if (kind := collective_kind(op))]
+    # The collectives the program runs, once: not those in the copies of fused
+    # computations that XLA's conversion to MLIR leaves beside the fusions.
+    reached = RunsPerCall(optimized).reached()
+    collectives = [
+        (op, kind[0])
+        for op in optimized.ops
+        if op.function in reached and (kind := collective_kind(op))
+    ]
     if propagation is None or (not propagation.ops and not propagation.values):
         sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
         return Why(available=False, note=note, sites=sites, origins=())
@@ -102,6 +110,13 @@ def _lines(propagation: ShardyPropagation, before: Module | None) -> list[Locati
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
             located[block.a + k] = given[block.b + k][1]
+    # Loops are few and keep their order: where both hold as many, the k-th is the
+    # k-th (a backward pass's loop that the op sequences did not line up around).
+    mine_loops = [i for i, key in enumerate(mine) if key == "stablehlo.while"]
+    their_loops = [i for i, key in enumerate(theirs) if key == "stablehlo.while"]
+    if len(mine_loops) == len(their_loops):
+        for i, j in zip(mine_loops, their_loops, strict=True):
+            located[i] = located[i] or given[j][1]
     return located
 
 
@@ -169,13 +184,28 @@ class _Namer:
         self.arguments = arguments
         self.results = results
         self.constraints: dict[str, tuple[str | None, ShardyValue | None]] = {}
+        self.loop_constraints: dict[str, tuple[str | None, str | None, bool]] = {}
+        """XLA's own constraints on what a loop reads: the loop's line, the argument,
+        whether the loop is the backward pass's."""
         self.manual: dict[int, str | None] = {}
+        lined_up = any(location is not None for location in lines)
         for op, location in zip(propagation.ops, lines, strict=True):
             if op.origin is not None and op.origin.kind == "manual":
                 self.manual.setdefault(op.origin.index or 0, _source(location))
             elif op.origin_name and op.origin_name not in self.constraints:
                 value = propagation.values[op.results[0]] if op.results else None
                 self.constraints[op.origin_name] = (_source(location), value)
+                # Not in the module XLA was given, and read only inside a loop: the
+                # open constraint XLA puts on a loop's free variable.
+                if lined_up and location is None and op.read_by_loop is not None:
+                    loop = lines[op.read_by_loop]
+                    read = op.operands[0] if op.operands else -1
+                    path = arguments.get(read, (None, None))[0]
+                    if path is None and 0 <= read < propagation.arguments:
+                        path = str(read)
+                    # JAX names the backward pass's ops `transpose(...)`.
+                    backward = loop is not None and any("transpose(" in n for n in loop.names)
+                    self.loop_constraints[op.origin_name] = (_source(loop), path, backward)
 
     def origin(self, origin: Origin) -> ShardingOrigin:
         prop = self.propagation
@@ -200,6 +230,18 @@ class _Namer:
         if origin.kind == "constraint":
             source, constrained = self.constraints.get(origin.text, (None, None))
             words = _dims_words(constrained) if constrained is not None else None
+            if origin.text in self.loop_constraints:
+                loop, path, backward = self.loop_constraints[origin.text]
+                return ShardingOrigin(
+                    "constraint",
+                    origin.index,
+                    origin.text,
+                    loop,
+                    words,
+                    xla_loop_constraint=True,
+                    constrains=path,
+                    backward_loop=backward,
+                )
             return ShardingOrigin("constraint", origin.index, origin.text, source, words)
         return ShardingOrigin("other", None, origin.text, None, None)
 

@@ -34,6 +34,17 @@ class ShardingOrigin:
     sharding: str | None
     """The sharding it asks for, for reading: `P(None, 'model')` for an argument
     from Python, `[{}, {"model"}]` on the mesh otherwise."""
+    xla_loop_constraint: bool = False
+    """A constraint XLA added, not the program: its `xla-sdy-open-while-free-vars-
+    sharding` pass puts a fully open sharding constraint on each value a `while`
+    loop (a `jax.lax.scan`) reads from outside it, so that the loop may shard it
+    further. `source` is then the loop's line; `name` stays Shardy's (`constraint_4`)."""
+    constrains: str | None = None
+    """For XLA's loop constraint, the user path of the entry argument it is put on
+    (`params['layers']['wo']`); None where it is another value, and for the others."""
+    backward_loop: bool = False
+    """For XLA's loop constraint, whether the loop is the backward pass's (JAX's
+    transpose of the scan, at the scan's line too)."""
 
     @property
     def label(self) -> str:
@@ -43,6 +54,11 @@ class ShardingOrigin:
         if self.kind == "result":
             name = f" `{self.name}`" if self.name else ""
             return f"result {self.index}{name}"
+        if self.kind == "constraint" and self.xla_loop_constraint:
+            value = f"argument `{self.constrains}`" if self.constrains else "a value"
+            kind = "backward loop" if self.backward_loop else "loop"
+            loop = f"the {kind} at {self.source}" if self.source else f"a {kind}"
+            return f"XLA's open sharding constraint on {value} where {loop} reads it"
         if self.kind == "constraint":
             where = f" at {self.source}" if self.source else f" {self.name}"
             return f"sharding constraint{where}"
@@ -134,6 +150,17 @@ class OriginEffect:
 
 
 @dataclasses.dataclass(frozen=True)
+class SiteGroup:
+    """The collective sites whose explanations read the same, word for word (a
+    scanned layer's all-gathers, one per fusion of the loop body)."""
+
+    sentence: str
+    """Their one explanation (`CollectiveSite.sentence`)."""
+    sites: tuple[int, ...]
+    """The sites (indices into `Why.sites`), in module order."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Why:
     """Why each collective is there, from Shardy's own origins."""
 
@@ -145,6 +172,14 @@ class Why:
     """Every collective of the optimized module, in module order."""
     origins: tuple[OriginEffect, ...]
     """The entry arguments, the results and each constraint, in that order."""
+
+    @property
+    def groups(self) -> tuple[SiteGroup, ...]:
+        """The sites grouped by their explanation, in the order each first appears."""
+        grouped: dict[str, list[int]] = {}
+        for index, site in enumerate(self.sites):
+            grouped.setdefault(site.sentence, []).append(index)
+        return tuple(SiteGroup(sentence, tuple(sites)) for sentence, sites in grouped.items())
 
     def sites_of(self, op: str) -> tuple[CollectiveSite, ...]:
         return tuple(site for site in self.sites if site.op == op)

@@ -21,15 +21,16 @@ import json
 from collections.abc import Callable
 
 from hloscope.errors import HloscopeError
-from hloscope.render.json import SCHEMA_VERSION
+from hloscope.render.json import SCHEMA_VERSION, schema_version
 from hloscope.render.schema.build import STR, Schema, dataclass_schema, obj
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 VERSION_RULE = (
-    f"The version of the JSON contract, {SCHEMA_VERSION} today. It rises when a key "
-    "changes meaning (or type, or is removed); adding keys, here or in any object, "
-    "does not change it: consumers should ignore keys they do not know."
+    f"The version of the JSON contract, {SCHEMA_VERSION} today (remat's 2). It rises, for "
+    "a command's document, when a key changes meaning (or type, or is renamed or removed); "
+    "adding keys, here or in any object, does not change it: consumers should ignore keys "
+    "they do not know."
 )
 
 # Each command's body: its keys (in the order the document has them) and those of them
@@ -101,7 +102,7 @@ def _document(command: str, body: Body, title: str) -> Schema:
     properties, optional = body
     return obj(
         {
-            "schema_version": {"const": SCHEMA_VERSION, "description": VERSION_RULE},
+            "schema_version": {"const": schema_version(command), "description": VERSION_RULE},
             "command": {"const": command},
             "target": {**STR, "description": "The target(s), as the command line named them."},
             **properties,
@@ -121,7 +122,7 @@ def schema_of(command: str) -> Schema:
     what, body = COMMANDS[command]
     header: Schema = {
         "$schema": DIALECT,
-        "$id": f"urn:hloscope:schema:{command}:{SCHEMA_VERSION}",
+        "$id": f"urn:hloscope:schema:{command}:{schema_version(command)}",
         "title": f"hloscope {command} --json",
         "description": f"{what[0].upper()}{what[1:]}. Keys listed as required are in every "
         "document; keys may be added to any object, never renamed or removed. " + VERSION_RULE,

@@ -28,6 +28,11 @@ def remat_body() -> dict[str, Schema]:
     region = obj(
         {
             **region["properties"],
+            "recomputed_ops": {
+                **INT,
+                "description": "How many ops the backward runs again (the counts of "
+                "`recomputed`, summed).",
+            },
             "saved": {**INT, "description": "Residuals its body made."},
             "saved_bytes": INT,
             "offloaded_bytes": INT,

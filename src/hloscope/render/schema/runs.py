@@ -258,7 +258,8 @@ def passes_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
             **fields(PassTable, "input_ops", "output_ops", "pipelines"),
             "passes": array(step),
             "timings": obj(
-                {"compile_seconds": nullable(NUM), "scan_seconds": NUM}, title="PassesTimings"
+                {"compile_seconds": nullable(NUM), "scan_seconds": NUM, "compile_cached": BOOL},
+                title="PassesTimings",
             ),
             "notes": STRS,
             "find": find,
@@ -290,6 +291,17 @@ def check_body() -> dict[str, Schema]:
             "baseline": STR,
             "passed": BOOL,
             "compared": BOOL,
+            "facts_compared": {
+                **INT,
+                "description": "How many facts were compared (held by the baseline, the "
+                "program or both).",
+            },
+            "not_compared": {
+                **STRS,
+                "description": "Facts measured here that the baseline has no value for, "
+                "so not compared (runtime.seconds_per_run against a baseline recorded "
+                "without --runtime).",
+            },
             "updated": BOOL,
             "recorded_on": nullable(dataclass_schema(Backend)),
             **fields(Measurement, "facts"),

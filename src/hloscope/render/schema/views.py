@@ -35,6 +35,7 @@ from hloscope.analyses.placement.why_report import (
     CollectiveSite,
     OriginEffect,
     ShardingOrigin,
+    SiteGroup,
 )
 from hloscope.analyses.structure import Call, FunctionGroup, FunctionInfo, Structure
 from hloscope.render.schema.build import (
@@ -147,7 +148,9 @@ def _region() -> Schema:
 COLLECTIVE: dict[str, Schema] = {
     **fields(Collective, "op", "count", **{"async": "async_count"}),
     **fields(Collective, "bytes", "functions", "sources", "user_sources"),
-    **fields(Collective, "in_loops", "per_call", "bytes_per_call"),
+    **fields(
+        Collective, "in_loops", "per_call", "bytes_per_call", "trip_counts_from", "across_slices"
+    ),
 }
 
 PLACEMENT_LISTS: dict[str, Schema] = {
@@ -355,6 +358,7 @@ def _origin() -> dict[str, Schema]:
         "argument": nullable(STR),
         "result": nullable(STR),
         **fields(ShardingOrigin, "name", "source", "sharding"),
+        **fields(ShardingOrigin, "xla_loop_constraint", "constrains", "backward_loop"),
     }
 
 
@@ -395,6 +399,17 @@ def placement_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
         {
             "available": BOOL,
             "note": nullable(STR),
+            "groups": array(
+                obj(
+                    {
+                        **fields(SiteGroup, "sentence"),
+                        "count": INT,
+                        "instructions": STRS,
+                    },
+                    title="SiteGroup",
+                    description="Collective sites whose explanations read the same.",
+                )
+            ),
             "origins": array(
                 obj(
                     {

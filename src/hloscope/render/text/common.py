@@ -593,5 +593,6 @@ def timings_text(timings: Timings) -> str:
     if timings.lower_seconds is not None:
         parts.append(f"lower {seconds(timings.lower_seconds)}")
     if timings.compile_seconds is not None:
-        parts.append(f"compile {seconds(timings.compile_seconds)}")
+        cached = " (cached)" if timings.compile_cached else ""
+        parts.append(f"compile {seconds(timings.compile_seconds)}{cached}")
     return " · ".join(parts)

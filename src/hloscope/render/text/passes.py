@@ -164,7 +164,8 @@ def render_passes(report: PassesReport, console: Console) -> None:
         ("instructions", f"{ops} · {INSTRUCTIONS_MEANING}" if table.steps else ops),
         (
             "timings",
-            f"compile {seconds(report.compile_seconds)} · scan {seconds(report.scan_seconds)}",
+            f"compile {seconds(report.compile_seconds)}"
+            f"{' (cached)' if report.compile_cached else ''} · scan {seconds(report.scan_seconds)}",
         ),
     ]
     if report.find is not None:

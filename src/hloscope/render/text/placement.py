@@ -167,6 +167,21 @@ def collective_count_text(collective: Collective) -> str:
     return text
 
 
+_TRIP_COUNT_SOURCES = {
+    "known_trip_count": "XLA's known_trip_count",
+    "loop_condition": "the loop's condition",
+}
+
+
+def per_call_note(collectives: tuple[Collective, ...]) -> str:
+    """The line under a collectives table with a per-call column: what per call
+    counts, and where the loops' trip counts were read (`Collective.trip_counts_from`)."""
+    sources = dict.fromkeys(s for c in collectives for s in c.trip_counts_from)
+    read = " and ".join(_TRIP_COUNT_SOURCES.get(s, s) for s in sources)
+    where = f"read from {read}; " if read else ""
+    return f"per call: inside loops, times their trip counts ({where}? where one is unknown)"
+
+
 def collectives_in_loops(collectives: tuple[Collective, ...]) -> bool:
     """Whether any collective sits in a loop: their tables then say per call too."""
     return any(c.in_loops for c in collectives)
@@ -191,7 +206,9 @@ def collective_cells(
             unknown if collective.per_call is None else human_bytes(collective.bytes_per_call)
         )
     return [
-        collective.op,
+        Text(f"{collective.op} across slices", style="bold")
+        if collective.across_slices
+        else collective.op,
         *counts,
         str(collective.async_count),
         *sizes,
@@ -402,12 +419,7 @@ def render_placement(report: PlacementReport, console: Console) -> None:
             add_row_giving_way(table, cells)
         section(table)
         if looped:
-            console.print(
-                Text(
-                    "per call: inside loops, times their trip counts (? where one is unknown)",
-                    style="dim",
-                )
-            )
+            console.print(Text(per_call_note(placement.collectives), style="dim"))
     if report.why is not None:
         from hloscope.render.text.why import why_section
 

@@ -80,16 +80,16 @@ def render_remat(report: RematReport, console: Console) -> None:
         ],
     )
     for r in a.residuals[:MAX_RESIDUALS]:
-        where = _line_or(r.line, r.argument)
-        if r.stacked_by and r.stacked_by == r.line:
+        where = _line_or(r.source, r.path)
+        if r.stacked_by and r.stacked_by == r.source:
             where.append(" (stacked, one per iteration)", style="dim")
         elif r.stacked_by:
-            where.append(f" (stacked by the loop at {_near(r.stacked_by, r.line)})", style="dim")
+            where.append(f" (stacked by the loop at {_near(r.stacked_by, r.source)})", style="dim")
         table.add_row(
             human_bytes(r.bytes),
             r.type,
-            r.memory,
-            Text(r.how, style=HOW_STYLES.get(r.how, "")),
+            r.memory_kind,
+            Text(r.detail, style=HOW_STYLES.get(r.detail, "")),
             r.name or "-",
             where,
         )
@@ -106,11 +106,11 @@ def render_remat(report: RematReport, console: Console) -> None:
         ],
     )
     for g in a.groups:
-        where = Text(g.line or "-") if g.line and ":" not in g.line else _line_or(g.line)
-        text = report.line_texts.get(g.line or "")
+        where = _line_or(g.source, g.path)
+        text = report.line_texts.get(g.source or "")
         if text:
             where.append(f"  {text}", style="dim")
-        groups.add_row(human_bytes(g.bytes), str(g.count), g.memory, g.name or "-", where)
+        groups.add_row(human_bytes(g.bytes), str(g.count), g.memory_kind, g.name or "-", where)
     parts.append(groups)
 
     if a.regions:
@@ -120,11 +120,11 @@ def render_remat(report: RematReport, console: Console) -> None:
         head = Text(f" #{f.index} ")
         head.append(f.function or "?", style="bold")
         head.append(" at ")
-        head.append_text(_line_or(f.line))
-        if f.in_loop and f.in_loop == f.line:
+        head.append_text(_line_or(f.source))
+        if f.in_loop and f.in_loop == f.source:
             head.append(" (in that loop)", style="dim")
         elif f.in_loop:
-            head.append(f" (in the loop at {_near(f.in_loop, f.line)})", style="dim")
+            head.append(f" (in the loop at {_near(f.in_loop, f.source)})", style="dim")
         parts.append(head)
         policy = f.policy + (
             f"({', '.join(repr(n) for n in f.policy_names)})" if f.policy_names else ""
@@ -135,7 +135,7 @@ def render_remat(report: RematReport, console: Console) -> None:
         recomputes = (
             ", ".join(
                 f"{op.primitive}{f' ×{op.count}' if op.count > 1 else ''}"
-                + (f" ({short_source(op.line).rpartition(':')[2]})" if op.line else "")
+                + (f" ({short_source(op.source).rpartition(':')[2]})" if op.source else "")
                 for op in f.recomputed
             )
             or "nothing"
@@ -152,15 +152,15 @@ def render_remat(report: RematReport, console: Console) -> None:
         parts.append(Padding(details, (0, 0, 0, 3)))
 
     if a.peak is not None and a.peak.by_line:
-        on_host = any(p.memory != "device" for p in a.peak.by_line)
+        on_host = any(p.memory_kind != "device" for p in a.peak.by_line)
         columns = [("bytes", "right", True), ("buffers", "right", True)]
         columns += [("memory", "left", True)] if on_host else []
         peak = simple_table(
             "Residuals live at the peak, by line", [*columns, ("line", "left", False)]
         )
         for p in a.peak.by_line:
-            memory = [p.memory] if on_host else []
-            peak.add_row(human_bytes(p.bytes), str(p.buffers), *memory, _line_or(p.line))
+            memory = [p.memory_kind] if on_host else []
+            peak.add_row(human_bytes(p.bytes), str(p.buffers), *memory, _line_or(p.source, p.path))
         parts.append(peak)
     notes = notes_group(report.notes)
     if notes is not None:

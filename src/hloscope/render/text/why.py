@@ -1,5 +1,6 @@
-"""`placement --why` as text: one sentence per collective, and what each argument,
-result and constraint set. The browser's Placement tab shows the same lines
+"""`placement --why` as text: one sentence per collective (collectives explained
+alike on one line, with their count), and what each argument, result and
+constraint set. The browser's Placement tab shows the same lines
 (`site_text`, `cause_text`, `origin_text`), as rows that lead to the ops."""
 
 from __future__ import annotations
@@ -27,9 +28,16 @@ ORIGINS_TITLE = "Sharding origins"
 def why_section(why: Why, notes: tuple[str, ...] = ()) -> RenderableType:
     """The causes, one line per collective site, then the origins; `why.note` unless
     it is among the report's `notes` (shown below)."""
-    lines: list[RenderableType] = [Text(f"{WHY_TITLE} ({len(why.sites)})", style="bold")]
-    for site in why.sites:
-        lines.append(Text.assemble("• ", site_sentence(site), style="dim" if site.note else ""))
+    groups = why.groups
+    distinct = f", {len(groups)} explanations" if len(groups) < len(why.sites) else ""
+    lines: list[RenderableType] = [Text(f"{WHY_TITLE} ({len(why.sites)}{distinct})", style="bold")]
+    # Sites explained alike (a loop's collectives) are one line, with their count.
+    for group in groups:
+        site = why.sites[group.sites[0]]
+        count = f"{len(group.sites)}× " if len(group.sites) > 1 else ""
+        lines.append(
+            Text.assemble("• ", count, site_sentence(site), style="dim" if site.note else "")
+        )
     if why.note and why.note not in notes:
         lines.append(Text(why.note, style="dim"))
     if why.origins:

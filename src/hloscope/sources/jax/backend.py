@@ -24,7 +24,10 @@ def default_backend(*, start: bool) -> str | None:
     if not start and not private_backends_started():
         return None
     try:
-        return str(jax.default_backend())
+        # Quietly: starting the backends loads the installed plugins, and libtpu and
+        # the CUDA plugin log their start-up on a machine without their device.
+        with native_stderr_captured():
+            return str(jax.default_backend())
     except Exception as exc:
         return f"unavailable: {one_line(str(exc), 200)}"
 

@@ -23,10 +23,11 @@ library object is told by the module its type comes from.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import jax
@@ -56,6 +57,34 @@ def library_of(obj: Any) -> Library | None:
         if root == "equinox":
             return "equinox"
     return None
+
+
+class _LowerFor:
+    """Stands for an Equinox wrapper's inner `jax.jit` (its `_cached`) while it is
+    lowered: `.lower` traces it and lowers for `platform`."""
+
+    def __init__(self, jitted: Any, platform: str) -> None:
+        self._jitted, self._platform = jitted, platform
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return self._jitted.trace(*args, **kwargs).lower(lowering_platforms=(self._platform,))
+
+
+@contextlib.contextmanager
+def lowered_for_platform(wrapper: Any, platform: str) -> Iterator[bool]:
+    """While open, `wrapper.lower(...)` lowers for `platform`, where `wrapper` is
+    Equinox's `filter_jit`, which has no `.trace` but holds a `jax.jit` that has (its
+    `.lower` calls that jit's); yields whether it does. The jit is put back after."""
+    inner = getattr(wrapper, "_cached", None) if library_of(wrapper) == "equinox" else None
+    if not callable(getattr(inner, "trace", None)):
+        yield False
+        return
+    # An eqx.Module is a frozen dataclass: its field is swapped past __setattr__.
+    object.__setattr__(wrapper, "_cached", _LowerFor(inner, platform))
+    try:
+        yield True
+    finally:
+        object.__setattr__(wrapper, "_cached", inner)
 
 
 def holds_equinox_module(tree: Any) -> bool:

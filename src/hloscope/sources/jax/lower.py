@@ -42,6 +42,7 @@ from hloscope.sources.jax.libraries import (
     jax_stage,
     library_of,
     library_static,
+    lowered_for_platform,
     readable_paths,
     result_paths,
 )
@@ -52,7 +53,13 @@ from hloscope.sources.jax.private import (
     private_lowering_notes,
     private_static_argnums,
 )
-from hloscope.stages import ArgumentLeaf, Lowering, LoweringKind, StaticArgument
+from hloscope.stages import (
+    LOCAL_LOWERING,
+    ArgumentLeaf,
+    Lowering,
+    LoweringKind,
+    StaticArgument,
+)
 from hloscope.units import with_article
 
 
@@ -164,18 +171,21 @@ def _lower_for(
     jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], platform: str | None
 ) -> tuple[Any, tuple[str, ...]]:
     """`jitted.lower(*args, **kwargs)`, for `platform` when given: traced, then lowered
-    with `lowering_platforms` (a jit's `.lower` takes no platform). A jit with no
-    `.trace` (Equinox's) is lowered for the local platform, and a note says so."""
+    with `lowering_platforms` (a jit's `.lower` takes no platform); Equinox's wrapper,
+    which has no `.trace`, through the `jax.jit` it holds. Any other jit with no
+    `.trace` is lowered for the local platform, and a note says so."""
     if platform is None:
         return jitted.lower(*args, **kwargs), ()
     trace = getattr(jitted, "trace", None)
     traced = jax_stage(trace(*args, **kwargs)) if callable(trace) else None
     if isinstance(traced, jax.stages.Traced):
         return traced.lower(lowering_platforms=(platform,)), ()
+    with lowered_for_platform(jitted, platform) as routed:
+        if routed:
+            return jitted.lower(*args, **kwargs), ()
     note = (
-        f"{type(jitted).__name__} has no .trace: the program was lowered for this "
-        f"machine's platform and compiled for {platform} (platform-specific lowering "
-        "rules took the local path)"
+        f"{type(jitted).__name__} has no .trace: {LOCAL_LOWERING} and compiled for "
+        f"{platform} (platform-specific lowering rules took the local path)"
     )
     return jitted.lower(*args, **kwargs), (note,)
 

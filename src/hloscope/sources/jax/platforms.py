@@ -11,6 +11,7 @@ lowered for, so the module is compiled through the topology's client.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -30,6 +31,21 @@ from hloscope.sources.jax.private import (
     private_parse_module,
 )
 from hloscope.stages import CompiledFor, CompilerOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceOrder:
+    """The platform's devices a program is compiled over, in its device assignment's
+    order: a value of the compile (`compile_for_platform`), as its module is."""
+
+    positions: tuple[int, ...]
+    """Each device's position in the platform's device list (JAX's order of the
+    topology's devices), partition by partition."""
+    slice_mesh: bool
+    """Whether it is the order of a mesh JAX's mesh helpers made over the platform's
+    devices (`jax.make_mesh`, `mesh_utils.create_device_mesh`) while the program was
+    loaded (`slice_mesh`); False where it is the program's own device list."""
+
 
 _devices: dict[str, tuple[Any, ...]] = {}
 """The compile-only devices of each spec made in this process."""
@@ -135,21 +151,16 @@ def compile_for_platform(
     replicas: int = 1,
     compiler_options: CompilerOptions = (),
     propagation: tuple[tuple[bool, ...], tuple[bool, ...]] | None = None,
+    device_order: DeviceOrder | None = None,
 ) -> tuple[Any, float, CompiledFor]:
     """Compile a StableHLO module (an `ir.Module` of JAX's context, bytecode or text)
-    for `target` with its platform's compiler, over the first partitions x replicas of
-    its devices: the executable (not loaded: there is no device), the seconds XLA took,
-    and what it was compiled for. XLA refusing a program that does not fit the device's
-    memory is a `DoesNotFit`."""
+    for `target` with its platform's compiler, over partitions x replicas of its
+    devices in `device_order` (the program's device assignment, `slice_mesh`), or
+    over the first of them without one: the executable (not loaded: there is no
+    device), the seconds XLA took, and what it was compiled for. XLA refusing a
+    program that does not fit the device's memory is a `DoesNotFit`."""
     devices = platform_devices(target)
-    needed = partitions * replicas
-    if needed > len(devices):
-        raise HloscopeError(
-            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
-            "compile it for a platform with as many",
-            where=label,
-        )
-    chosen = devices[:needed]
+    chosen, device_order = compile_devices(target, partitions, replicas, label, device_order)
     client = chosen[0].client
     options = private_compile_options(
         num_replicas=replicas,
@@ -174,7 +185,7 @@ def compile_for_platform(
                 message.removeprefix("RESOURCE_EXHAUSTED: "),
                 target.spec,
                 where=label,
-                compiled_for=compiled_for_record(target, chosen, len(devices)),
+                compiled_for=compiled_for_record(target, chosen, len(devices), device_order),
             ) from exc
         compiler = COMPILERS[target.platform].distribution
         raise HloscopeError(
@@ -183,11 +194,43 @@ def compile_for_platform(
             where=label,
         ) from exc
     elapsed = time.perf_counter() - start
-    return executable, elapsed, compiled_for_record(target, chosen, len(devices))
+    record = compiled_for_record(target, chosen, len(devices), device_order)
+    return executable, elapsed, record
 
 
-def compiled_for_record(target: CompileFor, used: tuple[Any, ...], total: int) -> CompiledFor:
-    """What compiling over `used` (of `total` devices of `target`) compiled for."""
+def compile_devices(
+    target: CompileFor,
+    partitions: int,
+    replicas: int,
+    label: str,
+    device_order: DeviceOrder | None = None,
+) -> tuple[tuple[Any, ...], DeviceOrder]:
+    """The devices of `target` a module of partitions x replicas is compiled over, in
+    the device assignment's order (`device_order`, the program's on the slice; the
+    first devices without one), and that order: what `compile_for_platform` compiles
+    over, and the compile cache's key names by id."""
+    devices = platform_devices(target)
+    needed = partitions * replicas
+    if needed > len(devices):
+        raise HloscopeError(
+            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
+            "compile it for a platform with as many",
+            where=label,
+        )
+    if (
+        device_order is None
+        or len(device_order.positions) != needed
+        or max(device_order.positions) >= len(devices)
+    ):
+        device_order = DeviceOrder(tuple(range(needed)), slice_mesh=False)
+    return tuple(devices[k] for k in device_order.positions), device_order
+
+
+def compiled_for_record(
+    target: CompileFor, used: tuple[Any, ...], total: int, order: DeviceOrder
+) -> CompiledFor:
+    """What compiling over `used` (of `total` devices of `target`, in `order`)
+    compiled for."""
     compiler = COMPILERS[target.platform].distribution
     return CompiledFor(
         platform=target.platform,
@@ -204,6 +247,8 @@ def compiled_for_record(target: CompileFor, used: tuple[Any, ...], total: int) -
         memory_bytes=target.memory_bytes,
         memory_name=target.memory_name,
         slices=target.slices,
+        device_ids=tuple(int(device.id) for device in used),
+        slice_mesh_order=order.slice_mesh,
     )
 
 

@@ -346,7 +346,7 @@ def _regions(
                     RegionFact(
                         index=index,
                         function=_region_function(body, debug),
-                        line=line,
+                        source=line,
                         policy=policy,
                         policy_names=policy_names,
                         offload_to=offload_to,
@@ -420,7 +420,7 @@ def _residual(
         fields["argument"] = invar_names[jaxpr.invars.index(var)]
         return ResidualFact(**base, **fields)
     top = made[var]
-    primitive_line, _ = _line(top)
+    primitive_line, primitive_function = _line(top)
     # Looked through to the op that made the value, as JAX looks through reduce_precision.
     eqn, offloaded, stacked_by = top, False, None
     while True:
@@ -444,6 +444,11 @@ def _residual(
             break
         eqn = made[var]
     line, function = _line(eqn)
+    if line is None:
+        # A body traced on its own (a custom_jvp's: jax.nn.relu's) keeps no frame of the
+        # user's: the value is made on the line that called it, as JAX's
+        # print_saved_residuals says.
+        line, function = primitive_line, primitive_function
     key = _user_key(eqn)
     region = region_frames.get(key)
     return ResidualFact(

@@ -62,23 +62,23 @@ def _made_on(line: str) -> Callable[[Op], bool]:
 
 
 def _residual_row(residual: Residual, module: Module) -> Row:
-    where = short_source(residual.line) if residual.line else residual.argument or "-"
-    if residual.stacked_by and residual.stacked_by != residual.line:
+    where = short_source(residual.source) if residual.source else residual.path or "-"
+    if residual.stacked_by and residual.stacked_by != residual.source:
         where += f" (stacked by the loop at {short_source(residual.stacked_by)})"
     return Row(
         [
             human_bytes(residual.bytes),
             residual.type,
-            residual.memory,
-            Text(residual.how, style=HOW_STYLES.get(residual.how, "")),
+            residual.memory_kind,
+            Text(residual.detail, style=HOW_STYLES.get(residual.detail, "")),
             residual.name or "-",
             where,
         ],
         jump=None
-        if residual.line is None
-        else scan_jump(module, _made_on(residual.line), short_source(residual.line)),
-        note=f"{residual.argument}: an argument (see the Parameters tab)"
-        if residual.argument
+        if residual.source is None
+        else scan_jump(module, _made_on(residual.source), short_source(residual.source)),
+        note=f"{residual.path}: an argument (see the Parameters tab)"
+        if residual.path
         else "This residual has no line of your code.",
     )
 
@@ -126,7 +126,7 @@ def remat_lines(report: RematReport, module: Module) -> list[Line]:
         lines += [blank(), heading("Checkpoint regions")]
     for region in a.regions:
         f = region.fact
-        where = short_source(f.line) if f.line else "?"
+        where = short_source(f.source) if f.source else "?"
         lines.append(text_line(Text(f"#{f.index} {f.function or '?'} at {where}", style="bold")))
         policy = f.policy + (
             f"({', '.join(repr(n) for n in f.policy_names)})" if f.policy_names else ""
@@ -136,7 +136,7 @@ def remat_lines(report: RematReport, module: Module) -> list[Line]:
         saves = f"{plural(region.saved, 'residual')}, {human_bytes(region.saved_bytes)}"
         recomputes = ", ".join(
             f"{op.primitive}{f' ×{op.count}' if op.count > 1 else ''}"
-            + (f" ({op.line.rpartition(':')[2]})" if op.line else "")
+            + (f" ({op.source.rpartition(':')[2]})" if op.source else "")
             for op in f.recomputed
         )
         lines += [
