@@ -45,6 +45,7 @@ SECTIONS = (
     "profile",
     "placement --why",
     "for",
+    "cache",
     "profile --for",
 )
 

@@ -55,17 +55,23 @@ floor with its goal.
    for `tpu`, compiled through the topology's client, the optimized module printed).
    Goal: 1.3x (issue 46). Skipped, saying so, without libtpu (`pip install
    'jax[tpu]'`, or `hloscope[tpu]`).
-10. profile --for: `hloscope profile samples/llm_step.py:train_step --for tpu:v5e:2x4
-   --json` (the estimate) against `hloscope memory` of the same program and target:
-   both compile once; the estimate reads the kernels and XLA's cost of each. Goal:
-   1.2x (issue 55). Skipped without libtpu.
+10. cache: hloscope's compile cache on samples/llm_step.py's train step at
+   LLM_STEP=4,1024,512,16 for tpu:v5e:4x4 (16 chips): the first view (`inspect
+   --for`, a cold cache) against bench/llm_topology_floor.py, the same topology
+   compile in a plain process, by CPU time (goal 1.3x; RSS 1.2x); and a second view
+   (`memory`, a warm cache) against the first (goal: 0.25x). The other rows run with
+   HLOSCOPE_NO_CACHE=1: each of their runs measures a compile. Skipped without libtpu.
+11. profile --for: `hloscope profile samples/llm_step.py:train_step --for tpu:v5e:2x4
+    --json` (the estimate) against `hloscope memory` of the same program and target:
+    both compile once; the estimate reads the kernels and XLA's cost of each. Goal:
+    1.2x (issue 55). Skipped without libtpu.
 
 Results go to bench/results/latest.md and latest.json.
 
     .venv/bin/python bench/run.py [--quick] [--against REV] [--only SECTION,...]
 
 --quick skips the 1M-op modules; --only measures some sections (load, startup,
-diff, browser, entrypoint, compiles, passes, profile, placement --why, for,
+diff, browser, entrypoint, compiles, passes, profile, placement --why, for, cache,
 profile --for).
 """
 
@@ -111,14 +117,21 @@ def bytecode_cache_env() -> dict[str, str]:
     bytecode ships with it, is spared that; the floor gets the same setting."""
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     environment["PYTHONPYCACHEPREFIX"] = str(BENCH / "cache" / "pycache")
+    # Every row but `cache` measures a compile in each run: hloscope's compile cache
+    # would serve the repeats (the `cache` rows turn it on, in a folder of their own).
+    environment["HLOSCOPE_NO_CACHE"] = "1"
     return environment
 
 
-def measure(command: list[str], tree: Tree = THIS) -> Measurement:
+def measure(
+    command: list[str], tree: Tree = THIS, env: dict[str, str] | None = None
+) -> Measurement:
     """Wall time and the command's own peak RSS, run from the repository root with
     the bytecode cache on, and `tree`'s hloscope first on the path (this tree's by
-    default: an editable install may point at another checkout)."""
-    return measure_command(command, cwd=ROOT, env=tree.env(bytecode_cache_env()))
+    default: an editable install may point at another checkout); `env` adds to the
+    environment."""
+    environment = {**bytecode_cache_env(), **(env or {})}
+    return measure_command(command, cwd=ROOT, env=tree.env(environment))
 
 
 def median_of(command: list[str], repeats: int) -> tuple[float, int, str]:
@@ -742,6 +755,72 @@ def for_rows(repeats: int = 3) -> list[Row]:
     return [with_against(row, runs)]
 
 
+# --------------------------------------------------------------------------- 10. cache
+
+CACHE_SPEC = "tpu:v5e:4x4"
+CACHE_STEP = "4,1024,512,16"
+"""samples/llm_step.py's size (LLM_STEP) for the `cache` rows: 4 layers, d_model
+1024, sequence 512, batch 16, over the 16 chips of a v5e 4x4 slice."""
+
+
+def cache_rows(repeats: int = 1) -> list[Row]:
+    """The compile cache (issue 53) on a 16-chip LLM-shaped step: the first view
+    (`inspect --for tpu:v5e:4x4`, a cold cache) against bench/llm_topology_floor.py, a
+    plain process doing the same topology compile (CPU time; goals 1.3x, RSS 1.2x);
+    and a second view of the same program and target (`memory`, the warm cache)
+    against the first (goal: at most 25% of it). Skipped without libtpu."""
+    first_name = (
+        f"first view (cold cache) of the LLM step --for {CACHE_SPEC} vs topology compile "
+        "script (CPU)"
+    )
+    if importlib.util.find_spec("libtpu") is None:
+        print("  cache: skipped, libtpu is not installed", flush=True)
+        return [Row("cache", first_name, None, 1, 1, None, note="skipped: libtpu is not installed")]
+    step = {"LLM_STEP": CACHE_STEP}
+    floor = [PYTHON, str(BENCH / "llm_topology_floor.py")]
+    sample = "samples/llm_step.py"
+    target = [f"{sample}:train_step", "--args", f"{sample}:example_args", "--for", CACHE_SPEC]
+    floors, firsts, seconds = [], [], []
+    for _ in range(repeats * REPEATS):
+        floors.append(measure(floor, env=step))
+        with tempfile.TemporaryDirectory(prefix="hloscope-bench-compiles-") as folder:
+            cached = {**step, "HLOSCOPE_CACHE_DIR": folder, "HLOSCOPE_NO_CACHE": ""}
+            firsts.append(measure([*HLOSCOPE, "inspect", *target, "--json"], env=cached))
+            seconds.append(measure([*HLOSCOPE, "memory", *target, "--json"], env=cached))
+    first = json.loads(firsts[-1].stdout)
+    assert first["compiled_for"]["spec"] == CACHE_SPEC, first["compiled_for"]
+    assert first["timings"]["compile_cached"] is False, "the first view compiled"
+    assert floors[-1].stdout.startswith("HloModule "), "the floor printed no module"
+    assert json.loads(seconds[-1].stdout)["command"] == "memory"
+
+    def cpu(runs: list[Measurement]) -> float:
+        return statistics.median(r.cpu_seconds for r in runs)
+
+    return [
+        Row(
+            "cache",
+            first_name,
+            None,
+            cpu(floors),
+            cpu(firsts),
+            1.3,
+            max(r.max_rss_kb for r in floors),
+            max(r.max_rss_kb for r in firsts),
+            rss_goal=1.2,
+            note=f"wall {statistics.median(r.seconds for r in firsts):.1f} s",
+        ),
+        Row(
+            "cache",
+            "second view (memory, warm cache) vs the first view (CPU)",
+            None,
+            cpu(firsts),
+            cpu(seconds),
+            0.25,
+            note=f"wall {statistics.median(r.seconds for r in seconds):.1f} s",
+        ),
+    ]
+
+
 def profile_for_rows(repeats: int = 3) -> list[Row]:
     """`profile STEP --for tpu:v5e:2x4 --json` (the estimate) against `memory` of the
     same program and target: the estimate reads the compiled module it already has and
@@ -825,6 +904,7 @@ def main(argv: list[str] | None = None) -> int:
         ("profile", profile_rows),
         ("placement --why", why_rows),
         ("for", for_rows),
+        ("cache", cache_rows),
         ("profile --for", profile_for_rows),
     ):
         if section not in options.sections:

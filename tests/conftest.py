@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import io
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +179,15 @@ def sample(name: str, attr: str, factory: str = "example_args") -> list[str]:
 
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+# hloscope's compile cache (hloscope.sources.compile_cache) of this test session only,
+# set before hloscope runs in this process and inherited by the processes it starts:
+# the suite never reads, fills or depends on the user's cache. Tests that compare a
+# cold and a warm cache point it at a folder of their own.
+_SESSION_CACHE = tempfile.mkdtemp(prefix="hloscope-test-compiles-")
+os.environ["HLOSCOPE_CACHE_DIR"] = _SESSION_CACHE
+os.environ.pop("HLOSCOPE_NO_CACHE", None)
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 # How tests/cli/test_golden.py compared its cases: byte for byte ("full"), or, on
 # another JAX release than the goldens', by outline or as a feature that release lacks

@@ -897,3 +897,16 @@ def schema(
 
     with command_edge(debug):
         sys.stdout.write(schema_text(command))
+
+
+@app.command()
+def cache(
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every entry.")] = False,
+    debug: DebugOption = False,
+) -> None:
+    """Where hloscope keeps the compiles its views read (one compile serves every view of a
+    program and target) and how much it holds; --clear empties it."""
+    from hloscope.sources import compile_cache
+
+    with command_edge(debug):
+        sys.stdout.write(compile_cache.clear_text() if clear else compile_cache.describe().text())

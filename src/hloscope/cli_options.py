@@ -82,6 +82,14 @@ ForOption = Annotated[
         show_default=False,
     ),
 ]
+NoCacheOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Compile again instead of reading (or keeping) the compile in hloscope's "
+        "compile cache (HLOSCOPE_NO_CACHE=1 does the same; hloscope cache shows it).",
+    ),
+]
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print one JSON object (the scripting contract).")
 ]
@@ -200,11 +208,15 @@ def _load_options(
     module: str | None = None,
     compile: bool = False,
     compile_for: str | None = None,
+    no_cache: bool = False,
 ) -> LoadOptions:
     from hloscope.compile_for import parse_compile_for
     from hloscope.errors import HloscopeError
+    from hloscope.sources import compile_cache
     from hloscope.sources.loader import LoadOptions
 
+    # Set by every command that loads a target, so that it does not outlive one.
+    compile_cache.turn_off(no_cache)
     try:
         target = parse_compile_for(compile_for)
     except HloscopeError as exc:
@@ -226,6 +238,7 @@ _TARGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     "module": (ModuleOption, None),
     "compile": (CompileOption, False),
     "compile_for": (ForOption, None),
+    "no_cache": (NoCacheOption, False),
 }
 
 
@@ -247,16 +260,17 @@ def target_group(*names: str) -> OptionGroup:
 
 # (A command's LoadOptions is made when it runs: loading the loader waits until then.)
 TargetOptions = Annotated[
-    "LoadOptions", target_group("arg", "args", "module", "compile", "compile_for")
+    "LoadOptions", target_group("arg", "args", "module", "compile", "compile_for", "no_cache")
 ]
-"""--arg, --args, --module, --compile (the optimized module) and --for."""
+"""--arg, --args, --module, --compile (the optimized module), --for and --no-cache."""
 TargetOptionsNoCompile = Annotated[
-    "LoadOptions", target_group("arg", "args", "module", "compile_for")
+    "LoadOptions", target_group("arg", "args", "module", "compile_for", "no_cache")
 ]
-"""--arg, --args, --module and --for: commands that choose the module's stage
-themselves."""
+"""--arg, --args, --module, --for and --no-cache: commands that choose the module's
+stage themselves."""
 ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args", "compile_for")]
-"""--arg, --args (and --for, which they refuse): commands that call an entrypoint."""
+"""--arg, --args (and --for, which they refuse): commands that call an entrypoint (and
+compile what runs, which the compile cache does not keep)."""
 
 
 def _group_of(annotation: Any) -> OptionGroup | None:

@@ -182,6 +182,9 @@ class Compilation:
     compiled_for: CompiledFor | None = None
     """What it was compiled for; None where not recorded (a `Compiled` given as it
     is)."""
+    cached: bool = False
+    """Read from hloscope's compile cache (`sources.compile_cache`), not compiled in
+    this run: `compile_seconds` is then the seconds of the compile that made it."""
 
 
 # --------------------------------------------------------------------------- sources

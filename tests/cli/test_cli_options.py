@@ -16,8 +16,8 @@ from hloscope import cli_options
 from hloscope.cli_options import TargetOptions, option_groups
 from hloscope.sources.loader import LoadOptions
 
-TARGET = ("--arg", "--args", "--module", "--compile", "--for")
-LOADED = ("--arg", "--args", "--module", "--for")
+TARGET = ("--arg", "--args", "--module", "--compile", "--for", "--no-cache")
+LOADED = ("--arg", "--args", "--module", "--for", "--no-cache")
 TAIL = ("--debug", "--timeout", "--help")
 
 # Each command's options, in the order its --help lists them (a command may list
@@ -59,6 +59,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     ),
     "schema": ("--debug", "--help"),
     "platforms": ("--json", "--debug", "--help"),
+    "cache": ("--clear", "--debug", "--help"),
 }
 
 # The shared options whose help every command that takes them shows word for word
@@ -69,6 +70,7 @@ SHARED = {
     "--module": cli_options.ModuleOption,
     "--compile": cli_options.CompileOption,
     "--for": cli_options.ForOption,
+    "--no-cache": cli_options.NoCacheOption,
     "--json": cli_options.JsonOption,
     "--debug": cli_options.DebugOption,
     "--timeout": cli_options.TimeoutOption,

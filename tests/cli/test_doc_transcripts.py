@@ -142,6 +142,10 @@ _MASKS = [
     # JSON: "load_seconds": 1.17 and "load_seconds": [0.69, 0.02]
     (re.compile(r'("\w*seconds"):\s*(?:\[[^\]]*\]|-?[\d.e+-]+)'), r"\1: <seconds>"),
     (re.compile(r"\b\d+(?:\.\d+)? (?:ns|µs|ms|s)\b"), "<time>"),
+    # A compile read from hloscope's compile cache (a program an earlier transcript
+    # compiled) says so: the same report.
+    (re.compile(r"<time> \(cached\)"), "<time>"),
+    (re.compile(r',?\s*"compile_cached":\s*(?:true|false)'), ""),
     (re.compile(r"\b\d+(?:\.\d+)?%"), "<percent>"),
     (re.compile(r"\b\d+(?:\.\d+)?x\b"), "<ratio>"),
     # Where the venv is (a clone's own .venv, a shared one elsewhere) and its Python.

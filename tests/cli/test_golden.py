@@ -308,6 +308,9 @@ def _mask_seconds(value: object) -> object:
             if key == "compiler_version" and item is not None
             else _mask_seconds(item)
             for key, item in value.items()
+            # Whether this run compiled or read the compile cache is the run's, as
+            # its wall times are (the rest of the report is the same either way).
+            if key != "compile_cached"
         }
     if isinstance(value, list):
         return [_mask_seconds(item) for item in value]
@@ -329,7 +332,10 @@ def normalized(stdout: str, as_json: bool) -> str:
             if isinstance(document, dict):
                 document.pop("environment", None)
             return json.dumps(_mask_seconds(document), indent=2, ensure_ascii=False) + "\n"
-    lines = [_TIME.sub("<time>", line).rstrip() for line in stdout.splitlines()]
+    lines = [
+        _TIME.sub("<time>", line).replace("<time> (cached)", "<time>").rstrip()
+        for line in stdout.splitlines()
+    ]
     return "\n".join(lines) + ("\n" if lines else "")
 
 

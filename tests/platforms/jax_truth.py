@@ -348,6 +348,8 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
     stats = compiled.memory_analysis()
     result["memory"] = {ours: int(getattr(stats, theirs)) for ours, theirs in MEMORY_FIELDS.items()}
     result.update(facts_of_text(compiled.as_text()))
+    if case.get("text"):
+        result["text"] = compiled.as_text()  # for a test that reads one line of it
     if case.get("loops"):
         result["loops"] = loop_facts_of_text(compiled.as_text())
         # What `jax.lax.scan` runs over: the stacked layers' leading dimension.

@@ -591,6 +591,23 @@ def _running_functions(module: Module) -> list[str]:
                     seen.add(callee)
                     running.append(callee)
                     stack.append(callee)
+    # XLA's own form: a reducer or comparator (`to_apply=`) is part of the instruction
+    # that applies it, as the region of the converted form's op is, not ops of its own.
+    applied = {
+        name
+        for op in module.ops
+        if op.name.startswith("hlo.")
+        for name in op.mentioned_names("to_apply")
+    }
+    if applied:
+        applied -= {
+            name
+            for op in module.ops
+            if op.name.startswith("hlo.")
+            for key in ("calls", "body", "condition", "branch_computations")
+            for name in op.mentioned_names(key)
+        }
+        running = [name for name in running if name not in applied]
     return running
 
 
@@ -599,18 +616,27 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     computation. A fusion nested in it (a TPU convolution fusion holds one for each
     operand) stands for what it holds: its ops are these ops, not the fusion."""
     if op.name.startswith("hlo."):
-        called = op.references("calls")
-        function = module.functions.get(called[0]) if called else None
-        if function is None:
-            return ()
-        # Parameters are instructions in XLA's form, block arguments in MLIR's.
-        found: list[Op] = []
-        for member in module.function_ops(function):
-            if member.short_name == "fusion":
-                found.extend(_fused_ops(module, member))
-            elif member.short_name != "parameter":
-                found.append(member)
-        return found
+        # The computations it calls, and those their ops call in turn (a nested
+        # fusion's, a reduce's `to_apply`), as the converted form's fusion region
+        # holds them nested. Parameters are instructions in XLA's form, block arguments
+        # in MLIR's; a nested fusion stands for the ops it holds.
+        inside: list[Op] = []
+        pending = list(op.references("calls")[:1])
+        seen: set[str] = set()
+        while pending:
+            function = module.functions.get(pending.pop(0))
+            if function is None or function.name in seen:
+                continue
+            seen.add(function.name)
+            for member in module.function_ops(function):
+                if member.short_name == "parameter":
+                    continue
+                if member.name in FUSION_OPS:
+                    pending += member.references("calls")[:1]
+                else:
+                    inside.append(member)
+                pending += member.mentioned_names("to_apply")
+        return inside
     return [o for o in module.descendants(op) if o.short_name != "fusion"]
 
 

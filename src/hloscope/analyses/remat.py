@@ -243,18 +243,23 @@ def unmatched_names(
 
 
 def residuals_at_peak(
-    analysis: RematAnalysis, peak_bytes: int, buffers: Sequence[LiveBuffer]
+    analysis: RematAnalysis, peak_bytes: int, buffers: Sequence[LiveBuffer], devices: int = 1
 ) -> RematPeak:
     """Of the buffers live at the peak, those holding residuals: made by a forward op
     (no `transpose(` in its op name) on a residual's line (or its loop's) with a
-    residual's dimensions, on the device or in the host's memory space."""
+    residual's dimensions, or those of one device's shard of it where the program is
+    partitioned over `devices`, on the device or in the host's memory space."""
     from hloscope.analyses.placement.memory import HOST_MEMORY_SPACE
 
     # By dimensions, not dtype: XLA may keep a residual in the precision the backward
     # reads it in (on a TPU, a dot's f32 operand saved as the bf16 it converts it to).
-    kinds = {(r.source, _dims(r.type)) for r in analysis.residuals if r.source is not None}
-    # A loop's stacked residual is made by the loop, on the loop's line.
-    kinds |= {(r.stacked_by, _dims(r.type)) for r in analysis.residuals if r.stacked_by}
+    kinds: dict[str | None, set[tuple[int, ...]]] = {}
+    for r in analysis.residuals:
+        if r.source is not None:
+            kinds.setdefault(r.source, set()).add(_sizes(r.type))
+        if r.stacked_by:
+            # A loop's stacked residual is made by the loop, on the loop's line.
+            kinds.setdefault(r.stacked_by, set()).add(_sizes(r.type))
     arguments = {r.path for r in analysis.residuals if r.path is not None}
     by_line: dict[tuple[str | None, str | None, str], list[LiveBuffer]] = {}
     for buffer in buffers:
@@ -266,7 +271,8 @@ def residuals_at_peak(
         if buffer.kind in ("parameter", "constant") or "transpose(" in (buffer.op_name or ""):
             continue
         line = buffer.user_source
-        if (line, _dims(buffer.shape)) in kinds:
+        sizes = _sizes(buffer.shape)
+        if any(_shard_of(sizes, whole, devices) for whole in kinds.get(line, ())):
             by_line.setdefault((line, None, memory), []).append(buffer)
     lines = tuple(
         sorted(
@@ -283,6 +289,32 @@ def residuals_at_peak(
         lines,
         sum(p.bytes for p in lines if p.memory_kind != "device"),
     )
+
+
+def _sizes(shape: str) -> tuple[int, ...]:
+    """`f32[4,64,256]{2,1,0:T(8,128)}` -> (4, 64, 256); () for a scalar or a shape
+    with an unknown size."""
+    text = _dims(shape).strip("[]")
+    try:
+        return tuple(int(size) for size in text.split(",")) if text else ()
+    except ValueError:
+        return ()
+
+
+def _shard_of(sizes: tuple[int, ...], whole: tuple[int, ...], devices: int) -> bool:
+    """Whether a buffer of `sizes` can hold one device's shard of a value of `whole`
+    split over at most `devices`: the same rank, each dimension a divisor of the
+    whole's, the splits together a divisor of `devices`. A partitioned program's
+    buffers are per device (bf16[2,8,256,256] of a bf16[2,8,256,512] residual split
+    over `model`), its residuals whole."""
+    if len(sizes) != len(whole):
+        return False
+    splits = 1
+    for part, size in zip(sizes, whole, strict=True):
+        if part <= 0 or size % part:
+            return False
+        splits *= size // part
+    return devices % splits == 0
 
 
 def _dims(shape: str) -> str:

@@ -131,9 +131,9 @@ _CALL_KEYS = frozenset(CALL_ATTRIBUTES)
 def op_callees(op: Op, functions: Mapping[str, Function], *, fused: bool = False) -> list[str]:
     """The functions of `functions` an op names: a call's callee, a custom call's
     called computations, a composite's decomposition, XLA's `to_apply`/`body`/
-    `condition`/`branch_computations`. With `fused`, also the computation a fusion
-    `calls` in XLA's own form (a module whose MLIR conversion failed), where the
-    fused ops are not inline."""
+    `condition`/`branch_computations`, and in XLA's own form (a module whose MLIR
+    conversion failed) an async-start's or a call's `calls`. With `fused`, also the
+    computation a fusion `calls` there, where the fused ops are not inline."""
     attributes = op.attributes
     if not attributes:
         return []
@@ -143,9 +143,15 @@ def op_callees(op: Op, functions: Mapping[str, Function], *, fused: bool = False
             text = attributes.get(key)
             if text is not None and "@" in text:
                 found.extend(name for name in op.references(key) if name in functions)
-    if fused and "calls" in attributes and op.name.startswith("hlo."):
+    if "calls" in attributes and op.name.startswith("hlo.") and (fused or op.name not in _FUSIONS):
+        # XLA's own form: an async-start's or a call's `calls` is a call, as the
+        # converted form's `called_computation` is; a fusion's only with `fused`.
         found.extend(n for n in op.hlo_calls if n in functions)
     return found
+
+
+_FUSIONS = frozenset(("hlo.fusion", "hlo.fusion-start"))
+"""XLA's own form's fusions: a fusion, and one started asynchronously."""
 
 
 def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
@@ -340,9 +346,34 @@ def _calls_and_counts(
     scan = scan_ops(module)
     calls: dict[str, list[tuple[str, int]]] = {}
     counts: dict[str, Counter[str]] = {}
-    for name, function in module.functions.items():
+    fused: dict[str, list[str]] = {}
+    functions = module.functions
+    for name, function in functions.items():
         calls[name] = function_calls(module, function)
         counts[name] = scan.computing_counts(function.op.id + 1, function.op.end)
+        for op in scan.keyed_within(function.op.id + 1, function.op.end):
+            if op.name in _FUSIONS:
+                fused.setdefault(name, []).extend(n for n in op.hlo_calls if n in functions)
+    if fused:
+        # XLA's own form: a fusion's ops are those of the computation it calls, which
+        # the converted form holds in the fusion's region: counted in the function
+        # holding the fusion, as nested ops are, and the fused computation is not
+        # called.
+        own = {name: Counter(counter) for name, counter in counts.items()}
+        done: dict[str, Counter[str]] = {}
+
+        def with_fused(name: str, active: frozenset[str]) -> Counter[str]:
+            if name in done:
+                return done[name]
+            total = Counter(own[name])
+            for callee in fused.get(name, ()):
+                if callee not in active:  # a cycle cannot be: counted once if it were
+                    total.update(with_fused(callee, active | {name}))
+            done[name] = total
+            return total
+
+        for name in fused:
+            counts[name] = with_fused(name, frozenset())
     return calls, counts
 
 

@@ -165,7 +165,8 @@ def with_declared_axes(meshes: Sequence[Mesh], declared: Sequence[Mesh]) -> tupl
     devices (names and sizes; under the module's symbol). Where several declared
     meshes span those devices, the one whose sizes other than 1 are XLA's, in order;
     where none or several remain, the mesh is kept as XLA wrote it
-    (`Mesh.xla_axes` says so)."""
+    (`Mesh.xla_axes` says so). Several of XLA's meshes that become the same declared
+    mesh are one, under the first's symbol."""
     out: list[Mesh] = []
     for mesh in meshes:
         match = None
@@ -186,6 +187,13 @@ def with_declared_axes(meshes: Sequence[Mesh], declared: Sequence[Mesh]) -> tupl
                     d for d in same_devices if [s for _, s in d.axes if s != 1] == sizes
                 ]
             match = same_devices[0] if len(same_devices) == 1 else None
+        if match is not None and any(
+            (kept.axes, kept.device_ids) == (match.axes, match.device_ids) for kept in out
+        ):
+            # XLA's meshes of two collectives that factor the same devices otherwise
+            # (`axis_0=2, axis_1=1, axis_2=2` and `axis_0=1, ..., axis_3=2`) are both
+            # the declared mesh: one mesh, so that shardings read on it.
+            continue
         mesh = mesh if match is None else dataclasses.replace(match, name=mesh.name)
         if mesh not in out:
             out.append(mesh)
@@ -686,6 +694,33 @@ class ReplicaGroups:
     """The mesh axes of the mesh-axes form (XLA's names)."""
     groups: tuple[tuple[int, ...], ...]
     """Explicit groups of device ids; empty for the mesh-axes form."""
+
+
+def mesh_axes_groups(mesh: Mesh, axes: Sequence[str]) -> tuple[tuple[int, ...], ...] | None:
+    """The device groups of the mesh-axes form (`replica_group_mesh_axes`) on `mesh`:
+    devices that differ only along `axes` are one group, ordered along them (in the
+    order `axes` lists them), the groups by the other axes' positions; None where an
+    axis is not the mesh's."""
+    names = [name for name, _ in mesh.axes]
+    if any(axis not in names for axis in axes):
+        return None
+    sizes = [size for _, size in mesh.axes]
+    ids = list(mesh.device_ids) if mesh.device_ids else list(range(mesh.devices))
+    if len(ids) != mesh.devices:
+        return None
+    varying = [names.index(axis) for axis in axes]
+    groups: dict[tuple[int, ...], list[tuple[tuple[int, ...], int]]] = {}
+    for flat, device in enumerate(ids):
+        position, rest = [], flat
+        for size in reversed(sizes):  # row-major: the last axis varies fastest
+            rest, coordinate = divmod(rest, size)
+            position.append(coordinate)
+        position.reverse()
+        key = tuple(c for i, c in enumerate(position) if i not in varying)
+        groups.setdefault(key, []).append((tuple(position[i] for i in varying), device))
+    return tuple(
+        tuple(device for _, device in sorted(members)) for _, members in sorted(groups.items())
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -83,7 +83,7 @@ def parsed_from_reply(
         from hloscope.ir.hlo_native import build_hlo_native_model
 
         return ParsedModule(
-            build_hlo_native_model(module),
+            build_hlo_native_model(module, counts),
             "hlo-native",
             notes + notes_from_log(logged),
             lambda _debug, _limit: str(module.to_string()),
@@ -224,7 +224,7 @@ def _from_converted(
             from hloscope.ir.hlo_native import build_hlo_native_model
 
             hlo_module = xla_module()
-            built = build_hlo_native_model(hlo_module)
+            built = build_hlo_native_model(hlo_module, counts)
             notes: tuple[str, ...] = (
                 f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
                 "op names are HLO opcodes",

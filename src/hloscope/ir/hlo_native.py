@@ -23,9 +23,25 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
+from hloscope.ir.attributes import string_attribute
 from hloscope.ir.context import hlo_computations, native, xla_hlo
 from hloscope.ir.hlo_names import CONFIGS_KEPT
-from hloscope.ir.layout import entry_computation_layout, record_entry_memory_spaces
+from hloscope.ir.hlo_partitioning import (
+    MeshAxes,
+    ReplicaGroupFacts,
+    groups_attribute,
+    mesh_attribute,
+    module_attributes,
+    quoted,
+    replica_groups,
+    sharding_text,
+    tuple_sharding_elements,
+)
+from hloscope.ir.layout import (
+    entry_computation_layout,
+    module_counts,
+    record_entry_memory_spaces,
+)
 from hloscope.ir.proto import proto_message, proto_varints
 
 _HLO_INSTRUCTION = re.compile(
@@ -36,11 +52,17 @@ _HLO_INSTRUCTION = re.compile(
 )
 
 
-def build_hlo_native_model(hlo_module: Any) -> model.Module:
+def build_hlo_native_model(
+    hlo_module: Any, counts: Mapping[str, str] | None = None
+) -> model.Module:
     """A model of XLA's HLO module itself, used when its MLIR conversion fails.
 
     Each computation becomes a function, each instruction an op named
-    `hlo.<opcode>`; shapes come from XLA's own printing of the instruction.
+    `hlo.<opcode>`; shapes come from XLA's own printing of the instruction. How it is
+    partitioned (device counts, shardings, device groups and their meshes) is written
+    as XLA's converter writes it (`hloscope.ir.hlo_partitioning`); `counts`: the
+    device counts of XLA's printed header of the module (`layout.module_counts`),
+    which a module read back from its proto no longer prints.
     """
     ops: list[model.Op] = []
     value_types: list[str] = []
@@ -48,6 +70,7 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
     functions: dict[str, model.Function] = {}
     body: list[model.Op] = []
     backend_configs: dict[str, str] = {}
+    meshes: dict[tuple[tuple[str, int], ...], str] = {}
     with native():
         computations = hlo_computations(hlo_module)
         printed = str(hlo_module.to_string())
@@ -65,6 +88,11 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
             _instruction_shape(text) for instructions in texts for text in instructions
         )
         aliases = input_output_alias(proto)
+        try:
+            proto_fields = proto_message(proto)
+        except ValueError:
+            proto_fields = []
+        partitioning = module_attributes(hlo_module, proto_fields)
         entry_name = facts.entry
         if entry_name is None:
             entry = re.search(r"^ENTRY\s+%?([\w.-]+)", printed, re.MULTILINE)
@@ -114,6 +142,15 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
                 attributes.update(loop_bound_attributes(opcode, text, types.get(shape, shape)))
                 known = computation_facts.instructions.get(name) if computation_facts else None
                 if known is not None:
+                    # The proto's sharding, read by jaxlib, over the printed text's.
+                    attributes.pop("sharding", None)
+                    if known.sharding is not None:
+                        attributes["mhlo.sharding"] = quoted(known.sharding)
+                    if known.replica_groups is not None:
+                        groups = known.replica_groups
+                        if isinstance(groups, MeshAxes) and groups.mesh not in meshes:
+                            meshes[groups.mesh] = f"mesh_{len(meshes)}" if meshes else "mesh"
+                        attributes["replica_groups"] = groups_attribute(groups, meshes)
                     if known.tuple_index is not None:
                         attributes["index"] = str(known.tuple_index)
                     if known.side_effect:
@@ -142,26 +179,54 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
             func_op.regions = (model.Region((model.Block((), tuple(children)),)),)
             func_op.end = len(ops)
             for index, op in sorted(parameters, key=lambda item: item[0]):
+                sharding = op.attributes.get("mhlo.sharding")
                 arguments.append(
                     model.Argument(
                         index,
                         op.results[0],
                         value_types[op.results[0]],
                         op.location_text,
-                        model.EMPTY_ATTRIBUTES,
+                        # The entry's parameters' shardings, as the converter writes
+                        # them on the entry function's arguments.
+                        {"mhlo.sharding": sharding}
+                        if is_entry and sharding is not None
+                        else model.EMPTY_ATTRIBUTES,
                     )
                 )
             root_type = value_types[children[-1].results[0]] if children else ""
+            results: tuple[model.Result, ...] = (
+                (model.Result(0, root_type, model.EMPTY_ATTRIBUTES),) if children else ()
+            )
+            if is_entry and children:
+                results = _entry_results(hlo_module, children[-1]) or results
             functions[func_name] = model.Function(
                 func_name,
                 "public" if is_entry else "private",
                 func_op,
                 tuple(arguments),
-                (model.Result(0, root_type, model.EMPTY_ATTRIBUTES),) if children else (),
+                results,
             )
+        # The meshes the collectives' device groups name, as `sdy.mesh` ops before the
+        # functions, the last made first, as the converter puts them.
+        for axes, mesh_name in meshes.items():
+            mesh_op = model.Op(
+                len(ops),
+                "sdy.mesh",
+                (),
+                (),
+                {"sym_name": quoted(mesh_name), "mesh": mesh_attribute(axes)},
+                _name_loc(mesh_name),
+                None,
+                None,
+            )
+            ops.append(mesh_op)
+            body.insert(0, mesh_op)
+    module_attributes_: dict[str, str] = {**partitioning}
+    if aliases:
+        module_attributes_["mhlo.input_output_alias"] = aliases
     built = model.Module(
         name=str(hlo_module.name),
-        attributes={"mhlo.input_output_alias": aliases} if aliases else {},
+        attributes=module_attributes_,
         ops=ops,
         body=tuple(body),
         functions=functions,
@@ -170,7 +235,42 @@ def build_hlo_native_model(hlo_module: Any) -> model.Module:
         backend_configs=MappingProxyType(backend_configs),
     )
     record_entry_memory_spaces(built, entry_computation_layout(printed))
+    # The printed header's counts, as on the converted form, over the device
+    # assignment's.
+    header = {**(counts or {}), **module_counts(printed)} or None
+    if header:
+        built.attributes = {**built.attributes, **header}
     return built
+
+
+def _entry_results(hlo_module: Any, root: model.Op) -> tuple[model.Result, ...] | None:
+    """The entry's results as the converter makes them: a tuple-shaped ROOT is one
+    result per element (each element's MLIR type from XLA's program shape, its
+    sharding the ROOT's tuple sharding's element); None for an array ROOT."""
+    hlo = xla_hlo()
+    with native():
+        try:
+            computation = hlo.XlaComputation(hlo_module.as_serialized_hlo_module_proto())
+            shape = computation.program_shape().result_shape()
+        except Exception:
+            return None
+        if not shape.is_tuple():
+            return None
+        types = [_mlir_type(element) for element in shape.tuple_shapes()]
+    if any(t is None for t in types):
+        return None
+    sharding = root.attributes.get("mhlo.sharding")
+    elements = tuple_sharding_elements(string_attribute(sharding)) if sharding else None
+    return tuple(
+        model.Result(
+            index,
+            mlir,  # type: ignore[arg-type]
+            {"mhlo.sharding": quoted(elements[index])}
+            if elements and len(elements) == len(types)
+            else model.EMPTY_ATTRIBUTES,
+        )
+        for index, mlir in enumerate(types)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +288,10 @@ class InstructionFacts:
     """A `get-tuple-element`'s index (proto field `tuple_index`)."""
     side_effect: bool
     """A custom call's `custom_call_has_side_effect`."""
+    sharding: str | None = None
+    """Its sharding (proto `sharding`), as XLA prints it; None where it has none."""
+    replica_groups: ReplicaGroupFacts | None = None
+    """A collective's device groups (`hlo_partitioning.replica_groups`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,8 +422,14 @@ def _instruction_facts(
     side_effect = False
     opcode = ""
     metadata = b""
+    sharding: str | None = None
+    groups: dict[int, list[int | bytes]] = {}
     for number, value in proto_message(message):
-        if number == 1:
+        if number in _GROUP_FIELDS:
+            groups.setdefault(number, []).append(value)
+        elif number == 40 and isinstance(value, bytes):  # sharding (an OpSharding)
+            sharding = sharding_text(value)
+        elif number == 1:
             name = _text(value)
         elif number == 2:
             opcode = _text(value)
@@ -336,8 +446,20 @@ def _instruction_facts(
     return (
         name,
         identifier,
-        InstructionFacts(position, _location(name, metadata, frames), tuple_index, side_effect),
+        InstructionFacts(
+            position,
+            _location(name, metadata, frames),
+            tuple_index,
+            side_effect,
+            sharding,
+            replica_groups(groups) if groups else None,
+        ),
     )
+
+
+_GROUP_FIELDS = frozenset((49, 87, 92, 93))
+"""HloInstructionProto's device groups: replica_groups, collective_device_list, and
+the latter's iota and mesh-axes forms."""
 
 
 def _location(name: str, metadata: bytes, frames: _StackFrames) -> str:

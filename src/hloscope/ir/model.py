@@ -271,7 +271,7 @@ TERMINATOR_NAMES = frozenset(
 
 def is_computation(op: Op) -> bool:
     """True for ops that compute, as counted in reports: not terminators, not
-    function definitions."""
+    function definitions, not XLA's parameter instructions."""
     return _name_kind(op.name) == _COMPUTES
 
 
@@ -286,7 +286,7 @@ def counts_as_op(name: str) -> bool:
 # What an op name is, worked out once per distinct name: every analysis asks for
 # each of the module's ops (several hundred thousand calls at 100k ops).
 _SHORT_NAMES: dict[str, str] = {}
-_COMPUTES, _TERMINATOR, _FUNCTION = 0, 1, 2
+_COMPUTES, _TERMINATOR, _FUNCTION, _ARGUMENT = 0, 1, 2, 3
 _NAME_KINDS: dict[str, int] = {}
 
 
@@ -298,6 +298,10 @@ def _name_kind(name: str) -> int:
             kind = _TERMINATOR
         elif name == "func.func":
             kind = _FUNCTION
+        elif name == "hlo.parameter":
+            # XLA's own form: a computation's parameter is its function's argument
+            # (a block argument of the converted form), not an op that computes.
+            kind = _ARGUMENT
         else:
             kind = _COMPUTES
         _NAME_KINDS[name] = kind
@@ -581,6 +585,18 @@ class Module:
                     found = list(decoded.frontend_meshes(text))
             meshes = self.derived["ir.meshes"] = tuple(found)
         return meshes  # type: ignore[return-value]
+
+    def device_groups(self, op: Op) -> tuple[tuple[int, ...], ...] | None:
+        """The devices each group of a collective's `replica_groups` holds, whichever
+        form the attribute takes (explicit groups, or mesh axes on one of the module's
+        meshes); None where it has none or they cannot be told."""
+        groups = op.replica_groups
+        if groups is None:
+            return None
+        if groups.mesh is None:
+            return groups.groups
+        mesh = next((m for m in self.meshes if m.name == groups.mesh), None)
+        return decoded.mesh_axes_groups(mesh, groups.axes) if mesh is not None else None
 
     @property
     def input_output_aliases(self) -> Mapping[int, int]:

@@ -142,6 +142,7 @@ def passes_json(report: PassesReport) -> dict[str, Any]:
         "timings": {
             "compile_seconds": report.compile_seconds,
             "scan_seconds": report.scan_seconds,
+            "compile_cached": report.compile_cached,
         },
         "notes": list(report.notes),
     }

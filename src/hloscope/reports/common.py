@@ -24,7 +24,10 @@ class Timings:
     lower_seconds: float | None
     """`jax.jit(f).lower(...)`."""
     compile_seconds: float | None
-    """`.compile()` (XLA's optimizations and code generation)."""
+    """`.compile()` (XLA's optimizations and code generation); when `compile_cached`,
+    the seconds of the compile that made the cache's entry."""
+    compile_cached: bool = False
+    """The compile was read from hloscope's compile cache, not run here."""
 
 
 def stage_timings(loaded: Loaded) -> Timings:
@@ -36,6 +39,7 @@ def stage_timings(loaded: Loaded) -> Timings:
         load_seconds=loaded.load_seconds,
         lower_seconds=lowering.lower_seconds if lowering is not None else None,
         compile_seconds=compilation.compile_seconds if compilation is not None else None,
+        compile_cached=compilation.cached if compilation is not None else False,
     )
 
 

@@ -46,6 +46,9 @@ class PassesReport:
     notes: tuple[str, ...]
     compiled_for: CompiledFor | None = None
     """What it was compiled for, when compiled here (`--for`, or the local backend)."""
+    compile_cached: bool = False
+    """The compile and its files were read from hloscope's compile cache
+    (`compile_seconds` is then the seconds of the compile that made them)."""
 
 
 def _census_of(text: str | None, pattern: str | None) -> Census | None:
@@ -117,8 +120,10 @@ def passes_report(
         diff_report = pass_diff(dumped, table, diff_index)
     compiled = dumped.compiled
     compile_seconds = None
+    compile_cached = False
     if compiled is not None and compiled.compilation is not None:
         compile_seconds = compiled.compilation.compile_seconds
+        compile_cached = compiled.compilation.cached
     return PassesReport(
         target=dumped.target,
         folder=None if dumped.temporary else display_path(dumped.folder),
@@ -132,6 +137,7 @@ def passes_report(
         scan_seconds=scan_seconds,
         notes=notes,
         compiled_for=compiled.source.compiled_for if compiled is not None else None,
+        compile_cached=compile_cached,
     )
 
 

@@ -46,7 +46,9 @@ def remat_report(source: RematSource) -> RematReport:
     if source.buffers is not None:
         compiled_for = source.buffers.loaded.source.compiled_for
         memory = memory_report(source.buffers).analysis
-        peak = residuals_at_peak(analysis, memory.peak_bytes, memory.buffers_at_peak)
+        # One device's buffers of a partitioned program: its residuals' shards.
+        devices = source.buffers.loaded.module.num_partitions or 1
+        peak = residuals_at_peak(analysis, memory.peak_bytes, memory.buffers_at_peak, devices)
         analysis = dataclasses.replace(analysis, peak=peak)
     lines = {r.source for r in analysis.residuals if r.source}
     lines |= {

@@ -75,10 +75,12 @@ class LoweringProgram:
     def profile(
         self, label: str, module: Module, runs: int | None, warmup: int, trace_dir: str | None
     ) -> tuple[Compilation, ProfiledRuns]:
+        from hloscope.sources.jax.compile import compile_lowering
         from hloscope.sources.jax.profile import profile_lowering
 
-        # The call finds this executable in JAX's cache: the module that runs.
-        compilation = self.compile(label, ())
+        # The call finds this executable in JAX's cache: the module that runs (so it
+        # is compiled, not read from hloscope's compile cache).
+        compilation = compile_lowering(self.lowering, label, (), self.compile_for, cache=False)
         name = module.name or self.lowering.name
         profiled = profile_lowering(
             self.lowering, name, label, runs=runs, warmup=warmup, trace_dir=trace_dir
@@ -175,6 +177,7 @@ class ModuleProgram:
     def _run(
         self, label: str, compiler_options: CompilerOptions, run: RunRequest | None
     ) -> ModuleResult:
+        from hloscope.sources import compile_cache
         from hloscope.sources.jax.module_run import ModuleRequest, run_module
 
         targets = self._custom_call_targets()
@@ -186,6 +189,7 @@ class ModuleProgram:
             tuple(sorted(targets)),
             run,
             self.compile_for.spec if self.compile_for is not None else None,
+            compile_cache.enabled(),
         )
         result = run_module(self.bytecode, request)
         self.optimized = (result.compilation, result.optimized)

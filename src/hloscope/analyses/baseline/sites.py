@@ -11,7 +11,7 @@ comparison's back onto the working directory to be shown.
 from __future__ import annotations
 
 import dataclasses
-import os
+import posixpath
 from collections.abc import Iterable
 
 from hloscope.analyses.baseline.compare import Change, Comparison
@@ -25,9 +25,10 @@ def rebase_site(site: str, frm: str, to: str) -> str:
     path, colon, line = site.rpartition(":")
     if not colon or not path or not line.isdigit():
         return site
-    absolute = os.path.normpath(os.path.join(frm, path))
-    relative = os.path.relpath(absolute, to)
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+    # Paths as strings (both folders absolute): no file system is asked.
+    absolute = posixpath.normpath(posixpath.join(frm, path))
+    relative = posixpath.relpath(absolute, to)
+    if relative == posixpath.pardir or relative.startswith(posixpath.pardir + "/"):
         return f"{absolute}:{line}"
     return f"{relative}:{line}"
 

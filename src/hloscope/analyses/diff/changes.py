@@ -254,12 +254,25 @@ def module_changes(a: Module, b: Module) -> list[Change]:
             attrs_a = {k: v for k, v in op_a.attributes.items() if k != "sym_name"}
             attrs_b = {k: v for k, v in op_b.attributes.items() if k != "sym_name"}
             if attrs_a != attrs_b:
+                meshes = [
+                    next((m for m in module.meshes if m.name == op.symbol_name), None)
+                    for module, op in ((a, op_a), (b, op_b))
+                ]
+                if op_a.name == "sdy.mesh" and None not in meshes:
+                    # One change with its axes: `data=8 → data=4 × model=2`.
+                    detail = f"mesh @{op_a.symbol_name}: " + " → ".join(
+                        " × ".join(f"{n}={size}" for n, size in m.axes) or "maximal"
+                        for m in meshes
+                        if m is not None
+                    )
+                else:
+                    detail = f"{key}: " + short(str(attrs_a)) + " → " + short(str(attrs_b))
                 changes.append(
                     Change(
                         CHANGED,
-                        "",
+                        "(module)",
                         op_a.name,
-                        f"{key}: " + short(str(attrs_a)) + " → " + short(str(attrs_b)),
+                        detail,
                         ("module",),
                         None,
                         None,

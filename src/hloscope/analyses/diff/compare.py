@@ -174,9 +174,11 @@ class Comparer:
                 value_a, value_b = attrs_a.get(key), attrs_b.get(key)
                 if value_a == value_b:
                     continue
-                # Compared in normal form, shown as printed.
-                value_a = raw_a.get(key, value_a) if value_a is not None else None
-                value_b = raw_b.get(key, value_b) if value_b is not None else None
+                # Compared in normal form, shown as printed; device groups as the
+                # devices they hold, which the printed mesh axes do not show.
+                if key != "replica_groups":
+                    value_a = raw_a.get(key, value_a) if value_a is not None else None
+                    value_b = raw_b.get(key, value_b) if value_b is not None else None
                 aspect = aspect_of(key)
                 label = key.removeprefix("frontend.")
                 if aspect == "compute_type":

@@ -131,6 +131,9 @@ class Signatures:
         types: tuple[str, ...],
         module: Module,
     ) -> Signature:
+        if "replica_groups" in op.attributes:
+            # The same text names other devices on another module's mesh.
+            key = (*key, module.device_groups(op))
         known = self.known.get(key)
         if known is not None:
             return known
@@ -194,6 +197,13 @@ def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
             continue  # the default, which some printers leave out
         if name in _REFERENCE_KEYS:
             continue  # in `references`: names are compared by what they name
+        if name == "replica_groups":
+            # Compared by the devices in each group, not by the text naming them (the
+            # same mesh-axes text names other groups on another mesh).
+            groups = module.device_groups(op)
+            if groups is not None:
+                out[name] = "{" + ", ".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
+                continue
         out[name] = normalize_value(value)
     return tuple(sorted(out.items()))
 

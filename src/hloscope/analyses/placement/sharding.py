@@ -106,8 +106,9 @@ def sharding_annotations(
     other = 0
     for op in ops:
         if "custom" not in op.name and op.name[:4] != "sdy.":
-            # Neither a custom call nor an sdy op: only a sharding attribute counts.
-            if op.has_sharding:
+            # Neither a custom call nor an sdy op: only a sharding attribute counts. An
+            # HLO parameter's (XLA's own form) is its argument's, listed above.
+            if op.has_sharding and op.name != "hlo.parameter":
                 other += 1
             continue
         kind: ShardingKind | None = None

@@ -258,7 +258,8 @@ def passes_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
             **fields(PassTable, "input_ops", "output_ops", "pipelines"),
             "passes": array(step),
             "timings": obj(
-                {"compile_seconds": nullable(NUM), "scan_seconds": NUM}, title="PassesTimings"
+                {"compile_seconds": nullable(NUM), "scan_seconds": NUM, "compile_cached": BOOL},
+                title="PassesTimings",
             ),
             "notes": STRS,
             "find": find,

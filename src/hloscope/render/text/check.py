@@ -4,9 +4,10 @@ verdict on the last line."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -14,6 +15,7 @@ from hloscope.analyses.baseline.compare import Change, GrownBuffers
 from hloscope.analyses.baseline.tolerance import describe_site_delta
 from hloscope.render.check_rows import change_rows, verdict_words
 from hloscope.render.text.common import (
+    Entries,
     clip,
     notes_group,
     short_source,
@@ -99,7 +101,9 @@ def _changes_table(title: str, changes: tuple[Change, ...]) -> Table:
         ],
     )
     for row in change_rows(changes):
-        table.add_row(row.fact, row.before, row.after, row.change, row.tolerance)
+        # A change keeps each count with its kind (`+6 hlo.copy-done`) on one line.
+        change = change_entries(row.change)
+        table.add_row(row.fact, row.before, row.after, change, row.tolerance)
     return table
 
 
@@ -132,9 +136,30 @@ def _lines_table(
         [("line", "left", True), ("what it adds", "left", False)],
     )
     for site, items in by_site.items():
-        cell = Text("; ".join(items))
+        # At most a few lines a site, then `… N more` (--json has them all): a line
+        # that gained many ops, and the why of each collective there, is not a page.
+        added = Entries(items, separator="; ", max_lines=MAX_SITE_LINES)
         code = texts.get(site)
+        cell: RenderableType = added
         if code:
-            cell = Text.assemble((clip(code, 70), "dim"), "\n", cell)
+            cell = Group(Text(clip(code, 70), style="dim"), added)
         table.add_row(source_text(site), cell)
     return table
+
+
+MAX_SITE_LINES = 6
+
+
+def change_entries(change: str) -> Entries:
+    """`+6 hlo.copy-done, +6 hlo.copy-start, … (16 kinds)` as entries, the kinds not
+    listed counted (`… 14 more`)."""
+    parts = change.split(", ")
+    more = 0
+    counted_kinds = re.fullmatch(r"… \((\d+) kinds\)", parts[-1]) if len(parts) > 1 else None
+    if counted_kinds:
+        parts.pop()
+        more = int(counted_kinds.group(1)) - len(parts)
+    return Entries(parts, more=more, max_lines=MAX_SITE_LINES)
+
+
+"""The most lines a line of the user's code takes in `Where they come from`."""

@@ -13,6 +13,7 @@ from rich.text import Text
 from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
 from hloscope.analyses.diff import Side as DiffSide
 from hloscope.render.text.common import (
+    Squeezed,
     describe_source,
     header_table,
     notes_group,
@@ -116,8 +117,9 @@ def _changes_table(title: str, groups: list[ChangeGroup]) -> Table:
     )
     table.add_column("kind", no_wrap=True)
     table.add_column("×", justify="right", no_wrap=True)
-    table.add_column("function", overflow="fold", max_width=28)
-    table.add_column("op", overflow="fold", max_width=30)
+    # A name too wide loses its middle (`Squeezed`), never split over two lines.
+    table.add_column("function", max_width=28)
+    table.add_column("op", max_width=30)
     table.add_column("detail", overflow="fold")
     for group in groups[:MAX_CHANGE_GROUPS]:
         detail = Text(group.detail)
@@ -134,8 +136,8 @@ def _changes_table(title: str, groups: list[ChangeGroup]) -> Table:
         table.add_row(
             Text(group.kind, style=DIFF_STYLES.get(group.kind, "")),
             str(group.count),
-            group.function,
-            group.op,
+            Squeezed(group.function, min_width=12),
+            Squeezed(group.op, min_width=12),
             detail,
         )
     if len(groups) > MAX_CHANGE_GROUPS:
@@ -167,8 +169,9 @@ def _fusions_table(result: ModuleDiff) -> Table | None:
     )
     table.add_column("status", no_wrap=True)
     table.add_column("kind", no_wrap=True)
-    table.add_column("fused ops", overflow="fold")
-    table.add_column("what moved", overflow="fold")
+    # Lists wrap between their words; a word too wide ends in `…`, never split.
+    table.add_column("fused ops")
+    table.add_column("what moved")
     for fusion in result.fusions[:MAX_CHANGE_GROUPS]:
         kind = fusion.a_kind or fusion.b_kind or ""
         if fusion.a_kind and fusion.b_kind and fusion.a_kind != fusion.b_kind:

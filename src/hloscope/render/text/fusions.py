@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from rich.console import Console, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from hloscope.analyses.fusions import (
@@ -17,12 +18,17 @@ from hloscope.analyses.fusions import (
     library_lines,
 )
 from hloscope.render.text.common import (
+    Entries,
+    Heading,
+    Squeezed,
     clip,
     describe_source,
     header_table,
     names_text,
     notes_group,
     plural,
+    shape_cell,
+    shapes_cell,
     simple_table,
     timings_text,
 )
@@ -63,11 +69,17 @@ def fusion_summary_text(summary: FusionSummary) -> str:
 
 
 def short_ops(counts: Mapping[str, int]) -> str:
+    """`convert ×3, add, reduce`: a fusion's ops, the most frequent first."""
+    return ", ".join(short_ops_entries(counts))
+
+
+def short_ops_entries(counts: Mapping[str, int]) -> list[str]:
+    """`convert ×3`, `add`, `reduce`: `short_ops`' entries."""
     parts = []
     for name, count in sorted(counts.items(), key=lambda kv: -kv[1]):
         short = name.partition(".")[2] or name
         parts.append(f"{short} ×{count}" if count > 1 else short)
-    return ", ".join(parts)
+    return parts
 
 
 def fusion_kind_text(fusion: Fusion) -> str:
@@ -107,6 +119,15 @@ def below_name(name: Text, function: str) -> Text:
         name = name.copy()
         name.right_crop(len(suffix))
         name.append(f"\n in {function}", style="dim")
+    return name
+
+
+def _without_function(name: Text, function: str) -> Text:
+    """A name cell without its ` in FUNCTION`, which heads the rows of that function."""
+    suffix = f" in {function}"
+    if function != "main" and name.plain.endswith(suffix):
+        name = name.copy()
+        name.right_crop(len(suffix))
     return name
 
 
@@ -151,6 +172,59 @@ def library_jits_text(library_jits: tuple[str, ...]) -> str:
     )
 
 
+MIN_OPS_ROOM = 18
+"""The fewest columns the fusions' ops are shown in (with their padding)."""
+
+OPS_WIDTH_HINT = "a wider terminal (COLUMNS=160)"
+
+
+def _fusions_table(report: FusionsReport, with_ops: bool) -> Table:
+    """The fusions' table; `with_ops`, with the column of the ops they hold, which
+    gives way to the rest (`Entries`)."""
+    analysis = report.analysis
+    shown_fusions = analysis.fusions[:MAX_FUSION_ROWS]
+    fusion_sources = SourceColumn(shown_fusions)
+    ops = [("ops", "left", False)] if with_ops else []
+    fusions = simple_table(
+        f"Fusions ({len(analysis.fusions)})",
+        [
+            ("fusion", "left", True),
+            ("kind", "left", True),
+            # The ops give way (`Entries`); results are read whole (`shape_cell`).
+            *ops,
+            ("result", "left", True),
+            ("bytes in → out", "right", True),
+        ],
+    )
+    fusion_sources.add_to(fusions)
+    headed = any(f.function != "main" for f in shown_fusions)
+    widest_fusion = max((len(f.name) for f in shown_fusions), default=0)
+    function = None
+    for fusion in shown_fusions:
+        if headed and fusion.function != function:
+            # The rows of a function other than the entry under its name, once.
+            function = fusion.function
+            fusions.add_row(Heading(f"in {function}:", beside=widest_fusion))
+        held = Entries(short_ops_entries(fusion.op_counts), max_lines=3, min_width=12)
+        fusions.add_row(
+            _without_function(fusion_name_text(fusion), fusion.function),
+            fusion_kind_text(fusion),
+            *([held] if with_ops else []),
+            shape_cell(fusion.results[0])
+            if len(fusion.results) == 1
+            else shapes_cell(list(fusion.results)),
+            fusion_bytes_text(fusion),
+            fusion_sources.cell(fusion),
+        )
+    if len(analysis.fusions) > MAX_FUSION_ROWS:
+        fusions.add_row(
+            Text(f"… {len(analysis.fusions) - MAX_FUSION_ROWS} more (--json lists all)", "dim")
+        )
+    fusions.caption = fusion_sources.caption()
+    fusions.caption_justify = "left"
+    return fusions
+
+
 def render_fusions(report: FusionsReport, console: Console) -> None:
     analysis = report.analysis
     source = report.source
@@ -169,34 +243,16 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
         rows.append(("jits", "\n".join(jits)))
     console.print(header_table(rows))
 
-    shown_fusions = analysis.fusions[:MAX_FUSION_ROWS]
-    fusion_sources = SourceColumn(shown_fusions)
-    fusions = simple_table(
-        f"Fusions ({len(analysis.fusions)})",
-        [
-            ("fusion", "left", True),
-            ("kind", "left", True),
-            ("ops", "left", False),
-            ("result", "left", False),
-            ("bytes in → out", "right", True),
-        ],
-    )
-    fusion_sources.add_to(fusions)
-    for fusion in shown_fusions:
-        fusions.add_row(
-            below_name(fusion_name_text(fusion), fusion.function),
-            fusion_kind_text(fusion),
-            short_ops(fusion.op_counts),
-            ", ".join(fusion.results),
-            fusion_bytes_text(fusion),
-            fusion_sources.cell(fusion),
+    fusions = _fusions_table(report, with_ops=True)
+    unbounded = console.options.update_width(10_000)
+    without_ops = console.measure(_fusions_table(report, with_ops=False), options=unbounded)
+    if without_ops.maximum + MIN_OPS_ROOM > console.width:
+        # No room for the ops beside names, shapes and numbers read whole: without
+        # them, rather than a column too narrow to read.
+        fusions = _fusions_table(report, with_ops=False)
+        fusions.caption = "\n".join(
+            str(c) for c in (fusions.caption, f"ops: --json, or {OPS_WIDTH_HINT}") if c
         )
-    if len(analysis.fusions) > MAX_FUSION_ROWS:
-        fusions.add_row(
-            Text(f"… {len(analysis.fusions) - MAX_FUSION_ROWS} more (--json lists all)", "dim")
-        )
-    fusions.caption = fusion_sources.caption()
-    fusions.caption_justify = "left"
     if analysis.fusions:
         console.print()
         console.print(fusions)
@@ -210,17 +266,25 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
                 ("op", "left", True),
                 ("kind", "left", True),
                 ("what", "left", False),
-                ("results", "left", False),
+                ("results", "left", True),
                 ("bytes", "right", True),
             ],
         )
         unfused_sources.add_to(unfused)
+        headed = any(op.function != "main" for op in shown_unfused)
+        widest_op = max((len(op.name) for op in shown_unfused), default=0)
+        function = None
         for op in shown_unfused:
+            if headed and op.function != function:
+                function = op.function
+                unfused.add_row(Heading(f"in {function}:", beside=widest_op))
             unfused.add_row(
-                below_name(unfused_name_text(op), op.function),
+                _without_function(unfused_name_text(op), op.function),
                 op.category,
-                unfused_what_text(op),
-                ", ".join(op.results),
+                Squeezed(unfused_what_text(op), min_width=12),
+                shape_cell(op.results[0])
+                if len(op.results) == 1
+                else shapes_cell(list(op.results)),
                 human_bytes(op.result_bytes),
                 unfused_sources.cell(op),
             )
@@ -253,7 +317,7 @@ def render_fusions(report: FusionsReport, console: Console) -> None:
                 Text(clip(report.line_texts.get(line.source, ""), MAX_CODE_CHARS), style="cyan"),
                 str(line.fused_ops),
                 str(line.unfused_ops),
-                line_where_text(line, names_text),
+                Squeezed(line_where_text(line, names_text), max_lines=4),
             )
         if len(analysis.lines) > MAX_LINE_ROWS:
             lines.add_row(

@@ -14,6 +14,9 @@ from rich.tree import Tree
 from hloscope.analyses.structure import Call, FunctionInfo, Structure
 from hloscope.render.text.common import (
     MAX_FUNCTIONS,
+    Entries,
+    Heading,
+    Named,
     describe_source,
     header_table,
     notes_group,
@@ -32,7 +35,7 @@ MAX_OP_KINDS = 15
 def counts_table(title: str, counts: Mapping[str, int], limit: int = MAX_OP_KINDS) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("op")
-    table.add_column("count", justify="right")
+    table.add_column("count", justify="right", no_wrap=True)
     items = list(counts.items())
     for name, count in items[:limit]:
         table.add_row(name, str(count))
@@ -85,21 +88,31 @@ def functions_table(structure: Structure) -> Table:
         ("results", "right"),
         ("calls", "left"),
     ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        # The names and calls give way (`Named`, `Entries`): numbers are read whole.
+        gives_way = column in ("function", "calls")
+        table.add_column(column, justify=justify, no_wrap=not gives_way)  # type: ignore[arg-type]
+    unreachable_headed = False
+    widest = max((len(info.name) for info, _ in listed[:MAX_FUNCTIONS]), default=0)
     for info, clones in listed[:MAX_FUNCTIONS]:
         name = Text(info.name, style="bold" if info.name == structure.entry else "")
         if clones > 1:
             group = structure.group_of(info.name)
             name = Text(group.name if group is not None else info.name)
-            name.append(f" ×{clones}", style="yellow")
-        if not info.reachable:
-            name.append(" (unreachable)", style="dim")
-        calls = ", ".join(
-            f"{label} ×{count}" if count > 1 else label
-            for label, _callee, count in grouped_calls(structure, info.calls)
+        if not info.reachable and not unreachable_headed:
+            # Said once, above them (they come last), not on every row.
+            unreachable_headed = True
+            entry = structure.entry or "the entry"
+            table.add_row(Heading(f"unreachable from {entry}:", beside=widest))
+        suffix = Text(f" ×{clones}", style="yellow") if clones > 1 else Text()
+        calls = Entries(
+            [
+                f"{label} ×{count}" if count > 1 else label
+                for label, _callee, count in grouped_calls(structure, info.calls)
+            ],
+            max_lines=2,
         )
         table.add_row(
-            name,
+            Named(name, suffix, min_width=24),
             info.visibility,
             f"{info.ops:,}",
             f"{info.inlined_ops:,}",

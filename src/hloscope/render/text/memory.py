@@ -18,11 +18,15 @@ from hloscope.analyses.memory import (
     ProfilePoint,
 )
 from hloscope.render.text.common import (
+    ElidedPath,
+    Squeezed,
     clip,
     describe_source,
+    elide_middle,
     header_table,
     notes_group,
     plural,
+    shape_cell,
     simple_table,
     source_text,
 )
@@ -236,20 +240,31 @@ def _buffers_table(
         [
             ("bytes", "right", True),
             ("kind", "left", True),
+            # A tuple's shape an element a line (`shape_cell`).
             ("shape", "left", True),
-            ("instruction", "left", True),
+            ("instruction", "left", False),
             # Wraps at its slashes, so the source lines keep their room.
             ("op name", "left", False),
         ],
     )
     sources.add_to(table)
+    paths = tuple(b.path for b in shown if b.path)
     for buffer in shown:
+        op_name = _op_name_text(buffer.op_name, module)
+        # A parameter's op name is its path (JAX names it so): said once, in that
+        # column, shortened as every path is.
+        as_path = buffer.path is not None and op_name == buffer.path
         table.add_row(
             human_bytes(buffer.bytes),
             _kind_text(buffer),
-            shape_text(buffer.shape),
-            _instruction_text(buffer),
-            _op_name_text(buffer.op_name, module) or Text("-", style="dim"),
+            shape_cell(shape_text(buffer.shape)),
+            # The name gives way to the numbers: wrapped, then elided in its middle.
+            Squeezed(_instruction_text(buffer, with_path=not as_path), min_width=24),
+            ElidedPath(buffer.path, among=paths)
+            if as_path and buffer.path
+            else Squeezed(op_name, min_width=16)
+            if op_name
+            else Text("-", style="dim"),
             sources.cell(buffer),
         )
     captions = [sources.caption()]
@@ -269,13 +284,29 @@ def _op_name_text(op_name: str | None, module: str | None) -> str:
         outer = f"jit({module[len('jit_') :]})/"
         if op_name.startswith(outer):
             op_name = op_name[len(outer) :]
-    return clip(op_name, 40)
+    return elide_middle(op_name, 40)
+
+
+MAX_DONATED_LISTED = 4
+"""More donated arguments than this are counted in the header, not listed."""
 
 
 def _donated_text(analysis: MemoryAnalysis) -> str:
     """`logits (4.0 KiB) → result (ynn_fusion)`: each donated argument and the result
-    XLA writes into its buffer (the temporaries it held between are a note's)."""
-    return ", ".join(donated_text(d) for d in analysis.donated)
+    XLA writes into its buffer (the temporaries it held between are a note's). Many
+    (an optimizer's state) are counted, with their bytes, and pointed to: a header
+    line is not a paragraph."""
+    donated = analysis.donated
+    if len(donated) <= MAX_DONATED_LISTED:
+        return ", ".join(donated_text(d) for d in donated)
+    into_results = sum(1 for d in donated if d.result is not None or d.result_name)
+    total = human_bytes(sum(d.bytes for d in donated))
+    text = f"{plural(len(donated), 'argument')}, {total}"
+    if into_results == len(donated):
+        text += ", each written over by its result"
+    elif into_results:
+        text += f", {into_results} written over by their results"
+    return text + " (hloscope params: column donated; --json: donated)"
 
 
 def donated_text(donated: DonatedBuffer) -> str:
@@ -296,11 +327,11 @@ def _kind_text(buffer: LiveBuffer) -> Text:
     return Text(buffer.kind, style=KIND_STYLES.get(buffer.kind, ""))
 
 
-def _instruction_text(buffer: LiveBuffer) -> str:
-    """`sort.0`, `tuple{1}`; a parameter's pytree path, an unfused op's opcode; the
-    value whose bytes it shares (counted once)."""
+def _instruction_text(buffer: LiveBuffer, with_path: bool = True) -> str:
+    """`sort.0`, `tuple{1}`; a parameter's pytree path (`with_path`), an unfused op's
+    opcode; the value whose bytes it shares (counted once)."""
     name = _value_name(buffer.name)
-    if buffer.path:
+    if buffer.path and with_path:
         name = f"{name} ({buffer.path})"
     elif buffer.opcode and buffer.opcode != "fusion" and buffer.opcode not in name:
         name = f"{name} ({buffer.opcode})"

@@ -149,36 +149,98 @@ def parameter_cells(
     return cells
 
 
-def parameters_table(usage: ParameterUsage) -> Table:
+MESH_WORDS = " over mesh("
+
+WIDEST = 10_000
+"""Wider than any table: a table measured in it says how wide it would be."""
+
+
+def shared_mesh(parameters: Sequence[Parameter]) -> str | None:
+    """`data=4 × model=2` when every sharded argument is sharded over one mesh
+    (`P(...) over mesh(data=4, model=2)`): the header says it once, and the sharding
+    column holds the specs alone. None when they name several meshes, or none."""
+    meshes = {
+        p.sharding.partition(MESH_WORDS)[2] if MESH_WORDS in p.sharding else None
+        for p in parameters
+        if p.sharding
+    }
+    if len(meshes) != 1 or None in meshes:
+        return None
+    mesh = meshes.pop()
+    if mesh is None or not mesh.endswith(")"):
+        return None
+    return " × ".join(axis.strip() for axis in mesh[:-1].split(","))
+
+
+def per_device_shape(p: Parameter) -> str:
+    """The shape of the argument's shard on each device, where it differs from the
+    argument's (same type: a sharded array); empty otherwise."""
+    hlo = p.hlo_shape
+    if hlo is None or hlo == p.shape or hlo.partition("[")[0] != p.shape.partition("[")[0]:
+        return ""
+    return hlo
+
+
+def parameters_table(usage: ParameterUsage, compact: bool = False) -> Table:
+    """Every argument's row. `compact`, for a table that would not fit otherwise: one
+    line per argument in the common case, the columns that would say the same on
+    every row (the HLO index equal to the position, every argument used, every array
+    in device memory, one mesh) left out, said once in the header instead
+    (`compact_header_rows`), and the shape per device in a column of its own, blank
+    where it is the whole shape."""
     rows = usage.parameters
     show_donation = shows_donation(rows)
     show_sharding = any(p.sharding for p in rows)
-    show_memory = any(p.memory_kind for p in rows)
+    mesh = shared_mesh(rows) if show_sharding and compact else None
+    show_memory = any(p.memory_kind and (p.memory_kind != "device" or not compact) for p in rows)
+    show_hlo = any(p.hlo_index != p.position or not compact for p in rows)
+    show_status = any(p.status != USED or not compact for p in rows)
+    show_per_device = compact and any(per_device_shape(p) for p in rows)
+    paths = tuple(p.path for p in rows[:MAX_PARAMETERS])
     table = Table(
         title="Arguments" if usage.from_python else "Parameters",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
     )
-    table.add_column("#", justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
     table.add_column("argument" if usage.from_python else "parameter")
-    table.add_column("hlo", justify="right")
-    table.add_column("status")
-    table.add_column("shape")
-    table.add_column("bytes", justify="right")
+    if show_hlo:
+        table.add_column("hlo", justify="right", no_wrap=True)
+    if show_status:
+        table.add_column("status", no_wrap=True)
+    # An array's shape is read whole; a type with spaces (an MLIR type) may wrap.
+    table.add_column("shape", no_wrap=not any(" " in p.shape for p in rows))
+    if show_per_device:
+        table.add_column("per device", no_wrap=True)
+    table.add_column("bytes", justify="right", no_wrap=True)
     if show_donation:
-        table.add_column("donated")
+        table.add_column("donated", no_wrap=True)
     if show_sharding:
         table.add_column("sharding")
     if show_memory:
-        table.add_column("memory")
+        table.add_column("memory", no_wrap=True)
     for p in rows[:MAX_PARAMETERS]:
-        cells: list[RenderableType] = list(
-            parameter_cells(p, donation=show_donation, sharding=show_sharding, memory=show_memory)
-        )
-        # A long path gives up its middle, not the end that tells arguments apart (the
-        # browser's table does the same itself).
-        cells[1] = ElidedPath(p.path)
+        style = STATUS_STYLES.get(p.status, "")
+        # A long path gives up its middle, never what tells it from the others (the
+        # browser's table does the same).
+        cells: list[RenderableType] = [str(p.position), ElidedPath(p.path, among=paths)]
+        if show_hlo:
+            cells.append("-" if p.hlo_index is None else str(p.hlo_index))
+        if show_status:
+            cells.append(Text(p.status, style=style))
+        if show_per_device:
+            cells += [p.shape, per_device_shape(p)]
+        else:
+            cells.append(parameter_shape_text(p))
+        cells.append(human_bytes(p.bytes))
+        if show_donation:
+            cells.append(donation_text(p))
+        if show_sharding:
+            sharding = p.sharding or ""
+            cells.append(sharding.partition(MESH_WORDS)[0] if mesh else sharding)
+        if show_memory:
+            cells.append(p.memory_kind or "")
         table.add_row(*cells)
     if len(rows) > MAX_PARAMETERS:
         table.add_row("", Text(f"… {len(rows) - MAX_PARAMETERS} more (see --json)", style="dim"))
@@ -200,10 +262,13 @@ def dropped_donations_table(dropped: Sequence[Parameter]) -> Table:
     )
     table.add_column("argument")
     table.add_column("shape")
-    table.add_column("bytes", justify="right")
+    table.add_column("bytes", justify="right", no_wrap=True)
     table.add_column("why")
     for p in dropped[:MAX_PARAMETERS]:
-        table.add_row(ElidedPath(p.path), p.shape, human_bytes(p.bytes), p.donation_dropped)
+        among = tuple(d.path for d in dropped[:MAX_PARAMETERS])
+        table.add_row(
+            ElidedPath(p.path, among=among), p.shape, human_bytes(p.bytes), p.donation_dropped
+        )
     if len(dropped) > MAX_PARAMETERS:
         table.add_row(Text(f"… {len(dropped) - MAX_PARAMETERS} more (see --json)", style="dim"))
     return table
@@ -220,7 +285,8 @@ def shared_table(shared: Sequence[Parameter]) -> Table:
     table.add_column("argument")
     table.add_column("also")
     for p in shared[:MAX_PARAMETERS]:
-        table.add_row(ElidedPath(p.path), ", ".join(p.also))
+        among = tuple(s.path for s in shared[:MAX_PARAMETERS])
+        table.add_row(ElidedPath(p.path, among=among), ", ".join(p.also))
     if len(shared) > MAX_PARAMETERS:
         table.add_row(Text(f"… {len(shared) - MAX_PARAMETERS} more (see --json)", style="dim"))
     return table
@@ -235,10 +301,19 @@ def render_params(report: ParamsReport, console: Console) -> None:
         ("params", params_counts_text(usage)),
         ("bytes", params_bytes_text(usage)),
     ]
+    table = parameters_table(usage)
+    if console.measure(table, options=console.options.update_width(WIDEST)).maximum > (
+        console.width
+    ):
+        # Too wide: rows of three or four lines. What every row would say is said once.
+        table = parameters_table(usage, compact=True)
+        mesh = shared_mesh(usage.parameters)
+        if mesh is not None:
+            rows.append(("mesh", f"{mesh} (every sharding below is over it)"))
     console.print(header_table(rows))
     console.print()
     if usage.parameters:
-        console.print(parameters_table(usage))
+        console.print(table)
         console.print()
     shared = [p for p in usage.parameters if p.also]
     if shared:
@@ -275,7 +350,7 @@ def render_params(report: ParamsReport, console: Console) -> None:
         )
         table = Table(box=box.SIMPLE_HEAD, show_edge=False)
         table.add_column("function")
-        table.add_column("call sites", justify="right")
+        table.add_column("call sites", justify="right", no_wrap=True)
         table.add_column("unused parameters")
         for f in ignoring[:MAX_FUNCTIONS]:
             unused = ", ".join(f"{p.index}: {p.name} {p.shape}" for p in f.unused)

@@ -11,6 +11,7 @@ from rich.text import Text
 from hloscope.analyses.passes import FoundAt, KindChange, PassFind, PassStep
 from hloscope.render.text.common import (
     Cell,
+    Entries,
     compiled_for_text,
     header_table,
     notes_group,
@@ -24,17 +25,21 @@ MAX_KINDS_IN_CELL = 3
 
 def kind_changes_text(changes: tuple[KindChange, ...]) -> Text:
     """`+fusion 3  −multiply 2`, the largest changes first."""
-    text = Text()
-    for change in changes[:MAX_KINDS_IN_CELL]:
-        if text:
-            text.append("  ")
-        sign = "+" if change.delta > 0 else "−"
-        text.append(
-            f"{sign}{change.kind} {abs(change.delta)}", style="green" if change.delta > 0 else "red"
-        )
+    text = Text("  ").join(kind_change_entries(changes[:MAX_KINDS_IN_CELL]))
     if len(changes) > MAX_KINDS_IN_CELL:
         text.append(f"  … {len(changes) - MAX_KINDS_IN_CELL} more", style="dim")
     return text
+
+
+def kind_change_entries(changes: tuple[KindChange, ...]) -> list[Text]:
+    """`+fusion 3`, `−multiply 2`: each kind with its change, read as one."""
+    return [
+        Text(
+            f"{'+' if c.delta > 0 else '−'}{c.kind} {abs(c.delta)}",
+            style="green" if c.delta > 0 else "red",
+        )
+        for c in changes
+    ]
 
 
 def delta_text(delta: int | None) -> Text:
@@ -108,7 +113,7 @@ def passes_table(report: PassesReport, only_changed: bool) -> Table:
     table.add_column("pass", no_wrap=True, overflow="ellipsis", max_width=26)
     table.add_column(INSTRUCTIONS_COLUMN, justify="right", no_wrap=True)
     table.add_column("Δ", justify="right", no_wrap=True)
-    table.add_column("changed kinds", overflow="fold", min_width=22)
+    table.add_column("changed kinds", min_width=22)
     if found is not None:
         table.add_column("found", overflow="fold", min_width=20, max_width=24)
     hidden = 0
@@ -117,7 +122,16 @@ def passes_table(report: PassesReport, only_changed: bool) -> Table:
         if only_changed and not (step.changed or marked or step.index == report.diff_index):
             hidden += 1
             continue
-        table.add_row(*pass_cells(step, found))
+        cells: list[RenderableType] = list(pass_cells(step, found))
+        # A kind keeps its count on its line, and the kinds give way (`Entries`).
+        kinds = step.changed_kinds
+        cells[5] = Entries(
+            kind_change_entries(kinds[:MAX_KINDS_IN_CELL]),
+            more=max(len(kinds) - MAX_KINDS_IN_CELL, 0),
+            max_lines=3,
+            separator="  ",
+        )
+        table.add_row(*cells)
     if hidden:
         table.title = (
             f"Passes that changed the op counts ({len(report.table.steps) - hidden} of "
@@ -150,7 +164,8 @@ def render_passes(report: PassesReport, console: Console) -> None:
         ("instructions", f"{ops} · {INSTRUCTIONS_MEANING}" if table.steps else ops),
         (
             "timings",
-            f"compile {seconds(report.compile_seconds)} · scan {seconds(report.scan_seconds)}",
+            f"compile {seconds(report.compile_seconds)}"
+            f"{' (cached)' if report.compile_cached else ''} · scan {seconds(report.scan_seconds)}",
         ),
     ]
     if report.find is not None:

@@ -20,12 +20,18 @@ from hloscope.analyses.placement.report import (
 )
 from hloscope.render.text.common import (
     Cell,
+    ElidedPath,
+    Entries,
+    add_row_giving_way,
     describe_source,
     header_table,
     notes_group,
+    short_source,
+    source_entries,
     source_text,
     sources_text,
 )
+from hloscope.render.text.source_lines import ElidedSource, elide_source
 from hloscope.reports import PlacementReport
 from hloscope.units import counted, human_bytes
 
@@ -223,27 +229,38 @@ def warning_text(warning: PlacementWarning, bullet: str) -> Text:
 def _placement_table(title: str, columns: list[tuple[str, str]]) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for column, justify in columns:
-        # Source lines and sizes are read whole; long shardings and names wrap.
-        whole = column in (
-            "source",
+        # What gives way in a narrow table: names, shardings and lists (rich narrows
+        # every column that may wrap to one width); the rest is read whole.
+        gives_way = column in (
+            "function",
+            "functions",
             "sources",
-            "size",
-            "bytes",
-            "bytes/call",
-            "per call",
-            "kind",
-            "shape",
-            "from",
-            "to",
-            "memory",
+            "source",
+            "called from",
+            "value",
+            "name",
+            "sharding",
+            "manual axes",
+            "in",
+            "out",
         )
+        whole = not gives_way
         table.add_column(
             column,
             justify=justify,  # type: ignore[arg-type]
-            no_wrap=whole,
+            no_wrap=whole or justify == "right",
             overflow="ellipsis" if whole else "fold",
         )
     return table
+
+
+def _with_elided_source(cells: list[Cell], source: str | None) -> list[RenderableType]:
+    """`cells`, the last of which is `source`'s: there it gives up the middle of its
+    path, never its line (`ElidedSource`), when the table is narrow."""
+    shown: list[RenderableType] = list(cells)
+    if source:
+        shown[-1] = ElidedSource(short_source(source))
+    return shown
 
 
 def _more(table: Table, shown: int, total: int) -> None:
@@ -265,7 +282,9 @@ def regions_table(title: str, regions: tuple[ComputeRegion, ...]) -> Table:
         ],
     )
     for region in regions[:MAX_PLACEMENT_ROWS]:
-        table.add_row(*region_cells(region))
+        cells: list[RenderableType] = list(region_cells(region))
+        cells[-1] = Entries(source_entries(region.sources), shorten=elide_source)
+        add_row_giving_way(table, cells)
     _more(table, MAX_PLACEMENT_ROWS, len(regions))
     return table
 
@@ -309,7 +328,7 @@ def render_placement(report: PlacementReport, console: Console) -> None:
             ],
         )
         for memory in placement.memory[:MAX_PLACEMENT_ROWS]:
-            table.add_row(*memory_cells(memory))
+            add_row_giving_way(table, memory_cells(memory))
         _more(table, MAX_PLACEMENT_ROWS, len(placement.memory))
         section(table)
     if placement.transfers:
@@ -326,7 +345,9 @@ def render_placement(report: PlacementReport, console: Console) -> None:
             ],
         )
         for transfer in placement.transfers[:MAX_PLACEMENT_ROWS]:
-            table.add_row(*transfer_cells(transfer))
+            moved: list[RenderableType] = list(transfer_cells(transfer))
+            moved[-1] = Entries(source_entries(transfer.sources), shorten=elide_source)
+            add_row_giving_way(table, moved)
         _more(table, MAX_PLACEMENT_ROWS, len(placement.transfers))
         section(table)
     if placement.shardings:
@@ -340,8 +361,14 @@ def render_placement(report: PlacementReport, console: Console) -> None:
                 ("source", "left"),
             ],
         )
-        for sharding in placement.shardings[:MAX_PLACEMENT_ROWS]:
-            table.add_row(*sharding_cells(sharding, "main"))
+        shown = placement.shardings[:MAX_PLACEMENT_ROWS]
+        names = tuple(s.name for s in shown if s.name)
+        for sharding in shown:
+            row = _with_elided_source(sharding_cells(sharding, "main"), sharding.source)
+            if sharding.name and sharding.kind in ("argument", "result"):
+                # An argument's or result's pytree path, shortened as every path is.
+                row[2] = ElidedPath(sharding.name, among=names)
+            add_row_giving_way(table, row)
         _more(table, MAX_PLACEMENT_ROWS, len(placement.shardings))
         section(table)
     if placement.op_shardings:
@@ -361,7 +388,7 @@ def render_placement(report: PlacementReport, console: Console) -> None:
             ],
         )
         for manual in placement.manual_computations[:MAX_PLACEMENT_ROWS]:
-            table.add_row(*manual_cells(manual))
+            add_row_giving_way(table, _with_elided_source(manual_cells(manual), manual.source))
         _more(table, MAX_PLACEMENT_ROWS, len(placement.manual_computations))
         section(table)
     if placement.collectives:
@@ -381,7 +408,15 @@ def render_placement(report: PlacementReport, console: Console) -> None:
             ],
         )
         for collective in placement.collectives:
-            table.add_row(*collective_cells(collective, functions=3, per_call=looped))
+            cells: list[RenderableType] = list(
+                collective_cells(collective, functions=None, per_call=looped)
+            )
+            # The lists give way to the numbers: whole names and lines, on at most two
+            # lines, then `… N more`.
+            cells[-2] = Entries(collective.functions, max_lines=2)
+            lines = source_entries(collective.user_sources or collective.sources)
+            cells[-1] = Entries(lines, shorten=elide_source)
+            add_row_giving_way(table, cells)
         section(table)
         if looped:
             console.print(Text(per_call_note(placement.collectives), style="dim"))

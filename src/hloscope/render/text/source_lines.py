@@ -49,7 +49,12 @@ def elide_source(source: str, limit: int) -> str:
     room = limit - len(name) - len(ELLIPSIS + "/")
     if room < 0:
         return ELLIPSIS + "/" + name if limit >= len(name) + 2 else name
-    return folder[:room] + ELLIPSIS + "/" + name
+    # Whole folders (`.venv/lib/…/update.py:42`): a folder's name cut short could read
+    # as another (`python3.…`).
+    kept = folder[:room]
+    if folder[len(kept) : len(kept) + 1] != "/":
+        kept = kept[: kept.rindex("/") + 1] if "/" in kept else ""
+    return kept + ELLIPSIS + "/" + name
 
 
 class ElidedSource:

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.extend
 import numpy as np
 
-from hloscope.environment import xla_of_jaxlib
+from hloscope.environment import package_version, xla_of_jaxlib
 from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.custom_calls import outside_xla, unrunnable_custom_calls
 from hloscope.native_stderr import native_stderr_captured
+from hloscope.sources.compile_cache import cached_compilation, compile_key
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.jax.backend import local_backend
 from hloscope.sources.jax.private import (
+    private_compile_devices,
     private_compile_options,
     private_device_assignment,
     private_device_list,
@@ -42,14 +44,16 @@ def compile_lowering(
     label: str,
     compiler_options: CompilerOptions = (),
     compile_for: CompileFor | None = None,
+    cache: bool = True,
 ) -> Compilation:
     """Compile (or, for a `Compiled`, read) the optimized module of a lowering.
     `compiler_options`: XLA debug options for this compilation only (`xla_dump_to`).
     `compile_for`: a TPU topology or GPU spec to compile for instead of the local
-    backend."""
+    backend. `cache`: read and keep it in hloscope's compile cache
+    (`sources.compile_cache`); a `Compiled` is read as it is."""
     handle = lowering.handle
     if compile_for is not None:
-        return _compile_lowering_for(lowering, label, compiler_options, compile_for)
+        return _compile_lowering_for(lowering, label, compiler_options, compile_for, cache)
     if isinstance(handle, jax.stages.Compiled):
         if compiler_options:
             raise HloscopeError(
@@ -60,22 +64,138 @@ def compile_lowering(
             )
         return _compilation(handle, None, label)
     if isinstance(handle, jax.stages.Lowered):
-        start = time.perf_counter()
-        try:
-            with user_code():
-                compiled = handle.compile(compiler_options=dict(compiler_options) or None)
-        except Exception as exc:
-            raise HloscopeError(
-                f"{xla_of_jaxlib()} failed to compile it: {one_line(str(exc), 300)}", where=label
-            ) from exc
-        return _compilation(compiled, time.perf_counter() - start, label)
+        key = _lowered_key(lowering, compiler_options) if cache else None
+        return cached_compilation(
+            key, compiler_options, lambda options: _compile_lowered(handle, label, options)
+        )
     if lowering.mlir_bytecode is not None:
-        return compile_module(lowering.mlir_bytecode, label, compiler_options=compiler_options)
+        return compile_module(
+            lowering.mlir_bytecode, label, compiler_options=compiler_options, cache=cache
+        )
     raise HloscopeError("nothing to compile", where=label)
 
 
+def _compile_lowered(handle: Any, label: str, compiler_options: CompilerOptions) -> Compilation:
+    start = time.perf_counter()
+    try:
+        with user_code(), _compiled_by_xla(compiler_options):
+            compiled = handle.compile(compiler_options=dict(compiler_options) or None)
+    except Exception as exc:
+        raise HloscopeError(
+            f"{xla_of_jaxlib()} failed to compile it: {one_line(str(exc), 300)}", where=label
+        ) from exc
+    return _compilation(compiled, time.perf_counter() - start, label)
+
+
+@contextlib.contextmanager
+def _compiled_by_xla(compiler_options: CompilerOptions) -> Iterator[None]:
+    """JAX's persistent compilation cache off while a compile that XLA is to dump runs:
+    where the user turned it on (`jax_compilation_cache_dir`), it hands back the
+    executable of an earlier compile (its key leaves the dump options out), and XLA
+    then writes no buffer assignment or per-pass file."""
+    dumps = any(name == "xla_dump_to" for name, _ in compiler_options)
+    if not dumps or not jax.config.jax_enable_compilation_cache:
+        yield
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
+
+
+def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str | None:
+    """The cache key of JAX compiling a `Lowered` for the local backend: its module,
+    the devices and options JAX compiles it with."""
+    from hloscope.sources.jax.private import private_module_devices, private_propagation
+
+    handle = lowering.handle
+    if lowering.mlir_bytecode is None:
+        return None
+    devices, jit_options = private_compile_devices(handle)
+    return compile_key(
+        lowering.mlir_bytecode,
+        _local_target(),
+        devices,
+        (*compiler_options, *((f"jit:{k}", v) for k, v in jit_options)),
+        private_module_devices(handle)[0],
+        1,
+        private_propagation(handle),
+        _versions(),
+    )
+
+
+def module_key(
+    mlir: bytes | str,
+    label: str,
+    partitions: int,
+    replicas: int,
+    compiler_options: CompilerOptions,
+    compile_for: CompileFor | None,
+    propagation: Any = None,
+    device_order: Any = None,
+) -> str:
+    """The cache key of compiling a StableHLO module over partitions x replicas
+    devices, for the local backend or for `compile_for` (over the devices
+    `compile_devices` gives, by id and in order)."""
+    if compile_for is None:
+        target = _local_target()
+        devices: Iterable[int] = range(partitions * replicas)
+    else:
+        from hloscope.sources.jax.platforms import compile_devices
+
+        target = {
+            "spec": compile_for.spec,
+            "topology": compile_for.topology,
+            "gpu_config": compile_for.gpu_config,
+            "chip_config_name": compile_for.chip_config_name,
+        }
+        chosen, _ = compile_devices(compile_for, partitions, replicas, label, device_order)
+        devices = (int(device.id) for device in chosen)
+    return compile_key(
+        mlir, target, devices, compiler_options, partitions, replicas, propagation, _versions()
+    )
+
+
+def _local_target() -> dict[str, Any]:
+    backend = local_backend()
+    devices = backend.devices()
+    return {
+        "platform": str(backend.platform),
+        "platform_version": str(getattr(backend, "platform_version", "")),
+        "device_kind": str(devices[0].device_kind),
+        "devices": len(devices),
+    }
+
+
+_COMPILERS = ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin", "jax-cuda12-pjrt")
+"""What compiles: their versions are in every cache key."""
+_COMPILE_SETTINGS = (
+    "effort",
+    "optimization_level",
+    "fitting_level",
+    "remat_pass",
+    "xla_profile_version",
+    "shardy",
+)
+"""Words naming JAX's settings that go into XLA's compile options
+(`jax._src.compiler.get_compile_options` reads them): in every cache key too."""
+
+
+def _versions() -> dict[str, str | None]:
+    versions = {name: package_version(name) for name in _COMPILERS}
+    for name, value in jax.config.values.items():
+        if any(word in name for word in _COMPILE_SETTINGS):
+            versions[name] = str(value)
+    return versions
+
+
 def _compile_lowering_for(
-    lowering: Lowering, label: str, compiler_options: CompilerOptions, target: CompileFor
+    lowering: Lowering,
+    label: str,
+    compiler_options: CompilerOptions,
+    target: CompileFor,
+    cache: bool = True,
 ) -> Compilation:
     from hloscope.sources.jax.platforms import compile_for_platform
     from hloscope.sources.jax.private import private_module_devices, private_propagation
@@ -100,10 +220,27 @@ def _compile_lowering_for(
         module, partitions, propagation = lowering.mlir_bytecode, 1, None
     else:
         raise HloscopeError("nothing to compile", where=label)
-    try:
-        executable, elapsed, compiled_for = compile_for_platform(
-            module, target, label, partitions, 1, compiler_options, propagation, order
+    key = None
+    if cache and lowering.mlir_bytecode is not None:
+        key = module_key(
+            lowering.mlir_bytecode,
+            label,
+            partitions,
+            1,
+            compiler_options,
+            target,
+            propagation,
+            order,
         )
+
+    def compile_on_platform(options: CompilerOptions) -> Compilation:
+        executable, elapsed, compiled_for = compile_for_platform(
+            module, target, label, partitions, 1, options, propagation, order
+        )
+        return executable_compilation(executable, elapsed, target.platform, compiled_for)
+
+    try:
+        return cached_compilation(key, compiler_options, compile_on_platform)
     except DoesNotFit:
         raise
     except HloscopeError as exc:
@@ -113,7 +250,6 @@ def _compile_lowering_for(
         if not fell_back:
             raise
         raise HloscopeError(f"{exc.message} ({fell_back[0]})", where=exc.where) from exc
-    return executable_compilation(executable, elapsed, target.platform, compiled_for)
 
 
 def compile_module(
@@ -123,14 +259,30 @@ def compile_module(
     replicas: int = 1,
     compiler_options: CompilerOptions = (),
     custom_call_targets: Iterable[str] = (),
+    compile_for: CompileFor | None = None,
+    cache: bool = True,
 ) -> Compilation:
-    """Compile a StableHLO module (text or bytecode) for the local backend, with XLA
-    debug options for this compilation only. `custom_call_targets`: the targets the
+    """Compile a StableHLO module (text or bytecode) for the local backend or for
+    `compile_for`, with XLA debug options for this compilation only, through
+    hloscope's compile cache when `cache`. `custom_call_targets`: the targets the
     module calls; one the backend cannot run is refused before compiling."""
-    return executable_compilation(
-        *compile_executable_for(
-            mlir, label, partitions, replicas, compiler_options, custom_call_targets
-        )
+    key = None
+    if cache:
+        key = module_key(mlir, label, partitions, replicas, compiler_options, compile_for)
+    return cached_compilation(
+        key,
+        compiler_options,
+        lambda options: executable_compilation(
+            *compile_executable_for(
+                mlir,
+                label,
+                partitions,
+                replicas,
+                options,
+                custom_call_targets,
+                compile_for,
+            )
+        ),
     )
 
 

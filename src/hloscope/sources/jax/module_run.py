@@ -49,6 +49,7 @@ from hloscope.errors import DoesNotFit, HloscopeError, one_line
 from hloscope.ir.hlo import parsed_from_reply
 from hloscope.ir.parsed import ParsedModule
 from hloscope.runs import ProfiledRuns, TraceEvent
+from hloscope.sources import compile_cache
 from hloscope.stages import Compilation, CompiledFor, CompilerOptions
 
 STAGE_REFUSED = "refused"
@@ -97,6 +98,9 @@ class ModuleRequest:
     compile_for: str | None = None
     """`--for`: the TPU topology or GPU spec to compile for instead of the local
     backend (its spec, read again in the child)."""
+    cache: bool = True
+    """Read and keep the compile in hloscope's compile cache (a request that runs the
+    module compiles it: the run needs the executable)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +166,7 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
         raise HloscopeError(_death(reply, "converting"), where=label)
     compiled, text = stages[STAGE_COMPILED]
     note_child_backend(str(compiled["platform"]))
+    compile_cache.relay_note(reply.stderr)
     compilation = Compilation(
         hlo_proto=stages["parsed"][1],
         hlo_text=text.decode("utf-8"),
@@ -170,6 +175,7 @@ def run_module(module: bytes, request: ModuleRequest) -> ModuleResult:
         memory=compiled["memory"],
         platform=compiled["platform"],
         compiled_for=CompiledFor(**compiled["compiled_for"]) if compiled["compiled_for"] else None,
+        cached=bool(compiled.get("cached", False)),
     )
     runs = None
     if request.run is not None:
@@ -215,27 +221,38 @@ def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
     """The child's work on one request: compile, run when asked, answer each stage."""
     from hloscope.compile_for import parse_compile_for
     from hloscope.ir.reader_child import send_hlo_module
-    from hloscope.sources.jax.compile import compile_executable_for, executable_compilation
+    from hloscope.sources.jax.compile import (
+        compile_executable_for,
+        compile_module,
+        executable_compilation,
+    )
 
     label = request["label"]
+    inputs = (
+        module,
+        label,
+        request["partitions"],
+        request["replicas"],
+        tuple((str(k), v) for k, v in request["compiler_options"]),
+        request["custom_call_targets"],
+        parse_compile_for(request.get("compile_for")),
+    )
     try:
-        executable, elapsed, platform, compiled_for = compile_executable_for(
-            module,
-            label,
-            request["partitions"],
-            request["replicas"],
-            tuple((str(k), v) for k, v in request["compiler_options"]),
-            request["custom_call_targets"],
-            parse_compile_for(request.get("compile_for")),
-        )
-        compilation = executable_compilation(executable, elapsed, platform, compiled_for)
+        if request["run"] is None:
+            # Only what the views read: through the compile cache.
+            compilation = compile_module(*inputs, cache=request.get("cache", True))
+        else:
+            executable, elapsed, platform, made_for = compile_executable_for(*inputs)
+            compilation = executable_compilation(executable, elapsed, platform, made_for)
+        compiled_for = compilation.compiled_for
         compiled = {
             "stage": STAGE_COMPILED,
             "compile_seconds": compilation.compile_seconds,
             "cost": dict(compilation.cost) if compilation.cost is not None else None,
             "memory": dict(compilation.memory) if compilation.memory is not None else None,
             "platform": compilation.platform,
-            "compiled_for": dataclasses.asdict(compiled_for),
+            "compiled_for": dataclasses.asdict(compiled_for) if compiled_for else None,
+            "cached": compilation.cached,
         }
         write_frame(replies, compiled, compilation.hlo_text.encode("utf-8"))
         if request["run"] is not None:
@@ -256,8 +273,8 @@ def _serve(request: dict[str, Any], module: bytes, replies: Any) -> None:
             }
         write_frame(replies, refused)
         return
-    optimized = executable.hlo_modules()[0]
-    send_hlo_module(optimized, replies, compilation.hlo_proto, compilation.hlo_text)
+    # The proto and text are the module's: send_hlo_module needs no module object.
+    send_hlo_module(None, replies, compilation.hlo_proto, compilation.hlo_text)
 
 
 def _run(executable: Any, run: dict[str, Any], label: str, replies: Any) -> dict[str, Any]:

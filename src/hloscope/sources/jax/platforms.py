@@ -160,20 +160,7 @@ def compile_for_platform(
     device), the seconds XLA took, and what it was compiled for. XLA refusing a
     program that does not fit the device's memory is a `DoesNotFit`."""
     devices = platform_devices(target)
-    needed = partitions * replicas
-    if needed > len(devices):
-        raise HloscopeError(
-            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
-            "compile it for a platform with as many",
-            where=label,
-        )
-    if (
-        device_order is None
-        or len(device_order.positions) != needed
-        or max(device_order.positions) >= len(devices)
-    ):
-        device_order = DeviceOrder(tuple(range(needed)), slice_mesh=False)
-    chosen = tuple(devices[k] for k in device_order.positions)
+    chosen, device_order = compile_devices(target, partitions, replicas, label, device_order)
     client = chosen[0].client
     options = private_compile_options(
         num_replicas=replicas,
@@ -209,6 +196,34 @@ def compile_for_platform(
     elapsed = time.perf_counter() - start
     record = compiled_for_record(target, chosen, len(devices), device_order)
     return executable, elapsed, record
+
+
+def compile_devices(
+    target: CompileFor,
+    partitions: int,
+    replicas: int,
+    label: str,
+    device_order: DeviceOrder | None = None,
+) -> tuple[tuple[Any, ...], DeviceOrder]:
+    """The devices of `target` a module of partitions x replicas is compiled over, in
+    the device assignment's order (`device_order`, the program's on the slice; the
+    first devices without one), and that order: what `compile_for_platform` compiles
+    over, and the compile cache's key names by id."""
+    devices = platform_devices(target)
+    needed = partitions * replicas
+    if needed > len(devices):
+        raise HloscopeError(
+            f"the program runs on {needed} devices and {target.spec} has {len(devices)}: "
+            "compile it for a platform with as many",
+            where=label,
+        )
+    if (
+        device_order is None
+        or len(device_order.positions) != needed
+        or max(device_order.positions) >= len(devices)
+    ):
+        device_order = DeviceOrder(tuple(range(needed)), slice_mesh=False)
+    return tuple(devices[k] for k in device_order.positions), device_order
 
 
 def compiled_for_record(

@@ -1,9 +1,7 @@
 """JAX's private APIs: every use in hloscope of `jax._src` and of underscored JAX
-attributes, each behind a small `private_*` function (and `describe_sharding`,
-which knows JAX's internal sharding placeholders by name).
-
-JAX may change these in any release. `private_api_ok()`, run by
-`tests/test_layering.py`, fails loudly when it does, naming what changed.
+attributes, each behind a small `private_*` function (and `describe_sharding`, which
+knows JAX's internal sharding placeholders by name). JAX may change them in any
+release: `private_api_ok()`, run by the tests, then fails loudly, naming what changed.
 """
 
 from __future__ import annotations
@@ -115,6 +113,13 @@ def private_module_devices(lowered: Any) -> tuple[int, tuple[Any, ...] | None]:
         return int(_private_compile_args(lowered)["num_devices"]), tuple(listed or ()) or None
     except (AttributeError, KeyError, TypeError, ValueError):
         return 1, None
+
+
+def private_compile_devices(lowered: Any) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
+    """Ids of the devices JAX compiles `lowered` over, in order; `jax.jit`'s compiler_options."""
+    kvs = getattr(getattr(lowered, "_lowering", None), "_compiler_options_kvs", None) or ()
+    ids = tuple(int(d.id) for d in private_module_devices(lowered)[1] or ())
+    return ids, tuple(sorted((str(k), str(v)) for k, v in kvs))
 
 
 def private_parse_module(module: bytes | str) -> Any:
@@ -575,7 +580,8 @@ def private_api_ok() -> list[str]:
         compile_args = _private_compile_args(lowered)
     except AttributeError:
         return ["Lowered._lowering.compile_args"]
-    for key in ("kept_var_idx", "all_args_info", "in_shardings"):
+    keys = ("kept_var_idx", "all_args_info", "in_shardings")  # then --for's three
+    for key in (*keys, "num_devices", "out_shardings", "ordered_effects"):
         if key not in compile_args:
             missing.append(f"compile_args[{key!r}]")
     info = compile_args.get("all_args_info")
@@ -598,18 +604,14 @@ def private_api_ok() -> list[str]:
     missing.extend(_compile_capture_missing())
     missing.extend(_remat_missing())
     missing.extend(_compile_events_missing())
-    if not hasattr(_jax_compiler, "get_compile_options"):
-        missing.append("jax._src.compiler.get_compile_options")
-    elif (
-        "env_options_overrides"
-        not in inspect.signature(_jax_compiler.get_compile_options).parameters
-    ):
+    options = getattr(_jax_compiler, "get_compile_options", None)
+    if options is None or "env_options_overrides" not in inspect.signature(options).parameters:
         missing.append("jax._src.compiler.get_compile_options(env_options_overrides=)")
     if not callable(getattr(_jax_xla_bridge, "backends_are_initialized", None)):
         missing.append("jax._src.xla_bridge.backends_are_initialized")
-    for name in ("DeviceAssignment", "DeviceList"):
-        if not hasattr(_xla_client, name):
-            missing.append(f"jax._src.lib.xla_client.{name}")
+    missing += [
+        f"xla_client.{n}" for n in ("DeviceAssignment", "DeviceList") if not hasattr(_xla_client, n)
+    ]
     wanted = ("num_devices", "out_shardings", "ordered_effects")  # what `--for` reads
     missing += [f"compile_args[{key!r}]" for key in wanted if key not in compile_args]
     missing += [] if hasattr(lowered._lowering, "_device_list") else ["_lowering._device_list"]
@@ -671,10 +673,8 @@ def _compile_events_missing() -> list[str]:
     for field in ("in_avals", "in_tree", "arg_names"):
         if field not in fields:
             missing.append(f"jax._src.pjit.PjitParams.{field}")
-    if (
-        "jit_info"
-        not in _jax_pjit._cpp_pjit.__code__.co_cellvars + _jax_pjit._cpp_pjit.__code__.co_varnames
-    ):
+    code = _jax_pjit._cpp_pjit.__code__
+    if "jit_info" not in code.co_cellvars + code.co_varnames:
         missing.append("jax._src.pjit._cpp_pjit(fun, jit_info)")
     if _explain_function() is None:
         missing.append(

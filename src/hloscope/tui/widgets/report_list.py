@@ -105,13 +105,20 @@ def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Li
         for i, column in enumerate(columns)
     ]
 
+    # A path column's paths: each shortened keeps what tells it from the others.
+    paths = {
+        i: tuple(r[i].plain for r in cells if i < len(r))
+        for i, column in enumerate(columns)
+        if column.path
+    }
+
     def joined(parts: Sequence[Text], style: Style | str = "") -> Text:
         line = Text(style=style, no_wrap=True, overflow="ellipsis", end="")
         for i, (part, column) in enumerate(zip(parts, columns, strict=False)):
             if i:
                 line.append(GAP)
             if column.path and part.cell_len > widths[i]:
-                cell = Text(elide_path(part.plain, widths[i]), style=part.style)
+                cell = Text(elide_path(part.plain, widths[i], paths[i]), style=part.style)
             else:
                 cell = part.copy()
                 cell.truncate(widths[i], overflow="ellipsis")
