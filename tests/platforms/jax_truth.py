@@ -199,13 +199,36 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
         if op["opcode"].endswith("-done") and (started := _DONE_OF.search(op["line"]))
     }
     collectives: dict[str, dict[str, int]] = {}
+    # One collective a channel: the TPU's copies of an async collective in the
+    # fusions that move it on share its channel_id; it is counted at its start (the
+    # copy outside those fusions, else the first).
+    started: dict[tuple[str, str], dict[str, str]] = {}
+    for op in ops:
+        base = op["opcode"].removesuffix("-start")
+        channel = _CHANNEL.search(op["line"])
+        if base in COLLECTIVES and op["computation"] in reachable and channel:
+            key = (base, channel[1])
+            copy = op["computation"].startswith("async_collective_fusion")
+            if key not in started or (
+                started[key]["computation"].startswith("async_collective_fusion") and not copy
+            ):
+                started[key] = op
+    starts = {id(op) for op in started.values()}
     for op in ops:
         base = op["opcode"].removesuffix("-start")
         if base not in COLLECTIVES or op["computation"] not in reachable:
             continue
+        if _CHANNEL.search(op["line"]) and id(op) not in starts:
+            copied = collectives.setdefault(
+                base.replace("-", "_"),
+                {"count": 0, "async": 0, "in_loops": 0, "bytes": 0, "copies": 0},
+            )
+            copied["copies"] += 1
+            continue
         computation = op["computation"]
         entry_of = collectives.setdefault(
-            base.replace("-", "_"), {"count": 0, "async": 0, "in_loops": 0, "bytes": 0}
+            base.replace("-", "_"),
+            {"count": 0, "async": 0, "in_loops": 0, "bytes": 0, "copies": 0},
         )
         entry_of["count"] += 1
         # What it makes: a `-start`'s result holds its inputs too; its `-done`'s is
@@ -221,6 +244,7 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
     return {"collectives": collectives, "whiles": sum(op["opcode"] == "while" for op in ops)}
 
 
+_CHANNEL = re.compile(r"\bchannel_id=(\d+)")
 _MEGASCALE = re.compile(r'_xla_megascale_transfer_type="(\w+)"')
 _DONE_OF = re.compile(r"-done\(%?([\w.\-]+)\)")
 _ITEM_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2}

@@ -696,6 +696,19 @@ class ReplicaGroups:
     """Explicit groups of device ids; empty for the mesh-axes form."""
 
 
+_CHANNEL_HANDLE = re.compile(r"handle\s*=\s*(\d+)")
+
+
+def channel_id(text: str | None) -> int | None:
+    """`62`, or MLIR's `#stablehlo.channel_handle<handle = 62, type = 1>`, as 62; None
+    for none (or 0, which XLA writes for no channel)."""
+    if not text:
+        return None
+    found = _CHANNEL_HANDLE.search(text) if "handle" in text else None
+    digits = found[1] if found else text.strip()
+    return int(digits) or None if digits.isdigit() else None
+
+
 def mesh_axes_groups(mesh: Mesh, axes: Sequence[str]) -> tuple[tuple[int, ...], ...] | None:
     """The device groups of the mesh-axes form (`replica_group_mesh_axes`) on `mesh`:
     devices that differ only along `axes` are one group, ordered along them (in the

@@ -155,6 +155,8 @@ def build_hlo_native_model(
                         attributes["index"] = str(known.tuple_index)
                     if known.side_effect:
                         attributes["has_side_effect"] = "true"
+                    if known.channel_id is not None:
+                        attributes["channel_id"] = str(known.channel_id)
                 op = model.Op(
                     len(ops),
                     f"hlo.{opcode}",
@@ -292,6 +294,9 @@ class InstructionFacts:
     """Its sharding (proto `sharding`), as XLA prints it; None where it has none."""
     replica_groups: ReplicaGroupFacts | None = None
     """A collective's device groups (`hlo_partitioning.replica_groups`)."""
+    channel_id: int | None = None
+    """A collective's channel (proto `channel_id`): the TPU's copies of one async
+    collective, in the fusions that move it on, share it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -423,6 +428,7 @@ def _instruction_facts(
     opcode = ""
     metadata = b""
     sharding: str | None = None
+    channel_id: int | None = None
     groups: dict[int, list[int | bytes]] = {}
     for number, value in proto_message(message):
         if number in _GROUP_FIELDS:
@@ -441,6 +447,8 @@ def _instruction_facts(
             identifier = value
         elif number == 65 and isinstance(value, int):
             side_effect = bool(value)
+        elif number == 26 and isinstance(value, int):
+            channel_id = value
     if opcode == "get-tuple-element" and tuple_index is None:
         tuple_index = 0  # proto3 leaves a zero out
     return (
@@ -453,6 +461,7 @@ def _instruction_facts(
             side_effect,
             sharding,
             replica_groups(groups) if groups else None,
+            channel_id or None,
         ),
     )
 

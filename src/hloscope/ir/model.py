@@ -217,6 +217,14 @@ class Op:
         text = self.attributes.get("replica_groups")
         return decoded.parse_replica_groups(text) if text else None
 
+    @property
+    def channel_id(self) -> int | None:
+        """A collective's channel: `channel_id` in XLA's own form, the handle of
+        `channel_handle` in MLIR's; None where it has none."""
+        return decoded.channel_id(
+            self.attributes.get("channel_id") or self.attributes.get("channel_handle")
+        )
+
     def references(self, key: str) -> tuple[str, ...]:
         """The functions an attribute names (`callee = @f`, `calls = [@a, @b]`), by
         name; empty when it has none."""

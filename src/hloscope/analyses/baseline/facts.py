@@ -26,7 +26,11 @@ from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, op_user_sou
 from hloscope.analyses.memory import MemoryAnalysis
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import Placement
-from hloscope.analyses.placement.collectives import collective_kind, megascale_kind
+from hloscope.analyses.placement.collectives import (
+    collective_copies,
+    collective_kind,
+    megascale_kind,
+)
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.profile import ProfileAnalysis
 from hloscope.analyses.remat import RematAnalysis
@@ -189,8 +193,10 @@ def measure(compiled: Compiled) -> Measurement:
     # The collectives the program runs, as placement counts them: not those in the
     # copies of fused computations a conversion leaves unreachable.
     reached = runs.reached()
+    carried = collective_copies(module, (op for op in module.ops if op.function in reached))
     for op in module.ops:
-        found = collective_kind(op) if op.function in reached else None
+        running = op.function in reached and op.id not in carried
+        found = collective_kind(op) if running else None
         if found is not None:
             name = f"collectives.{found[0].replace('_', '-')}.count"
             sites.setdefault(name, Counter())[site(op)] += 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
@@ -77,15 +77,18 @@ class _AsyncScopes:
     """Where a collective runs asynchronously: in the functions and regions that
     async start ops call, and in the TPU's async collective fusions (module doc)."""
 
-    def __init__(self, module: Module, ops: Sequence[Op]) -> None:
+    def __init__(self, module: Module, ops: Sequence[Op], tpu_only: bool = False) -> None:
+        """`tpu_only`: the TPU's async collective fusions alone, not async start ops."""
         names = module.functions
         self.module = module
+        self.tpu_only = tpu_only
         self.functions: set[str] = {n for n in names if clone_base(n) == ASYNC_COLLECTIVE_FUSION}
         self.regions: set[int] = set()
         """Ids of fusion ops (MLIR's form) holding an async collective's custom call."""
         for op in ops:
             if op.short_name in ("async_start", "async-start"):
-                self.functions.update(op_callees(op, names, fused=True))
+                if not tpu_only:
+                    self.functions.update(op_callees(op, names, fused=True))
             elif op.custom_call_target in ASYNC_COLLECTIVE_TARGETS:
                 # The computation it ends: a function in XLA's own form, the fusion
                 # op's region once converted to MLIR.
@@ -103,13 +106,39 @@ class _AsyncScopes:
         parent = op.parent
         while parent is not None and parent.name != "func.func":
             if (
-                parent.short_name in ("async_start", "async-start")
+                (not self.tpu_only and parent.short_name in ("async_start", "async-start"))
                 or parent.id in self.regions
                 or _continues_collective(self.module, parent)
             ):
                 return True
             parent = parent.parent
         return False
+
+
+def collective_copies(module: Module, ops: Iterable[Op]) -> frozenset[int]:
+    """Ids of the collectives among `ops` that are another's copy, not collectives of
+    their own: the TPU carries one async collective from its start fusion through the
+    fusions that move it on (`async_collective_fusion`) to its done fusion, each
+    holding a copy of it with its channel, and it runs once. Each is counted once, at
+    its start (the copy outside the fusions that move it on, else the first). Only
+    there: elsewhere a shared channel (a hand-written module's) is not a copy."""
+    ops = list(ops)
+    scopes = _AsyncScopes(module, ops, tpu_only=True)
+    by_channel: dict[tuple[str, int], list[Op]] = {}
+    for op in ops:
+        kind = collective_kind(op)
+        channel = op.channel_id if kind is not None else None
+        if kind is not None and channel is not None and scopes.holds(op):
+            by_channel.setdefault((kind[0], channel), []).append(op)
+    copies: set[int] = set()
+    for group in by_channel.values():
+        if len(group) > 1:
+            kept = min(
+                group,
+                key=lambda op: (clone_base(op.function or "") == ASYNC_COLLECTIVE_FUSION, op.id),
+            )
+            copies.update(op.id for op in group if op is not kept)
+    return frozenset(copies)
 
 
 MEGASCALE_TRANSFER = "_xla_megascale_transfer_type"
@@ -152,7 +181,12 @@ def collectives_by_kind(
     """The collectives among `ops` by kind, most frequent first. `sites`, when
     given, holds every op of the module that names a function (and maybe others),
     in module order: where `RunsPerCall` looks for calls."""
-    kinds = [(op, kind) for op in ops if (kind := collective_kind(op)) is not None]
+    copies = collective_copies(module, ops)
+    kinds = [
+        (op, kind)
+        for op in ops
+        if (kind := collective_kind(op)) is not None and op.id not in copies
+    ]
     across = [(op, dcn) for op in ops if (dcn := megascale_kind(op)) is not None]
     dones = done_ops(ops)
     if not kinds and not across:

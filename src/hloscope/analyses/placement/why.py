@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.fusions import split_op_name
-from hloscope.analyses.placement.collectives import collective_kind
+from hloscope.analyses.placement.collectives import collective_copies, collective_kind
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.placement.why_report import (
     AxisCause,
@@ -66,10 +66,10 @@ def explain_collectives(
     # The collectives the program runs, once: not those in the copies of fused
     # computations that XLA's conversion to MLIR leaves beside the fusions.
     reached = RunsPerCall(optimized).reached()
+    running = [op for op in optimized.ops if op.function in reached]
+    copies = collective_copies(optimized, running)  # the TPU's copies of one async collective
     collectives = [
-        (op, kind[0])
-        for op in optimized.ops
-        if op.function in reached and (kind := collective_kind(op))
+        (op, kind[0]) for op in running if op.id not in copies and (kind := collective_kind(op))
     ]
     if propagation is None or (not propagation.ops and not propagation.values):
         sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
