@@ -16,7 +16,8 @@ from hloscope.analyses.fusions import analyze_fusions
 from hloscope.compile_for import parse_compile_for
 from hloscope.errors import HloscopeError
 from hloscope.hardware_figures import TPU_FIGURES, figures_for, gpu_figures, tpu_figures
-from hloscope.ir.hlo_kernels import kernel_costs, read_kernels
+from hloscope.ir.hlo_kernels import read_kernels
+from hloscope.ir.kernel_costs import kernel_costs
 from hloscope.sources.jax.backend import cpu_client
 from hloscope.sources.loader import LoadOptions, load
 

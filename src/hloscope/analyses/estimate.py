@@ -7,7 +7,7 @@ figure (`hloscope.hardware_figures`).
 - Any other kernel (every GPU kernel, a TPU op without an estimate) takes the larger
   of its flops over the peak for its matmul's type (the vector peak without one) and
   its bytes accessed over the memory bandwidth, both from XLA's own cost analysis of
-  the kernel alone (`ir.hlo_kernels.kernel_costs`): basis `roofline`. Its bound is
+  the kernel alone (`ir.kernel_costs.kernel_costs`): basis `roofline`. Its bound is
   whichever of the two is larger.
 - A collective moves, per device, the bytes of the ring algorithm (the JAX scaling
   book's "Sharded Matrices" chapter; nccl-tests' bus bandwidth): an all-gather

@@ -755,3 +755,31 @@ def parse_replica_groups(text: str) -> ReplicaGroups | None:
         return None
     groups = tuple(tuple(ids[i : i + width]) for i in range(0, len(ids), width))
     return ReplicaGroups(mesh=None, axes=(), groups=groups)
+
+
+def backend_config_text(text: str) -> str | None:
+    """The `backend_config={...}` of an instruction as XLA prints it (braces nest)."""
+    start = text.find("backend_config={")
+    if start < 0:
+        return None
+    start += len("backend_config=")
+    depth = 0
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return None

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from hloscope.ir.hlo_native import _hlo_backend_config
+from hloscope.ir.attributes import backend_config_text
 
 _HEADER = re.compile(r"^(?P<entry>ENTRY )?%?(?P<name>[\w.\-]+) \(.*\{\s*$")
 _INSTRUCTION = re.compile(
@@ -430,7 +430,7 @@ def _kernels(
             operands=operands,
             result_bytes=sizes.get(match["name"], 0),
             operand_bytes=sum(sizes.get(o, 0) for o in dict.fromkeys(operands)),
-            cycles=_cycles(_hlo_backend_config(line)),
+            cycles=_cycles(backend_config_text(line)),
             callees=callees,
             matmul_type=matmul,
             collective=collective,
@@ -457,24 +457,3 @@ def _control(entry: str, computations: Mapping[str, tuple[Kernel, ...]]) -> tupl
             if kernel.opcode in ("while", "call", "conditional"):
                 pending.extend(kernel.callees)
     return tuple(found)
-
-
-def kernel_costs(module: KernelModule, kernels: Sequence[Kernel], client: Any) -> dict[str, Any]:
-    """XLA's cost analysis (`hlo_module_cost_analysis`: flops, bytes accessed) of each
-    kernel, alone in a module of its own, by name; a kernel XLA cannot read alone is
-    left out."""
-    from hloscope.ir.context import xla_hlo
-
-    try:
-        from jaxlib import _jax as bindings
-    except ImportError:  # pragma: no cover - jaxlib before 0.8
-        return {}
-    hlo = xla_hlo()
-    costs: dict[str, Any] = {}
-    for kernel in kernels:
-        try:
-            parsed = hlo.hlo_module_from_text(module.kernel_module(kernel))
-            costs[kernel.name] = dict(bindings.hlo_module_cost_analysis(client, parsed))
-        except Exception:  # XLA's parser or cost analysis refusing one kernel
-            continue
-    return costs

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
-from hloscope.ir.attributes import string_attribute
+from hloscope.ir.attributes import backend_config_text, string_attribute
 from hloscope.ir.context import hlo_computations, native, xla_hlo
 from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.hlo_partitioning import (
@@ -169,7 +169,7 @@ def build_hlo_native_model(
                     hlo_name=name,
                 )
                 if opcode in CONFIGS_KEPT:
-                    config = _hlo_backend_config(text)
+                    config = backend_config_text(text)
                     if config:
                         backend_configs[name] = config
                 value_owner.append(op.id)
@@ -616,34 +616,6 @@ def input_output_alias(proto: bytes) -> str | None:
 
 def _i64_array(values: list[int]) -> str:
     return f"array<i64: {', '.join(str(v) for v in values)}>" if values else "array<i64>"
-
-
-def _hlo_backend_config(text: str) -> str | None:
-    """The `backend_config={...}` of an instruction as XLA prints it (braces nest)."""
-    start = text.find("backend_config={")
-    if start < 0:
-        return None
-    start += len("backend_config=")
-    depth = 0
-    in_string = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return None
 
 
 def _quoted(text: str) -> str:

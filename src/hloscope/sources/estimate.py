@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from hloscope.errors import HloscopeError
-from hloscope.ir.hlo_kernels import KernelModule, kernel_costs, read_kernels
+from hloscope.ir.hlo_kernels import KernelModule, read_kernels
+from hloscope.ir.kernel_costs import kernel_costs
 from hloscope.sources.loader import Loaded, LoadOptions, load
 
 
