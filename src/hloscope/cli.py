@@ -34,6 +34,7 @@ from hloscope.cli_options import (
     UpdateOption,
     WarmupOption,
     option_groups,
+    tolerance_specs,
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
 from hloscope.gc_pause import gc_paused
@@ -730,7 +731,7 @@ def check(
     def build() -> CheckReport:
         if json and output not in (None, "json"):
             raise HloscopeError(f"--json and --format {output} disagree: give one of them")
-        tolerances = _tolerance_specs(tolerance or ())
+        tolerances = tolerance_specs(tolerance or ())
         if target is None:
             if (
                 baseline is not None
@@ -771,16 +772,6 @@ def check(
     )
 
 
-def _tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
-    specs: dict[str, str] = {}
-    for text in given:
-        pattern, sep, value = text.partition("=")
-        if not sep or not pattern.strip() or not value.strip():
-            raise HloscopeError(f"--tolerance {text}: expected FACT=TOLERANCE (memory.*=5%)")
-        specs[pattern.strip()] = value.strip()
-    return specs or None
-
-
 # --------------------------------------------------------------------------- profile
 
 
@@ -809,22 +800,15 @@ def profile(
     if argv[:1] == ["--"]:
         argv = argv[1:]
 
-    if options.compile_for is not None:
+    def build() -> reports.ProfileReport | reports.ScriptProfileReport | reports.EstimateReport:
+        from hloscope import reports
+        from hloscope.sources.profile import check_estimate_options, profile_target
 
-        def estimate() -> reports.EstimateReport:
+        if options.compile_for is not None:  # an estimate: nothing runs
             from hloscope.reports.estimate import estimate_target
-            from hloscope.sources.profile import check_estimate_options
 
             check_estimate_options(target, argv, runs, trace_dir)
             return estimate_target(target, options)
-
-        emit(debug, json, estimate, timeout=timeout, what=target)
-        return
-
-    def build() -> reports.ProfileReport | reports.ScriptProfileReport:
-        from hloscope import reports
-        from hloscope.sources.profile import profile_target
-
         profiled = profile_target(
             target, argv, options, runs=runs, warmup=warmup, trace_dir=trace_dir, quiet=json
         )
@@ -833,7 +817,9 @@ def profile(
     emit(debug, json, build, _profile_exit, timeout=timeout, what=target)
 
 
-def _profile_exit(report: reports.ProfileReport | reports.ScriptProfileReport) -> int:
+def _profile_exit(
+    report: reports.ProfileReport | reports.ScriptProfileReport | reports.EstimateReport,
+) -> int:
     """A script's failure (its error: exit 2, its own exit code) after its report."""
     from hloscope import reports
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
+
+from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
     from hloscope.sources.loader import LoadOptions
@@ -306,3 +308,14 @@ def option_groups(command: Callable[..., None]) -> Callable[..., None]:
     with_groups.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
     with_groups.__annotations__ = {p.name: p.annotation for p in shown}
     return with_groups
+
+
+def tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
+    """`check --tolerance FACT=TOLERANCE`, repeated, as a mapping; None for none."""
+    specs: dict[str, str] = {}
+    for text in given:
+        pattern, sep, value = text.partition("=")
+        if not sep or not pattern.strip() or not value.strip():
+            raise HloscopeError(f"--tolerance {text}: expected FACT=TOLERANCE (memory.*=5%)")
+        specs[pattern.strip()] = value.strip()
+    return specs or None

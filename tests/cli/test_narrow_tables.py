@@ -81,7 +81,10 @@ def test_memory_numbers_whole_and_donations_counted(slice_program):
     text = report.render(WIDTH)
     analysis = report.analysis
     rows = section(text, "Buffers live at the peak")
-    sizes = [row.split()[0] + " " + row.split()[1] for row in rows if re.match(r"\s+\d", row)]
+    # A buffer's row starts with its size (a row of its lines' numbers alone continues
+    # the one above).
+    sized = [row for row in rows if re.match(r"\s+[\d.]+ (B|KiB|MiB|GiB)\s", row)]
+    sizes = [row.split()[0] + " " + row.split()[1] for row in sized]
     shown = analysis.buffers_at_peak[: len(sizes)]
     assert sizes == [human_bytes(b.bytes) for b in shown], text
     assert_no_number_cut(text)

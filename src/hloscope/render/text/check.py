@@ -4,7 +4,6 @@ verdict on the last line."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from rich.console import Console, Group, RenderableType
@@ -148,6 +147,7 @@ def _lines_table(
 
 
 MAX_SITE_LINES = 6
+"""The most lines a line of the user's code takes in `Where they come from`."""
 
 
 def change_entries(change: str) -> Entries:
@@ -155,11 +155,9 @@ def change_entries(change: str) -> Entries:
     listed counted (`… 14 more`)."""
     parts = change.split(", ")
     more = 0
-    counted_kinds = re.fullmatch(r"… \((\d+) kinds\)", parts[-1]) if len(parts) > 1 else None
-    if counted_kinds:
+    # The count the change's own words end with: `… (16 kinds)`.
+    last = parts[-1].removeprefix("… (").removesuffix(" kinds)")
+    if len(parts) > 1 and last != parts[-1] and last.isdigit():
         parts.pop()
-        more = int(counted_kinds.group(1)) - len(parts)
+        more = int(last) - len(parts)
     return Entries(parts, more=more, max_lines=MAX_SITE_LINES)
-
-
-"""The most lines a line of the user's code takes in `Where they come from`."""

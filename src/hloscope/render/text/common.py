@@ -192,9 +192,35 @@ def _elided(path: str, limit: int, others: tuple[str, ...]) -> str:
             score = (not names_another, i > 0, len(tail), -len(head))
             if best is None or score > best[0]:
                 best = (score, head + ELLIPSIS + tail)
+    if best is not None and not best[0][0]:
+        # No one stretch elided tells it apart: keep the step that does between two
+        # (`…mu…['down']`, where `opt_state[0]…['down']` is `.nu`'s too).
+        for i in (0, root):
+            head = "".join(steps[:i])
+            for j in range(i + 2, len(steps)):
+                tail = "".join(steps[j:])
+                for m in range(i + 1, j - 1):
+                    shown = head + ELLIPSIS + steps[m] + ELLIPSIS + tail
+                    if len(shown) > limit:
+                        continue
+                    kept = [head, steps[m], tail]
+                    if any(_holds(o, kept) for o in others):
+                        continue
+                    score = (True, i > 0, len(tail), -len(head) - len(steps[m]))
+                    if score > best[0]:
+                        best = (score, shown)
     if best is not None:
         return best[1]
     return ELLIPSIS + path[len(path) - limit + 1 :]
+
+
+def _holds(other: str, kept: Sequence[str]) -> bool:
+    """Whether `other` reads as the path shortened to `kept` (its head, a middle step,
+    its tail, with elisions between)."""
+    head, middle, tail = kept
+    if not (other.startswith(head) and other.endswith(tail)):
+        return False
+    return middle in other[len(head) : len(other) - len(tail)]
 
 
 class ElidedPath:

@@ -142,6 +142,10 @@ def _spaced(entry: str) -> str:
     return entry.replace(",", ", ")
 
 
+LINES_WIDTH = 10
+"""The widest a source-line column of a text table is made for its entries' sake."""
+
+
 class SourceColumn:
     """The source-line column of a table of fusions, unfused ops or buffers. Where every
     line is the user's: the lines (just the numbers when they are all in one file,
@@ -156,7 +160,12 @@ class SourceColumn:
             self.only_file = _single_file(row.user_source for row in rows if row.user_source)
         else:
             self.only_file = _single_file(s for row in rows for s in row.sources)
-        self.width = max((widest(self._words(row)) for row in rows), default=0)
+        # As wide as the widest entry, up to LINES_WIDTH: a longer list of one file's
+        # lines wraps between its numbers (`43, 44, 45,` / `51, 73`), not cutting the
+        # table's numbers to fit.
+        whole = max((widest(self._entries(row)) for row in rows), default=0)
+        words = max((widest(self._words(row)) for row in rows), default=0)
+        self.width = max(min(whole, LINES_WIDTH), words)
 
     def _mine(self, row: WithSources) -> str | None:
         if row.user_source is None:
@@ -173,9 +182,7 @@ class SourceColumn:
 
     def _words(self, row: WithSources) -> list[str]:
         """What the text report's cell may wrap between: entries, and the line
-        numbers of a library's file (`transform.py:294,` `298`)."""
-        if not self.split:
-            return self._entries(row)
+        numbers of a file (`transform.py:294,` `298`)."""
         return [word for entry in self._entries(row) for word in _spaced(entry).split()]
 
     def header(self, name_file: bool = False) -> str:
@@ -194,7 +201,7 @@ class SourceColumn:
 
     def cell(self, row: WithSources) -> RenderableType:
         if not self.split:
-            entries = linked_entries(row.sources, self.only_file)
+            entries = linked_entries(row.sources, self.only_file, spaced=True)
             return Text(" ").join(entries) if entries else Text("-", style="dim")
         text = Text()
         mine = self._mine(row)
