@@ -163,7 +163,7 @@ class SourceColumn:
         # As wide as the widest entry, up to LINES_WIDTH: a longer list of one file's
         # lines wraps between its numbers (`43, 44, 45,` / `51, 73`), not cutting the
         # table's numbers to fit.
-        whole = max((widest(self._entries(row)) for row in rows), default=0)
+        whole = max((widest([_spaced(e) for e in self._entries(row)]) for row in rows), default=0)
         words = max((widest(self._words(row)) for row in rows), default=0)
         self.width = max(min(whole, LINES_WIDTH), words)
 
