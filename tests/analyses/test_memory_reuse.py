@@ -291,10 +291,12 @@ def test_the_donated_line_shows_results_not_temporaries(programs):
     render_memory(report, Console(file=out, width=400, color_system=None))
     text = " ".join(out.getvalue().split())
     donated = text[text.index("allocations donated ") : text.index("Live bytes over")]
-    for buffer in report.analysis.donated:
-        assert f"{buffer.path} (" in donated
-        value = buffer.result_value.removesuffix("{}")
-        assert f"→ {buffer.result_name} ({value})" in donated
+    buffers = report.analysis.donated
+    # Many donated arguments are one line, counted (the table of `params` lists them);
+    # each is written over by its result, never named by a temporary.
+    assert f"donated {len(buffers)} arguments" in donated
+    for buffer in buffers:
+        assert buffer.result_name is not None and buffer.result_value not in buffer.temporaries
         for temporary in buffer.temporaries:
             assert f"({temporary.removesuffix('{}')})" not in donated
     count = sum(len(b.temporaries) for b in report.analysis.donated)

@@ -6,14 +6,8 @@ own text of the same compile says (jax_truth.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from test_compile_for import HERE, child_env, hloscope, needs
-
-from conftest import ROOT
+from test_compile_for import child_env, hloscope, needs, run_truth
 
 pytestmark = pytest.mark.slow
 
@@ -34,20 +28,10 @@ def test_async_collectives_count_their_results_bytes():
         "make_mesh": ["data", "model"],
         "loops": True,
     }
-    env = {**child_env(), "LLM_STEP": SIZE, "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps({"step": case})],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    truth = json.loads(run.stdout.strip().splitlines()[-1])["step"]["loops"]["collectives"]
+    env = {"LLM_STEP": SIZE, "JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
+    truth = run_truth({"step": case}, **env)["step"]["loops"]["collectives"]
     assert any(c["async"] for c in truth.values()), "no async collective: the case tests nothing"
     target = [f"{STEP}:train_step", "--args", f"{STEP}:example_args", "--for", SPEC, "--json"]
-    document = hloscope("placement", *target, env=env).json()
+    document = hloscope("placement", *target, env={**child_env(), **env}).json()
     found = {c["op"]: c["bytes"] for c in document["collectives"]}
     assert found == {op: c["bytes"] for op, c in truth.items()}

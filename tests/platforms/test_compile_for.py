@@ -207,6 +207,22 @@ def sharded_dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def run_truth(cases: dict[str, dict[str, Any]], **env: str) -> dict[str, Any]:
+    """What JAX compiles for `cases` (jax_truth.py, in a child process of its own, with
+    `env` added to `child_env()`), by case name."""
+    run = subprocess.run(
+        [sys.executable, str(HERE / "jax_truth.py"), json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1", **env},
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, f"jax_truth.py failed:\n{run.stderr[-4000:]}"
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def child_env() -> dict[str, str]:
     """This environment without the suite's XLA_FLAGS (conftest asks for 8 host
     devices there; the tests that want a count there say so), and wide enough that a

@@ -5,16 +5,11 @@ names them with; the changed mesh is one change with its axes."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from test_compile_for import HERE, child_env, hloscope, needs
-
-from conftest import ROOT
+from test_compile_for import hloscope, needs, run_truth
 
 pytestmark = pytest.mark.slow
 
@@ -32,18 +27,7 @@ def _xla_groups(args: str) -> str:
         "sharded": True,
         "text": True,
     }
-    env = {**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps({"step": case})],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    text = json.loads(run.stdout.strip().splitlines()[-1])["step"]["text"]
+    text = run_truth({"step": case})["step"]["text"]
     (line,) = [line for line in text.splitlines() if " all-reduce(" in line]
     explicit = re.search(r"replica_groups=(\{[\d,{}]*\})", line)
     if explicit:

@@ -6,14 +6,8 @@ JSON and check's facts, as XLA's own text of the same compile has them
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from test_compile_for import HERE, child_env, hloscope, needs
-
-from conftest import ROOT
+from test_compile_for import hloscope, needs, run_truth
 
 pytestmark = pytest.mark.slow
 
@@ -33,18 +27,7 @@ def test_collectives_between_slices_are_listed_with_their_bytes(tmp_path):
         "args": "step_args",
         "sharded": True,
     }
-    env = {**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps({"step": case})],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    truth = json.loads(run.stdout.strip().splitlines()[-1])["step"]["megascale"]
+    truth = run_truth({"step": case})["step"]["megascale"]
     assert truth, "libtpu made no transfer between slices: the case tests nothing"
 
     document = hloscope("placement", *TARGET, "--json").json()

@@ -5,14 +5,8 @@ fusion's computation, a nested fusion standing for its own)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-from test_compile_for import HERE, child_env, hloscope, needs
-
-from conftest import ROOT
+from test_compile_for import hloscope, needs, run_truth
 
 pytestmark = pytest.mark.slow
 
@@ -23,18 +17,7 @@ def test_a_fusion_of_fusions_lists_what_they_hold():
     needs("tpu")
     case = {"platform": "tpu", "topology": "v5e:2x4", "module": CONV}
     cases = {"conv": {**case, "function": "conv", "args": "conv_args"}}
-    env = {**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    truth = json.loads(run.stdout.strip().splitlines()[-1])["conv"]
+    truth = run_truth(cases)["conv"]
     assert truth["nested_fusions"], "XLA nested no fusion: the case tests nothing"
     doc = hloscope(
         "fusions", f"{CONV}:conv", "--args", f"{CONV}:conv_args", "--for", "tpu:v5e:2x4", "--json"

@@ -163,9 +163,17 @@ class SourceColumn:
         # As wide as the widest entry, up to LINES_WIDTH: a longer list of one file's
         # lines wraps between its numbers (`43, 44, 45,` / `51, 73`), not cutting the
         # table's numbers to fit.
-        whole = max((widest([_spaced(e) for e in self._entries(row)]) for row in rows), default=0)
-        words = max((widest(self._words(row)) for row in rows), default=0)
-        self.width = max(min(whole, LINES_WIDTH), words)
+        whole = max((widest(self._entries(row)) for row in rows), default=0)
+        self.spaced = self.split or whole > LINES_WIDTH
+        self.words = max((widest(self._words(row)) for row in rows), default=0)
+        self.whole = max(
+            (
+                widest([_spaced(e) if self.spaced else e for e in self._entries(row)])
+                for row in rows
+            ),
+            default=0,
+        )
+        self.width = max(min(whole, LINES_WIDTH), self.words)
 
     def _mine(self, row: WithSources) -> str | None:
         if row.user_source is None:
@@ -182,7 +190,10 @@ class SourceColumn:
 
     def _words(self, row: WithSources) -> list[str]:
         """What the text report's cell may wrap between: entries, and the line
-        numbers of a file (`transform.py:294,` `298`)."""
+        numbers of a file where a column's entries are too wide for it
+        (`transform.py:294,` `298`)."""
+        if not self.spaced:
+            return self._entries(row)
         return [word for entry in self._entries(row) for word in _spaced(entry).split()]
 
     def header(self, name_file: bool = False) -> str:
@@ -194,14 +205,19 @@ class SourceColumn:
         return f"lines{file}" if self.only_file else "source lines"
 
     def add_to(self, table: Table) -> None:
-        # A fixed width, that of the widest entry: rich narrows a wrapping column
-        # below its widest word when the table is too wide, which would cut one.
+        # As wide as its widest entry where the table has room; where it has not, it
+        # wraps between entries (and a long list between its numbers) before the
+        # table cuts another column, never narrower than its widest word.
         header = self.header()
-        table.add_column(header, width=max(self.width, len(header)))
+        table.add_column(
+            header,
+            min_width=max(self.words, len(header)) if self.spaced else max(self.width, len(header)),
+            max_width=max(self.whole, len(header)),
+        )
 
     def cell(self, row: WithSources) -> RenderableType:
         if not self.split:
-            entries = linked_entries(row.sources, self.only_file, spaced=True)
+            entries = linked_entries(row.sources, self.only_file, spaced=self.spaced)
             return Text(" ").join(entries) if entries else Text("-", style="dim")
         text = Text()
         mine = self._mine(row)
