@@ -74,10 +74,13 @@ def test_params_text_keeps_the_ends_of_long_paths_in_a_narrow_table():
     console = Console(width=80, record=True, file=io.StringIO())
     render_params(reports.params_report(loaded), console)
     text = console.export_text()
-    rows = [line for line in text.splitlines() if re.match(r"\s+\d+\s+state", line)]
-    # One line per argument (no path folded over two lines), each naming its leaf.
+    rows = [line for line in text.splitlines() if re.match(r"\s+\d+\s+(state|…)", line)]
+    # One line per argument (no path folded over two lines), each naming its leaf and
+    # what tells it from the others (its layer), whatever of the root is left out.
     assert len(rows) == 12, text
     assert all(re.search(r"\['(scale|kernel)'\]\s", row) for row in rows), text
+    names = [re.split(r"\s{2,}", row.strip())[1] for row in rows]
+    assert len(set(names)) == len(names) and all("layer_" in name for name in names), names
     assert LONG_PATH.replace("args[1]", "state") not in text  # it did not fit: elided
 
 
