@@ -170,20 +170,7 @@ def truth() -> dict[str, dict[str, Any]]:
     cases = truth_cases()
     if not cases:
         pytest.skip("neither libtpu nor jax_plugins.xla_cuda12 is installed")
-    env = child_env()
-    env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
-    env["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, f"jax_truth.py failed:\n{run.stderr[-4000:]}"
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_truth(cases, JAX_SKIP_CUDA_CONSTRAINTS_CHECK="1")
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_compile_for import run_truth
 
 from conftest import ROOT, Run
 from schema_support import validate
@@ -77,17 +78,7 @@ def truth() -> dict[str, Any]:
         "make_mesh": ["data", "model"],
         "loops": True,
     }
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps({"step": case})],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, f"jax_truth.py failed:\n{run.stderr[-4000:]}"
-    found = json.loads(run.stdout.strip().splitlines()[-1])["step"]
+    found = run_truth({"step": case}, LLM_STEP=LLM_STEP)["step"]
     assert "error" not in found, found
     return found["loops"]
 

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import pytest
-from test_compile_for import H100, HERE, child_env, hloscope, needs, one_line_error
+from test_compile_for import H100, child_env, hloscope, needs, one_line_error, run_truth
 
 from conftest import ROOT
 
@@ -27,18 +27,7 @@ MATMUL = [f"{ESTIMATE}:matmul", "--args", f"{ESTIMATE}:matmul_args"]
 
 
 def jax_truth(case: dict[str, Any]) -> dict[str, Any]:
-    env = {**child_env(), "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps({"case": case})],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    result: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])["case"]
+    result: dict[str, Any] = run_truth({"case": case})["case"]
     return result
 
 

@@ -19,7 +19,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from test_compile_for import HERE, ROOT, child_env, hloscope, needs
+from test_compile_for import ROOT, child_env, hloscope, needs, run_truth
 
 pytestmark = pytest.mark.slow
 
@@ -64,19 +64,7 @@ def truth() -> dict[str, dict[str, Any]]:
         "v5e:2x2", "sharded_sum", "hybrid_mesh_args", num_slices=2
     )
     cases["other tpu:v5e:2x4"] = _case("v5e:2x4", "sharded_sum", "reversed_mesh_args")
-    env = child_env()
-    env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
-    run = subprocess.run(
-        [sys.executable, str(HERE / "jax_truth.py"), json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, f"jax_truth.py failed:\n{run.stderr[-4000:]}"
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return run_truth(cases)
 
 
 # hloscope's loader, as `hloscope COMMAND TARGET --args FACTORY --for SPEC` runs it; the

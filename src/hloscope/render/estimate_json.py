@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hloscope.render.json import document, source_fields
+from hloscope.render.json import document, source_fields, timed_line_json, timed_op_json
 
 if TYPE_CHECKING:
     from hloscope.reports.estimate import EstimateReport
@@ -25,14 +25,7 @@ def estimate_json(report: EstimateReport) -> dict[str, Any]:
         "seconds_per_run": {"median": step, "min": step, "max": step},
         "ops": [
             {
-                "name": op.name,
-                "kind": op.kind,
-                "calls": op.calls,
-                "seconds": op.seconds,
-                "share": op.share,
-                "user_source": op.user_source,
-                "sources": list(op.sources),
-                "function": op.function,
+                **timed_op_json(op),
                 "cycles": op.cycles,
                 "basis": op.basis,
                 "bound": op.bound,
@@ -41,15 +34,7 @@ def estimate_json(report: EstimateReport) -> dict[str, Any]:
             }
             for op in analysis.ops
         ],
-        "lines": [
-            {
-                "source": line.source,
-                "seconds": line.seconds,
-                "share": line.share,
-                "ops": list(line.ops),
-            }
-            for line in analysis.lines
-        ],
+        "lines": [timed_line_json(line) for line in analysis.lines],
         "op_seconds": analysis.compute_seconds,
         "coverage": None,
         "overhead_seconds": 0.0,

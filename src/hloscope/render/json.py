@@ -17,10 +17,12 @@ if TYPE_CHECKING:
     from hloscope.analyses.aot import ProgramSummary
     from hloscope.analyses.baseline.compare import Change
     from hloscope.analyses.diff import Side as DiffSide
+    from hloscope.analyses.estimate import EstimatedLine, EstimatedOp
     from hloscope.analyses.fusions import FusionSummary
     from hloscope.analyses.memory import LiveBuffer
     from hloscope.analyses.params import ParameterUsage
     from hloscope.analyses.placement import ComputeRegion, Placement
+    from hloscope.analyses.profile import ProfiledLine, ProfiledOp
     from hloscope.analyses.structure import Structure
     from hloscope.reports import (
         AotReport,
@@ -702,6 +704,31 @@ def check_json(report: CheckReport) -> dict[str, Any]:
     return document("check", label, body)
 
 
+def timed_op_json(op: ProfiledOp | EstimatedOp) -> dict[str, Any]:
+    """An instruction of `profile`'s document, measured or estimated (which adds its
+    own keys)."""
+    return {
+        "name": op.name,
+        "kind": op.kind,
+        "calls": op.calls,
+        "seconds": op.seconds,
+        "share": op.share,
+        "user_source": op.user_source,
+        "sources": list(op.sources),
+        "function": op.function,
+    }
+
+
+def timed_line_json(line: ProfiledLine | EstimatedLine) -> dict[str, Any]:
+    """A line of the user's of `profile`'s document, measured or estimated."""
+    return {
+        "source": line.source,
+        "seconds": line.seconds,
+        "share": line.share,
+        "ops": list(line.ops),
+    }
+
+
 def profile_json(report: ProfileReport) -> dict[str, Any]:
     analysis = report.analysis
     times = analysis.seconds_per_run
@@ -713,28 +740,8 @@ def profile_json(report: ProfileReport) -> dict[str, Any]:
         "runs": analysis.runs,
         "warmup": analysis.warmup,
         "seconds_per_run": {"median": times.median, "min": times.min, "max": times.max},
-        "ops": [
-            {
-                "name": op.name,
-                "kind": op.kind,
-                "calls": op.calls,
-                "seconds": op.seconds,
-                "share": op.share,
-                "user_source": op.user_source,
-                "sources": list(op.sources),
-                "function": op.function,
-            }
-            for op in analysis.ops
-        ],
-        "lines": [
-            {
-                "source": line.source,
-                "seconds": line.seconds,
-                "share": line.share,
-                "ops": list(line.ops),
-            }
-            for line in analysis.lines
-        ],
+        "ops": [timed_op_json(op) for op in analysis.ops],
+        "lines": [timed_line_json(line) for line in analysis.lines],
         "op_seconds": analysis.op_seconds,
         "coverage": analysis.coverage,
         "overhead_seconds": analysis.overhead_seconds,

@@ -18,11 +18,10 @@ from hloscope.render.text.common import (
     source_text,
     timings_text,
 )
-from hloscope.render.text.profile import CODE_WIDTH, duration, instruction_names, percent
+from hloscope.render.text.profile import duration, line_times_table, percent
 from hloscope.reports.estimate import ESTIMATED_NOTE, EstimateReport
 from hloscope.units import human_bytes
 
-MAX_LINE_ROWS = 15
 MAX_OP_ROWS = 25
 MAX_COLLECTIVE_ROWS = 15
 NAME_WIDTH = 32
@@ -98,36 +97,10 @@ def render_estimate(report: EstimateReport, console: Console) -> None:
 
 
 def lines_table(report: EstimateReport) -> Table:
-    analysis = report.analysis
-    shown = analysis.lines[:MAX_LINE_ROWS]
-    table = simple_table(
-        "Your lines by estimated time",
-        [
-            ("time", "right", True),
-            ("share", "right", True),
-            ("line", "left", True),
-            ("code", "left", False),
-            ("instructions", "left", True),
-        ],
+    """Your lines by estimated time, with their code, as a measured profile's."""
+    return line_times_table(
+        "Your lines by estimated time", report.analysis.lines, report.line_texts
     )
-    for line in shown:
-        code = clip(report.line_texts.get(line.source or "", ""), CODE_WIDTH)
-        where = (
-            source_text(line.source, style="bold")
-            if line.source
-            else Text("(no line of yours)", style="dim")
-        )
-        table.add_row(
-            duration(line.seconds),
-            percent(line.share),
-            where,
-            Text(code, no_wrap=True, overflow="ellipsis"),
-            instruction_names(line.ops),
-        )
-    if len(analysis.lines) > MAX_LINE_ROWS:
-        table.caption = f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)"
-        table.caption_justify = "left"
-    return table
 
 
 def ops_table(analysis: EstimateAnalysis) -> Table:

@@ -3,7 +3,8 @@ code, and the XLA instructions by time."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console, RenderableType
 from rich.table import Table
@@ -24,6 +25,10 @@ from hloscope.render.text.common import (
 )
 from hloscope.render.text.source_lines import SourceColumn, fit_entries
 from hloscope.reports.profile import ProfileReport, ScriptProfileReport
+
+if TYPE_CHECKING:
+    from hloscope.analyses.estimate import EstimatedLine
+    from hloscope.analyses.profile import ProfiledLine
 
 MAX_LINE_ROWS = 15
 MAX_OP_ROWS = 25
@@ -118,9 +123,19 @@ def lines_table(report: ProfileReport, width: int | None = None) -> Table:
     row on one line of a console `width` wide: the instruction names get what the
     other columns leave (up to `INSTRUCTIONS_WIDTH`), and on a narrow console the
     code gives way too."""
-    analysis = report.analysis
-    shown = analysis.lines[:MAX_LINE_ROWS]
-    codes = [clip(report.line_texts.get(line.source or "", ""), CODE_WIDTH) for line in shown]
+    return line_times_table("Your lines by time", report.analysis.lines, report.line_texts, width)
+
+
+def line_times_table(
+    title: str,
+    lines: Sequence[ProfiledLine | EstimatedLine],
+    line_texts: Mapping[str, str],
+    width: int | None = None,
+) -> Table:
+    """`lines` (measured or estimated) by time, with their code, as `lines_table`
+    says."""
+    shown = lines[:MAX_LINE_ROWS]
+    codes = [clip(line_texts.get(line.source or "", ""), CODE_WIDTH) for line in shown]
     names_width = INSTRUCTIONS_WIDTH
     if width is not None:
         others = (
@@ -134,7 +149,7 @@ def lines_table(report: ProfileReport, width: int | None = None) -> Table:
         )
         names_width = max(MIN_INSTRUCTIONS_WIDTH, min(INSTRUCTIONS_WIDTH, width - others))
     table = simple_table(
-        "Your lines by time",
+        title,
         [
             ("time", "right", True),
             ("share", "right", True),
@@ -157,8 +172,8 @@ def lines_table(report: ProfileReport, width: int | None = None) -> Table:
             Text(code, no_wrap=True, overflow="ellipsis"),
             instruction_names(line.ops, names_width),
         )
-    if len(analysis.lines) > MAX_LINE_ROWS:
-        table.caption = f"… {len(analysis.lines) - MAX_LINE_ROWS} more (--json lists all)"
+    if len(lines) > MAX_LINE_ROWS:
+        table.caption = f"… {len(lines) - MAX_LINE_ROWS} more (--json lists all)"
         table.caption_justify = "left"
     return table
 

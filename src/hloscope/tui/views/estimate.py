@@ -6,9 +6,6 @@ a row shows its instructions in the IR tab."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -17,11 +14,11 @@ from textual.widgets import Static
 from hloscope.ir.model import Module
 from hloscope.render.text.common import short_source
 from hloscope.render.text.estimate import figures_text, step_text
-from hloscope.render.text.profile import INSTRUCTIONS_WIDTH, duration, instruction_names, percent
+from hloscope.render.text.profile import duration, percent
 from hloscope.reports.estimate import EstimateReport
+from hloscope.tui.views.profile import instruction_jumps, line_times_lines
 from hloscope.tui.widgets.report_list import (
     Column,
-    Jump,
     Line,
     ReportList,
     Row,
@@ -35,43 +32,10 @@ NO_OP = "not in the module shown"
 
 def estimate_lines(report: EstimateReport, module: Module) -> list[Line]:
     analysis = report.analysis
-    ops_by_name = functools.cache(
-        lambda: {op.hlo_name: op.id for op in module.ops if op.hlo_name is not None}
-    )
-
-    def jump(names: Sequence[str], label: str) -> Callable[[], Jump | None]:
-        def found() -> Jump | None:
-            ids = tuple(ops_by_name()[n] for n in names if n in ops_by_name())
-            return Jump(ids, label) if ids else None
-
-        return found
-
+    jump = instruction_jumps(module)
     lines: list[Line] = []
-    lines += table(
-        f"Your lines by estimated time ({len(analysis.lines)})",
-        [
-            Column("time", right=True, width=10),
-            Column("share", right=True, width=7),
-            Column("line", width=40),
-            Column("code", width=50),
-            Column("instructions", width=INSTRUCTIONS_WIDTH),
-        ],
-        [
-            Row(
-                [
-                    duration(line.seconds),
-                    percent(line.share),
-                    short_source(line.source)
-                    if line.source
-                    else Text("(no line of yours)", style="dim"),
-                    Text(report.line_texts.get(line.source or "", ""), style="cyan"),
-                    instruction_names(line.ops),
-                ],
-                jump=jump(line.ops, short_source(line.source) or "no line of yours"),
-                note=NO_OP,
-            )
-            for line in analysis.lines
-        ],
+    lines += line_times_lines(
+        "Your lines by estimated time", analysis.lines, report.line_texts, jump, NO_OP
     )
     lines.append(blank())
     lines += table(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -55,6 +55,10 @@ SOURCES_WIDTH = 40
 """Cells of the source lines column: whole entries that fit, then `… N more`."""
 LINE_WIDTH = 40
 """Cells of the line column of the lines table."""
+if TYPE_CHECKING:
+    from hloscope.analyses.estimate import EstimatedLine
+    from hloscope.analyses.profile import ProfiledLine
+
 NO_OP = "not in the module shown (the trace names an instruction it does not hold)"
 
 
@@ -77,10 +81,14 @@ def _ops_by_name(module: Module) -> Mapping[str, int]:
     return {op.hlo_name: op.id for op in module.ops if op.hlo_name is not None}
 
 
-def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
-    analysis = report.analysis
-    # Looked up when a row is chosen, not when the tab is drawn: a large module's
-    # tab costs nothing until used.
+JumpTo = Callable[[Sequence[str], str], Callable[[], Jump | None]]
+"""A row's jump to the ops of XLA instructions (by name), labelled."""
+
+
+def instruction_jumps(module: Module) -> JumpTo:
+    """Jumps to the ops of instructions of `module`, by name; the names are looked up
+    when a row is chosen, not when the tab is drawn: a large module's tab costs
+    nothing until used."""
     ops_by_name = functools.cache(lambda: _ops_by_name(module))
 
     def jump(names: Sequence[str], label: str) -> Callable[[], Jump | None]:
@@ -90,8 +98,19 @@ def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
 
         return found
 
-    lines: list[Line] = []
-    line_rows = [
+    return jump
+
+
+def line_times_lines(
+    title: str,
+    lines: Sequence[ProfiledLine | EstimatedLine],
+    line_texts: Mapping[str, str],
+    jump: JumpTo,
+    note: str = NO_OP,
+) -> list[Line]:
+    """Your lines (measured or estimated) by time, with their code and instructions,
+    each row leading to its instructions (`note` where none is in the module)."""
+    rows = [
         Row(
             [
                 duration(line.seconds),
@@ -100,16 +119,16 @@ def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
                 elide_source(short_source(line.source), LINE_WIDTH)
                 if line.source
                 else Text("(no line of yours)", style="dim"),
-                Text(report.line_texts.get(line.source or "", ""), style="cyan"),
+                Text(line_texts.get(line.source or "", ""), style="cyan"),
                 instruction_names(line.ops),
             ],
             jump=jump(line.ops, short_source(line.source) or "no line of yours"),
-            note=NO_OP,
+            note=note,
         )
-        for line in analysis.lines
+        for line in lines
     ]
-    lines += table(
-        f"Your lines by time ({len(analysis.lines)})",
+    return table(
+        f"{title} ({len(lines)})",
         [
             Column("time", right=True, width=10),
             Column("share", right=True, width=7),
@@ -117,8 +136,15 @@ def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
             Column("code", width=50),
             Column("instructions", width=INSTRUCTIONS_WIDTH),
         ],
-        line_rows,
+        rows,
     )
+
+
+def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
+    analysis = report.analysis
+    jump = instruction_jumps(module)
+    lines: list[Line] = []
+    lines += line_times_lines("Your lines by time", analysis.lines, report.line_texts, jump)
     lines.append(blank())
     sources = SourceColumn(analysis.ops)
     op_rows = [
