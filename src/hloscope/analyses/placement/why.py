@@ -281,21 +281,8 @@ def _instruction(module: Module, op: Op) -> str:
 
 
 def _group_size(module: Module, op: Op) -> int | None:
-    groups = op.replica_groups
-    if groups is None:
-        return None
-    if groups.groups:
-        return len(groups.groups[0])
-    mesh = next((m for m in module.meshes if m.name == groups.mesh), None)
-    if mesh is None:
-        return None
-    sizes = dict(mesh.axes)
-    size = 1
-    for axis in groups.axes:
-        if axis not in sizes:
-            return None
-        size *= sizes[axis]
-    return size
+    groups = module.device_groups(op)
+    return len(groups[0]) if groups else None
 
 
 def _written(
