@@ -16,7 +16,7 @@ from hloscope.render.text.common import short_source
 from hloscope.render.text.estimate import figures_text, step_text
 from hloscope.render.text.profile import duration, percent
 from hloscope.reports.estimate import EstimateReport
-from hloscope.tui.views.profile import instruction_jumps, line_times_lines
+from hloscope.tui.views.line_times import instruction_jumps, line_times_lines
 from hloscope.tui.widgets.report_list import (
     Column,
     Line,

@@ -10,9 +10,7 @@ as `c` does, since the instructions it names are the optimized module's."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -21,17 +19,14 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from hloscope.ir.model import Module
-from hloscope.render.text.common import short_source
 from hloscope.render.text.profile import (
-    INSTRUCTIONS_WIDTH,
     coverage_text,
     duration,
     inputs_text,
-    instruction_names,
     percent,
     runs_text,
 )
-from hloscope.render.text.source_lines import SourceColumn, elide_source
+from hloscope.render.text.source_lines import SourceColumn
 from hloscope.reports import (
     EstimateReport,
     ProfileReport,
@@ -40,9 +35,9 @@ from hloscope.reports import (
 )
 from hloscope.sources.loader import Loaded
 from hloscope.tui.views.base import ReportView, RunView
+from hloscope.tui.views.line_times import instruction_jumps, line_times_lines
 from hloscope.tui.widgets.report_list import (
     Column,
-    Jump,
     Line,
     ReportList,
     Row,
@@ -53,11 +48,6 @@ from hloscope.tui.widgets.report_list import (
 
 SOURCES_WIDTH = 40
 """Cells of the source lines column: whole entries that fit, then `… N more`."""
-LINE_WIDTH = 40
-"""Cells of the line column of the lines table."""
-if TYPE_CHECKING:
-    from hloscope.analyses.estimate import EstimatedLine
-    from hloscope.analyses.profile import ProfiledLine
 
 NO_OP = "not in the module shown (the trace names an instruction it does not hold)"
 
@@ -74,77 +64,11 @@ def can_profile(loaded: Loaded) -> bool:
     return loaded.program is not None
 
 
-def _ops_by_name(module: Module) -> Mapping[str, int]:
-    """The op of each HLO instruction name in the module shown. The last op of a
-    name is the one that runs: copies of fused computations the conversion leaves
-    come first (as for the Memory tab's buffers)."""
-    return {op.hlo_name: op.id for op in module.ops if op.hlo_name is not None}
-
-
-JumpTo = Callable[[Sequence[str], str], Callable[[], Jump | None]]
-"""A row's jump to the ops of XLA instructions (by name), labelled."""
-
-
-def instruction_jumps(module: Module) -> JumpTo:
-    """Jumps to the ops of instructions of `module`, by name; the names are looked up
-    when a row is chosen, not when the tab is drawn: a large module's tab costs
-    nothing until used."""
-    ops_by_name = functools.cache(lambda: _ops_by_name(module))
-
-    def jump(names: Sequence[str], label: str) -> Callable[[], Jump | None]:
-        def found() -> Jump | None:
-            ids = tuple(ops_by_name()[n] for n in names if n in ops_by_name())
-            return Jump(ids, label) if ids else None
-
-        return found
-
-    return jump
-
-
-def line_times_lines(
-    title: str,
-    lines: Sequence[ProfiledLine | EstimatedLine],
-    line_texts: Mapping[str, str],
-    jump: JumpTo,
-    note: str = NO_OP,
-) -> list[Line]:
-    """Your lines (measured or estimated) by time, with their code and instructions,
-    each row leading to its instructions (`note` where none is in the module)."""
-    rows = [
-        Row(
-            [
-                duration(line.seconds),
-                percent(line.share),
-                # A long path loses its middle, never its line number.
-                elide_source(short_source(line.source), LINE_WIDTH)
-                if line.source
-                else Text("(no line of yours)", style="dim"),
-                Text(line_texts.get(line.source or "", ""), style="cyan"),
-                instruction_names(line.ops),
-            ],
-            jump=jump(line.ops, short_source(line.source) or "no line of yours"),
-            note=note,
-        )
-        for line in lines
-    ]
-    return table(
-        f"{title} ({len(lines)})",
-        [
-            Column("time", right=True, width=10),
-            Column("share", right=True, width=7),
-            Column("line", width=LINE_WIDTH),
-            Column("code", width=50),
-            Column("instructions", width=INSTRUCTIONS_WIDTH),
-        ],
-        rows,
-    )
-
-
 def profile_lines(report: ProfileReport, module: Module) -> list[Line]:
     analysis = report.analysis
     jump = instruction_jumps(module)
     lines: list[Line] = []
-    lines += line_times_lines("Your lines by time", analysis.lines, report.line_texts, jump)
+    lines += line_times_lines("Your lines by time", analysis.lines, report.line_texts, jump, NO_OP)
     lines.append(blank())
     sources = SourceColumn(analysis.ops)
     op_rows = [
