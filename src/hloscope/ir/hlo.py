@@ -5,12 +5,14 @@ The conversion drops what the model needs from the HLO module (instruction names
 fusion backend configs, the memory spaces of the entry layout); those are recovered
 from the module itself (`hloscope.ir.hlo_names`, `hloscope.ir.layout`). A module
 whose conversion fails or does not verify is shown in XLA's own form
-(`hloscope.ir.hlo_native`).
+(`hloscope.ir.hlo_native`), and so is every HLO module when `HLOSCOPE_HLO_FORM=xla`
+(`xla_form_forced`): the switch the differential tests read both builders through.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +30,19 @@ from hloscope.ir.layout import (
 )
 from hloscope.ir.parsed import ParsedModule, mlir_printer, mlir_writer, notes_from_log
 from hloscope.ir.proto import proto_field
+
+
+XLA_FORM_SWITCH = "HLOSCOPE_HLO_FORM"
+"""`xla`: read every HLO module in XLA's own form, without converting it to MLIR (the
+form LLM-scale TPU programs arrive in); anything else, or unset: convert where XLA's
+converter can."""
+
+XLA_FORM_NOTE = f"shown as XLA's HLO ({XLA_FORM_SWITCH}=xla); op names are HLO opcodes"
+
+
+def xla_form_forced() -> bool:
+    """Whether `HLOSCOPE_HLO_FORM=xla` asks for XLA's own form of every HLO module."""
+    return os.environ.get(XLA_FORM_SWITCH, "").strip().lower() == "xla"
 
 
 def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: str) -> ParsedModule:
@@ -69,7 +84,7 @@ def parsed_from_reply(
 
     entry_layout = stages[reader.STAGE_PARSED][0].get("entry_layout")
     counts = stages[reader.STAGE_PARSED][0].get("counts")
-    if reader.STAGE_CONVERTED not in stages:
+    if reader.STAGE_CONVERTED not in stages or xla_form_forced():
         reason = (
             f"XLA's converter {reply.failure()}"
             if reader.STAGE_DONE not in stages
@@ -77,8 +92,12 @@ def parsed_from_reply(
         )
         module = xla_module()
         notes = (
-            f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
-            "op names are HLO opcodes",
+            (XLA_FORM_NOTE,)
+            if reader.STAGE_CONVERTED in stages
+            else (
+                f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
+                "op names are HLO opcodes",
+            )
         )
         from hloscope.ir.hlo_native import build_hlo_native_model
 
@@ -168,7 +187,11 @@ def from_hlo_proto(
 
     with native() as converted_log:
         try:
+            if xla_form_forced():
+                raise _XlaFormForced
             bytecode: bytes | str = jax_ext.mlir.hlo_to_stablehlo(proto)
+        except _XlaFormForced:
+            bytecode = XLA_FORM_NOTE
         except Exception as exc:
             # XLA's converter refuses some modules outright (a TPU kernel's tiled
             # layouts: "UNIMPLEMENTED: Tiled layout is not supported yet"): shown as
@@ -176,7 +199,11 @@ def from_hlo_proto(
             bytecode = f"the converter refused it: {one_line(str(exc), 200)}"
     layout = entry_computation_layout(printed)
     counts = module_counts(printed)
-    names = hlo_instruction_names(proto) if wants_names(proto, printed) else None
+    names = (
+        hlo_instruction_names(proto)
+        if not xla_form_forced() and wants_names(proto, printed)
+        else None
+    )
 
     def module_from_proto() -> Any:
         module = hlo_module_from_proto(proto)
@@ -226,8 +253,12 @@ def _from_converted(
             hlo_module = xla_module()
             built = build_hlo_native_model(hlo_module, counts)
             notes: tuple[str, ...] = (
-                f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
-                "op names are HLO opcodes",
+                (XLA_FORM_NOTE,)
+                if bytecode == XLA_FORM_NOTE
+                else (
+                    f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
+                    "op names are HLO opcodes",
+                )
             )
             return ParsedModule(
                 built,
@@ -241,6 +272,10 @@ def _from_converted(
     record_module_counts(built, counts)
     notes = notes_from_log(logged + parse_log)
     return ParsedModule(built, "hlo", notes, mlir_printer(module), mlir_writer(module))
+
+
+class _XlaFormForced(Exception):
+    """`HLOSCOPE_HLO_FORM=xla`: the conversion is not tried."""
 
 
 def hlo_to_mlir_bytecode(hlo_proto: bytes) -> bytes:

@@ -29,6 +29,8 @@ from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.hlo_partitioning import (
     MeshAxes,
     ReplicaGroupFacts,
+    frontend_attributes_attribute,
+    frontend_attributes_map,
     groups_attribute,
     mesh_attribute,
     module_attributes,
@@ -142,8 +144,14 @@ def build_hlo_native_model(
                 attributes.update(loop_bound_attributes(opcode, text, types.get(shape, shape)))
                 known = computation_facts.instructions.get(name) if computation_facts else None
                 if known is not None:
-                    # The proto's sharding, read by jaxlib, over the printed text's.
+                    # The proto's sharding, read by jaxlib, and frontend attributes
+                    # over the printed text's.
                     attributes.pop("sharding", None)
+                    attributes.pop("frontend_attributes", None)
+                    if known.frontend_attributes:
+                        attributes["mhlo.frontend_attributes"] = (
+                            frontend_attributes_attribute(known.frontend_attributes)
+                        )
                     if known.sharding is not None:
                         attributes["mhlo.sharding"] = quoted(known.sharding)
                     if known.replica_groups is not None:
@@ -297,6 +305,11 @@ class InstructionFacts:
     channel_id: int | None = None
     """A collective's channel (proto `channel_id`): the TPU's copies of one async
     collective, in the fusions that move it on, share it."""
+    frontend_attributes: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Its frontend attributes (proto `frontend_attributes`): libtpu's megascale
+    transfer types, `_xla_compute_type`, scheduling groups."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -429,6 +442,7 @@ def _instruction_facts(
     metadata = b""
     sharding: str | None = None
     channel_id: int | None = None
+    frontend: dict[str, str] = {}
     groups: dict[int, list[int | bytes]] = {}
     for number, value in proto_message(message):
         if number in _GROUP_FIELDS:
@@ -449,6 +463,8 @@ def _instruction_facts(
             side_effect = bool(value)
         elif number == 26 and isinstance(value, int):
             channel_id = value
+        elif number == 68 and isinstance(value, bytes):  # frontend_attributes
+            frontend = frontend_attributes_map(value)
     if opcode == "get-tuple-element" and tuple_index is None:
         tuple_index = 0  # proto3 leaves a zero out
     return (
@@ -462,6 +478,7 @@ def _instruction_facts(
             sharding,
             replica_groups(groups) if groups else None,
             channel_id or None,
+            MappingProxyType(frontend),
         ),
     )
 

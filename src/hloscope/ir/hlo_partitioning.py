@@ -80,10 +80,9 @@ def module_attributes(
         attributes["mhlo.spmd_output_sharding"] = quoted(output_text)
     for number, value in proto_fields:
         if number == 19 and isinstance(value, bytes):  # frontend_attributes
-            pairs = _frontend_attributes(value)
+            pairs = frontend_attributes_map(value)
             if pairs:
-                body = ", ".join(f"{key} = {quoted(text)}" for key, text in pairs.items())
-                attributes["mhlo.frontend_attributes"] = "{" + body + "}"
+                attributes["mhlo.frontend_attributes"] = frontend_attributes_attribute(pairs)
         elif number == 15 and isinstance(value, bytes):  # device_assignment
             counts = _device_counts(value)
             if counts is not None:
@@ -93,8 +92,14 @@ def module_attributes(
     return attributes
 
 
-def _frontend_attributes(message: bytes) -> dict[str, str]:
-    """FrontendAttributes: map<string, string> map = 1."""
+def frontend_attributes_attribute(pairs: Mapping[str, str]) -> str:
+    """Frontend attributes as XLA's converter writes them (`mhlo.frontend_attributes`)."""
+    return "{" + ", ".join(f"{key} = {quoted(text)}" for key, text in pairs.items()) + "}"
+
+
+def frontend_attributes_map(message: bytes) -> dict[str, str]:
+    """FrontendAttributes (a module's field 19, an instruction's 68): map<string,
+    string> map = 1."""
     out: dict[str, str] = {}
     try:
         for number, entry in proto_message(message):
