@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -428,6 +429,109 @@ def backend_kind(config: str) -> str | None:
     "__triton_gemm"}}`), None when it names none."""
     match = _BACKEND_KIND.search(config)
     return match.group(1) if match else None
+
+
+# ------------------------------------------------------------ compiler annotations
+
+ANNOTATION_KEYS = ("estimated_cycles", "collective_algorithm_config", "continuation_config")
+"""What a TPU compiler writes in an instruction's backend config that the views read:
+its own estimate of the instruction's cycles, the algorithm of a collective it fused
+with compute (`emitter`: `SingleInputAllReduceScatterFusion`), and the continuation of
+an async collective a compute fusion moves on."""
+
+_KEPT_TOP_KEYS = ("fusion_backend_config", "known_trip_count", *ANNOTATION_KEYS[1:])
+
+
+def annotated(config: str) -> bool:
+    """Whether a backend config holds one of the compiler's annotations."""
+    return any(f'"{key}"' in config for key in ANNOTATION_KEYS)
+
+
+def kept_backend_config(config: str, limit: int) -> str:
+    """The part of an instruction's backend config the model keeps: all of it up to
+    `limit` characters; past it (the TPU's collective algorithms carry pages of debug
+    text), the keys the views read, with `estimated_cycles` wherever it was, as JSON;
+    else its first 200 characters and a digest of the rest (two long configs told
+    apart)."""
+    if len(config) <= limit:
+        return config
+    try:
+        parsed = json.loads(config)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        kept: dict[str, Any] = {k: parsed[k] for k in _KEPT_TOP_KEYS if k in parsed}
+        algorithm = kept.get("collective_algorithm_config")
+        if isinstance(algorithm, dict):
+            kept["collective_algorithm_config"] = {
+                k: v for k, v in algorithm.items() if k != "debug"
+            }
+        cycles = _first_key(parsed, "estimated_cycles")
+        if cycles is not None:
+            kept["estimated_cycles"] = cycles
+        text = json.dumps(kept, separators=(",", ":"))
+        if len(text) <= limit:
+            return text
+    import hashlib  # here, as in hloscope.ir.build: rarely needed
+
+    digest = hashlib.blake2b(config.encode(), digest_size=8).hexdigest()
+    return f"{config[:200]}...({len(config)} chars, {digest})"
+
+
+def _first_key(node: Any, key: str) -> Any:
+    if isinstance(node, dict):
+        if key in node:
+            return node[key]
+        values: Iterable[Any] = node.values()
+    elif isinstance(node, list):
+        values = node
+    else:
+        return None
+    for value in values:
+        found = _first_key(value, key)
+        if found is not None:
+            return found
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CompilerAnnotations:
+    """What the compiler wrote of one instruction in its backend config."""
+
+    estimated_cycles: int | None
+    """The TPU compiler's own estimate of the instruction's cycles."""
+    collective_emitter: str | None
+    """The emitter of a collective fused with its compute
+    (`collective_algorithm_config.emitter`: `SingleInputAllReduceScatterFusion`)."""
+    continues_collective: bool
+    """It is a compute fusion that moves an async collective on (`continuation_config`)."""
+
+
+NO_ANNOTATIONS = CompilerAnnotations(None, None, False)
+
+
+def compiler_annotations(config: str | None) -> CompilerAnnotations:
+    """The compiler's annotations in a backend config (`ANNOTATION_KEYS`)."""
+    if not config or not annotated(config):
+        return NO_ANNOTATIONS
+    try:
+        parsed = json.loads(config)
+    except ValueError:
+        return NO_ANNOTATIONS
+    if not isinstance(parsed, dict):
+        return NO_ANNOTATIONS
+    cycles = _first_key(parsed, "estimated_cycles")
+    try:
+        estimated = int(cycles) if cycles is not None else None
+    except (TypeError, ValueError):
+        estimated = None
+    algorithm = parsed.get("collective_algorithm_config")
+    emitter = algorithm.get("emitter") if isinstance(algorithm, dict) else None
+    return CompilerAnnotations(
+        estimated,
+        emitter if isinstance(emitter, str) and emitter else None,
+        isinstance(parsed.get("continuation_config"), dict),
+    )
 
 
 def symbol_references(text: str) -> list[str]:

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
+from hloscope.ir.attributes import annotated, kept_backend_config
 from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import mlir_context, native, walk_operations
 from hloscope.ir.locations import parse_location
@@ -99,14 +100,17 @@ def _dropped(_payload: bytes) -> None:
 _INSTRUCTION_READ = frozenset({1, 2, 43})
 
 
-# Instructions whose backend_config the analyses read.
+# Instructions whose backend_config the analyses read, beside any the compiler
+# annotated (`attributes.annotated`).
 CONFIGS_KEPT = frozenset({"fusion", "while"})
 
 
 def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
     """An `HloModuleProto` with the `metadata` of every instruction removed, and the
     backend configs of its fusion and while instructions (what fusions are made of,
-    loops' trip counts); None if it is not one.
+    loops' trip counts) and of any the compiler annotated (`attributes.ANNOTATION_KEYS`),
+    long ones cut to what the views read (`attributes.kept_backend_config`); None if
+    it is not one.
 
     Only the wire format is read: computations (field 3 of HloModuleProto) hold
     instructions (field 2 of HloComputationProto), whose `name` is field 1, `opcode`
@@ -119,15 +123,11 @@ def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
         kept, found = proto_rewrite(data, 7, _dropped, _INSTRUCTION_READ)
         opcode = found.get(2, b"").decode("utf-8", "replace")
         config = found.get(43, b"")
-        if opcode in CONFIGS_KEPT and config:
-            name = found.get(1, b"").decode("utf-8", "replace")
+        if config:
             text = config.decode("utf-8", "replace")
-            if len(text) > MAX_ATTRIBUTE_CHARS:
-                import hashlib  # here, as in hloscope.ir.build: rarely needed
-
-                digest = hashlib.blake2b(config, digest_size=8).hexdigest()
-                text = f"{text[:200]}...({len(text)} chars, {digest})"
-            configs[name] = text
+            if opcode in CONFIGS_KEPT or annotated(text):
+                name = found.get(1, b"").decode("utf-8", "replace")
+                configs[name] = kept_backend_config(text, MAX_ATTRIBUTE_CHARS)
         return kept
 
     def computation(data: bytes) -> bytes:

@@ -23,7 +23,13 @@ from types import MappingProxyType
 from typing import Any
 
 from hloscope.ir import model
-from hloscope.ir.attributes import backend_config_text, string_attribute
+from hloscope.ir.attributes import (
+    annotated,
+    backend_config_text,
+    kept_backend_config,
+    string_attribute,
+)
+from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import hlo_computations, native, xla_hlo
 from hloscope.ir.hlo_names import CONFIGS_KEPT
 from hloscope.ir.hlo_partitioning import (
@@ -149,8 +155,8 @@ def build_hlo_native_model(
                     attributes.pop("sharding", None)
                     attributes.pop("frontend_attributes", None)
                     if known.frontend_attributes:
-                        attributes["mhlo.frontend_attributes"] = (
-                            frontend_attributes_attribute(known.frontend_attributes)
+                        attributes["mhlo.frontend_attributes"] = frontend_attributes_attribute(
+                            known.frontend_attributes
                         )
                     if known.sharding is not None:
                         attributes["mhlo.sharding"] = quoted(known.sharding)
@@ -176,10 +182,9 @@ def build_hlo_native_model(
                     func_name,
                     hlo_name=name,
                 )
-                if opcode in CONFIGS_KEPT:
-                    config = backend_config_text(text)
-                    if config:
-                        backend_configs[name] = config
+                config = known.backend_config if known is not None else backend_config_text(text)
+                if config and (opcode in CONFIGS_KEPT or annotated(config)):
+                    backend_configs[name] = kept_backend_config(config, MAX_ATTRIBUTE_CHARS)
                 value_owner.append(op.id)
                 ops.append(op)
                 children.append(op)
@@ -310,6 +315,8 @@ class InstructionFacts:
     )
     """Its frontend attributes (proto `frontend_attributes`): libtpu's megascale
     transfer types, `_xla_compute_type`, scheduling groups."""
+    backend_config: str | None = None
+    """Its backend config (proto `backend_config`), as the backend wrote it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -443,6 +450,7 @@ def _instruction_facts(
     sharding: str | None = None
     channel_id: int | None = None
     frontend: dict[str, str] = {}
+    config: str | None = None
     groups: dict[int, list[int | bytes]] = {}
     for number, value in proto_message(message):
         if number in _GROUP_FIELDS:
@@ -465,6 +473,8 @@ def _instruction_facts(
             channel_id = value
         elif number == 68 and isinstance(value, bytes):  # frontend_attributes
             frontend = frontend_attributes_map(value)
+        elif number == 43 and isinstance(value, bytes):  # backend_config
+            config = value.decode("utf-8", "replace") or None
     if opcode == "get-tuple-element" and tuple_index is None:
         tuple_index = 0  # proto3 leaves a zero out
     return (
@@ -479,6 +489,7 @@ def _instruction_facts(
             replica_groups(groups) if groups else None,
             channel_id or None,
             MappingProxyType(frontend),
+            config,
         ),
     )
 

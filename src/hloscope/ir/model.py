@@ -661,6 +661,13 @@ class Module:
         config = self.backend_configs.get(hlo_name)
         return decoded.backend_kind(config) if config else None
 
+    def annotations(self, op: Op) -> decoded.CompilerAnnotations:
+        """What the compiler wrote of an instruction in its backend config (its
+        estimated cycles, a fused collective's emitter, an async collective's
+        continuation); nothing for an op without an HLO name or config."""
+        config = self.backend_configs.get(op.hlo_name) if op.hlo_name else None
+        return decoded.compiler_annotations(config)
+
     def hlo_shape(self, value: int) -> str:
         """HLO spelling of a value's type: `f32[8,128]`, `(f32[2], s32[])` for a tuple."""
         return hlo_shape(self.value_types[value])

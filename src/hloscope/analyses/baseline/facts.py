@@ -26,11 +26,7 @@ from hloscope.analyses.fusions import FusionAnalysis, LoweredFrames, op_user_sou
 from hloscope.analyses.memory import MemoryAnalysis
 from hloscope.analyses.params import ParameterUsage
 from hloscope.analyses.placement import Placement
-from hloscope.analyses.placement.collectives import (
-    collective_copies,
-    collective_kind,
-    megascale_kind,
-)
+from hloscope.analyses.placement.collectives import program_collectives
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.profile import ProfileAnalysis
 from hloscope.analyses.remat import RematAnalysis
@@ -190,20 +186,11 @@ def measure(compiled: Compiled) -> Measurement:
             facts[f"{prefix}.per_call"] = collective.per_call
         if collective.bytes_per_call is not None:
             facts[f"{prefix}.bytes_per_call"] = collective.bytes_per_call
-    # The collectives the program runs, as placement counts them: not those in the
-    # copies of fused computations a conversion leaves unreachable.
-    reached = runs.reached()
-    carried = collective_copies(module, (op for op in module.ops if op.function in reached))
-    for op in module.ops:
-        running = op.function in reached and op.id not in carried
-        found = collective_kind(op) if running else None
-        if found is not None:
-            name = f"collectives.{found[0].replace('_', '-')}.count"
-            sites.setdefault(name, Counter())[site(op)] += 1
-        across = megascale_kind(op) if op.function in reached else None
-        if across is not None:
-            name = f"collectives.dcn.{across.replace('_', '-')}.count"
-            sites.setdefault(name, Counter())[site(op)] += 1
+    # Each collective's line, as placement counts them (`program_collectives`).
+    for running in program_collectives(module, runs):
+        network = "dcn." if running.across_slices else ""
+        name = f"collectives.{network}{running.kind.replace('_', '-')}.count"
+        sites.setdefault(name, Counter())[site(module.ops[running.op_id])] += 1
 
     copies = [u for u in fusions.unfused if u.category == "copy"]
     facts["copies.count"] = len(copies)

@@ -110,7 +110,7 @@ def analyze_placement(
         shardings=tuple(shardings),
         op_shardings=op_shardings,
         manual_computations=tuple(manual),
-        collectives=tuple(collectives_by_kind(module, ops, scan.ops)),
+        collectives=tuple(collectives_by_kind(module, scan.ops)),
         partitions=module.num_partitions,
         replicas=module.num_replicas,
         warnings=tuple(warnings),

@@ -10,15 +10,26 @@ The TPU runs a collective asynchronously by fusing it: a kCustom fusion
 `AsyncCollectiveDone`, and the compute fusions in between that move it on (their
 backend config has a `continuation_config`) call computations named
 `async_collective_fusion`, each holding a copy of the collective.
+
+`program_collectives` decides, once per module, the collectives a program runs as XLA
+runs them, and every view reads its answer (placement's counts, `--why`'s sites,
+check's facts, the estimate, diff's summary): one collective per channel where the
+TPU carries one through several fusions, counted at its start; its kind by what it
+computes (an all-reduce the TPU fused with the slice each device keeps, the emitter
+`...AllReduceScatterFusion`, is a reduce-scatter of the all-reduce's array to the
+fusion's result; libtpu's megascale sends are the collective they carry out, across
+slices); XLA's name of it and of the instruction that launches it (itself, its
+`-start`, the fusion holding it); its device groups, bytes, whether it runs
+asynchronously and how often per call.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from hloscope.analyses.placement.loops import RunsPerCall
+from hloscope.analyses.placement.loops import RunsPerCall, TripCountSource
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
 from hloscope.analyses.structure import clone_base, op_callees
@@ -63,14 +74,7 @@ fusions that move an async collective on."""
 def _continues_collective(module: Module, op: Op) -> bool:
     """Whether `op` is a fusion whose backend config has a `continuation_config`
     (the TPU's fusion that moves an async collective on)."""
-    config = module.backend_configs.get(op.hlo_name or "")
-    if config is None or "continuation_config" not in config:
-        return False
-    try:
-        parsed = json.loads(config)
-    except ValueError:
-        return False
-    return isinstance(parsed, dict) and "continuation_config" in parsed
+    return module.annotations(op).continues_collective
 
 
 class _AsyncScopes:
@@ -175,68 +179,224 @@ def result_bytes(module: Module, op: Op, dones: Mapping[int, Op]) -> int | None:
     return sum_bytes(module, (done or op).results)
 
 
-def collectives_by_kind(
-    module: Module, ops: Sequence[Op], sites: Sequence[Op] | None = None
-) -> list[Collective]:
-    """The collectives among `ops` by kind, most frequent first. `sites`, when
-    given, holds every op of the module that names a function (and maybe others),
-    in module order: where `RunsPerCall` looks for calls."""
+SCATTER_EMITTER = "AllReduceScatter"
+"""In the `emitter` of a TPU fusion's `collective_algorithm_config`
+(`SingleInputAllReduceScatterFusion`): an all-reduce fused with the slice each device
+keeps, which is a reduce-scatter."""
+
+_WRAPPERS = frozenset({"fusion", "fusion-start", "async-start", "async_start"})
+"""Ops that launch the computation they hold or call as one instruction."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunningCollective:
+    """One collective the program runs, as XLA runs it (module doc)."""
+
+    op_id: int
+    """The collective instruction: its device groups, channel and source line."""
+    kernel_id: int
+    """The instruction the program launches for it: itself, the fusion holding it
+    (the TPU's async start fusion, an all-reduce-scatter fusion), or the
+    `async-start` wrapping it."""
+    name: str
+    """XLA's name of the collective instruction (`all-reduce.66`); its value's name
+    where the module names no HLO instructions (a lowered module)."""
+    kernel: str
+    """XLA's name of the instruction that launches it."""
+    kind: CollectiveOp
+    """What it computes."""
+    asynchronous: bool
+    """It runs between a start and a done (XLA's `-start`, an async start op, the
+    TPU's async collective fusions, a send across slices)."""
+    across_slices: bool
+    """It crosses the data-centre network between slices (libtpu's megascale send)."""
+    result_bytes: int | None
+    """What it makes per device: the gathered, reduced or scattered array (a
+    `-start`'s, its `-done`'s result; an all-reduce-scatter fusion's, the fusion's
+    result; a send across slices', the data it sends)."""
+    operand_bytes: int | None
+    """What each device gives it (an all-reduce-scatter fusion's, its all-reduce's
+    array)."""
+    groups: tuple[tuple[int, ...], ...] | None
+    """The devices of each of its groups (`Module.device_groups`); None where it names
+    none (every device) or they cannot be told."""
+    channel_id: int | None
+    function: str
+    """The function (computation) the collective instruction is in."""
+    runs_per_call: int | None
+    """How often it runs per call of the module, loops' trip counts counted; None
+    where a trip count is unknown."""
+    in_loop: bool
+    """It sits in a loop, directly or through the calls to its function."""
+    trip_counts_from: tuple[TripCountSource, ...]
+    """Where the trip counts of the loops around it were read."""
+
+    @property
+    def group_size(self) -> int | None:
+        """Devices in each of its groups, where they are written out."""
+        return len(self.groups[0]) if self.groups else None
+
+
+def collective_name(module: Module, op: Op) -> str:
+    """XLA's name of an instruction (`all-reduce.66`), the one every view shows; its
+    value's name where the module names no HLO instructions (a lowered module)."""
+    if op.hlo_name:
+        return op.hlo_name
+    return module.value_name(op.results[0]) if op.results else op.name
+
+
+def program_collectives(
+    module: Module, runs: RunsPerCall | None = None
+) -> tuple[RunningCollective, ...]:
+    """The collectives the program runs, in module order, decided once per module
+    (module doc): those of the functions the entry reaches, not the copies of fused
+    computations a conversion leaves aside nor the TPU's copies of one async
+    collective. `runs` (optional) counts the runs per call."""
+    cached = module.derived.get("program_collectives")
+    if isinstance(cached, tuple):
+        return cached
+    runs = runs if runs is not None else RunsPerCall(module)
+    reached = _reached(module)
+    ops = [op for op in module.ops if op.function in reached]
     copies = collective_copies(module, ops)
-    kinds = [
-        (op, kind)
-        for op in ops
-        if (kind := collective_kind(op)) is not None and op.id not in copies
-    ]
-    across = [(op, dcn) for op in ops if (dcn := megascale_kind(op)) is not None]
     dones = done_ops(ops)
-    if not kinds and not across:
-        return []
     scopes = _AsyncScopes(module, ops)
-    found: dict[tuple[CollectiveOp, bool], list[tuple[Op, bool]]] = {}
-    for op, (name, is_async) in kinds:
-        found.setdefault((name, False), []).append((op, is_async or scopes.holds(op)))
-    for op, name in across:
-        # A send and its done: asynchronous by nature.
-        found.setdefault((name, True), []).append((op, True))
+    callers = runs.callers()
+    found: list[RunningCollective] = []
+    for op in ops:
+        across = megascale_kind(op)
+        if across is not None:
+            # A send carries the collective out, its data what each device sends; the
+            # receive is its other half.
+            sent = sum_bytes(module, op.operands[:1])
+            found.append(_running(module, op, op, across, True, True, sent, sent, runs))
+            continue
+        kind = collective_kind(op) if op.id not in copies else None
+        if kind is None:
+            continue
+        name, is_async = kind
+        kernel = _launched(op, callers)
+        result = result_bytes(module, op, dones)
+        given = sum_bytes(module, op.operands)
+        emitter = module.annotations(kernel).collective_emitter if kernel is not op else None
+        if name == "all_reduce" and emitter is not None and SCATTER_EMITTER in emitter:
+            name, given, result = "reduce_scatter", result, sum_bytes(module, kernel.results)
+        asynchronous = is_async or scopes.holds(op)
+        found.append(_running(module, op, kernel, name, asynchronous, False, result, given, runs))
+    collectives = tuple(found)
+    module.derived["program_collectives"] = collectives
+    return collectives
+
+
+def _reached(module: Module) -> set[str]:
+    """The functions the module's public ones reach (calls, loops, fused computations
+    in XLA's own form), as placement reads them: not the copies of fused computations
+    a conversion leaves aside."""
+    names = module.functions
+    pending = [
+        name
+        for name, function in names.items()
+        if function.visibility == "public" and not function.is_declaration
+    ]
+    entry = module.entry
+    if entry is not None:
+        pending.append(entry.name)
+    reached: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in reached or name not in names:
+            continue
+        reached.add(name)
+        for op in module.function_ops(names[name]):
+            if op.attributes:
+                pending.extend(op_callees(op, names, fused=True))
+    return reached
+
+
+def _running(
+    module: Module,
+    op: Op,
+    kernel: Op,
+    kind: CollectiveOp,
+    asynchronous: bool,
+    across_slices: bool,
+    result: int | None,
+    given: int | None,
+    runs: RunsPerCall,
+) -> RunningCollective:
+    return RunningCollective(
+        op_id=op.id,
+        kernel_id=kernel.id,
+        name=collective_name(module, op),
+        kernel=collective_name(module, kernel),
+        kind=kind,
+        asynchronous=asynchronous,
+        across_slices=across_slices,
+        result_bytes=result,
+        operand_bytes=given,
+        groups=None if across_slices else module.device_groups(op),
+        channel_id=op.channel_id,
+        function=op.function or "",
+        runs_per_call=runs.of(op),
+        in_loop=runs.in_loop(op),
+        trip_counts_from=runs.trip_sources(op),
+    )
+
+
+def _launched(op: Op, callers: Mapping[str, Sequence[Op]]) -> Op:
+    """The instruction the program launches to run `op`: the fusion (or async start)
+    whose region holds it, or that alone calls its computation, outermost first;
+    `op` itself where none does."""
+    current = op
+    for _ in range(16):
+        parent = current.parent
+        while parent is not None and parent.name != "func.func" and parent.short_name in _WRAPPERS:
+            current, parent = parent, parent.parent
+        if parent is not None and parent.name != "func.func":
+            return current  # inside a loop's or a conditional's region: launched there
+        sites = callers.get(current.function or "", ())
+        if len(sites) != 1 or sites[0].short_name not in _WRAPPERS:
+            return current
+        current = sites[0]
+    return current
+
+
+def collectives_by_kind(module: Module, sites: Sequence[Op] | None = None) -> list[Collective]:
+    """The program's collectives (`program_collectives`) by kind, those across slices
+    first (the slow traffic), then the most frequent. `sites`, when given, holds every
+    op of the module that names a function (and maybe others), in module order: where
+    `RunsPerCall` looks for calls."""
+    collectives = program_collectives(module, RunsPerCall(module, sites))
+    found: dict[tuple[CollectiveOp, bool], list[RunningCollective]] = {}
+    for collective in collectives:
+        found.setdefault((collective.kind, collective.across_slices), []).append(collective)
     out: list[Collective] = []
-    runs = RunsPerCall(module, sites)
-    # The slow traffic first: across slices, over the data-centre network.
     for key in sorted(found, key=lambda k: (not k[1], -len(found[k]), COLLECTIVES.index(k[0]))):
         name, across_slices = key
         items = found[key]
-        total: int | None = 0
-        per_call: int | None = 0
-        bytes_per_call: int | None = 0
-        in_loops = 0
-        sources: dict[str, None] = {}
-        for op, _ in items:
-            # A send across slices moves its operand (an all-reduce's input is its
-            # result's size).
-            size = (
-                sum_bytes(module, op.operands[:1])
-                if across_slices
-                else result_bytes(module, op, dones)
-            )
-            total = None if total is None or size is None else total + size
-            times = runs.of(op)
-            in_loops += runs.in_loop(op)
-            sources.update(dict.fromkeys(runs.trip_sources(op)))
-            per_call = None if per_call is None or times is None else per_call + times
-            bytes_per_call = (
-                None
-                if bytes_per_call is None or times is None or size is None
-                else bytes_per_call + times * size
-            )
+        ops = [module.ops[c.op_id] for c in items]
+        sizes = [c.result_bytes for c in items]
+        total = None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
+        runs = [c.runs_per_call for c in items]
+        per_call = None if any(r is None for r in runs) else sum(r or 0 for r in runs)
+        bytes_per_call = (
+            None
+            if per_call is None or total is None
+            else sum((c.runs_per_call or 0) * (c.result_bytes or 0) for c in items)
+        )
+        sources: dict[TripCountSource, None] = {}
+        for c in items:
+            sources.update(dict.fromkeys(c.trip_counts_from))
         out.append(
             Collective(
                 op=name,
                 count=len(items),
-                async_count=sum(1 for _, a in items if a),
+                async_count=sum(1 for c in items if c.asynchronous),
                 bytes=total,
-                functions=unique(op.function for op, _ in items),
-                sources=unique(op.location.source for op, _ in items),
-                user_sources=unique(op.location.user_source for op, _ in items),
-                in_loops=in_loops,
+                functions=unique(c.function for c in items),
+                sources=unique(op.location.source for op in ops),
+                user_sources=unique(op.location.user_source for op in ops),
+                in_loops=sum(1 for c in items if c.in_loop),
                 per_call=per_call,
                 bytes_per_call=bytes_per_call,
                 trip_counts_from=tuple(sources),

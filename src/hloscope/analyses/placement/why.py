@@ -31,8 +31,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.fusions import split_op_name
-from hloscope.analyses.placement.collectives import collective_copies, collective_kind
-from hloscope.analyses.placement.loops import RunsPerCall
+from hloscope.analyses.placement.collectives import collective_name, program_collectives
 from hloscope.analyses.placement.why_report import (
     AxisCause,
     CollectiveSite,
@@ -63,13 +62,12 @@ def explain_collectives(
     `arguments` maps an entry argument's index to its user path and readable
     sharding (`P(None, 'model')`), `results` a result's index to its name; `note`
     says why `propagation` is missing, when it is."""
-    # The collectives the program runs, once: not those in the copies of fused
-    # computations that XLA's conversion to MLIR leaves beside the fusions.
-    reached = RunsPerCall(optimized).reached()
-    running = [op for op in optimized.ops if op.function in reached]
-    copies = collective_copies(optimized, running)  # the TPU's copies of one async collective
+    # The collectives the program runs, as every view counts them; those across
+    # slices carry no sharding of their own to explain.
     collectives = [
-        (op, kind[0]) for op in running if op.id not in copies and (kind := collective_kind(op))
+        (optimized.ops[c.op_id], c.kind)
+        for c in program_collectives(optimized)
+        if not c.across_slices
     ]
     if propagation is None or (not propagation.ops and not propagation.values):
         sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
@@ -277,7 +275,7 @@ def _untied(module: Module, op: Op, kind: str, note: str | None) -> CollectiveSi
 
 
 def _instruction(module: Module, op: Op) -> str:
-    return module.value_name(op.results[0]) if op.results else op.name
+    return collective_name(module, op)
 
 
 def _group_size(module: Module, op: Op) -> int | None:
