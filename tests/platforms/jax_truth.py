@@ -27,7 +27,8 @@ from typing import Any
 
 import jax
 from jax.experimental import topologies
-from jax.sharding import AxisType, SingleDeviceSharding
+import numpy as np
+from jax.sharding import AxisType, Mesh, SingleDeviceSharding
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -351,9 +352,18 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
         # the topology's devices as the slice would.
         axes = tuple(case["make_mesh"])
         shape = (len(devices) // module.MODEL, module.MODEL)
-        module.make_mesh = lambda: jax.make_mesh(
-            shape, axes, axis_types=(AxisType.Auto,) * len(axes), devices=devices
-        )
+        if case.get("in_device_order"):
+            # Where `jax.make_mesh` refuses the topology (several slices): the mesh
+            # over the devices in their own order, as hloscope compiles it then.
+            module.make_mesh = lambda: Mesh(
+                np.array(devices, dtype=object).reshape(shape),
+                axes,
+                axis_types=(AxisType.Auto,) * len(axes),
+            )
+        else:
+            module.make_mesh = lambda: jax.make_mesh(
+                shape, axes, axis_types=(AxisType.Auto,) * len(axes), devices=devices
+            )
         args = getattr(module, case["args"])()
     elif case.get("sharded"):
         module.DEVICES = devices

@@ -159,7 +159,13 @@ def megascale_kind(op: Op) -> CollectiveOp | None:
         return None
     tag = op.frontend_attributes.get(MEGASCALE_TRANSFER)
     name = tag.lower() if tag is not None else None
+    name = _MEGASCALE_KINDS.get(name, name) if name is not None else None
     return name if name in COLLECTIVES else None
+
+
+_MEGASCALE_KINDS = {"one_to_one": "collective_permute"}
+"""libtpu's transfer types that are not spelled as the collective they carry out:
+`ONE_TO_ONE`, a transfer from each device to one device of another slice."""
 
 
 def done_ops(ops: Sequence[Op]) -> dict[int, Op]:
@@ -222,7 +228,8 @@ class RunningCollective:
     none (every device) or they cannot be told."""
     channel_id: int | None
     function: str
-    """The function (computation) the collective instruction is in."""
+    """The function (computation) that launches it: the kernel's, where a fusion
+    holds the collective (the converted form's fusion region is in it too)."""
     runs_per_call: int | None
     """How often it runs per call of the module, loops' trip counts counted; None
     where a trip count is unknown."""
@@ -336,7 +343,7 @@ def _running(
         operand_bytes=given,
         groups=None if across_slices else module.device_groups(op),
         channel_id=op.channel_id,
-        function=op.function or "",
+        function=kernel.function or "",
         runs_per_call=runs.of(op),
         in_loop=runs.in_loop(op),
         trip_counts_from=runs.trip_sources(op),
