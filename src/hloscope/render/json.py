@@ -482,6 +482,8 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
             "changes": [
                 {
                     "status": f.status,
+                    "a_name": f.a_name,
+                    "b_name": f.b_name,
                     "a_kind": f.a_kind,
                     "b_kind": f.b_kind,
                     "a_ops": list(f.a_ops),

@@ -7,9 +7,10 @@ same program differently. This diff matches structure instead, in the way XLA's
 
 1. Both modules become dataflow graphs. Calls (`func.call`) are inlined, because
    nested jits, `compute_on` wrappers and XLA's own inlining move call boundaries
-   without changing the computation; `mhlo.fusion` regions are transparent too, so
-   ops are matched across fusion boundaries. A call or a fusion stays a node of its
-   own, matched afterwards by where its contents went.
+   without changing the computation; fusions are transparent too (`mhlo.fusion`
+   regions, and in XLA's own form the computation an `hlo.fusion` calls, walked in
+   the fusion's place), so ops are matched across fusion boundaries. A call or a
+   fusion stays a node of its own, matched afterwards by where its contents went.
 2. Every op gets a fingerprint of what it is (op kind, result types, attributes
    without locations) and a Merkle-style subgraph fingerprint (its fingerprint and
    those of its operands and nested regions). The entry functions' parameters are
@@ -44,8 +45,11 @@ add or drop unit dimensions are transparent (the round trip writes `broadcast_in
 64 -> 1x64` as reshapes), and a broadcast's dimensions are read for the operand's
 non-unit dimensions; equal subexpressions that one printer merged (CSE) are one; a
 `while` loop's carried values may come in another order; commutative ops' operands
-may be swapped; the default precision, implied comparison types, channel ids and
-XLA's `xla_shape` attribute are ignored. Unmatched ops that these rules explain are
+may be swapped; the default precision, implied comparison types, channel ids (XLA's
+own form's `channel_id` too) and XLA's `xla_shape` attribute are ignored, the
+instruction a TPU's `async_collective_name` names is read without its number, and a
+function called that computes the same as the counterpart of A's (XLA numbers equal
+reduction computations per compile) is no callee change. Unmatched ops that these rules explain are
 counted as `normalized`, not as changes. Not normalised: other rewrites (algebraic
 simplification, constant folding, XLA's optimizations).
 

@@ -31,7 +31,9 @@ def _where(graph: Graph, node: int) -> str:
     module = graph.module
     op = module.ops[graph.op[node]]
     text = graph.function[node] or "(module)"
-    if op.results:
+    if op.hlo_name and op.name.startswith("hlo."):
+        text += " " + op.hlo_name  # XLA's own form: the instruction by XLA's name
+    elif op.results:
         text += " " + module.value_name(op.results[0])
     source = op.location.source
     if source:
@@ -40,10 +42,17 @@ def _where(graph: Graph, node: int) -> str:
 
 
 def _fused_kind(graph: Graph, node: int) -> str:
-    op = graph.module.ops[graph.op[node]]
-    if "fusion_kind" not in op.attributes:
-        return ""
-    return op.fusion_kind or dict(graph.attrs[node]).get("fusion_kind", "")
+    """A fusion's kind: `fusion_kind` in the converted form, `kind` in XLA's own."""
+    return graph.module.ops[graph.op[node]].fusion_kind or ""
+
+
+def _fusion_name(graph: Graph, node: int) -> str | None:
+    """A fusion by XLA's name for it (`broadcast_add_fusion`), else by its value."""
+    module = graph.module
+    op = module.ops[graph.op[node]]
+    if op.hlo_name:
+        return op.hlo_name
+    return module.value_name(op.results[0]) if op.results else None
 
 
 def _brief(kind: str) -> str:
@@ -173,7 +182,20 @@ def fusion_changes(matcher: Matcher) -> list[FusionChange]:
         ops_a = tuple(_brief(a.kind[n]) for n in members_a[node])
         if partner < 0:
             out.append(
-                FusionChange(REMOVED, node, None, _fused_kind(a, node), None, ops_a, (), (), (), "")
+                FusionChange(
+                    REMOVED,
+                    node,
+                    None,
+                    _fused_kind(a, node),
+                    None,
+                    ops_a,
+                    (),
+                    (),
+                    (),
+                    "",
+                    _fusion_name(a, node),
+                    None,
+                )
             )
             continue
         ops_b = tuple(_brief(b.kind[n]) for n in members_b[partner])
@@ -213,13 +235,28 @@ def fusion_changes(matcher: Matcher) -> list[FusionChange]:
                 moved_in,
                 moved_out,
                 "; ".join(parts),
+                _fusion_name(a, node),
+                _fusion_name(b, partner),
             )
         )
     for node in range(len(b.op)):
         if b.kind[node] == FUSION_KIND and matcher.mb[node] < 0:
             ops_b = tuple(_brief(b.kind[n]) for n in members_b[node])
             out.append(
-                FusionChange(ADDED, None, node, None, _fused_kind(b, node), (), ops_b, (), (), "")
+                FusionChange(
+                    ADDED,
+                    None,
+                    node,
+                    None,
+                    _fused_kind(b, node),
+                    (),
+                    ops_b,
+                    (),
+                    (),
+                    "",
+                    None,
+                    _fusion_name(b, node),
+                )
             )
     return out
 

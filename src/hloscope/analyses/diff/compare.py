@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hloscope.analyses.diff.aspects import aspect_of, type_change
+from hloscope.analyses.diff.functions import same_function
 from hloscope.analyses.diff.graph import Graph
 from hloscope.analyses.diff.matcher import CONVERT_KIND, WHILE_KIND, Matcher
 from hloscope.analyses.diff.names import short
@@ -32,12 +33,21 @@ class Comparer:
         for key in sorted(refs_a.keys() | refs_b.keys()):
             names_a, names_b = refs_a.get(key, ()), refs_b.get(key, ())
             mapped = tuple(self.functions.get(name, name) for name in names_a)
-            if mapped == names_b:
+            if mapped == names_b or self._same_functions(names_a, names_b):
                 continue
             was = ", ".join("@" + name for name in names_a) or "-"
             now = ", ".join("@" + name for name in names_b) or "-"
             out.append((aspect_of(key), f"{key} {short(was)} → {short(now)}"))
         return out
+
+    def _same_functions(self, names_a: tuple[str, ...], names_b: tuple[str, ...]) -> bool:
+        """Whether each function B names computes what A's computes, though it is not
+        its counterpart (XLA numbers equal reduction computations per compile, and
+        pairs them one to one with others)."""
+        return len(names_a) == len(names_b) and all(
+            same_function(self.a.module, x, self.b.module, y)
+            for x, y in zip(names_a, names_b, strict=True)
+        )
 
     def same_operand(self, value_a: int, value_b: int) -> bool:
         """Whether B's operand is the counterpart of A's, or an identical subgraph."""

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping
 
 from hloscope.analyses.diff.matcher import Matcher
-from hloscope.analyses.diff.names import normalize_function_name, normalize_kind
+from hloscope.analyses.diff.names import normalize_function_name, normalize_kind, normalize_value
 from hloscope.analyses.diff.report import Rename
 from hloscope.ir.model import Module
 
@@ -53,14 +53,19 @@ def correspond(matcher: Matcher) -> dict[str, str]:
     # computations, which the MLIR conversion inlines and leaves behind): by their
     # contents, equal ones in order; names last, when the name (without XLA's
     # suffixes) is one function's on each side.
-    left_a = _by_key(a.module, set(pairs), _contents)
-    left_b = _by_key(b.module, taken, _contents)
+    # XLA's own form's fused computations are their fusions' contents, not functions.
+    left_a = _by_key(a.module, set(pairs) | a.fused_functions, _contents)
+    left_b = _by_key(b.module, taken | b.fused_functions, _contents)
     for contents, names in left_a.items():
         for x, y in zip(names, left_b.get(contents, []), strict=False):
             pairs[x] = y
             taken.add(y)
-    by_name_a = _by_key(a.module, set(pairs), lambda _m, name: normalize_function_name(name))
-    by_name_b = _by_key(b.module, taken, lambda _m, name: normalize_function_name(name))
+    by_name_a = _by_key(
+        a.module, set(pairs) | a.fused_functions, lambda _m, name: normalize_function_name(name)
+    )
+    by_name_b = _by_key(
+        b.module, taken | b.fused_functions, lambda _m, name: normalize_function_name(name)
+    )
     for family, names in by_name_a.items():
         same_name = by_name_b.get(family, [])
         if len(names) == 1 and len(same_name) == 1:
@@ -98,6 +103,25 @@ def _contents(module: Module, name: str) -> Hashable:
         tuple(result.type for result in function.results),
     )
     return signature, tuple(ops)
+
+
+def same_function(module_a: Module, name_a: str, module_b: Module, name_b: str) -> bool:
+    """Whether two functions compute the same, names aside: their contents and each
+    op's attributes (the functions those name without XLA's suffixes). Two equal
+    reduction computations that XLA numbered otherwise (`region_0.0`, `region_1.0`)
+    are one."""
+    function_a, function_b = module_a.functions.get(name_a), module_b.functions.get(name_b)
+    if function_a is None or function_b is None:
+        return False
+    if _contents(module_a, name_a) != _contents(module_b, name_b):
+        return False
+    return [_normal_attributes(op.attributes) for op in module_a.function_ops(function_a)] == [
+        _normal_attributes(op.attributes) for op in module_b.function_ops(function_b)
+    ]
+
+
+def _normal_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
+    return {key: normalize_value(value) for key, value in attributes.items()}
 
 
 def renames(pairs: Mapping[str, str], a: Module) -> tuple[Rename, ...]:

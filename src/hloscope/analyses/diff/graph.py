@@ -1,15 +1,20 @@
 """A module as the diff sees it: a dataflow graph of nodes (ops, with calls inlined
-and `mhlo.fusion` regions transparent) and values, each node with a fingerprint of what
-it is and a Merkle-style fingerprint of its subgraph, and its attributes in the normal
-form in which printers agree (implied comparison types, the default precision and
-`xla_shape` left out; unit-dimension reshapes transparent)."""
+and fusions transparent: `mhlo.fusion` regions, and in XLA's own form the computation
+an `hlo.fusion` calls) and values, each node with a fingerprint of what it is and a
+Merkle-style fingerprint of its subgraph, and its attributes in the normal form in
+which printers agree (implied comparison types, the default precision and `xla_shape`
+left out, per-compile numbering dropped; unit-dimension reshapes transparent)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import cast
 
-from hloscope.analyses.diff.names import normalize_kind, normalize_value
+from hloscope.analyses.diff.names import (
+    normalize_frontend_attribute,
+    normalize_kind,
+    normalize_value,
+)
 from hloscope.analyses.structure import CALL_ATTRIBUTES
 from hloscope.ir.model import (
     Block,
@@ -24,10 +29,16 @@ from hloscope.ir.types import TensorType
 TRANSPARENT_OPS = frozenset({"mhlo.fusion"})
 CALL_OP = "func.call"
 FUSION_KIND = "stablehlo.fusion"
+# XLA's own form's fusion: its ops are the computation its `calls` names, walked in
+# place as an `mhlo.fusion`'s region is (the computation is no function of its own to
+# the diff).
+XLA_FUSION = "hlo.fusion"
 
 # Attributes that repeat what the result types say (XLA's converter leaves them,
-# sometimes stale).
-IGNORED_ATTRIBUTES = frozenset({"xla_shape"})
+# sometimes stale), and XLA's own form's channel ids, which number the collectives in
+# order (one inserted op renumbers all; the converted form's `channel_handle` loses its
+# number in `normalize_value`).
+IGNORED_ATTRIBUTES = frozenset({"xla_shape", "channel_id"})
 
 # A comparison's type is implied by its operands' element type unless it is TOTALORDER;
 # XLA's HLO drops the implied ones.
@@ -118,7 +129,7 @@ class Signatures:
         name = op.name
         info = (
             op.is_terminator,
-            name == CALL_OP or name in TRANSPARENT_OPS,
+            name in (CALL_OP, XLA_FUSION) or name in TRANSPARENT_OPS,
             normalize_kind(name) in UNIT_RESHAPE_KINDS or name == "stablehlo.dot",
         )
         self.names[name] = info
@@ -189,7 +200,7 @@ def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
             continue
         if name == "mhlo.frontend_attributes":
             for entry, entry_value in op.frontend_attributes.items():
-                out["frontend." + entry] = entry_value
+                out["frontend." + entry] = normalize_frontend_attribute(entry, entry_value)
             continue
         if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
             continue
@@ -197,6 +208,8 @@ def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
             continue  # the default, which some printers leave out
         if name in _REFERENCE_KEYS:
             continue  # in `references`: names are compared by what they name
+        if name == "calls" and op.name == XLA_FUSION:
+            continue  # its fused ops are compared instead, as an `mhlo.fusion`'s are
         if name == "replica_groups":
             # Compared by the devices in each group, not by the text naming them (the
             # same mesh-axes text names other groups on another mesh).
@@ -277,6 +290,11 @@ class Graph:
         self.parameters: list[int] = []
         self._root_queue: list[Function] = []
         self._rooted: set[str] = set()
+        self.fused_functions: set[str] = set()
+        """XLA's own form's fused computations walked in place of their fusions: no
+        functions of their own to the diff (the converted form's are regions)."""
+        self._fused_in: str | None = None
+        """While one is walked: the function of the fusion that calls it."""
         self._value_types = module.value_types
         self._functions = module.functions
         # What the walk notes for the arrays filled in at the end.
@@ -384,6 +402,11 @@ class Graph:
             returned = self._walk_block(block, env, ctx, container, parent, active, children, True)
             if returned is not None:
                 outputs = returned
+        if not outputs and region.blocks and region.blocks[-1].ops:
+            # XLA's own form: no return op; a computation returns its ROOT, its last op.
+            root = region.blocks[-1].ops[-1]
+            if not root.is_terminator:
+                outputs = [self._resolve(env, value) for value in root.results]
         return outputs
 
     def _walk_block(
@@ -411,6 +434,8 @@ class Graph:
         known = signatures.known.get
         name_info = signatures.names
         get = env.get
+        # Inside XLA's own form's fused computation: the fusion's function.
+        fused_in = self._fused_in
         # The arrays, bound once.
         op_ids, contexts, kinds, attrs_of, types_of = (
             self.op,
@@ -498,6 +523,27 @@ class Graph:
                         continue
                     if callee is not None:
                         self._queue_root(callee.name)
+                elif name == XLA_FUSION:
+                    fused = self._fused_computation(op)
+                    if fused is not None and self.inline and fused.name not in active:
+                        node = self._node(op, operands, ctx, container, parent, is_container=True)
+                        children.append(node)
+                        outer = self._fused_in
+                        self._fused_in = functions[node]
+                        self.fused_functions.add(fused.name)
+                        try:
+                            outs = self._walk_function(
+                                fused, operands, ctx, node, parent, active | {fused.name}, children
+                            )
+                        finally:
+                            self._fused_in = outer
+                        for value, out in zip(model_results, outs, strict=False):
+                            env[value] = out
+                        results_of[node] = tuple(outs)
+                        self._seal(node, False)
+                        continue
+                    if fused is not None:
+                        self._queue_root(fused.name)
                 elif op.regions and op.regions[0].blocks:
                     node = self._node(op, operands, ctx, container, parent, is_container=True)
                     children.append(node)
@@ -547,7 +593,7 @@ class Graph:
             operands_of.append(operands)
             containers.append(container)
             parents.append(parent)
-            functions.append(op.function or "")
+            functions.append(fused_in if fused_in is not None else (op.function or ""))
             if references:
                 references_of[node] = references
             children.append(node)
@@ -683,6 +729,15 @@ class Graph:
             return None
         return function
 
+    def _fused_computation(self, op: Op) -> Function | None:
+        """The computation XLA's own form's fusion calls; None when it names none of the
+        module's."""
+        names = op.hlo_calls
+        function = self._functions.get(names[0]) if len(names) == 1 else None
+        if function is None or function.is_declaration:
+            return None
+        return function
+
     def _resolve(self, env: dict[int, int], value: int) -> int:
         found = env.get(value)
         if found is not None:
@@ -731,7 +786,8 @@ class Graph:
         self.results.append(())
         self.container.append(container)
         self.parent.append(parent)
-        self.function.append(op.function or "")
+        fused_in = self._fused_in
+        self.function.append(fused_in if fused_in is not None else (op.function or ""))
         self.sub.append(0)
         self.height.append(0)
         if not counted:

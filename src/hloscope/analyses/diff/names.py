@@ -1,7 +1,8 @@
 """Name and value normalisation: what makes StableHLO, XLA's HLO converted back to
 MLIR, VHLO and Exported artifacts spell the same op, function and attribute value the
 same (`mhlo.`, `hlo.` and `stablehlo.` ops in one namespace, XLA's `.N` suffixes
-dropped, channel ids ignored), and attribute values shortened for a change's detail."""
+dropped, channel ids ignored, instruction names in frontend attributes without their
+suffixes), and attribute values shortened for a change's detail."""
 
 from __future__ import annotations
 
@@ -46,6 +47,20 @@ def normalize_value(text: str) -> str:
     if "@" in text:
         text = _normalize_symbols(text)
     return text
+
+
+# Frontend attributes whose value is the name of another instruction, numbered per
+# compile: the TPU's `async_collective_name` (the async collective a synchronous one
+# was made from, `all-gather-start.12`).
+INSTRUCTION_NAME_ENTRIES = frozenset({"async_collective_name"})
+
+
+def normalize_frontend_attribute(entry: str, value: str) -> str:
+    """A frontend attribute's value, without the per-compile suffixes of an instruction
+    it names (`all-gather-start.12` -> `all-gather-start`)."""
+    if entry in INSTRUCTION_NAME_ENTRIES:
+        return normalize_function_name(value)
+    return value
 
 
 def short(text: str) -> str:

@@ -142,7 +142,7 @@ class Side:
     counted: tuple[bool, ...]
     """Whether the node counts as an op (terminators of regions do not)."""
     fusions: int
-    """`mhlo.fusion` ops."""
+    """Fusions: `mhlo.fusion` ops, or XLA's own form's `hlo.fusion`."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -189,6 +189,11 @@ class FusionChange:
     """Ops fused here in A whose counterparts in B are elsewhere."""
     detail: str
     """The above in words, and the fused ops added or removed."""
+    a_name: str | None
+    """The fusion in A by XLA's name for it (`broadcast_add_fusion`), else by its value;
+    None when added."""
+    b_name: str | None
+    """The fusion in B by name; None when removed."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

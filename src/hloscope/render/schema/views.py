@@ -498,6 +498,8 @@ def diff_fields() -> dict[str, Schema]:
         fields(
             FusionChange,
             "status",
+            "a_name",
+            "b_name",
             "a_kind",
             "b_kind",
             "a_ops",

@@ -168,6 +168,7 @@ def _fusions_table(result: ModuleDiff) -> Table | None:
         show_edge=False,
     )
     table.add_column("status", no_wrap=True)
+    table.add_column("fusion")
     table.add_column("kind", no_wrap=True)
     # Lists wrap between their words; a word too wide ends in `…`, never split.
     table.add_column("fused ops")
@@ -179,8 +180,12 @@ def _fusions_table(result: ModuleDiff) -> Table | None:
         fused = ", ".join(fusion.b_ops if fusion.status == "added" else fusion.a_ops)
         if fusion.status == "changed":
             fused = f"{', '.join(fusion.a_ops)} → {', '.join(fusion.b_ops)}"
+        name = fusion.a_name or fusion.b_name or ""
+        if fusion.a_name and fusion.b_name and fusion.a_name != fusion.b_name:
+            name = f"{fusion.a_name} → {fusion.b_name}"
         table.add_row(
             Text(fusion.status, style=DIFF_STYLES.get(fusion.status, "")),
+            name,
             kind,
             fused,
             fusion.detail,
