@@ -31,7 +31,6 @@ from hloscope.ir.layout import (
 from hloscope.ir.parsed import ParsedModule, mlir_printer, mlir_writer, notes_from_log
 from hloscope.ir.proto import proto_field
 
-
 XLA_FORM_SWITCH = "HLOSCOPE_HLO_FORM"
 """`xla`: read every HLO module in XLA's own form, without converting it to MLIR (the
 form LLM-scale TPU programs arrive in); anything else, or unset: convert where XLA's

@@ -149,8 +149,8 @@ def build_hlo_native_model(
                     attributes.pop("sharding", None)
                     attributes.pop("frontend_attributes", None)
                     if known.frontend_attributes:
-                        attributes["mhlo.frontend_attributes"] = (
-                            frontend_attributes_attribute(known.frontend_attributes)
+                        attributes["mhlo.frontend_attributes"] = frontend_attributes_attribute(
+                            known.frontend_attributes
                         )
                     if known.sharding is not None:
                         attributes["mhlo.sharding"] = quoted(known.sharding)
