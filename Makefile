@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test corpus docs smoke-jax check lint typecheck imports format bench bench-quick fuzz clean device-check
+.PHONY: install run test corpus forms docs smoke-jax check lint typecheck imports format bench bench-quick fuzz clean device-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ test: $(TEST_STAMP)
 
 corpus: $(STAMP)
 	HLOSCOPE_CORPUS_SAMPLE=1 $(BIN)/python -m pytest tests/corpus
+
+# Every optimized HLO module of ../shared/corpus read converted and in XLA's own form
+# (HLOSCOPE_HLO_FORM=xla): inspect, placement and fusions must give the same JSON
+# (tests/forms_support.py writes the representation-only differences one way); it
+# prints how many agree. The suite reads a seeded sample of 4.
+forms: $(STAMP)
+	HLOSCOPE_FORMS_SAMPLE=all $(BIN)/python -m pytest tests/corpus/test_forms_corpus.py -s
 
 # The documentation site (mkdocs.yml, docs/) into site/, strict: a broken link, a page
 # missing from the nav or a docstring mkdocstrings cannot read fails it. Its tools are

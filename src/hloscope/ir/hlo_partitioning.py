@@ -60,7 +60,8 @@ def module_attributes(
     """The module attributes XLA's converter writes of partitioning: the SPMD shardings
     of the entry's parameters and results (jaxlib's `HloModule`), the frontend
     attributes (proto field 19) and the device counts of the device assignment (field
-    15; the printed header's counts, where given, are recorded over these)."""
+    15, where it is for more than one device; the printed header's counts, where given,
+    are recorded over these)."""
     hlo = xla_hlo()
     attributes: dict[str, str] = {}
     with native():
@@ -85,7 +86,9 @@ def module_attributes(
                 attributes["mhlo.frontend_attributes"] = frontend_attributes_attribute(pairs)
         elif number == 15 and isinstance(value, bytes):  # device_assignment
             counts = _device_counts(value)
-            if counts is not None:
+            # As XLA's header prints them, and the converted form records them: only
+            # where one is not 1 (a module for one device states no counts).
+            if counts is not None and counts != (1, 1):
                 replicas, partitions = counts
                 attributes["mhlo.num_partitions"] = f"{partitions} : i32"
                 attributes["mhlo.num_replicas"] = f"{replicas} : i32"
