@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
-from jax.experimental import topologies
 import numpy as np
+from jax.experimental import topologies
 from jax.sharding import AxisType, Mesh, SingleDeviceSharding
 
 HERE = Path(__file__).resolve().parent

@@ -82,6 +82,8 @@ def test_collectives_across_slices_read_alike_in_either_form():
     (HLOSCOPE_HLO_FORM=xla) lists the same collectives, across slices included."""
     needs("tpu")
     converted = hloscope("placement", *TARGET, "--json").json()["collectives"]
-    native = hloscope("placement", *TARGET, "--json", env={**child_env(), "HLOSCOPE_HLO_FORM": "xla"})
+    native = hloscope(
+        "placement", *TARGET, "--json", env={**child_env(), "HLOSCOPE_HLO_FORM": "xla"}
+    )
     assert native.json()["collectives"] == converted
     assert any(c["across_slices"] for c in converted)

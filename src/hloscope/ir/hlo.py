@@ -44,15 +44,24 @@ def xla_form_forced() -> bool:
     return os.environ.get(XLA_FORM_SWITCH, "").strip().lower() == "xla"
 
 
-def parse_hlo_isolated(kind: reader.RequestKind, payload: bytes, source_name: str) -> ParsedModule:
+def parse_hlo_isolated(
+    kind: reader.RequestKind, payload: bytes, source_name: str, *, given_to_xla: bool = False
+) -> ParsedModule:
     """Parse HLO text or a proto in the reader process, then read what it answered:
-    the module converted to MLIR, or XLA's own form where the conversion failed."""
+    the module converted to MLIR, or XLA's own form where the conversion failed.
+    `given_to_xla`: the module before XLA's optimizations, converted whatever
+    `HLOSCOPE_HLO_FORM` says (the switch is for the optimized program)."""
     reply = reader.request(kind, payload, reader.read_timeout(len(payload)))
-    return parsed_from_reply(reply, kind, payload, source_name)
+    return parsed_from_reply(reply, kind, payload, source_name, given_to_xla=given_to_xla)
 
 
 def parsed_from_reply(
-    reply: reader.Reply, kind: reader.RequestKind, payload: bytes, source_name: str
+    reply: reader.Reply,
+    kind: reader.RequestKind,
+    payload: bytes,
+    source_name: str,
+    *,
+    given_to_xla: bool = False,
 ) -> ParsedModule:
     """The model of an HLO module from what a child process answered of it
     (`reader_child.send_hlo_module`): the reader's, or the module runner's of the
@@ -83,7 +92,7 @@ def parsed_from_reply(
 
     entry_layout = stages[reader.STAGE_PARSED][0].get("entry_layout")
     counts = stages[reader.STAGE_PARSED][0].get("counts")
-    if reader.STAGE_CONVERTED not in stages or xla_form_forced():
+    if reader.STAGE_CONVERTED not in stages or (xla_form_forced() and not given_to_xla):
         reason = (
             f"XLA's converter {reply.failure()}"
             if reader.STAGE_DONE not in stages

@@ -143,13 +143,17 @@ def _has_stablehlo_op(module: Any) -> bool:
     return found
 
 
-def parse_hlo_text(text: str, source_name: str) -> ParsedModule:
+def parse_hlo_text(text: str, source_name: str, *, given_to_xla: bool = False) -> ParsedModule:
     """Parse HLO text with XLA's parser and convert it to MLIR.
 
     Both run in a child process: XLA's converter can crash (a segfault) on modules
-    its parser accepts, and a dump is untrusted input.
+    its parser accepts, and a dump is untrusted input. `given_to_xla`: the module
+    before XLA's optimizations, always converted where it can be (`HLOSCOPE_HLO_FORM`
+    chooses the optimized program's form).
     """
-    return hlo.parse_hlo_isolated("text", text.encode("utf-8"), source_name)
+    return hlo.parse_hlo_isolated(
+        "text", text.encode("utf-8"), source_name, given_to_xla=given_to_xla
+    )
 
 
 def parse_hlo_proto(data: bytes, source_name: str, *, trusted: bool = False) -> ParsedModule:

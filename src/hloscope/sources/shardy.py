@@ -70,7 +70,7 @@ def shardy_dumps(loaded: Loaded) -> ShardyDumps:
         before = None
         if before_file is not None:
             text = before_file.read_text(encoding="utf-8", errors="replace")
-            before = parse_hlo_text(text, before_file.name).model
+            before = parse_hlo_text(text, before_file.name, given_to_xla=True).model
         if propagated is None:
             return ShardyDumps(compiled, None, before, _no_shardy(loaded, compiled))
         return ShardyDumps(compiled, read_propagation(propagated), before, None)
