@@ -190,7 +190,8 @@ SCATTER_EMITTER = "AllReduceScatter"
 (`SingleInputAllReduceScatterFusion`): an all-reduce fused with the slice each device
 keeps, which is a reduce-scatter."""
 
-_WRAPPERS = frozenset({"fusion", "fusion-start", "async-start", "async_start"})
+_FUSED = frozenset({"fusion", "fusion-start"})
+_WRAPPERS = _FUSED | {"async-start", "async_start"}
 """Ops that launch the computation they hold or call as one instruction."""
 
 
@@ -228,8 +229,8 @@ class RunningCollective:
     none (every device) or they cannot be told."""
     channel_id: int | None
     function: str
-    """The function (computation) that launches it: the kernel's, where a fusion
-    holds the collective (the converted form's fusion region is in it too)."""
+    """The function (computation) it is in: the fusion's, where a fusion holds it (as
+    the converted form's fusion region is), not the fused computation's."""
     runs_per_call: int | None
     """How often it runs per call of the module, loops' trip counts counted; None
     where a trip count is unknown."""
@@ -343,7 +344,7 @@ def _running(
         operand_bytes=given,
         groups=None if across_slices else module.device_groups(op),
         channel_id=op.channel_id,
-        function=kernel.function or "",
+        function=(kernel if kernel.short_name in _FUSED else op).function or "",
         runs_per_call=runs.of(op),
         in_loop=runs.in_loop(op),
         trip_counts_from=runs.trip_sources(op),
