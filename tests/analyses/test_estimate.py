@@ -16,6 +16,7 @@ from hloscope.analyses.fusions import analyze_fusions
 from hloscope.compile_for import parse_compile_for
 from hloscope.errors import HloscopeError
 from hloscope.hardware_figures import TPU_FIGURES, figures_for, gpu_figures, tpu_figures
+from hloscope.ir.context import xla_hlo
 from hloscope.ir.hlo_kernels import read_kernels
 from hloscope.ir.kernel_costs import kernel_costs
 from hloscope.sources.jax.backend import cpu_client
@@ -32,7 +33,8 @@ def estimate(fixture: str, spec: str):
     path = FIXTURES / fixture
     kernels = read_kernels(path.read_text())
     wanted = [k for k in kernels.computations[kernels.entry] if k.runs_kernel and not k.collective]
-    costs = kernel_costs(kernels, wanted, cpu_client())
+    proto = xla_hlo().hlo_module_from_text(path.read_text()).as_serialized_hlo_module_proto()
+    costs = kernel_costs(proto, [k.name for k in wanted], cpu_client())
     loaded = load(str(path), LoadOptions())
     target = parse_compile_for(spec)
     assert target is not None

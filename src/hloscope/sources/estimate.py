@@ -40,4 +40,4 @@ def kernels_and_costs(loaded: Loaded) -> tuple[KernelModule, dict[str, Any]]:
         for kernel in module.computations[computation]
         if kernel.runs_kernel and kernel.collective is None
     ]
-    return module, kernel_costs(module, wanted, cpu_client())
+    return module, kernel_costs(compilation.hlo_proto, [k.name for k in wanted], cpu_client())
