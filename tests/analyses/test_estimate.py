@@ -13,11 +13,11 @@ import pytest
 
 from hloscope.analyses.estimate import analyze_estimate, ring_bytes
 from hloscope.analyses.fusions import analyze_fusions
+from hloscope.analyses.kernels import program_kernels
 from hloscope.compile_for import parse_compile_for
 from hloscope.errors import HloscopeError
 from hloscope.hardware_figures import TPU_FIGURES, figures_for, gpu_figures, tpu_figures
 from hloscope.ir.context import xla_hlo
-from hloscope.ir.hlo_kernels import read_kernels
 from hloscope.ir.kernel_costs import kernel_costs
 from hloscope.sources.jax.backend import cpu_client
 from hloscope.sources.loader import LoadOptions, load
@@ -31,16 +31,18 @@ DOT_FLOPS = 2 * 4096**3
 
 def estimate(fixture: str, spec: str):
     path = FIXTURES / fixture
-    kernels = read_kernels(path.read_text())
-    wanted = [k for k in kernels.computations[kernels.entry] if k.runs_kernel and not k.collective]
-    proto = xla_hlo().hlo_module_from_text(path.read_text()).as_serialized_hlo_module_proto()
-    costs = kernel_costs(proto, [k.name for k in wanted], cpu_client())
     loaded = load(str(path), LoadOptions())
+    computations = program_kernels(loaded.module)
+    wanted = [
+        k.name for c in computations for k in c.kernels if k.runs_kernel and not k.collectives
+    ]
+    proto = xla_hlo().hlo_module_from_text(path.read_text()).as_serialized_hlo_module_proto()
+    costs = kernel_costs(proto, wanted, cpu_client())
     target = parse_compile_for(spec)
     assert target is not None
     figures = figures_for(target)
     analysis = analyze_estimate(
-        kernels, costs, figures, loaded.module, analyze_fusions(loaded.module)
+        loaded.module, computations, costs, figures, analyze_fusions(loaded.module)
     )
     return analysis, costs, figures
 
