@@ -1,12 +1,13 @@
 """`profile --for`'s estimate (`analyses.estimate`) on hand-built HLO modules: an
 async all-gather with independent compute scheduled between its start and its done
-is hidden, without it exposed; a GPU kernel's roofline is the larger of its flops
-(XLA's own cost analysis, checked against the matmul's 2*M*N*K) over the peak and its
-bytes over the memory bandwidth; the ring algorithm's bytes; the published figures'
-refusals."""
+is hidden, without it exposed, read in either form of the module; a GPU kernel's
+roofline is the larger of its flops (XLA's own cost analysis, checked against the
+matmul's 2*M*N*K) over the peak and its bytes over the memory bandwidth; the ring
+algorithm's bytes; the published figures' refusals."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ DOT_FLOPS = 2 * 4096**3
 def estimate(fixture: str, spec: str):
     path = FIXTURES / fixture
     loaded = load(str(path), LoadOptions())
+    form = "hlo-native" if os.environ.get("HLOSCOPE_HLO_FORM") == "xla" else "hlo"
+    assert loaded.source.ir == form
     computations = program_kernels(loaded.module)
     wanted = [
         k.name for c in computations for k in c.kernels if k.runs_kernel and not k.collectives
@@ -47,7 +50,18 @@ def estimate(fixture: str, spec: str):
     return analysis, costs, figures
 
 
-def test_async_all_gather_with_compute_between_is_hidden():
+@pytest.fixture(params=["converted", "xla"])
+def form(request, monkeypatch):
+    """Each module read in either form: converted to MLIR (whose ops follow their
+    dependencies, the schedule read from the module) and XLA's own (in the schedule)."""
+    if request.param == "xla":
+        monkeypatch.setenv("HLOSCOPE_HLO_FORM", "xla")
+    else:
+        monkeypatch.delenv("HLOSCOPE_HLO_FORM", raising=False)
+    return request.param
+
+
+def test_async_all_gather_with_compute_between_is_hidden(form):
     analysis, _, figures = estimate("async_overlap.hlo", "tpu:v5e:2x4")
     (gather,) = analysis.collectives
     assert gather.op == "all-gather" and gather.asynchronous
@@ -63,7 +77,7 @@ def test_async_all_gather_with_compute_between_is_hidden():
     assert analysis.seconds == pytest.approx(analysis.compute_seconds)
 
 
-def test_async_all_gather_with_nothing_between_is_exposed():
+def test_async_all_gather_with_nothing_between_is_exposed(form):
     analysis, _, _ = estimate("async_exposed.hlo", "tpu:v5e:2x4")
     (gather,) = analysis.collectives
     assert gather.overlapped_by == ()
