@@ -1,22 +1,24 @@
 """`profile --for`'s estimate (`analyses.estimate`) on hand-built HLO modules: an
 async all-gather with independent compute scheduled between its start and its done
-is hidden, without it exposed; a GPU kernel's roofline is the larger of its flops
-(XLA's own cost analysis, checked against the matmul's 2*M*N*K) over the peak and its
-bytes over the memory bandwidth; the ring algorithm's bytes; the published figures'
-refusals."""
+is hidden, without it exposed, read in either form of the module; a GPU kernel's
+roofline is the larger of its flops (XLA's own cost analysis, checked against the
+matmul's 2*M*N*K) over the peak and its bytes over the memory bandwidth; the ring
+algorithm's bytes; the published figures' refusals."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from hloscope.analyses.estimate import analyze_estimate, ring_bytes
 from hloscope.analyses.fusions import analyze_fusions
+from hloscope.analyses.kernels import program_kernels
 from hloscope.compile_for import parse_compile_for
 from hloscope.errors import HloscopeError
 from hloscope.hardware_figures import TPU_FIGURES, figures_for, gpu_figures, tpu_figures
-from hloscope.ir.hlo_kernels import read_kernels
+from hloscope.ir.context import xla_hlo
 from hloscope.ir.kernel_costs import kernel_costs
 from hloscope.sources.jax.backend import cpu_client
 from hloscope.sources.loader import LoadOptions, load
@@ -30,20 +32,36 @@ DOT_FLOPS = 2 * 4096**3
 
 def estimate(fixture: str, spec: str):
     path = FIXTURES / fixture
-    kernels = read_kernels(path.read_text())
-    wanted = [k for k in kernels.computations[kernels.entry] if k.runs_kernel and not k.collective]
-    costs = kernel_costs(kernels, wanted, cpu_client())
     loaded = load(str(path), LoadOptions())
+    form = "hlo-native" if os.environ.get("HLOSCOPE_HLO_FORM") == "xla" else "hlo"
+    assert loaded.source.ir == form
+    computations = program_kernels(loaded.module)
+    wanted = [
+        k.name for c in computations for k in c.kernels if k.runs_kernel and not k.collectives
+    ]
+    proto = xla_hlo().hlo_module_from_text(path.read_text()).as_serialized_hlo_module_proto()
+    costs = kernel_costs(proto, wanted, cpu_client())
     target = parse_compile_for(spec)
     assert target is not None
     figures = figures_for(target)
     analysis = analyze_estimate(
-        kernels, costs, figures, loaded.module, analyze_fusions(loaded.module)
+        loaded.module, computations, costs, figures, analyze_fusions(loaded.module)
     )
     return analysis, costs, figures
 
 
-def test_async_all_gather_with_compute_between_is_hidden():
+@pytest.fixture(params=["converted", "xla"])
+def form(request, monkeypatch):
+    """Each module read in either form: converted to MLIR (whose ops follow their
+    dependencies, the schedule read from the module) and XLA's own (in the schedule)."""
+    if request.param == "xla":
+        monkeypatch.setenv("HLOSCOPE_HLO_FORM", "xla")
+    else:
+        monkeypatch.delenv("HLOSCOPE_HLO_FORM", raising=False)
+    return request.param
+
+
+def test_async_all_gather_with_compute_between_is_hidden(form):
     analysis, _, figures = estimate("async_overlap.hlo", "tpu:v5e:2x4")
     (gather,) = analysis.collectives
     assert gather.op == "all-gather" and gather.asynchronous
@@ -59,7 +77,7 @@ def test_async_all_gather_with_compute_between_is_hidden():
     assert analysis.seconds == pytest.approx(analysis.compute_seconds)
 
 
-def test_async_all_gather_with_nothing_between_is_exposed():
+def test_async_all_gather_with_nothing_between_is_exposed(form):
     analysis, _, _ = estimate("async_exposed.hlo", "tpu:v5e:2x4")
     (gather,) = analysis.collectives
     assert gather.overlapped_by == ()

@@ -47,9 +47,9 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from hloscope.analyses.fusions import FusionAnalysis
+from hloscope.analyses.kernels import ControlComputation, Kernel, done_of
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.hardware_figures import Figures
-from hloscope.ir.hlo_kernels import Kernel, KernelModule
 from hloscope.ir.model import Module
 
 Basis = Literal["compiler", "roofline", "interconnect"]
@@ -61,7 +61,7 @@ class EstimatedOp:
     """One kernel or collective of the compiled module, by its estimated time."""
 
     name: str
-    """The instruction, as XLA's text names it."""
+    """The instruction, as XLA names it."""
     kind: str
     """A fusion's kind, else the opcode; a collective's opcode."""
     calls: int
@@ -82,7 +82,7 @@ class EstimatedOp:
     user_source: str | None
     sources: tuple[str, ...]
     function: str | None
-    """The computation it is in."""
+    """The model's function it is in (`main`; a loop body's in XLA's own form)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +110,11 @@ class EstimatedCollective:
     """The kernels scheduled between its start and its done."""
     user_source: str | None
     sources: tuple[str, ...]
+    collective: str = ""
+    """XLA's name of the collective instruction (`all-reduce.38`), where `name` is the
+    instruction launched for it (the fusion holding it, its `-start`)."""
+    in_loop: bool = False
+    """It sits in a loop (`calls` counts its iterations)."""
 
     @property
     def hidden(self) -> bool:
@@ -204,112 +209,86 @@ def ring_bytes(op: str, result_bytes: int, operand_bytes: int | None, n: int | N
     return float(result_bytes) if n > 1 or op.startswith("collective") else 0.0
 
 
-def _done_of(kernels: Sequence[Kernel], start: int) -> int | None:
-    """The schedule position of the done that finishes the start at `start`: the
-    first done reached from it through its users."""
-    users: dict[str, list[int]] = defaultdict(list)
-    for index, kernel in enumerate(kernels):
-        for operand in kernel.operands:
-            users[operand].append(index)
-    pending = [kernels[start].name]
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        for index in users.get(name, ()):
-            kernel = kernels[index]
-            if kernel.done or kernel.opcode.endswith("-done"):
-                return index
-            if kernel.name not in seen and index > start:
-                seen.add(kernel.name)
-                pending.append(kernel.name)
-    return None
-
-
 def analyze_estimate(
-    kernels: KernelModule,
+    module: Module,
+    computations: Sequence[ControlComputation],
     costs: Mapping[str, Mapping[str, float]],
     figures: Figures,
-    module: Module,
     fusions: FusionAnalysis,
     program_flops: float | None = None,
     slices: int = 1,
 ) -> EstimateAnalysis:
     """Estimate each kernel and collective of the compiled module (module doc), on
-    `slices` TPU slices."""
+    `slices` TPU slices: `computations` its control computations
+    (`kernels.program_kernels`), `costs` XLA's cost analysis of each kernel alone, by
+    name."""
     info = _info(fusions)
     runs = RunsPerCall(module)
-    by_name = {op.hlo_name: op for op in module.ops if op.hlo_name}
     unknown_trips: list[str] = []
     uncosted: list[str] = []
     clock = figures.clock_hz
     ring_bandwidth = figures.interconnect_bytes_per_second * (2 if figures.platform == "tpu" else 1)
 
-    def calls_of(kernel: Kernel) -> int:
-        op = by_name.get(kernel.name)
-        times = runs.of(op) if op is not None else 1
+    def counted(name: str, times: int | None) -> int:
         if times is None:
-            unknown_trips.append(kernel.name)
+            unknown_trips.append(name)
             return 1
         return times
 
     ops: list[EstimatedOp] = []
     collectives: list[EstimatedCollective] = []
-    for computation in kernels.control:
-        schedule = kernels.computations[computation]
+    for computation in computations:
+        schedule = computation.kernels
         one_run: dict[int, float] = {}
         for index, kernel in enumerate(schedule):
-            if kernel.collective is None and kernel.runs_kernel:
+            if not kernel.collectives and kernel.runs_kernel:
                 one_run[index] = _kernel(kernel, costs, figures, clock, uncosted)[0]
         for index, kernel in enumerate(schedule):
-            if not kernel.runs_kernel and not kernel.starts:
-                continue
-            calls = calls_of(kernel)
             known = info.get(kernel.name, _Info(kernel.opcode, None, ()))
-            if kernel.collective is not None:
-                if kernel.done and not kernel.starts:
-                    continue
-                result = kernel.collective_bytes or 0
-                if kernel.across_slices:
+            for collective in kernel.collectives:
+                calls = counted(kernel.name, collective.runs_per_call)
+                op = collective.kind.replace("_", "-")
+                result = collective.result_bytes or 0
+                if collective.across_slices:
                     # Between slices: a ring over the slices, on the data-centre network.
-                    moved = ring_bytes(kernel.collective, result, result, slices)
+                    moved = ring_bytes(op, result, result, slices)
                     seconds = moved / (figures.dcn_bytes_per_second or ring_bandwidth)
                 else:
-                    moved = ring_bytes(
-                        kernel.collective,
-                        result,
-                        kernel.collective_operand_bytes,
-                        kernel.group_size,
-                    )
+                    moved = ring_bytes(op, result, collective.operand_bytes, collective.group_size)
                     seconds = moved / ring_bandwidth
                 between: tuple[int, ...] = ()
-                if kernel.starts:
-                    done = _done_of(schedule, index)
+                if collective.asynchronous:
+                    done = done_of(module, computation, index)
                     end = done if done is not None else index + 1
                     between = tuple(i for i in range(index + 1, end) if i in one_run)
                 covered = sum(one_run[i] for i in between)
-                exposed = max(seconds - covered, 0.0) if kernel.starts else seconds
+                exposed = max(seconds - covered, 0.0) if collective.asynchronous else seconds
+                # Named by the instruction launched for it, unless it launches several.
+                name = kernel.name if len(kernel.collectives) == 1 else collective.name
                 collectives.append(
                     EstimatedCollective(
-                        name=kernel.name,
-                        op=kernel.collective,
+                        name=name,
+                        op=op,
                         bytes=moved * calls,
                         result_bytes=result,
-                        group_size=slices if kernel.across_slices else kernel.group_size,
+                        group_size=slices if collective.across_slices else collective.group_size,
                         calls=calls,
                         seconds=seconds * calls,
                         basis="interconnect",
                         exposed_seconds=exposed * calls,
-                        asynchronous=kernel.starts,
-                        across_slices=kernel.across_slices,
+                        asynchronous=collective.asynchronous,
+                        across_slices=collective.across_slices,
                         overlapped_by=tuple(schedule[i].name for i in between),
                         user_source=known.user_source,
                         sources=known.sources,
+                        collective=collective.name,
+                        in_loop=collective.in_loop,
                     )
                 )
                 ops.append(
                     EstimatedOp(
-                        name=kernel.name,
-                        kind=kernel.collective,
+                        name=name,
+                        kind=op,
                         calls=calls,
                         seconds=seconds * calls,
                         share=0.0,
@@ -320,10 +299,12 @@ def analyze_estimate(
                         bytes=moved * calls,
                         user_source=known.user_source,
                         sources=known.sources,
-                        function=computation,
+                        function=kernel.function,
                     )
                 )
+            if kernel.collectives or not kernel.runs_kernel:
                 continue
+            calls = counted(kernel.name, runs.of(module.ops[kernel.op_id]))
             seconds, basis, bound, flops, accessed = _kernel(
                 kernel, costs, figures, clock, uncosted
             )
@@ -341,7 +322,7 @@ def analyze_estimate(
                     bytes=accessed * calls,
                     user_source=known.user_source,
                     sources=known.sources,
-                    function=computation,
+                    function=kernel.function,
                 )
             )
     compute = sum(op.seconds for op in ops if op.basis != "interconnect")

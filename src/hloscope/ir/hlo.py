@@ -118,7 +118,12 @@ def parsed_from_reply(
     names = None
     if reader.STAGE_NAMES in stages:
         answer = json.loads(stages[reader.STAGE_NAMES][1])
-        names = HloNames([(op, name) for op, name in answer["ops"]], answer["backend_configs"])
+        names = HloNames(
+            [(op, name) for op, name in answer["ops"]],
+            answer["backend_configs"],
+            answer.get("opcodes", {}),
+            answer.get("schedule", {}),
+        )
     return _from_converted(
         xla_module,
         stages[reader.STAGE_CONVERTED][1],

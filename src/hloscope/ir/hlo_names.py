@@ -16,7 +16,7 @@ from hloscope.ir.attributes import annotated, kept_backend_config
 from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import mlir_context, native, walk_operations
 from hloscope.ir.locations import parse_location
-from hloscope.ir.proto import proto_rewrite
+from hloscope.ir.proto import proto_message, proto_rewrite, proto_varints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +28,11 @@ class HloNames:
     instruction it came from (None for ops the conversion made up)."""
     backend_configs: dict[str, str]
     """`backend_config` of the fusion and while instructions that have one, by name."""
+    opcodes: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Every instruction's opcode, by name (`model.Module.hlo_opcodes`)."""
+    schedule: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each instruction's place in its computation's schedule, by name
+    (`model.Module.schedule`)."""
 
 
 def wants_names(hlo_proto: bytes, printed: str) -> bool:
@@ -55,7 +60,7 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
     rewritten = without_metadata(hlo_proto)
     if rewritten is None:
         return None
-    stripped, configs = rewritten
+    stripped, configs, opcodes = rewritten
     names: list[tuple[str, str | None]] = []
     with native():
         try:
@@ -78,7 +83,7 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
 
         walk_operations(module.operation, visit)
         del names[0]
-    return HloNames(names, configs)
+    return HloNames(names, configs, opcodes, schedule_positions(hlo_proto))
 
 
 def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
@@ -90,6 +95,8 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
     for op, (_, hlo_name) in zip(built.ops, names.ops, strict=True):
         op.hlo_name = hlo_name
     built.backend_configs = MappingProxyType(names.backend_configs)
+    built.hlo_opcodes = MappingProxyType(names.opcodes)
+    built.schedule = MappingProxyType(names.schedule)
 
 
 def _dropped(_payload: bytes) -> None:
@@ -105,8 +112,11 @@ _INSTRUCTION_READ = frozenset({1, 2, 43})
 CONFIGS_KEPT = frozenset({"fusion", "while"})
 
 
-def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
-    """An `HloModuleProto` with the `metadata` of every instruction removed, and the
+def without_metadata(
+    hlo_proto: bytes,
+) -> tuple[bytes, dict[str, str], dict[str, str]] | None:
+    """An `HloModuleProto` with the `metadata` of every instruction removed, every
+    instruction's opcode by name, and the
     backend configs of its fusion and while instructions (what fusions are made of,
     loops' trip counts) and of any the compiler annotated (`attributes.ANNOTATION_KEYS`),
     long ones cut to what the views read (`attributes.kept_backend_config`); None if
@@ -118,15 +128,17 @@ def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
     Everything else is copied as it is.
     """
     configs: dict[str, str] = {}
+    opcodes: dict[str, str] = {}
 
     def instruction(data: bytes) -> bytes:
         kept, found = proto_rewrite(data, 7, _dropped, _INSTRUCTION_READ)
         opcode = found.get(2, b"").decode("utf-8", "replace")
+        name = found.get(1, b"").decode("utf-8", "replace")
+        opcodes[name] = opcode
         config = found.get(43, b"")
         if config:
             text = config.decode("utf-8", "replace")
             if opcode in CONFIGS_KEPT or annotated(text):
-                name = found.get(1, b"").decode("utf-8", "replace")
                 configs[name] = kept_backend_config(text, MAX_ATTRIBUTE_CHARS)
         return kept
 
@@ -137,4 +149,54 @@ def without_metadata(hlo_proto: bytes) -> tuple[bytes, dict[str, str]] | None:
         stripped = proto_rewrite(hlo_proto, 3, computation)[0]
     except (ValueError, IndexError):
         return None
-    return stripped, configs
+    return stripped, configs, opcodes
+
+
+def schedule_positions(hlo_proto: bytes) -> dict[str, int]:
+    """Each instruction's place in its computation's schedule, by name, from an
+    `HloModuleProto`'s `schedule` (field 7: computation id -> instruction ids) and its
+    computations' instructions (`id` 35, `name` 1; a computation's `id` 5); empty for
+    a module without a schedule or a malformed proto. proto3 leaves a zero id out."""
+    try:
+        sequences: list[bytes] = []
+        computations: list[bytes] = []
+        for number, value in proto_message(hlo_proto):
+            if number == 7 and isinstance(value, bytes):
+                sequences.append(value)
+            elif number == 3 and isinstance(value, bytes):
+                computations.append(value)
+        if not sequences:
+            return {}
+        order: dict[int, list[int]] = {}
+        for message in sequences:
+            for number, entry in proto_message(message):
+                if number != 1 or not isinstance(entry, bytes):  # sequences (a map)
+                    continue
+                key = 0
+                ids: list[int] = []
+                for field, value in proto_message(entry):
+                    if field == 1 and isinstance(value, int):
+                        key = value
+                    elif field == 2 and isinstance(value, bytes):
+                        for inner, listed in proto_message(value):
+                            if inner == 1:  # instruction_ids
+                                ids += proto_varints(listed)
+                order[key] = ids
+        positions: dict[str, int] = {}
+        for message in computations:
+            identifier = 0
+            names: dict[int, str] = {}
+            for number, value in proto_message(message):
+                if number == 5 and isinstance(value, int):
+                    identifier = value
+                elif number == 2 and isinstance(value, bytes):
+                    fields = proto_message(value)
+                    name = next((v for n, v in fields if n == 1 and isinstance(v, bytes)), b"")
+                    instruction = next((v for n, v in fields if n == 35 and isinstance(v, int)), 0)
+                    names[instruction] = name.decode("utf-8", "replace")
+            for place, instruction in enumerate(order.get(identifier, ())):
+                if instruction in names:
+                    positions[names[instruction]] = place
+        return positions
+    except ValueError:
+        return {}

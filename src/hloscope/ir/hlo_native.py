@@ -408,8 +408,8 @@ def _computation_facts(
     message: bytes, frames: _StackFrames, sequences: Mapping[int, list[int]]
 ) -> tuple[str, int | None, ComputationFacts]:
     name = ""
-    identifier: int | None = None
-    root_id: int | None = None
+    identifier = 0  # proto3 leaves a zero id out
+    root_id = 0
     by_id: dict[int, str] = {}
     instructions: dict[str, InstructionFacts] = {}
     for number, value in proto_message(message):
@@ -442,7 +442,7 @@ def _instruction_facts(
     message: bytes, frames: _StackFrames, position: int
 ) -> tuple[str, int | None, InstructionFacts]:
     name = ""
-    identifier: int | None = None
+    identifier = 0  # proto3 leaves a zero id out
     tuple_index: int | None = None
     side_effect = False
     opcode = ""

@@ -518,8 +518,10 @@ class Module:
         "body",
         "derived",
         "functions",
+        "hlo_opcodes",
         "name",
         "ops",
+        "schedule",
         "value_owner",
         "value_types",
     )
@@ -543,6 +545,16 @@ class Module:
     instruction that has one, by HLO instruction name (`Op.hlo_name`), as XLA prints
     it (`{"fusion_backend_config":{"kind":"__triton_gemm",...}}`,
     `{"known_trip_count":{"n":"6"},...}`). The MLIR conversion drops it."""
+    hlo_opcodes: Mapping[str, str]
+    """For a module converted from HLO: each instruction's opcode as XLA spells it
+    (`fusion`, `all-gather-start`), by HLO instruction name (`Op.hlo_name`), which the
+    converted op's name does not tell (`stablehlo.async_start`). Empty in XLA's own
+    form, whose op names are the opcodes (`hlo.fusion`); read through `hlo_opcode`."""
+    schedule: Mapping[str, int]
+    """For a module converted from a scheduled HLO module: each instruction's place in
+    its computation's schedule, by HLO instruction name. The conversion orders a
+    computation's ops by their dependencies, not by the schedule; XLA's own form
+    orders them by the schedule already, and leaves this empty."""
 
     def __init__(
         self,
@@ -554,6 +566,8 @@ class Module:
         value_types: Sequence[str],
         value_owner: Sequence[int],
         backend_configs: Mapping[str, str] = EMPTY_ATTRIBUTES,
+        hlo_opcodes: Mapping[str, str] = EMPTY_ATTRIBUTES,
+        schedule: Mapping[str, int] = MappingProxyType({}),
     ) -> None:
         self.name = name
         self.attributes = attributes
@@ -563,6 +577,8 @@ class Module:
         self.value_types = value_types
         self.value_owner = value_owner
         self.backend_configs = backend_configs
+        self.hlo_opcodes = hlo_opcodes
+        self.schedule = schedule
         self._users: list[tuple[int, ...]] | None = None
         self._names: dict[int, str] | None = None
         self.derived: dict[str, object] = {}
@@ -667,6 +683,15 @@ class Module:
         continuation); nothing for an op without an HLO name or config."""
         config = self.backend_configs.get(op.hlo_name) if op.hlo_name else None
         return decoded.compiler_annotations(config)
+
+    def hlo_opcode(self, op: Op) -> str | None:
+        """The opcode of the HLO instruction `op` is, as XLA spells it (`fusion`,
+        `all-reduce-start`, `get-tuple-element`), in either form; None for an op that
+        is no instruction of an HLO module (a lowered module's, one the conversion
+        made up)."""
+        if op.name.startswith("hlo."):
+            return op.short_name
+        return self.hlo_opcodes.get(op.hlo_name) if op.hlo_name else None
 
     def hlo_shape(self, value: int) -> str:
         """HLO spelling of a value's type: `f32[8,128]`, `(f32[2], s32[])` for a tuple."""

@@ -208,3 +208,14 @@ def proto_rewrite(
         return data, found
     out.append(data[copied:])
     return b"".join(out), found
+
+
+def proto_bytes(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (a string, a message, a packed run): its key, length
+    and payload."""
+    return proto_key(number, 2) + proto_varint(len(payload)) + payload
+
+
+def proto_int(number: int, value: int) -> bytes:
+    """A varint field (an int64's two's complement for a negative value)."""
+    return proto_key(number, 0) + proto_varint(value & 0xFFFFFFFFFFFFFFFF)

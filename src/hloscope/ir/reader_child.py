@@ -127,7 +127,12 @@ def send_hlo_module(
         hlo_names.hlo_instruction_names(proto) if hlo_names.wants_names(proto, printed) else None
     )
     if names is not None:
-        answer = {"ops": names.ops, "backend_configs": names.backend_configs}
+        answer = {
+            "ops": names.ops,
+            "backend_configs": names.backend_configs,
+            "opcodes": names.opcodes,
+            "schedule": names.schedule,
+        }
         reader.write_frame(replies, {"stage": reader.STAGE_NAMES}, json.dumps(answer).encode())
 
 

@@ -77,6 +77,8 @@ def estimate_json(report: EstimateReport) -> dict[str, Any]:
                 "overlapped_by": list(c.overlapped_by),
                 "user_source": c.user_source,
                 "sources": list(c.sources),
+                "collective": c.collective,
+                "in_loop": c.in_loop,
             }
             for c in analysis.collectives
         ],

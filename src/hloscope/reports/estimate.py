@@ -45,9 +45,10 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
     published ones of the platform)."""
     from hloscope.analyses.estimate import analyze_estimate
     from hloscope.analyses.fusions import analyze_fusions
+    from hloscope.analyses.kernels import program_kernels
     from hloscope.errors import HloscopeError
     from hloscope.hardware_figures import figures_for
-    from hloscope.sources.estimate import kernels_and_costs
+    from hloscope.sources.estimate import compiled_kernel_costs
 
     target = loaded.options.compile_for
     if target is None:
@@ -56,7 +57,16 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
             where=loaded.label,
         )
     figures = figures or figures_for(target)
-    kernels, costs = kernels_and_costs(loaded)
+    computations = program_kernels(loaded.module)
+    costs = compiled_kernel_costs(
+        loaded,
+        (
+            kernel.name
+            for computation in computations
+            for kernel in computation.kernels
+            if kernel.runs_kernel and not kernel.collectives
+        ),
+    )
     fusions = analyze_fusions(
         loaded.module, source_root=os.getcwd(), lowered=lowered_frames(loaded)
     )
@@ -64,10 +74,10 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
     cost = compilation.cost if compilation is not None else None
     program_flops = cost.get("flops") if cost else None
     analysis = analyze_estimate(
-        kernels,
+        loaded.module,
+        computations,
         costs,
         figures,
-        loaded.module,
         fusions,
         program_flops=program_flops,
         slices=target.slices,

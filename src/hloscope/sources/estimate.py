@@ -1,14 +1,14 @@
 """What `profile --for` estimates from: the module compiled for the target (read,
-never compiled twice), its kernels as XLA's text has them, and XLA's own cost
-analysis of each kernel alone, computed here with the local CPU client (the cost
+never compiled twice), and XLA's own cost analysis of each of its kernels alone,
+computed here with the local CPU client from the compiled module's proto (the cost
 analysis counts flops and bytes of HLO; it runs nothing)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from hloscope.errors import HloscopeError
-from hloscope.ir.hlo_kernels import KernelModule, read_kernels
 from hloscope.ir.kernel_costs import kernel_costs
 from hloscope.sources.loader import Loaded, LoadOptions, load
 
@@ -22,22 +22,16 @@ def estimate_loaded(target: str, options: LoadOptions) -> Loaded:
     return load(target, dataclasses.replace(options, optimized=True))
 
 
-def kernels_and_costs(loaded: Loaded) -> tuple[KernelModule, dict[str, Any]]:
-    """The compiled module's kernels and XLA's cost analysis of each."""
+def compiled_kernel_costs(loaded: Loaded, names: Iterable[str]) -> dict[str, Any]:
+    """XLA's cost analysis of each of the compiled module's instructions `names`
+    lists, alone, by name."""
     compilation = loaded.compilation
-    if compilation is None or not compilation.hlo_text:
+    if compilation is None or not compilation.hlo_proto:
         raise HloscopeError(
             "profile --for estimates a program compiled here for the platform: this "
             "module was not (an optimized dump is read as it is)",
             where=loaded.label,
         )
-    module = read_kernels(compilation.hlo_text)
     from hloscope.sources.jax.backend import cpu_client
 
-    wanted = [
-        kernel
-        for computation in module.control
-        for kernel in module.computations[computation]
-        if kernel.runs_kernel and kernel.collective is None
-    ]
-    return module, kernel_costs(module, wanted, cpu_client())
+    return kernel_costs(compilation.hlo_proto, names, cpu_client())

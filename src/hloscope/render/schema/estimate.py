@@ -71,6 +71,8 @@ def estimate_body() -> dict[str, Schema]:
                     "overlapped_by": array(STR),
                     "user_source": nullable(STR),
                     "sources": array(STR),
+                    "collective": STR,
+                    "in_loop": BOOL,
                 },
                 title="EstimatedCollective",
             )
