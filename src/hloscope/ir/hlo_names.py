@@ -152,6 +152,26 @@ def without_metadata(
     return stripped, configs, opcodes
 
 
+def schedule_sequences(message: bytes) -> dict[int, list[int]]:
+    """An `HloScheduleProto`: computation id -> its instruction ids in order (proto3
+    leaves a zero id out). Raises ValueError where it is malformed."""
+    out: dict[int, list[int]] = {}
+    for number, entry in proto_message(message):
+        if number != 1 or not isinstance(entry, bytes):  # sequences (a map)
+            continue
+        key = 0
+        ids: list[int] = []
+        for field, value in proto_message(entry):
+            if field == 1 and isinstance(value, int):
+                key = value
+            elif field == 2 and isinstance(value, bytes):
+                for inner, listed in proto_message(value):
+                    if inner == 1:  # instruction_ids
+                        ids += proto_varints(listed)
+        out[key] = ids
+    return out
+
+
 def schedule_positions(hlo_proto: bytes) -> dict[str, int]:
     """Each instruction's place in its computation's schedule, by name, from an
     `HloModuleProto`'s `schedule` (field 7: computation id -> instruction ids) and its
@@ -169,19 +189,7 @@ def schedule_positions(hlo_proto: bytes) -> dict[str, int]:
             return {}
         order: dict[int, list[int]] = {}
         for message in sequences:
-            for number, entry in proto_message(message):
-                if number != 1 or not isinstance(entry, bytes):  # sequences (a map)
-                    continue
-                key = 0
-                ids: list[int] = []
-                for field, value in proto_message(entry):
-                    if field == 1 and isinstance(value, int):
-                        key = value
-                    elif field == 2 and isinstance(value, bytes):
-                        for inner, listed in proto_message(value):
-                            if inner == 1:  # instruction_ids
-                                ids += proto_varints(listed)
-                order[key] = ids
+            order.update(schedule_sequences(message))
         positions: dict[str, int] = {}
         for message in computations:
             identifier = 0

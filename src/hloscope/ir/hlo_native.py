@@ -31,7 +31,7 @@ from hloscope.ir.attributes import (
 )
 from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import hlo_computations, native, xla_hlo
-from hloscope.ir.hlo_names import CONFIGS_KEPT
+from hloscope.ir.hlo_names import CONFIGS_KEPT, schedule_sequences
 from hloscope.ir.hlo_partitioning import (
     MeshAxes,
     ReplicaGroupFacts,
@@ -364,7 +364,7 @@ def module_facts(proto: bytes) -> ModuleFacts:
         elif number == 17 and isinstance(value, bytes):  # stack_frame_index
             frames = _StackFrames(value)
         elif number == 7 and isinstance(value, bytes):  # schedule
-            sequences = _schedule(value)
+            sequences = _sequences(value)
     computations: dict[str, ComputationFacts] = {}
     for message in computation_messages:
         try:
@@ -381,27 +381,11 @@ def _text(value: int | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else ""
 
 
-def _schedule(message: bytes) -> dict[int, list[int]]:
-    """HloScheduleProto: computation id -> its instruction ids in order."""
-    out: dict[int, list[int]] = {}
+def _sequences(message: bytes) -> dict[int, list[int]]:
     try:
-        for number, entry in proto_message(message):
-            if number != 1 or not isinstance(entry, bytes):  # sequences (a map)
-                continue
-            key: int | None = None
-            ids: list[int] = []
-            for field, value in proto_message(entry):
-                if field == 1 and isinstance(value, int):
-                    key = value
-                elif field == 2 and isinstance(value, bytes):
-                    for inner, listed in proto_message(value):
-                        if inner == 1:  # instruction_ids
-                            ids += proto_varints(listed)
-            if key is not None:
-                out[key] = ids
+        return schedule_sequences(message)
     except ValueError:
         return {}
-    return out
 
 
 def _computation_facts(
