@@ -215,10 +215,20 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
             ):
                 started[key] = op
     starts = {id(op) for op in started.values()}
+    # The TPU's all-reduce fused with the slice each device keeps (the emitter
+    # `SingleInputAllReduceScatterFusion`): a reduce-scatter to the fusion's result.
+    scatters = {
+        called["callee"]: op
+        for op in ops
+        if op["opcode"] == "fusion"
+        and 'AllReduceScatterFusion"' in op["line"]
+        and (called := _CALLS.search(op["line"]))
+    }
     for op in ops:
         base = op["opcode"].removesuffix("-start")
         if base not in COLLECTIVES or op["computation"] not in reachable:
             continue
+
         if _CHANNEL.search(op["line"]) and id(op) not in starts:
             copied = collectives.setdefault(
                 base.replace("-", "_"),
@@ -227,6 +237,9 @@ def loop_facts_of_text(text: str) -> dict[str, Any]:
             copied["copies"] += 1
             continue
         computation = op["computation"]
+        fusion = scatters.get(computation) if base == "all-reduce" else None
+        if fusion is not None:
+            base, op = "reduce-scatter", {**op, "shape": fusion["shape"]}
         entry_of = collectives.setdefault(
             base.replace("-", "_"),
             {"count": 0, "async": 0, "in_loops": 0, "bytes": 0, "copies": 0},
