@@ -281,7 +281,6 @@ def test_nested_jit_samples(cli):
     assert line["code"] == "return jax.nn.relu(x @ w + b)"
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize("xla", [False, True], ids=["converted", "xla-form"])
 def test_fusions_are_listed_in_xlas_schedule(xla):
@@ -296,9 +295,7 @@ def test_fusions_are_listed_in_xlas_schedule(xla):
     assert loaded.compilation is not None
     truth = hlo_fusion_names(loaded.compilation.hlo_text)
     assert len(truth) > 2
-    listed = [
-        f.name for f in analyze_fusions(module).fusions if f.function == module.entry.name
-    ]
+    listed = [f.name for f in analyze_fusions(module).fusions if f.function == module.entry.name]
     assert listed == truth
     if not xla:
         # The converter's order is not the schedule here: the order is the analysis's.

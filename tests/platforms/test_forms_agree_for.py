@@ -27,8 +27,7 @@ TRANSFERS = (
 )
 TUPLES = (
     "a fusion's ops: XLA's form counts its tuple ROOT (a multi-output fusion) and "
-    "gives its results as one tuple type, the converted form as one type a result; "
-    "and the ops in op order differ (post order against the schedule)"
+    "gives its results as one tuple type, the converted form as one type a result"
 )
 ASYNC = (
     "the converted form reads an async pair (copy-start, all-reduce-start) as "
