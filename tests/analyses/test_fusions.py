@@ -7,6 +7,7 @@ import re
 import pytest
 
 from conftest import DUMPS, SAMPLES, line_of, sample
+from forms_support import form
 from hloscope import reports
 from hloscope.analyses.fusions import (
     analyze_fusions,
@@ -278,6 +279,32 @@ def test_nested_jit_samples(cli):
     assert {line["source"] for line in outer["lines"]} >= {relu}
     line = next(line for line in outer["lines"] if line["source"] == relu)
     assert line["code"] == "return jax.nn.relu(x @ w + b)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("xla", [False, True], ids=["converted", "xla-form"])
+def test_fusions_are_listed_in_xlas_schedule(xla):
+    """The fusions are listed as the program runs them: in the order XLA's own text of
+    the same compile prints the entry's fusion instructions (a scheduled module's
+    computations print in schedule order), read converted (whose ops the converter
+    orders by their dependencies, not by the schedule) and in XLA's own form."""
+    with form(xla):
+        loaded = compiled("samples/params.py:train_step", "samples/params.py:train_step_args")
+    module = loaded.module
+    assert module.entry is not None
+    assert loaded.compilation is not None
+    truth = hlo_fusion_names(loaded.compilation.hlo_text)
+    assert len(truth) > 2
+    listed = [f.name for f in analyze_fusions(module).fusions if f.function == module.entry.name]
+    assert listed == truth
+    if not xla:
+        # The converter's order is not the schedule here: the order is the analysis's.
+        built = [
+            op.hlo_name
+            for op in module.function_ops(module.entry)
+            if op.name == "mhlo.fusion" and op.parent is module.entry.op
+        ]
+        assert built != truth and sorted(built) == sorted(truth)
 
 
 # --------------------------------------------------------------------------- corpus

@@ -207,3 +207,34 @@ def test_proto_rewrite_drops_rewrites_and_reads_fields_copying_the_rest() -> Non
     assert proto_rewrite(message, 9, lambda payload: payload)[0] is message
     with pytest.raises(ValueError):
         proto_rewrite(message[:-3], 7, lambda _payload: None)
+
+
+@pytest.mark.parametrize("xla", [False, True], ids=["converted", "xla-form"])
+def test_program_order_is_xlas_schedule(xla):
+    """`Module.program_order` gives a scheduled module's ops as XLA's text prints them
+    (a scheduled computation prints in schedule order), in either form: converted, the
+    converter's dependency order sorted by the schedule; in XLA's own form, the order
+    it was read in. A module without a schedule keeps its order."""
+    from forms_support import form
+
+    text = (DUMPS / "mlp.after_optimizations.hlo").read_text()
+    entry = text[text.index("\nENTRY") :]
+    printed = [
+        name
+        for name, rest in re.findall(r"^\s*(?:ROOT\s+)?%?([\w.-]+) = (.*)$", entry, re.MULTILINE)
+        if " parameter(" not in rest
+    ]
+    with form(xla):
+        module = parse.parse_hlo_text(text, "mlp").model
+    main = module.entry
+    assert main is not None
+    ops = main.op.regions[0].blocks[0].ops
+    ordered = [op.hlo_name for op in module.program_order(ops) if op.hlo_name in printed]
+    assert ordered == [name for name in printed if name in ordered]
+    assert len(ordered) >= 8
+    if not xla:
+        # The converter put the constant later than XLA's schedule does.
+        assert [op.hlo_name for op in ops if op.hlo_name in printed] != ordered
+        assert module.program_order(ops)[-1].is_terminator
+    lowered = parse_file(DUMPS / "mlp.stablehlo.mlir").model
+    assert lowered.program_order(lowered.ops) == list(lowered.ops)

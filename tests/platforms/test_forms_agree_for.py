@@ -28,7 +28,8 @@ TRANSFERS = (
 TUPLES = (
     "a fusion's ops: XLA's form counts its tuple ROOT (a multi-output fusion) and "
     "gives its results as one tuple type, the converted form as one type a result; "
-    "and the ops in op order differ (post order against the schedule)"
+    "and a fused computation's ops (unscheduled: no schedule orders them) come in the "
+    "converter's post order against the proto's order, so a fusion's `ops` differ in order"
 )
 ASYNC = (
     "the converted form reads an async pair (copy-start, all-reduce-start) as "

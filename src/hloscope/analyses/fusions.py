@@ -256,9 +256,9 @@ class SourceLine:
     source: str
     """`file.py:LINE`."""
     fusions: tuple[str, ...]
-    """Names of the fusions holding ops made by this line, in module order."""
+    """Names of the fusions holding ops made by this line, in program order."""
     unfused: tuple[str, ...]
-    """Names of the unfused ops made by this line."""
+    """Names of the unfused ops made by this line, in program order."""
     fused_ops: int
     """Ops of this line inside fusions."""
     unfused_ops: int
@@ -270,9 +270,10 @@ class FusionAnalysis:
     """The fusions of an optimized module, its unfused ops, and both per source line."""
 
     fusions: tuple[Fusion, ...]
-    """In module order (execution order for a scheduled module)."""
+    """In program order (`Module.program_order`: the module's schedule where it has
+    one, in either form)."""
     unfused: tuple[UnfusedOp, ...]
-    """Ops outside any fusion, in module order; ops that move no data excluded."""
+    """Ops outside any fusion, in program order; ops that move no data excluded."""
     lines: tuple[SourceLine, ...]
     """Every source line that made an op, sorted by file and line."""
     by_kind: Mapping[str, int]
@@ -766,7 +767,7 @@ def analyze_fusions(
         )
 
     def visit(ops: Iterable[Op], function: str) -> None:
-        for op in ops:
+        for op in module.program_order(ops):
             if op.is_terminator or op.name == "func.func":
                 continue
             if op.name in FUSION_OPS:

@@ -11,8 +11,8 @@ The two forms spell an instruction differently (`hlo.fusion` calling a fused
 computation; `mhlo.fusion` holding it in a region, `stablehlo.while` holding its body),
 so an instruction is known by XLA's name of it (`Op.hlo_name`) and opcode
 (`Module.hlo_opcode`), and ordered by the schedule (XLA's own form orders each
-computation's ops by it; the converted form by their dependencies, so `Module.schedule`
-orders them).
+computation's ops by it; the converted form by their dependencies, so
+`Module.program_order` orders them by `Module.schedule`).
 """
 
 from __future__ import annotations
@@ -130,24 +130,14 @@ def _scheduled(module: Module, ops: Sequence[Op]) -> list[tuple[Op, str]]:
     """The instructions among `ops` (one op each: the first of its name), with their
     opcodes, in the module's schedule."""
     found: dict[str, tuple[Op, str]] = {}
-    for op in ops:
+    for op in module.program_order(ops):
         name = op.hlo_name
         if name is None or name in found or op.is_terminator:
             continue
         opcode = module.hlo_opcode(op)
         if opcode is not None:
             found[name] = (op, opcode)
-    placed = list(found.values())
-    schedule = module.schedule
-    if schedule:
-        order = {name: i for i, name in enumerate(found)}
-        placed.sort(
-            key=lambda item: (
-                schedule.get(item[0].hlo_name or "", len(order)),
-                order[item[0].hlo_name or ""],
-            )
-        )
-    return placed
+    return list(found.values())
 
 
 def _kernel(

@@ -155,11 +155,13 @@ _FUSIONS = frozenset(("hlo.fusion", "hlo.fusion-start"))
 
 
 def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
-    """(callee, call sites) for every function `function` references, in order. Only
-    the ops whose attributes can name a function are read (`scan_ops`)."""
+    """(callee, call sites) for every function `function` references, in order of
+    first call in program order (`Module.program_order`). Only the ops whose
+    attributes can name a function are read (`scan_ops`)."""
     counts: dict[str, int] = {}
     names = module.functions
-    for op in scan_ops(module).keyed_within(function.op.id + 1, function.op.end):
+    keyed = scan_ops(module).keyed_within(function.op.id + 1, function.op.end)
+    for op in module.program_order(keyed):
         for callee in op_callees(op, names):
             counts[callee] = counts.get(callee, 0) + 1
     return list(counts.items())

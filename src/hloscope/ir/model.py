@@ -14,7 +14,8 @@ summarised, see `hloscope.ir.build`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from hloscope.ir import attributes as decoded
@@ -723,6 +724,62 @@ class Module:
 
     def function_ops(self, function: Function) -> Sequence[Op]:
         return self.descendants(function.op)
+
+    # -- program order --------------------------------------------------------------
+
+    def program_order(self, ops: Iterable[Op]) -> list[Op]:
+        """`ops` (a block's, a function's, any of the module's) in the order the program
+        runs them: by the module's schedule where it has one (`schedule`: a module
+        converted from a scheduled HLO module, whose ops the conversion orders by their
+        dependencies), each block's ops in its computation's schedule and what an op
+        holds right after it, as `ops` is ordered; else as given (XLA's own form orders
+        each computation's ops by the schedule already, and a module without a schedule
+        keeps the order it was built in). What every list a report gives in program
+        order is sorted by, in both forms."""
+        listed = list(ops)
+        if not self.schedule:
+            return listed
+        ranks = self._program_ranks()
+        listed.sort(key=lambda op: ranks[op.id])
+        return listed
+
+    def _program_ranks(self) -> list[int]:
+        """Each op's place (by op id) in a pre-order walk of the module whose blocks
+        are each in `_block_order`, worked out once."""
+        ranks = self.derived.get("ir.program_ranks")
+        if ranks is None:
+            ranks = [0] * len(self.ops)
+            rank = 0
+            stack = list(reversed(self.body))
+            while stack:
+                op = stack.pop()
+                ranks[op.id] = rank
+                rank += 1
+                held = [
+                    child
+                    for region in op.regions
+                    for block in region.blocks
+                    for child in self._block_order(block.ops)
+                ]
+                stack.extend(reversed(held))
+            self.derived["ir.program_ranks"] = ranks
+        return ranks  # type: ignore[return-value]
+
+    def _block_order(self, ops: Sequence[Op]) -> list[Op]:
+        """One block's ops by their places in the schedule: an op the schedule does not
+        name (one the conversion made up, an op of an unscheduled computation) stays
+        right after the op before it, a terminator last."""
+        schedule = self.schedule
+        keys: list[tuple[float, int]] = []
+        last: float = -1
+        for index, op in enumerate(ops):
+            place = schedule.get(op.hlo_name) if op.hlo_name else None
+            if op.is_terminator:
+                last = math.inf
+            elif place is not None:
+                last = place
+            keys.append((last, index))
+        return [ops[i] for i in sorted(range(len(ops)), key=keys.__getitem__)]
 
     def defining_op(self, value: int) -> Op | None:
         """The op whose result `value` is; None for block arguments."""

@@ -459,7 +459,9 @@ class Graph:
         )
         g_node, g_type, vhash, vheight = self.g_node, self.g_type, self.vhash, self.vheight
         hash_of, height_of = vhash.__getitem__, vheight.__getitem__
-        for op in block.ops:
+        # In program order (a scheduled module's schedule, in either form), so the
+        # rows follow the program as the other reports list it.
+        for op in self.module.program_order(block.ops):
             name = op.name
             info = name_info.get(name)
             if info is None:

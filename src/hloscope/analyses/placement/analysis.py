@@ -47,16 +47,17 @@ def analyze_placement(
     placement = compute_contexts(module, scan)
     functions = placement.functions
     ranges = function_ranges(module, functions)
-    # The ops that matter, of the reachable functions: what every part below reads
-    # (each passes over any other op it is given).
-    ops = [op for first, end in ranges for op in scan.within(first, end)]
+    # The ops that matter, of the reachable functions, in program order (a scheduled
+    # module's schedule, in either form): what every part below reads (each passes
+    # over any other op it is given).
+    ops = module.program_order(op for first, end in ranges for op in scan.within(first, end))
     total = scan.computing(ranges)
 
     labels: dict[int, str] = {}
     counts: Counter[str] = Counter()
     placed: list[PlacedOp] = []
-    for op_id in sorted(placement.contexts):
-        op = module.ops[op_id]
+    for op in module.program_order(module.ops[i] for i in sorted(placement.contexts)):
+        op_id = op.id
         if not is_computation(op):
             continue
         label = placement.label(op_id)
@@ -120,7 +121,7 @@ def analyze_placement(
 def _readers(
     module: Module, ranges: Sequence[tuple[int, int]], host_values: Mapping[int, str]
 ) -> list[Op]:
-    """The ops of `ranges` that read a value in host memory, in module order."""
+    """The ops of `ranges` that read a value in host memory, in program order."""
     values = frozenset(host_values)
-    ops = [op for first, end in ranges for op in module.ops[first:end]]
+    ops = module.program_order(op for first, end in ranges for op in module.ops[first:end])
     return list(compress(ops, map(not_, map(values.isdisjoint, map(attrgetter("operands"), ops)))))

@@ -256,7 +256,8 @@ def collective_name(module: Module, op: Op) -> str:
 def program_collectives(
     module: Module, runs: RunsPerCall | None = None
 ) -> tuple[RunningCollective, ...]:
-    """The collectives the program runs, in module order, decided once per module
+    """The collectives the program runs, in program order (`Module.program_order`:
+    a scheduled module's schedule, in either form), decided once per module
     (module doc): those of the functions the entry reaches, not the copies of fused
     computations a conversion leaves aside nor the TPU's copies of one async
     collective. `runs` (optional) counts the runs per call."""
@@ -265,7 +266,7 @@ def program_collectives(
         return cached
     runs = runs if runs is not None else RunsPerCall(module)
     reached = _reached(module)
-    ops = [op for op in module.ops if op.function in reached]
+    ops = module.program_order(op for op in module.ops if op.function in reached)
     copies = collective_copies(module, ops)
     dones = done_ops(ops)
     scopes = _AsyncScopes(module, ops)

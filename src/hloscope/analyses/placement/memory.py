@@ -106,9 +106,10 @@ def _value_memory(module: Module, value: int, host_values: Mapping[int, str]) ->
 
 
 def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) -> list[Transfer]:
-    """Transfers in `ops` (module order). `host_values` (value -> memory kind) grows
-    with the values left in host memory: transfer results, results whose layout is
-    in host memory, and values passed through sharding annotations."""
+    """Transfers in `ops` (in program order: `Module.program_order`). `host_values`
+    (value -> memory kind) grows with the values left in host memory: transfer
+    results, results whose layout is in host memory, and values passed through
+    sharding annotations."""
     transfers: list[Transfer] = []
     names = module.functions
 

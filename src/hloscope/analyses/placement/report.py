@@ -250,10 +250,10 @@ class Placement:
     """Op count per compute type, `device` first, then most frequent."""
     total_ops: int
     placed_ops: tuple[PlacedOp, ...]
-    """Every op not on `device`, in module order: what to compare between two
-    modules of the same function."""
+    """Every op not on `device`, in program order (`Module.program_order`): what to
+    compare between two modules of the same function."""
     regions: tuple[ComputeRegion, ...]
-    """Non-device compute regions, in module order."""
+    """Non-device compute regions, in program order of their first op."""
     memory: tuple[MemoryPlacement, ...]
     """Entry arguments and results that carry a memory kind or memory space."""
     transfers: tuple[Transfer, ...]
