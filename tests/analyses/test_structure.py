@@ -109,3 +109,75 @@ def test_a_group_is_named_after_its_first_member_where_the_base_names_another():
     assert names["fused_computation"][0] == "fused_computation"
     (other,) = [n for n in names if n.startswith("fused_computation") and n != "fused_computation"]
     assert other == names[other][0] and other.startswith("fused_computation.")
+
+
+# XLA's own form of a module with a loop, a reduction and a call: the loop's body and
+# condition and the reduction's `to_apply` are regions of their op once converted, so
+# their ops count in the function holding the op, and only the `call` is a call.
+HELD = """
+HloModule held, entry_computation_layout={(f32[4]{0})->f32[]}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %sum = f32[] add(%a, %b)
+}
+
+%body (state: (s32[], f32[4])) -> (s32[], f32[4]) {
+  %state = (s32[], f32[4]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %x = f32[4]{0} get-tuple-element(%state), index=1
+  %y = f32[4]{0} exponential(%x)
+  ROOT %out = (s32[], f32[4]{0}) tuple(%next, %y)
+}
+
+%cond (state.1: (s32[], f32[4])) -> pred[] {
+  %state.1 = (s32[], f32[4]{0}) parameter(0)
+  %j = s32[] get-tuple-element(%state.1), index=0
+  %limit = s32[] constant(3)
+  ROOT %less = pred[] compare(%j, %limit), direction=LT
+}
+
+%negate (v: f32[]) -> f32[] {
+  %v = f32[] parameter(0)
+  ROOT %n = f32[] negate(%v)
+}
+
+ENTRY %main (x.1: f32[4]) -> f32[] {
+  %x.1 = f32[4]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4]{0}) tuple(%zero, %x.1)
+  %loop = (s32[], f32[4]{0}) while(%init), condition=%cond, body=%body
+  %done = f32[4]{0} get-tuple-element(%loop), index=1
+  %z = f32[] constant(0)
+  %total = f32[] reduce(%done, %z), dimensions={0}, to_apply=%add
+  ROOT %called = f32[] call(%total), to_apply=%negate
+}
+"""
+
+
+def test_xla_forms_held_computations_count_in_the_op_holding_them():
+    import jaxlib._hlo as xla_hlo
+
+    from hloscope.analyses.structure import holding_function
+    from hloscope.ir.hlo_native import build_hlo_native_model
+
+    module = build_hlo_native_model(xla_hlo.hlo_module_from_text(HELD))
+    structure = analyze_structure(module)
+    main = structure.function("main")
+    assert main is not None
+    # Only the call is one; the loop's and the reduction's computations are held.
+    assert [(c.callee, c.count) for c in main.calls] == [("negate", 1)]
+    assert structure.call_depth == 1
+    for held in ("add", "body", "cond"):
+        info = structure.function(held)
+        assert info is not None and not info.called_by and not info.reachable
+        assert holding_function(module, held) == "main"
+    assert holding_function(module, "negate") == "negate"
+    # main's own 7 ops (parameter not counted), the body's 6, the condition's 3, the
+    # reducer's 1.
+    assert main.ops == 7 + 6 + 3 + 1
+    assert main.op_counts["hlo.exponential"] == 1
+    assert structure.total_ops == main.ops + 1  # and negate's, called

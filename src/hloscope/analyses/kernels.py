@@ -120,7 +120,7 @@ def _control_blocks(module: Module) -> Iterator[Sequence[Op]]:
                 continue
             for region in op.regions:
                 pending.extend(region.blocks)
-            for name in op_callees(op, functions):
+            for name in op_callees(op, functions, fused=True):
                 function = functions[name]
                 if not function.is_declaration:
                     pending.extend(function.op.regions[0].blocks[:1])

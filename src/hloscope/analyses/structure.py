@@ -8,6 +8,19 @@ reachable from the module's roots (its public functions), so that the
 `fused_computation` copies that XLA's HLO-to-MLIR conversion leaves beside the
 `mhlo.fusion` regions are not counted twice.
 
+One rule for both forms of an optimized module: a computation an instruction holds
+is part of that instruction, not a function it calls. Converted to MLIR, a fusion's
+fused computation, a reduction's `to_apply` (reduce, all-reduce, reduce-scatter,
+reduce-window, scatter, select-and-scatter, sort, map), a while's body and condition
+and a conditional's branches are regions of the op (the converter also leaves a
+private copy of each as a function, called by no one). XLA's own form names them
+(`calls`, `to_apply`, `body`, `condition`, `branch_computations`: `held_computations`),
+and they are read as the converted form holds them: their ops are counted in the
+function holding the instruction, they are no calls (`op_callees` leaves them out
+but with `fused`), and a report that names where an op is names that function
+(`holding_function`). Only a `call`'s `to_apply` and an async start's `calls` are
+calls, as `func.call` and `called_computation` are once converted.
+
 Ops are counted by name, and only the ops whose attributes can name a function are
 read one by one: one pass over the op names and one over their attribute names
 (`scan_ops`, in C) find them. The scan also serves placement, which reads the ops
@@ -129,29 +142,86 @@ _CALL_KEYS = frozenset(CALL_ATTRIBUTES)
 
 
 def op_callees(op: Op, functions: Mapping[str, Function], *, fused: bool = False) -> list[str]:
-    """The functions of `functions` an op names: a call's callee, a custom call's
-    called computations, a composite's decomposition, XLA's `to_apply`/`body`/
-    `condition`/`branch_computations`, and in XLA's own form (a module whose MLIR
-    conversion failed) an async-start's or a call's `calls`. With `fused`, also the
-    computation a fusion `calls` there, where the fused ops are not inline."""
+    """The functions of `functions` an op calls: a call's callee, a custom call's
+    called computations, a composite's decomposition, and in XLA's own form (a module
+    whose MLIR conversion failed) a `call`'s `to_apply` and an async-start's `calls`.
+    With `fused`, also the computations an instruction holds there
+    (`held_computations`: the converted form's regions), which run where it runs."""
     attributes = op.attributes
     if not attributes:
         return []
     found: list[str] = []
+    skip_held = not fused and op.name.startswith("hlo.") and op.name != "hlo.call"
     if not _CALL_KEYS.isdisjoint(attributes):
         for key in CALL_ATTRIBUTES:
+            if skip_held and key in _HELD_KEYS:
+                continue
             text = attributes.get(key)
             if text is not None and "@" in text:
                 found.extend(name for name in op.references(key) if name in functions)
     if "calls" in attributes and op.name.startswith("hlo.") and (fused or op.name not in _FUSIONS):
-        # XLA's own form: an async-start's or a call's `calls` is a call, as the
-        # converted form's `called_computation` is; a fusion's only with `fused`.
+        # XLA's own form: an async-start's `calls` is a call, as the converted form's
+        # `called_computation` is; a fusion's only with `fused`.
         found.extend(n for n in op.hlo_calls if n in functions)
     return found
 
 
+def held_computations(op: Op, functions: Mapping[str, Function]) -> list[str]:
+    """The computations of `functions` an instruction of XLA's own form holds, which
+    the converted form makes regions of the op (module doc): a fusion's `calls`, a
+    reduction's `to_apply` (any instruction's but a `call`'s), a while's `body` and
+    `condition`, a conditional's `branch_computations`. Empty for any other op."""
+    attributes = op.attributes
+    if not attributes or not op.name.startswith("hlo.") or op.name == "hlo.call":
+        return []
+    found: list[str] = []
+    if op.name in _FUSIONS and "calls" in attributes:
+        found.extend(n for n in op.hlo_calls if n in functions)
+    for key in _HELD_ATTRIBUTES:
+        text = attributes.get(key)
+        if text is not None and "@" in text:
+            found.extend(name for name in op.references(key) if name in functions)
+    return found
+
+
+_HELD_ATTRIBUTES = ("to_apply", "body", "condition", "branch_computations")
+_HELD_KEYS = frozenset(_HELD_ATTRIBUTES)
+"""The attributes by which XLA's own form names a computation its op holds (a
+region of the op once converted)."""
+
 _FUSIONS = frozenset(("hlo.fusion", "hlo.fusion-start"))
 """XLA's own form's fusions: a fusion, and one started asynchronously."""
+
+
+def holding_function(module: Module, name: str) -> str:
+    """The function whose ops hold computation `name` (module doc): in XLA's own form,
+    the function of the instruction that holds it (`held_computations`), through every
+    holder to one that is not held; `name` itself for any other function, and in the
+    converted form, whose held computations are regions."""
+    held = module.derived.get(_HOLDERS)
+    if not isinstance(held, dict):
+        held = module.derived[_HOLDERS] = _holders(module)
+    seen: set[str] = set()
+    while name in held and name not in seen:
+        seen.add(name)
+        name = held[name]
+    return name
+
+
+_HOLDERS = "structure.holders"
+
+
+def _holders(module: Module) -> dict[str, str]:
+    """Computation -> the function of the first instruction holding it."""
+    functions = module.functions
+    holders: dict[str, str] = {}
+    for op in scan_ops(module).keyed:
+        if op.function is None:
+            continue
+        for name in held_computations(op, functions):
+            if name != op.function:
+                holders.setdefault(name, op.function)
+    return holders
 
 
 def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
@@ -354,13 +424,15 @@ def _calls_and_counts(
         calls[name] = function_calls(module, function)
         counts[name] = scan.computing_counts(function.op.id + 1, function.op.end)
         for op in scan.keyed_within(function.op.id + 1, function.op.end):
-            if op.name in _FUSIONS:
-                fused.setdefault(name, []).extend(n for n in op.hlo_calls if n in functions)
+            held = held_computations(op, functions)
+            if held:
+                fused.setdefault(name, []).extend(held)
     if fused:
-        # XLA's own form: a fusion's ops are those of the computation it calls, which
-        # the converted form holds in the fusion's region: counted in the function
-        # holding the fusion, as nested ops are, and the fused computation is not
-        # called.
+        # XLA's own form: the ops of a computation an instruction holds (a fused
+        # computation, a reducer, a loop's body and condition, a conditional's
+        # branches), which the converted form holds in the op's regions, are counted
+        # in the function holding the instruction, as nested ops are; the
+        # computation is not called.
         own = {name: Counter(counter) for name, counter in counts.items()}
         done: dict[str, Counter[str]] = {}
 

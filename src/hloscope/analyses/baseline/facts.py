@@ -30,7 +30,7 @@ from hloscope.analyses.placement.collectives import program_collectives
 from hloscope.analyses.placement.loops import RunsPerCall
 from hloscope.analyses.profile import ProfileAnalysis
 from hloscope.analyses.remat import RematAnalysis
-from hloscope.analyses.structure import Structure
+from hloscope.analyses.structure import Structure, holding_function
 from hloscope.ir.model import Module, Op
 
 FactValue = int | float
@@ -159,7 +159,12 @@ def measure(compiled: Compiled) -> Measurement:
         counted = set(structure.op_counts)
         for name, count in structure.op_counts.items():
             facts[f"ops.{stage}.{name}"] = count
-        reachable = {f.name for f in structure.functions if f.reachable}
+        # The functions whose ops count: the reachable ones, and in XLA's own form the
+        # computations their instructions hold (`structure.holding_function`).
+        roots = {f.name for f in structure.functions if f.reachable}
+        reachable = {
+            f.name for f in structure.functions if holding_function(module, f.name) in roots
+        }
         lines = optimized_lines if stage == "optimized" else {}
         for op in module.ops:
             if op.name in counted and op.function in reachable:

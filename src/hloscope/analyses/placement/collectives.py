@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from hloscope.analyses.placement.loops import RunsPerCall, TripCountSource
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
-from hloscope.analyses.structure import clone_base, op_callees
+from hloscope.analyses.structure import clone_base, holding_function, op_callees
 from hloscope.ir.model import Module, Op
 
 # A quick filter on op names before `collective_kind` looks closer.
@@ -345,7 +345,11 @@ def _running(
         operand_bytes=given,
         groups=None if across_slices else module.device_groups(op),
         channel_id=op.channel_id,
-        function=(kernel if kernel.short_name in _FUSED else op).function or "",
+        # The function holding it as the converted form holds it: a loop body's or a
+        # fused computation's ops are in the function of the op holding them.
+        function=holding_function(
+            module, (kernel if kernel.short_name in _FUSED else op).function or ""
+        ),
         runs_per_call=runs.of(op),
         in_loop=runs.in_loop(op),
         trip_counts_from=runs.trip_sources(op),

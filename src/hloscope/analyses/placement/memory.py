@@ -21,7 +21,7 @@ from hloscope.analyses.placement.report import (
     TransferKind,
 )
 from hloscope.analyses.placement.values import hlo_type, sum_bytes, unique
-from hloscope.analyses.structure import op_callees
+from hloscope.analyses.structure import holding_function, op_callees
 from hloscope.ir.model import Module, Op, is_computation
 from hloscope.units import human_bytes
 
@@ -132,7 +132,7 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
                 moves=_normal_memory(source) != _normal_memory(target),
                 shape=shape,
                 bytes=nbytes,
-                function=op.function or "",
+                function=holding_function(module, op.function or ""),
                 op_id=op.id,
                 name=op.location.name,
                 sources=unique([op.location.source]),

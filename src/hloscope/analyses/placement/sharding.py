@@ -21,6 +21,7 @@ from hloscope.analyses.placement.report import (
     ShardingAnnotation,
     ShardingKind,
 )
+from hloscope.analyses.structure import holding_function
 from hloscope.ir.attributes import HloSharding, Sharding, sharding_brief
 from hloscope.ir.attributes import Mesh as IrMesh
 from hloscope.ir.model import Module, Op, is_computation
@@ -126,7 +127,7 @@ def sharding_annotations(
         elif op.name == "sdy.manual_computation":
             manual.append(
                 ManualComputation(
-                    function=op.function or "",
+                    function=holding_function(module, op.function or ""),
                     manual_axes=op.attributes.get("manual_axes", ""),
                     axes=op.manual_axes,
                     in_words=op.shardings_brief("in_shardings"),
@@ -149,7 +150,7 @@ def sharding_annotations(
                 kind=kind,
                 value=module.value_name(op.results[0]) if op.results else "-",
                 name=op.location.name,
-                function=op.function or "",
+                function=holding_function(module, op.function or ""),
                 sharding=sharding.text if sharding is not None else "?",
                 source=op.location.source,
                 on_mesh=_on_mesh(sharding, meshes),
