@@ -32,6 +32,7 @@ from hloscope.ir.attributes import (
     string_attribute,
 )
 from hloscope.ir.locations import Location, parse_location
+from hloscope.ir.shape_proto import memory_spaces
 from hloscope.ir.types import TensorType, hlo_shape, parse_type, type_bytes
 
 EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
@@ -44,6 +45,13 @@ EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
 # them a memory space that XLA's conversion drops. Its value is the HLO shape with
 # layout, as a printed string attribute: `"f32[8]{0:S(5)}"`.
 ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
+
+# Not an MLIR attribute: in XLA's own form (`hloscope.ir.hlo_native`), the memory
+# spaces of an instruction's result layout, read from its proto's shape, where one is
+# not the default: `1` for an array in `S(1)`, `(1, 0, 2)` for a tuple's elements (an
+# async copy-start's destination, source, context). What the converted form reads
+# from its `xla_shape` attribute.
+MEMORY_SPACES_ATTRIBUTE = "hloscope.memory_spaces"
 
 # --------------------------------------------------------------------------- ops
 
@@ -200,16 +208,32 @@ class Op:
 
     @property
     def memory_space(self) -> int | None:
-        """The memory space of its result's layout, for a module converted from HLO
-        (`xla_shape = "f32[4]{0:S(5)}"` -> 5; 0 when the layout names none); None
-        without a layout or for a tuple."""
-        return decoded.memory_space(self.attributes.get("xla_shape"))
+        """The memory space of its result's layout, for a module read from HLO
+        (`xla_shape = "f32[4]{0:S(5)}"` -> 5 converted, `MEMORY_SPACES_ATTRIBUTE` in
+        XLA's own form; 0 when the layout names none); None without a layout or for
+        a tuple."""
+        attributes = self.attributes
+        if MEMORY_SPACES_ATTRIBUTE in attributes:
+            spaces = memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
+            return spaces if isinstance(spaces, int) else None
+        return decoded.memory_space(attributes.get("xla_shape"))
 
     @property
     def tuple_memory_spaces(self) -> tuple[int | None, ...]:
         """The memory space of each element of its result's tuple layout (an async
         copy-start's destination, source, context)."""
-        return decoded.tuple_memory_spaces(self.attributes.get("xla_shape", ""))
+        attributes = self.attributes
+        if MEMORY_SPACES_ATTRIBUTE in attributes:
+            spaces = memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
+            return (spaces,) if isinstance(spaces, int) else spaces
+        return decoded.tuple_memory_spaces(attributes.get("xla_shape", ""))
+
+    @property
+    def has_layout(self) -> bool:
+        """Whether its result's HLO layout is known: always in XLA's own form (its
+        proto's shape), where the conversion kept it (`xla_shape`, a layout not the
+        default) converted."""
+        return self.name[:4] == "hlo." or "xla_shape" in self.attributes
 
     @property
     def replica_groups(self) -> decoded.ReplicaGroups | None:
