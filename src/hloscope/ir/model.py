@@ -33,7 +33,7 @@ from hloscope.ir.attributes import (
 )
 from hloscope.ir.locations import Location, parse_location
 from hloscope.ir.shape_proto import memory_spaces
-from hloscope.ir.types import TensorType, hlo_shape, parse_type, type_bytes
+from hloscope.ir.types import TensorType, hlo_shape, parse_type, tuple_elements, type_bytes
 
 EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
 
@@ -54,6 +54,9 @@ ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
 MEMORY_SPACES_ATTRIBUTE = "hloscope.memory_spaces"
 
 # --------------------------------------------------------------------------- ops
+
+# The conversion's ops of XLA's async instructions (`all-reduce-start`, `copy-done`).
+_ASYNC_WRAPPERS = frozenset({"async_start", "async_update", "async_done"})
 
 
 class Block:
@@ -717,9 +720,28 @@ class Module:
             return op.short_name
         return self.hlo_opcodes.get(op.hlo_name) if op.hlo_name else None
 
+    def shown_name(self, op: Op) -> str:
+        """The op's name as the views show it: its own, but for an async wrapper of a
+        module converted from HLO (`stablehlo.async_start`, `mhlo.async_done`, which
+        say nothing of what runs), the instruction it is, as XLA's own form names it
+        (`hlo.all-reduce-start`, `hlo.copy-done`)."""
+        if op.short_name in _ASYNC_WRAPPERS and op.hlo_name:
+            opcode = self.hlo_opcodes.get(op.hlo_name)
+            if opcode:
+                return f"hlo.{opcode}"
+        return op.name
+
     def hlo_shape(self, value: int) -> str:
         """HLO spelling of a value's type: `f32[8,128]`, `(f32[2], s32[])` for a tuple."""
         return hlo_shape(self.value_types[value])
+
+    def element_shapes(self, value: int) -> tuple[tuple[str, int | None], ...]:
+        """The HLO shape and bytes of each element of a tuple value (a multi-output
+        fusion's result in XLA's own form); of the value alone otherwise."""
+        return tuple(
+            (hlo_shape(element), type_bytes(element))
+            for element in tuple_elements(self.value_types[value])
+        )
 
     def nbytes(self, value: int) -> int | None:
         """Bytes of a value's arrays; None when any size is unknown."""
