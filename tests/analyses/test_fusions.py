@@ -90,7 +90,7 @@ def test_metadata_is_removed_and_nothing_else():
     proto = (DUMPS / "mlp.after_optimizations.hlo.pb").read_bytes()
     rewritten = hlo_names.without_metadata(proto)
     assert rewritten is not None
-    stripped, configs, _opcodes = rewritten
+    stripped, configs, _opcodes, _async_types = rewritten
     original = hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
     module = hlo.HloModule.from_serialized_hlo_module_proto(stripped).to_string()
     assert "metadata=" in original and "metadata=" not in module

@@ -129,6 +129,34 @@ def test_placement_of_xlas_own_form_has_the_partitions_and_the_declared_mesh(tpu
         assert not mesh["xla_axes"]
 
 
+_COPY_START = re.compile(r"^\s*%?(?P<name>[\w.-]+) = \((?P<shape>.*)\) copy-start\(", re.MULTILINE)
+_SPACE = re.compile(r"S\((\d+)\)\}")
+
+
+def _space(shape: str) -> str:
+    found = _SPACE.search(shape)
+    return f"S({found[1]})" if found and found[1] != "0" else "device"
+
+
+def test_placement_of_xlas_own_form_lists_the_copies_into_the_tpus_memory(tpu_step):
+    """Each asynchronous copy XLA's text gives between memory spaces (a `copy-start`:
+    destination, source, context; `S(1)` is the TPU's on-chip memory) is a transfer,
+    read from the layouts of the instructions' proto, from where to where."""
+    truth = {}
+    for found in _COPY_START.finditer(tpu_step["xla_text"]):
+        destination, source, _ = re.split(r",\s*(?=\w+\[)", found["shape"])
+        if _space(source) != _space(destination):
+            truth[found["name"]] = (_space(source), _space(destination), source.split("{")[0])
+    assert len(truth) > 10
+    assert {"device", "S(1)"} == {to for _, to, _ in truth.values()}
+    transfers = {
+        t["name"]: (t["source_memory"], t["target_memory"], t["shape"])
+        for t in tpu_step["placement"]["transfers"]
+        if t["kind"] == "copy-start"
+    }
+    assert transfers == truth
+
+
 def test_xlas_own_form_reads_partitioning_as_xlas_converter_does(cpu_step):
     assert cpu_step["ir"] == "hlo"  # this one converts: the converter is the truth
     converted, native = cpu_step["converted"], cpu_step["native"]

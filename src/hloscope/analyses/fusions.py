@@ -61,7 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
-from hloscope.analyses.structure import analyze_structure
+from hloscope.analyses.structure import analyze_structure, scan_ops
 from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.ir.model import Module, Op
 
@@ -543,6 +543,25 @@ def _shapes(module: Module, values: Sequence[int]) -> tuple[tuple[str, ...], int
     return tuple(shapes), total
 
 
+def _result_shapes(module: Module, fusion: Op) -> tuple[tuple[str, ...], int | None]:
+    """A fusion's results, one per output: a multi-output fusion's tuple (XLA's own
+    form: one value of a tuple type) is its elements, as the converted form's fusion
+    has one result each. An async fusion's start keeps its one value (operands,
+    results, context)."""
+    if fusion.short_name != "fusion":
+        return _shapes(module, fusion.results)
+    elements = [
+        element
+        for value in fusion.results
+        if value >= 0
+        for element in module.element_shapes(value)
+    ]
+    total: int | None = 0
+    for _, size in elements:
+        total = None if size is None or total is None else total + size
+    return tuple(shape for shape, _ in elements), total
+
+
 def _sorted_counts(counter: Counter[str]) -> Mapping[str, int]:
     return MappingProxyType(dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))))
 
@@ -555,8 +574,11 @@ def _source_key(source: str) -> tuple[str, int]:
 # --------------------------------------------------------------------------- analysis
 
 
-def _category(op: Op) -> Category:
-    short = op.short_name
+def _category(module: Module, op: Op) -> Category:
+    """What the op is, by the instruction it is (`Module.shown_name`: the converted
+    form's `async_start` of an `all-reduce-start` is a collective)."""
+    name = module.shown_name(op)
+    short = name.partition(".")[2] or name
     if short == "custom_call" or short == "custom-call":
         return "custom-call"
     if short in COLLECTIVES:
@@ -567,7 +589,7 @@ def _category(op: Op) -> Category:
         return "transfer"
     if short in ASYNC or short.endswith(("-start", "-update", "-done")):
         return "async"
-    if short in CONTROL_FLOW or op.name == "func.call":
+    if short in CONTROL_FLOW or name == "func.call":
         return "control-flow"
     return "compute"
 
@@ -609,7 +631,25 @@ def _running_functions(module: Module) -> list[str]:
             for name in op.mentioned_names(key)
         }
         running = [name for name in running if name not in applied]
-    return running
+    made = _made_for_async(module)
+    return [name for name in running if name not in made] if made else running
+
+
+def _made_for_async(module: Module) -> set[str]:
+    """The computations the conversion makes of an async instruction that calls none
+    in XLA (a `copy-start`'s copy, the `mhlo.async_start` of it calls `@copy_`): the
+    instruction is the op that runs, as in XLA's own form, not ops of their own."""
+    made: set[str] = set()
+    if not module.hlo_opcodes:
+        return made
+    names = scan_ops(module).names
+    wrappers = {name for name in scan_ops(module).counts if name.endswith(".async_start")}
+    for index in (i for i, name in enumerate(names) if name in wrappers):
+        op = module.ops[index]
+        opcode = module.hlo_opcodes.get(op.hlo_name) if op.hlo_name else None
+        if opcode is not None and opcode != "async-start":
+            made.update(op.references("called_computation"))
+    return made
 
 
 def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
@@ -629,8 +669,13 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
             if function is None or function.name in seen:
                 continue
             seen.add(function.name)
-            for member in module.function_ops(function):
-                if member.short_name == "parameter":
+            members = module.function_ops(function)
+            for member in members:
+                if member.short_name == "parameter" or (
+                    member is members[-1] and member.short_name == "tuple"
+                ):
+                    # Block arguments in MLIR's form; a multi-output fusion's tuple
+                    # ROOT is its results (one each in MLIR's form), not an op of it.
                     continue
                 if member.name in FUSION_OPS:
                     pending += member.references("calls")[:1]
@@ -693,7 +738,7 @@ def analyze_fusions(
                     jits.add(path)
         all_jits.update(jits)
         operands, operand_bytes = _shapes(module, op.operands)
-        results, result_bytes = _shapes(module, op.results)
+        results, result_bytes = _result_shapes(module, op)
         user_source, user_from = _first_user_source((op, *reversed(inside)), source_root, lowered)
         heroes = [o for o in inside if o.short_name in HERO_OPS]
         hero_source = _first_user_source(heroes, source_root, lowered)[0] if heroes else None
@@ -741,7 +786,7 @@ def analyze_fusions(
         if source is not None:
             line_unfused_ops[source] += 1
         user_source, user_from = _first_user_source((op, *inner), source_root, lowered)
-        category = _category(op)
+        category = _category(module, op)
         target = None
         if category == "custom-call":
             raw = op.attributes.get("call_target_name") or op.attributes.get(
@@ -752,7 +797,7 @@ def analyze_fusions(
         unfused.append(
             UnfusedOp(
                 name=name,
-                op=op.name,
+                op=module.shown_name(op),
                 category=category,
                 function=function,
                 op_id=op.id,

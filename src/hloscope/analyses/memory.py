@@ -536,6 +536,12 @@ def _live_bytes(live: LiveRanges, spans: Mapping[str, _Span], length: int) -> li
     return out
 
 
+def _short(name: str) -> str:
+    """An op's name without its dialect (`Module.shown_name`'s: `copy-start` for the
+    converted form's `async_start` of one)."""
+    return name.partition(".")[2] or name
+
+
 @dataclasses.dataclass(frozen=True)
 class _Made:
     opcode: str | None = None
@@ -585,7 +591,7 @@ class _Makers:
         unfused = self._unfused.get(instruction)
         if unfused is not None:
             return _Made(
-                opcode=ops[unfused.op_id].short_name,
+                opcode=_short(unfused.op),
                 op_name=unfused.op_name,
                 sources=unfused.sources,
                 op_id=unfused.op_id,
@@ -598,7 +604,7 @@ class _Makers:
         source = op_source(op, self._root)
         user_source, user_from = op_user_source(op, self._root, self._lowered)
         return _Made(
-            opcode=op.short_name,
+            opcode=_short(self._module.shown_name(op)),
             op_name=jax_op_name(op),
             sources=(source,) if source else (),
             op_id=op.id,

@@ -43,7 +43,7 @@ from itertools import compress
 from operator import attrgetter, not_
 from types import MappingProxyType
 
-from hloscope.ir.model import Function, Module, Op, is_computation
+from hloscope.ir.model import MEMORY_SPACES_ATTRIBUTE, Function, Module, Op, is_computation
 
 # Attributes whose value names other functions.
 CALL_ATTRIBUTES = (
@@ -298,7 +298,8 @@ def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
 
 # Attributes the shared scan of ops looks for: those through which an op names
 # functions (`calls`: a fusion in XLA's own form), and those placement reads
-# (frontend attributes, where compute-type marks live; shardings; HLO layouts).
+# (frontend attributes, where compute-type marks live; shardings; HLO layouts and, in
+# XLA's own form, memory spaces).
 SCANNED_ATTRIBUTES = frozenset(
     {
         *CALL_ATTRIBUTES,
@@ -309,6 +310,7 @@ SCANNED_ATTRIBUTES = frozenset(
         "mhlo.sharding",
         "sharding",
         "xla_shape",
+        MEMORY_SPACES_ATTRIBUTE,
     }
 )
 

@@ -123,6 +123,7 @@ def parsed_from_reply(
             answer["backend_configs"],
             answer.get("opcodes", {}),
             answer.get("schedule", {}),
+            answer.get("async_types", {}),
         )
     return _from_converted(
         xla_module,

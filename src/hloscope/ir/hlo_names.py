@@ -17,6 +17,7 @@ from hloscope.ir.build import MAX_ATTRIBUTE_CHARS
 from hloscope.ir.context import mlir_context, native, walk_operations
 from hloscope.ir.locations import parse_location
 from hloscope.ir.proto import proto_message, proto_rewrite, proto_varints
+from hloscope.ir.shape_proto import shape_as_mlir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,10 @@ class HloNames:
     schedule: dict[str, int] = dataclasses.field(default_factory=dict)
     """Each instruction's place in its computation's schedule, by name
     (`model.Module.schedule`)."""
+    async_types: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Each async start's shape (`all-reduce-start`, `copy-start`), as the MLIR type
+    XLA's converter gives such a shape, by name: what the conversion's
+    `!stablehlo.future` or `!mhlo.async_bundle` of the op stands for."""
 
 
 def wants_names(hlo_proto: bytes, printed: str) -> bool:
@@ -60,7 +65,7 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
     rewritten = without_metadata(hlo_proto)
     if rewritten is None:
         return None
-    stripped, configs, opcodes = rewritten
+    stripped, configs, opcodes, async_types = rewritten
     names: list[tuple[str, str | None]] = []
     with native():
         try:
@@ -83,7 +88,7 @@ def hlo_instruction_names(hlo_proto: bytes) -> HloNames | None:
 
         walk_operations(module.operation, visit)
         del names[0]
-    return HloNames(names, configs, opcodes, schedule_positions(hlo_proto))
+    return HloNames(names, configs, opcodes, schedule_positions(hlo_proto), async_types)
 
 
 def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
@@ -97,14 +102,34 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
     built.backend_configs = MappingProxyType(names.backend_configs)
     built.hlo_opcodes = MappingProxyType(names.opcodes)
     built.schedule = MappingProxyType(names.schedule)
+    _async_types(built, names.async_types)
+
+
+def _async_types(built: model.Module, async_types: dict[str, str]) -> None:
+    """Give each async start's result (a `!stablehlo.future<...>`, an
+    `!mhlo.async_bundle<...>`: no bytes) the type of the instruction's shape, as XLA's
+    own form has it: a value of its bytes."""
+    if not async_types:
+        return
+    types = list(built.value_types)
+    changed = False
+    for op in built.ops:
+        if op.short_name != "async_start" or op.hlo_name not in async_types:
+            continue
+        for result in op.results:
+            if types[result].startswith("!"):
+                types[result] = async_types[op.hlo_name]
+                changed = True
+    if changed:
+        built.value_types = types
 
 
 def _dropped(_payload: bytes) -> None:
     return None
 
 
-# An instruction's name, opcode and backend_config (fields 1, 2 and 43).
-_INSTRUCTION_READ = frozenset({1, 2, 43})
+# An instruction's name, opcode, shape and backend_config (fields 1, 2, 3 and 43).
+_INSTRUCTION_READ = frozenset({1, 2, 3, 43})
 
 
 # Instructions whose backend_config the analyses read, beside any the compiler
@@ -114,27 +139,34 @@ CONFIGS_KEPT = frozenset({"fusion", "while"})
 
 def without_metadata(
     hlo_proto: bytes,
-) -> tuple[bytes, dict[str, str], dict[str, str]] | None:
+) -> tuple[bytes, dict[str, str], dict[str, str], dict[str, str]] | None:
     """An `HloModuleProto` with the `metadata` of every instruction removed, every
-    instruction's opcode by name, and the
+    instruction's opcode by name, the
     backend configs of its fusion and while instructions (what fusions are made of,
     loops' trip counts) and of any the compiler annotated (`attributes.ANNOTATION_KEYS`),
-    long ones cut to what the views read (`attributes.kept_backend_config`); None if
-    it is not one.
+    long ones cut to what the views read (`attributes.kept_backend_config`), and each
+    async start's shape as an MLIR type (`HloNames.async_types`); None if it is not one.
 
     Only the wire format is read: computations (field 3 of HloModuleProto) hold
     instructions (field 2 of HloComputationProto), whose `name` is field 1, `opcode`
-    field 2, `metadata` field 7 and `backend_config` field 43 (xla/service/hlo.proto).
-    Everything else is copied as it is.
+    field 2, `shape` field 3, `metadata` field 7 and `backend_config` field 43
+    (xla/service/hlo.proto). Everything else is copied as it is.
     """
     configs: dict[str, str] = {}
     opcodes: dict[str, str] = {}
+    async_types: dict[str, str] = {}
 
     def instruction(data: bytes) -> bytes:
         kept, found = proto_rewrite(data, 7, _dropped, _INSTRUCTION_READ)
         opcode = found.get(2, b"").decode("utf-8", "replace")
         name = found.get(1, b"").decode("utf-8", "replace")
         opcodes[name] = opcode
+        if opcode.endswith("-start"):
+            # What the conversion wraps in a future: an async collective, copy,
+            # computation.
+            mlir = shape_as_mlir(found.get(3, b""))
+            if mlir is not None:
+                async_types[name] = mlir
         config = found.get(43, b"")
         if config:
             text = config.decode("utf-8", "replace")
@@ -149,7 +181,7 @@ def without_metadata(
         stripped = proto_rewrite(hlo_proto, 3, computation)[0]
     except (ValueError, IndexError):
         return None
-    return stripped, configs, opcodes
+    return stripped, configs, opcodes, async_types
 
 
 def schedule_sequences(message: bytes) -> dict[int, list[int]]:

@@ -51,6 +51,7 @@ from hloscope.ir.layout import (
     record_entry_memory_spaces,
 )
 from hloscope.ir.proto import proto_message, proto_varints
+from hloscope.ir.shape_proto import memory_spaces_text, mlir_element, shape_memory_spaces
 
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
@@ -171,6 +172,9 @@ def build_hlo_native_model(
                         attributes["has_side_effect"] = "true"
                     if known.channel_id is not None:
                         attributes["channel_id"] = str(known.channel_id)
+                    if _laid_out_elsewhere(known.memory_spaces):
+                        spaces = memory_spaces_text(known.memory_spaces)
+                        attributes[model.MEMORY_SPACES_ATTRIBUTE] = spaces
                 op = model.Op(
                     len(ops),
                     f"hlo.{opcode}",
@@ -317,6 +321,9 @@ class InstructionFacts:
     transfer types, `_xla_compute_type`, scheduling groups."""
     backend_config: str | None = None
     """Its backend config (proto `backend_config`), as the backend wrote it."""
+    memory_spaces: tuple[int, ...] | int = 0
+    """The memory spaces of its shape's layout (proto `shape`:
+    `shape_proto.shape_memory_spaces`): `S(1)`, the TPU's on-chip memory, is 1."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -435,6 +442,7 @@ def _instruction_facts(
     channel_id: int | None = None
     frontend: dict[str, str] = {}
     config: str | None = None
+    spaces: tuple[int, ...] | int = 0
     groups: dict[int, list[int | bytes]] = {}
     for number, value in proto_message(message):
         if number in _GROUP_FIELDS:
@@ -459,6 +467,8 @@ def _instruction_facts(
             frontend = frontend_attributes_map(value)
         elif number == 43 and isinstance(value, bytes):  # backend_config
             config = value.decode("utf-8", "replace") or None
+        elif number == 3 and isinstance(value, bytes):  # shape
+            spaces = _memory_spaces(value)
     if opcode == "get-tuple-element" and tuple_index is None:
         tuple_index = 0  # proto3 leaves a zero out
     return (
@@ -474,8 +484,21 @@ def _instruction_facts(
             channel_id or None,
             MappingProxyType(frontend),
             config,
+            spaces,
         ),
     )
+
+
+def _laid_out_elsewhere(spaces: tuple[int, ...] | int) -> bool:
+    """Whether a layout names a memory space other than the default one."""
+    return any(spaces) if isinstance(spaces, tuple) else spaces != 0
+
+
+def _memory_spaces(shape: bytes) -> tuple[int, ...] | int:
+    try:
+        return shape_memory_spaces(shape)
+    except ValueError:
+        return 0
 
 
 _GROUP_FIELDS = frozenset((49, 87, 92, 93))
@@ -694,7 +717,7 @@ def _mlir_type(shape: Any) -> str | None:
         return "tuple<" + ", ".join(parts) + ">"  # type: ignore[arg-type]
     if shape.is_token():
         return "!stablehlo.token"
-    element = _mlir_element(str(shape.xla_element_type().name))
+    element = mlir_element(str(shape.xla_element_type().name))
     if element is None:
         return None
     dims = [int(d) for d in shape.dimensions()]
@@ -706,31 +729,6 @@ def _mlir_type(shape: Any) -> str | None:
         bounds = ", ".join(str(d) if dyn else "?" for d, dyn in zip(dims, dynamic, strict=True))
         body += f", #stablehlo.bounds<{bounds}>"
     return f"tensor<{body}>"
-
-
-_MLIR_ELEMENTS = {
-    "PRED": "i1",
-    "BF16": "bf16",
-    "F16": "f16",
-    "F32": "f32",
-    "F64": "f64",
-    "C64": "complex<f32>",
-    "C128": "complex<f64>",
-}
-
-
-def _mlir_element(name: str) -> str | None:
-    """XLA's `PrimitiveType` name as MLIR spells the element type: `S32` -> `i32`,
-    `U8` -> `ui8`, `F8E4M3FN` -> `f8E4M3FN`."""
-    if name in _MLIR_ELEMENTS:
-        return _MLIR_ELEMENTS[name]
-    if re.fullmatch(r"S\d+", name):
-        return "i" + name[1:]
-    if re.fullmatch(r"U\d+", name):
-        return "ui" + name[1:]
-    if re.fullmatch(r"F\d+E\d+M\d+\w*", name):
-        return "f" + name[1:]
-    return None
 
 
 _SCALAR_INTEGER_CONSTANT = re.compile(r"\bconstant\((-?\d+)\)")

@@ -33,7 +33,8 @@ from hloscope.ir.attributes import (
     string_attribute,
 )
 from hloscope.ir.locations import Location, parse_location
-from hloscope.ir.types import TensorType, hlo_shape, parse_type, type_bytes
+from hloscope.ir.shape_proto import memory_spaces
+from hloscope.ir.types import TensorType, hlo_shape, parse_type, tuple_elements, type_bytes
 
 EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
 
@@ -46,7 +47,17 @@ EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
 # layout, as a printed string attribute: `"f32[8]{0:S(5)}"`.
 ENTRY_SHAPE_ATTRIBUTE = "hloscope.xla_shape"
 
+# Not an MLIR attribute: in XLA's own form (`hloscope.ir.hlo_native`), the memory
+# spaces of an instruction's result layout, read from its proto's shape, where one is
+# not the default: `1` for an array in `S(1)`, `(1, 0, 2)` for a tuple's elements (an
+# async copy-start's destination, source, context). What the converted form reads
+# from its `xla_shape` attribute.
+MEMORY_SPACES_ATTRIBUTE = "hloscope.memory_spaces"
+
 # --------------------------------------------------------------------------- ops
+
+# The conversion's ops of XLA's async instructions (`all-reduce-start`, `copy-done`).
+_ASYNC_WRAPPERS = frozenset({"async_start", "async_update", "async_done"})
 
 
 class Block:
@@ -201,16 +212,32 @@ class Op:
 
     @property
     def memory_space(self) -> int | None:
-        """The memory space of its result's layout, for a module converted from HLO
-        (`xla_shape = "f32[4]{0:S(5)}"` -> 5; 0 when the layout names none); None
-        without a layout or for a tuple."""
-        return decoded.memory_space(self.attributes.get("xla_shape"))
+        """The memory space of its result's layout, for a module read from HLO
+        (`xla_shape = "f32[4]{0:S(5)}"` -> 5 converted, `MEMORY_SPACES_ATTRIBUTE` in
+        XLA's own form; 0 when the layout names none); None without a layout or for
+        a tuple."""
+        attributes = self.attributes
+        if MEMORY_SPACES_ATTRIBUTE in attributes:
+            spaces = memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
+            return spaces if isinstance(spaces, int) else None
+        return decoded.memory_space(attributes.get("xla_shape"))
 
     @property
     def tuple_memory_spaces(self) -> tuple[int | None, ...]:
         """The memory space of each element of its result's tuple layout (an async
         copy-start's destination, source, context)."""
-        return decoded.tuple_memory_spaces(self.attributes.get("xla_shape", ""))
+        attributes = self.attributes
+        if MEMORY_SPACES_ATTRIBUTE in attributes:
+            spaces = memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
+            return (spaces,) if isinstance(spaces, int) else spaces
+        return decoded.tuple_memory_spaces(attributes.get("xla_shape", ""))
+
+    @property
+    def has_layout(self) -> bool:
+        """Whether its result's HLO layout is known: always in XLA's own form (its
+        proto's shape), where the conversion kept it (`xla_shape`, a layout not the
+        default) converted."""
+        return self.name[:4] == "hlo." or "xla_shape" in self.attributes
 
     @property
     def replica_groups(self) -> decoded.ReplicaGroups | None:
@@ -694,9 +721,28 @@ class Module:
             return op.short_name
         return self.hlo_opcodes.get(op.hlo_name) if op.hlo_name else None
 
+    def shown_name(self, op: Op) -> str:
+        """The op's name as the views show it: its own, but for an async wrapper of a
+        module converted from HLO (`stablehlo.async_start`, `mhlo.async_done`, which
+        say nothing of what runs), the instruction it is, as XLA's own form names it
+        (`hlo.all-reduce-start`, `hlo.copy-done`)."""
+        if op.short_name in _ASYNC_WRAPPERS and op.hlo_name:
+            opcode = self.hlo_opcodes.get(op.hlo_name)
+            if opcode:
+                return f"hlo.{opcode}"
+        return op.name
+
     def hlo_shape(self, value: int) -> str:
         """HLO spelling of a value's type: `f32[8,128]`, `(f32[2], s32[])` for a tuple."""
         return hlo_shape(self.value_types[value])
+
+    def element_shapes(self, value: int) -> tuple[tuple[str, int | None], ...]:
+        """The HLO shape and bytes of each element of a tuple value (a multi-output
+        fusion's result in XLA's own form); of the value alone otherwise."""
+        return tuple(
+            (hlo_shape(element), type_bytes(element))
+            for element in tuple_elements(self.value_types[value])
+        )
 
     def nbytes(self, value: int) -> int | None:
         """Bytes of a value's arrays; None when any size is unknown."""

@@ -132,6 +132,7 @@ def send_hlo_module(
             "backend_configs": names.backend_configs,
             "opcodes": names.opcodes,
             "schedule": names.schedule,
+            "async_types": names.async_types,
         }
         reader.write_frame(replies, {"stage": reader.STAGE_NAMES}, json.dumps(answer).encode())
 

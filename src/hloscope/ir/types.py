@@ -185,6 +185,15 @@ def _bounds(encoding: str) -> tuple[int | None, ...] | None:
     return tuple(out)
 
 
+def tuple_elements(mlir_type: str) -> tuple[str, ...]:
+    """The element types of a tuple type (`tuple<tensor<2xf32>, tensor<i32>>`: a
+    multi-output fusion's result in XLA's own form); the type alone otherwise."""
+    text = mlir_type.strip()
+    if text.startswith("tuple<") and text.endswith(">"):
+        return tuple(part.strip() for part in split_top_level(text[len("tuple<") : -1]))
+    return (mlir_type,)
+
+
 def hlo_shape(mlir_type: str) -> str:
     """HLO spelling of an MLIR type: `f32[8,128]`, `(f32[2], s32[])` for tuples."""
     types = parse_type(mlir_type)

@@ -4,8 +4,8 @@ The entry function's arguments and results carry `mhlo.memory_kind`, or a
 layout memory space (`S(5)` is host memory, recorded by `hloscope.ir.layout`
 because XLA's conversion drops it). Transfers are `annotate_device_placement`
 custom calls (`_xla_buffer_placement`), `MoveToHost`/`MoveToDevice`, copies
-between memory spaces in optimized HLO (`xla_shape` layouts with `S(n)`, and
-async `copy-start`s), and Python host callbacks."""
+between memory spaces in optimized HLO (layouts with `S(n)`: `Op.memory_space`, in
+either form; and async `copy-start`s), and Python host callbacks."""
 
 from __future__ import annotations
 
@@ -105,13 +105,30 @@ def _value_memory(module: Module, value: int, host_values: Mapping[int, str]) ->
     return DEVICE
 
 
+# A copy in each form: it moves a value between memory spaces where its layout names
+# another space than its operand's.
+_COPIES = frozenset({"mhlo.copy", "stablehlo.copy", "hlo.copy"})
+
+
+def _is_copy_start(module: Module, op: Op) -> bool:
+    """An asynchronous copy: XLA's `copy-start`, which the conversion makes an
+    `mhlo.async_start` of a computation holding the copy."""
+    if op.name == "hlo.copy-start":
+        return True
+    if op.short_name != "async_start" or not op.has_layout:
+        return False
+    names = module.functions
+    called = [names[n] for n in op_callees(op, names, fused=True)]
+    body = [o.name for f in called for o in module.function_ops(f) if is_computation(o)]
+    return body == ["mhlo.copy"]
+
+
 def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) -> list[Transfer]:
     """Transfers in `ops` (in program order: `Module.program_order`). `host_values`
     (value -> memory kind) grows with the values left in host memory: transfer
     results, results whose layout is in host memory, and values passed through
     sharding annotations."""
     transfers: list[Transfer] = []
-    names = module.functions
 
     def add(
         op: Op,
@@ -142,7 +159,7 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
 
     for op in ops:
         name = op.name
-        if "custom" not in name and "xla_shape" not in op.attributes and name[:4] != "sdy.":
+        if "custom" not in name and not op.has_layout and name[:4] != "sdy.":
             # Not a custom call, no HLO layout, not an sdy annotation: nothing below
             # applies (most ops of most modules).
             continue
@@ -177,18 +194,16 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
                 f"host, receives {human_bytes(sum_bytes(module, op.results))}"
             )
             add(op, "host_callback", DEVICE, HOST, sent, detail)
-        elif op.name in ("mhlo.copy", "stablehlo.copy") and "xla_shape" in op.attributes:
+        elif op.name in _COPIES:
             space = op.memory_space or 0
             before = _value_memory(module, operand, host_values)
             after = _space_name(space) if space else DEVICE
             if _normal_memory(before) != _normal_memory(after):
                 add(op, "copy", before, after, op.results)
-        elif op.name == "mhlo.async_start" and "xla_shape" in op.attributes:
-            # copy-start: its shape is (destination, source, context).
-            called = [names[n] for n in op_callees(op, names, fused=True)]
-            body = [o.name for f in called for o in module.function_ops(f) if is_computation(o)]
+        elif _is_copy_start(module, op):
+            # Its shape is (destination, source, context).
             spaces = op.tuple_memory_spaces
-            if body != ["mhlo.copy"] or len(spaces) < 2:
+            if len(spaces) < 2:
                 continue
             to_space, from_space = spaces[0] or 0, spaces[1] or 0
             if from_space != to_space:
@@ -204,7 +219,7 @@ def memory_flow(module: Module, ops: Sequence[Op], host_values: dict[int, str]) 
                     for result in op.results:
                         for user in module.users(result):
                             done = module.ops[user]
-                            if done.name == "mhlo.async_done":
+                            if done.short_name in ("async_done", "copy-done"):
                                 host_values.update((v, after_kind) for v in done.results)
             continue
         if len(op.results) == 1:

@@ -4,12 +4,12 @@ placement.
 
 An op matters when its attributes name a function (a call, a loop's body, a
 reduction's applier), carry frontend attributes (where compute-type marks live),
-a sharding or an HLO layout (`xla_shape`), or when its name is a custom call's,
-an `sdy` op's, a collective's or an async start's. Every other op is device
-compute: counted, and otherwise passed over. The ops with those attributes come
-from the module's shared scan (`structure.scan_ops`, one pass over the op names
-and one over their attribute names, in C); Python looks only at the ops that
-matter and at each distinct op name once.
+a sharding or an HLO layout (`xla_shape`; in XLA's own form, a memory space), or
+when its name is a custom call's, an `sdy` op's, a collective's, an async start's or
+a copy's. Every other op is device compute: counted, and otherwise passed over. The
+ops with those attributes come from the module's shared scan (`structure.scan_ops`,
+one pass over the op names and one over their attribute names, in C); Python looks
+only at the ops that matter and at each distinct op name once.
 """
 
 from __future__ import annotations
@@ -26,14 +26,16 @@ from hloscope.ir.model import Module, Op
 
 def name_matters(name: str) -> bool:
     """Whether ops of this name matter whatever their attributes: custom calls
-    (transfers, sharding annotations, callbacks), `sdy` ops, collectives and async
-    starts (which make what they call async)."""
+    (transfers, sharding annotations, callbacks), `sdy` ops, collectives, async
+    starts (which make what they call async) and copies (which may move a value
+    between memory spaces: out of the TPU's `S(1)` into the default one, whose layout
+    names no memory space)."""
     short = name.partition(".")[2] or name
     return (
         "custom" in name
         or name[:4] == "sdy."
         or may_be_collective(name)
-        or short in ("async_start", "async-start")
+        or short in ("async_start", "async-start", "copy", "copy-start")
     )
 
 
