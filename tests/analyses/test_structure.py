@@ -176,8 +176,8 @@ def test_xla_forms_held_computations_count_in_the_op_holding_them():
         assert info is not None and not info.called_by and not info.reachable
         assert holding_function(module, held) == "main"
     assert holding_function(module, "negate") == "negate"
-    # main's own 7 ops (parameter not counted), the body's 6, the condition's 3, the
-    # reducer's 1.
-    assert main.ops == 7 + 6 + 3 + 1
+    # main's own 5 ops, the body's 3, the condition's 2, the reducer's 1: parameters,
+    # tuples and their elements compute nothing (the converted form has none of them).
+    assert main.ops == 5 + 3 + 2 + 1
     assert main.op_counts["hlo.exponential"] == 1
     assert structure.total_ops == main.ops + 1  # and negate's, called

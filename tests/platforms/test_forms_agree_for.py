@@ -19,9 +19,9 @@ from forms_support import SWITCH, difference, normalized
 pytestmark = pytest.mark.slow
 
 TOTALS = (
-    "XLA's tuple and get-tuple-element count in a total of XLA's form (inspect's ops, "
-    "placement's total_ops), and the converter's computation of a copy-start's copy "
-    "(copy_, copy__0: none in XLA's form) counts in the converted form's"
+    "the computations the conversion makes of an async pair (a copy-start's copy_, "
+    "an async collective's wrapped computation: none in XLA's form) count as functions "
+    "and ops in the converted form's totals (inspect's ops and calls, placement's total_ops)"
 )
 ORDER = (
     "a fused computation's ops (unscheduled: no schedule orders them) come in the "

@@ -594,10 +594,16 @@ def _category(module: Module, op: Op) -> Category:
     return "compute"
 
 
+_RUN_KEYS = frozenset({"calls", "body", "condition", "branch_computations"})
+"""XLA's own form's attributes naming a computation that runs where the op runs (an
+async or call instruction's, a loop's body and condition, a conditional's branches):
+part of the op, as `analyses.structure` reads them, so not reached as calls there."""
+
+
 def _running_functions(module: Module) -> list[str]:
     """Functions whose ops run: those a public function reaches; for XLA's own form,
-    also the computations of async and call instructions (`calls=`), which it does
-    not record as calls."""
+    also the computations of async and call instructions (`calls=`) and of loops and
+    conditionals (`_RUN_KEYS`), which it does not record as calls."""
     structure = analyze_structure(module)
     running = [f.name for f in structure.functions if f.reachable]
     seen = set(running)
@@ -607,13 +613,14 @@ def _running_functions(module: Module) -> list[str]:
         if function is None:
             continue
         for op in module.function_ops(function):
-            if op.name in FUSION_OPS or "calls" not in op.attributes:
+            if op.name in FUSION_OPS or _RUN_KEYS.isdisjoint(op.attributes):
                 continue
-            for callee in op.references("calls"):
-                if callee in module.functions and callee not in seen:
-                    seen.add(callee)
-                    running.append(callee)
-                    stack.append(callee)
+            for key in _RUN_KEYS:
+                for callee in op.references(key) if key in op.attributes else ():
+                    if callee in module.functions and callee not in seen:
+                        seen.add(callee)
+                        running.append(callee)
+                        stack.append(callee)
     # XLA's own form: a reducer or comparator (`to_apply=`) is part of the instruction
     # that applies it, as the region of the converted form's op is, not ops of its own.
     applied = {

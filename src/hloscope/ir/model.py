@@ -326,6 +326,12 @@ _COMPUTES, _TERMINATOR, _FUNCTION, _ARGUMENT = 0, 1, 2, 3
 _NAME_KINDS: dict[str, int] = {}
 
 
+_XLA_PLUMBING = frozenset({"hlo.parameter", "hlo.tuple", "hlo.get-tuple-element"})
+"""XLA's own form's instructions that compute nothing: a computation's parameter is its
+function's argument, and tuples and their elements are how XLA passes several values
+(the converted form has block arguments and several results, no op for either)."""
+
+
 def _name_kind(name: str) -> int:
     kind = _NAME_KINDS.get(name)
     if kind is None:
@@ -334,9 +340,7 @@ def _name_kind(name: str) -> int:
             kind = _TERMINATOR
         elif name == "func.func":
             kind = _FUNCTION
-        elif name == "hlo.parameter":
-            # XLA's own form: a computation's parameter is its function's argument
-            # (a block argument of the converted form), not an op that computes.
+        elif name in _XLA_PLUMBING:
             kind = _ARGUMENT
         else:
             kind = _COMPUTES
