@@ -122,7 +122,9 @@ def test_fusions_and_inspect_numbers_whole(slice_program):
     names = [f.name for f in slice_program.fusions().analysis.fusions[:40]]
     for name in names:
         assert re.search(rf"^ {re.escape(name)}\s", fusions, re.M), name
-    assert len(rows) < 2 * len(slice_program.fusions().analysis.fusions[:60]), fusions
+    # At most a few lines a fusion: the optimizer's multi-output fusions, first in
+    # the schedule, list each result and the library lines of their ops.
+    assert len(rows) < 2.5 * len(slice_program.fusions().analysis.fusions[:60]), fusions
     overview = slice_program.overview.render(WIDTH)
     assert_no_number_cut(overview)
     functions = section(overview, "Functions (")

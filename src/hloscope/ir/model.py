@@ -778,14 +778,10 @@ class Module:
     # -- program order --------------------------------------------------------------
 
     def program_order(self, ops: Iterable[Op]) -> list[Op]:
-        """`ops` (a block's, a function's, any of the module's) in the order the program
-        runs them: by the module's schedule where it has one (`schedule`: a module
-        converted from a scheduled HLO module, whose ops the conversion orders by their
-        dependencies), each block's ops in its computation's schedule and what an op
-        holds right after it, as `ops` is ordered; else as given (XLA's own form orders
-        each computation's ops by the schedule already, and a module without a schedule
-        keeps the order it was built in). What every list a report gives in program
-        order is sorted by, in both forms."""
+        """`ops` in the order the program runs them, for every list a report gives in
+        program order: each block's ops in the schedule of a module converted from a
+        scheduled HLO module (`schedule`), what an op holds right after it; else as
+        given (XLA's own form is in schedule order already)."""
         listed = list(ops)
         if not self.schedule:
             return listed
@@ -805,12 +801,8 @@ class Module:
                 op = stack.pop()
                 ranks[op.id] = rank
                 rank += 1
-                held = [
-                    child
-                    for region in op.regions
-                    for block in region.blocks
-                    for child in self._block_order(block.ops)
-                ]
+                blocks = [block for region in op.regions for block in region.blocks]
+                held = [child for block in blocks for child in self._block_order(block.ops)]
                 stack.extend(reversed(held))
             self.derived["ir.program_ranks"] = ranks
         return ranks  # type: ignore[return-value]
