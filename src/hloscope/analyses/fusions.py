@@ -594,7 +594,7 @@ def _category(module: Module, op: Op) -> Category:
     return "compute"
 
 
-_RUN_KEYS = frozenset({"calls", "body", "condition", "branch_computations"})
+_RUN_KEYS = ("calls", "body", "condition", "branch_computations")
 """XLA's own form's attributes naming a computation that runs where the op runs (an
 async or call instruction's, a loop's body and condition, a conditional's branches):
 part of the op, as `analyses.structure` reads them, so not reached as calls there."""
@@ -613,7 +613,7 @@ def _running_functions(module: Module) -> list[str]:
         if function is None:
             continue
         for op in module.function_ops(function):
-            if op.name in FUSION_OPS or _RUN_KEYS.isdisjoint(op.attributes):
+            if op.name in FUSION_OPS or not any(key in op.attributes for key in _RUN_KEYS):
                 continue
             for key in _RUN_KEYS:
                 for callee in op.references(key) if key in op.attributes else ():

@@ -51,7 +51,12 @@ from hloscope.ir.layout import (
     record_entry_memory_spaces,
 )
 from hloscope.ir.proto import proto_message, proto_varints
-from hloscope.ir.shape_proto import memory_spaces_text, mlir_element, shape_memory_spaces
+from hloscope.ir.shape_proto import (
+    mlir_element,
+    shape_memory_spaces,
+    tensor_type,
+)
+from hloscope.ir.types import memory_spaces_text
 
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
@@ -722,13 +727,7 @@ def _mlir_type(shape: Any) -> str | None:
         return None
     dims = [int(d) for d in shape.dimensions()]
     dynamic = [bool(shape.is_dynamic_dimension(i)) for i in range(len(dims))]
-    body = "".join(("?" if dyn else str(d)) + "x" for d, dyn in zip(dims, dynamic, strict=True))
-    body += element
-    if any(dynamic):
-        # XLA's dimension is the bound of a dynamic one (`f32[<=4]`).
-        bounds = ", ".join(str(d) if dyn else "?" for d, dyn in zip(dims, dynamic, strict=True))
-        body += f", #stablehlo.bounds<{bounds}>"
-    return f"tensor<{body}>"
+    return tensor_type(dims, dynamic, element)
 
 
 _SCALAR_INTEGER_CONSTANT = re.compile(r"\bconstant\((-?\d+)\)")

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from hloscope.ir import attributes as decoded
+from hloscope.ir import types as ir_types
 from hloscope.ir.attributes import (
     EMPTY,
     HloSharding,
@@ -33,7 +34,6 @@ from hloscope.ir.attributes import (
     string_attribute,
 )
 from hloscope.ir.locations import Location, parse_location
-from hloscope.ir.shape_proto import memory_spaces
 from hloscope.ir.types import TensorType, hlo_shape, parse_type, tuple_elements, type_bytes
 
 EMPTY_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
@@ -218,7 +218,7 @@ class Op:
         a tuple."""
         attributes = self.attributes
         if MEMORY_SPACES_ATTRIBUTE in attributes:
-            spaces = memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
+            spaces = ir_types.memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
             return spaces if isinstance(spaces, int) else None
         return decoded.memory_space(attributes.get("xla_shape"))
 
@@ -228,7 +228,7 @@ class Op:
         copy-start's destination, source, context)."""
         attributes = self.attributes
         if MEMORY_SPACES_ATTRIBUTE in attributes:
-            spaces = memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
+            spaces = ir_types.memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
             return (spaces,) if isinstance(spaces, int) else spaces
         return decoded.tuple_memory_spaces(attributes.get("xla_shape", ""))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 from hloscope.ir.context import native, xla_hlo
 from hloscope.ir.proto import proto_message, proto_varints
@@ -89,12 +90,18 @@ def shape_as_mlir(shape: bytes) -> str | None:
     mlir = mlir_element(name)
     if mlir is None:
         return None
-    flags = [bool(d) for d in dynamic] + [False] * (len(dims) - len(dynamic))
-    body = "".join(("?" if dyn else str(d)) + "x" for d, dyn in zip(dims, flags, strict=False))
-    body += mlir
-    if any(flags):
+    flags = ([bool(d) for d in dynamic] + [False] * len(dims))[: len(dims)]
+    return tensor_type(dims, flags, mlir)
+
+
+def tensor_type(dims: Sequence[int], dynamic: Sequence[bool], element: str) -> str:
+    """An array's MLIR type as XLA's converter writes it, from XLA's dimensions, which
+    are dynamic, and its element type's MLIR spelling."""
+    body = "".join(("?" if dyn else str(d)) + "x" for d, dyn in zip(dims, dynamic, strict=True))
+    body += element
+    if any(dynamic):
         # XLA's dimension is the bound of a dynamic one (`f32[<=4]`).
-        bounds = ", ".join(str(d) if dyn else "?" for d, dyn in zip(dims, flags, strict=False))
+        bounds = ", ".join(str(d) if dyn else "?" for d, dyn in zip(dims, dynamic, strict=True))
         body += f", #stablehlo.bounds<{bounds}>"
     return f"tensor<{body}>"
 
@@ -120,19 +127,3 @@ def shape_memory_spaces(shape: bytes) -> tuple[int, ...] | int:
             inner if isinstance(inner := shape_memory_spaces(part), int) else 0 for part in parts
         )
     return space
-
-
-@functools.lru_cache(maxsize=1024)
-def memory_spaces(text: str) -> tuple[int, ...] | int:
-    """`model.MEMORY_SPACES_ATTRIBUTE`'s value: `1` -> 1, `(1, 0, 2)` -> (1, 0, 2)."""
-    text = text.strip()
-    if text.startswith("("):
-        return tuple(int(part) for part in text.strip("()").split(",") if part.strip())
-    return int(text)
-
-
-def memory_spaces_text(spaces: tuple[int, ...] | int) -> str:
-    """`memory_spaces`' inverse: what `model.MEMORY_SPACES_ATTRIBUTE` holds."""
-    if isinstance(spaces, int):
-        return str(spaces)
-    return "(" + ", ".join(str(space) for space in spaces) + ")"

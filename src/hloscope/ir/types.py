@@ -215,3 +215,19 @@ def type_bytes(mlir_type: str) -> int | None:
             return None
         total += size
     return total
+
+
+@functools.lru_cache(maxsize=1024)
+def memory_spaces(text: str) -> tuple[int, ...] | int:
+    """`model.MEMORY_SPACES_ATTRIBUTE`'s value: `1` -> 1, `(1, 0, 2)` -> (1, 0, 2)."""
+    text = text.strip()
+    if text.startswith("("):
+        return tuple(int(part) for part in text.strip("()").split(",") if part.strip())
+    return int(text)
+
+
+def memory_spaces_text(spaces: tuple[int, ...] | int) -> str:
+    """`memory_spaces`' inverse: what `model.MEMORY_SPACES_ATTRIBUTE` holds."""
+    if isinstance(spaces, int):
+        return str(spaces)
+    return "(" + ", ".join(str(space) for space in spaces) + ")"
