@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from hloscope.analyses.placement.loops import RunsPerCall, TripCountSource
 from hloscope.analyses.placement.report import COLLECTIVES, Collective, CollectiveOp
 from hloscope.analyses.placement.values import sum_bytes, unique
-from hloscope.analyses.structure import clone_base, holding_function, op_callees
+from hloscope.analyses.structure import clone_base, holding_function, op_callees, scan_ops
 from hloscope.ir.model import Module, Op
 
 # A quick filter on op names before `collective_kind` looks closer.
@@ -264,6 +264,11 @@ def program_collectives(
     cached = module.derived.get("program_collectives")
     if isinstance(cached, tuple):
         return cached
+    names = {op.name for op in module.ops}
+    if not any(may_be_collective(name) or name.endswith(".send") for name in names):
+        # Most modules hold none: decided from the distinct op names alone.
+        module.derived["program_collectives"] = ()
+        return ()
     runs = runs if runs is not None else RunsPerCall(module)
     reached = _reached(module)
     ops = module.program_order(op for op in module.ops if op.function in reached)
@@ -302,6 +307,10 @@ def _reached(module: Module) -> set[str]:
     in XLA's own form), as placement reads them: not the copies of fused computations
     a conversion leaves aside."""
     names = module.functions
+    calls: dict[str, list[str]] = {}
+    for op in scan_ops(module).keyed:  # the ops whose attributes can name a function
+        if op.function is not None:
+            calls.setdefault(op.function, []).extend(op_callees(op, names, fused=True))
     pending = [
         name
         for name, function in names.items()
@@ -316,9 +325,7 @@ def _reached(module: Module) -> set[str]:
         if name in reached or name not in names:
             continue
         reached.add(name)
-        for op in module.function_ops(names[name]):
-            if op.attributes:
-                pending.extend(op_callees(op, names, fused=True))
+        pending.extend(calls.get(name, ()))
     return reached
 
 
