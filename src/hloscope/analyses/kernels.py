@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from hloscope.analyses.placement.collectives import (
+    ASYNC_COLLECTIVE_DONE,
     MEGASCALE_TRANSFER,
     RunningCollective,
     program_collectives,
@@ -41,7 +42,6 @@ NO_KERNEL: Final = frozenset(
 
 _CONTROL: Final = frozenset({"while", "call", "conditional"})
 _MATMULS: Final = frozenset({"dot", "convolution"})
-_ASYNC_DONE = "AsyncCollectiveDone"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +190,7 @@ def _matmul_type(module: Module, op: Op) -> str | None:
 def _ends_async_collective(module: Module, op: Op) -> bool:
     """Whether a fusion is the TPU's async collective done fusion: what it holds ends
     in the custom call `AsyncCollectiveDone`."""
-    return any(inner.custom_call_target == _ASYNC_DONE for inner in _held(module, op))
+    return any(inner.custom_call_target == ASYNC_COLLECTIVE_DONE for inner in _held(module, op))
 
 
 def done_of(module: Module, computation: ControlComputation, start: int) -> int | None:

@@ -64,7 +64,9 @@ def collective_kind(op: Op) -> tuple[CollectiveOp, bool] | None:
     return None
 
 
-ASYNC_COLLECTIVE_TARGETS = frozenset({"AsyncCollectiveStart", "AsyncCollectiveDone"})
+ASYNC_COLLECTIVE_DONE = "AsyncCollectiveDone"
+"""The custom call that ends the TPU's async collective done fusion."""
+ASYNC_COLLECTIVE_TARGETS = frozenset({"AsyncCollectiveStart", ASYNC_COLLECTIVE_DONE})
 """The custom calls that end the TPU's async collective start and done fusions."""
 ASYNC_COLLECTIVE_FUSION = "async_collective_fusion"
 """The name (less XLA's suffixes) the TPU gives the computations of the compute
