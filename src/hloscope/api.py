@@ -296,7 +296,7 @@ class Inspection(Displayed):
             if self._origin.kind == "target" and self.source.folder_modules:
                 loaded = loader.load(self._origin.value, origin.options)
             else:
-                loaded = loader.optimized(self.loaded)
+                loaded = self.loaded.optimized()
             self._optimized = Inspection(loaded, origin)
         return self._optimized
 

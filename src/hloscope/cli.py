@@ -296,7 +296,7 @@ def diff(
     entrypoints, --module to dump folders, --compile to both. Opens the diff screen on
     a terminal (unless --print or --json)."""
     from hloscope import reports
-    from hloscope.sources import loader
+    from hloscope.sources import diff_sides
 
     options = _for_compiles(options)
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
@@ -305,7 +305,7 @@ def diff(
     emit(
         debug,
         json,
-        lambda: reports.diff_loaded(*loader.load_diff_sides(a, b, options)),
+        lambda: reports.diff_loaded(*diff_sides.load_diff_sides(a, b, options)),
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",

@@ -127,7 +127,7 @@ def test_a_donated_buffer_reused_at_the_peak_is_an_alias():
 def test_buffers_per_memory_space(report):
     from hloscope.analyses.memory import analyze_memory
     from hloscope.ir.xla_buffers import parse_buffer_assignment, parse_live_ranges
-    from hloscope.sources.loader import load, optimized
+    from hloscope.sources.loader import load
 
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "xla_memory"
     [assignment_file] = fixture.glob("*-buffer-assignment.txt")
@@ -137,7 +137,7 @@ def test_buffers_per_memory_space(report):
         "parameter 1, shape |f32[]|", "color 5, parameter 1, shape |f32[]|"
     )
     text = text.replace("<41 temperature.1 @0>", "<41 temperature.1 @5>")
-    loaded = optimized(load("samples/memory_peak.py:rank_scores", OPTIONS))
+    loaded = load("samples/memory_peak.py:rank_scores", OPTIONS).optimized()
     analysis = analyze_memory(
         parse_buffer_assignment(text, "ba"),
         parse_live_ranges(live_file.read_text(), "lr"),

@@ -6,11 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from hloscope.stages import OPTIMIZED
-
 if TYPE_CHECKING:
     from hloscope.analyses.fusions import LoweredFrames
-    from hloscope.ir.model import Module
     from hloscope.sources.loader import Loaded
 
 
@@ -50,24 +47,5 @@ def lowered_frames(loaded: Loaded) -> LoweredFrames | None:
     its bytecode, not lowered again); None without one (a dump)."""
     from hloscope.analyses.fusions import lowered_user_frames
 
-    model = lowered_model(loaded)
+    model = loaded.lowered_model()
     return lowered_user_frames(model) if model is not None else None
-
-
-def lowered_model(loaded: Loaded) -> Module | None:
-    """The lowered module: the module loaded when it is the lowered one, else the
-    lowering's module JAX gave (read again from its bytecode, not lowered again); None
-    without one (a dump)."""
-    if loaded.source.stage != OPTIMIZED:
-        return loaded.module
-    lowering = loaded.lowering
-    if lowering is None or lowering.mlir_bytecode is None:
-        return None
-    from hloscope.ir import parse
-
-    parsed = parse.parse_mlir(
-        lowering.mlir_bytecode,
-        f"{loaded.label} (lowered)",
-        trusted=lowering.kind != "exported",
-    )
-    return parsed.model

@@ -7,7 +7,6 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from hloscope.reports.common import lowered_model
 from hloscope.reports.entry import ReportEntry
 from hloscope.source_text import line_texts
 from hloscope.stages import Source
@@ -55,7 +54,7 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
 
     loaded = buffers.loaded
     usage = analyze_params(loaded.module, loaded.lowering)
-    lowered = lowered_model(loaded)
+    lowered = loaded.lowered_model()
     frames = lowered_user_frames(lowered) if lowered is not None else None
     analysis = buffers_analysis(buffers, usage, frames, result_names(loaded, lowered))
     notes = loaded.notes + analysis.notes

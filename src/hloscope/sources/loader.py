@@ -133,6 +133,22 @@ class Loaded:
     def label(self) -> str:
         return self.source.target
 
+    def lowered_model(self) -> Module | None:
+        """The lowered module: the module loaded when it is the lowered one, else the
+        lowering's module JAX gave (read again from its bytecode, not lowered again);
+        None without one (a dump)."""
+        if self.source.stage != OPTIMIZED:
+            return self.module
+        lowering = self.lowering
+        if lowering is None or lowering.mlir_bytecode is None:
+            return None
+        parsed = parse.parse_mlir(
+            lowering.mlir_bytecode,
+            f"{self.label} (lowered)",
+            trusted=lowering.kind != "exported",
+        )
+        return parsed.model
+
     def optimized(self) -> Loaded:
         """The same target's optimized module: this one when it is, else compiled
         here with the load options' `compiler_options`."""
@@ -348,53 +364,6 @@ def needs_the_device(command: str, target: CompileFor) -> HloscopeError:
         f"{command} runs the program, which needs the device: --for {target.spec} compiles "
         f"without one. Run {command} on a machine with the device, without --for"
     )
-
-
-def optimized(loaded: Loaded) -> Loaded:
-    """The same target's optimized module (compiling it here when needed)."""
-    return loaded.optimized()
-
-
-# --------------------------------------------------------------------------- diffs
-
-
-def diff_options(target: str, options: LoadOptions) -> LoadOptions:
-    """The target options that apply to one side: example arguments to an entrypoint,
-    `--module` to a dump folder, `--compile` to both."""
-    parsed = parse_target(target)
-    if isinstance(parsed, EntrypointTarget):
-        return dataclasses.replace(options, module=None)
-    keep_module = options.module if parsed.path.is_dir() else None
-    return dataclasses.replace(options, args=(), args_factory=None, module=keep_module)
-
-
-def load_diff_sides(
-    target_a: str, target_b: str, options: LoadOptions | None = None
-) -> tuple[Loaded, Loaded]:
-    """Load the two targets of a diff, each with the options that apply to it (the
-    browser's diff screen loads them itself, to print them too)."""
-    options = options or LoadOptions()
-    parsed = [parse_target(target_a), parse_target(target_b)]
-    if (options.args or options.args_factory) and not any(
-        isinstance(p, EntrypointTarget) for p in parsed
-    ):
-        raise HloscopeError(
-            "--arg and --args give example arguments to entrypoints; A and B are dumps"
-        )
-    if options.module is not None and not any(
-        isinstance(p, DumpTarget) and p.path.is_dir() for p in parsed
-    ):
-        raise HloscopeError("--module picks a module of a dump folder; neither A nor B is one")
-    loaded: list[Loaded] = []
-    for target, side in zip((target_a, target_b), parsed, strict=True):
-        if isinstance(side, EntrypointTarget):
-            # Each side lowered as if alone: JAX would give B the lowering it cached
-            # for A of an inner jit both call, with A's source locations.
-            from hloscope.sources.jax.lower import forget_traces
-
-            forget_traces()
-        loaded.append(load(target, diff_options(target, options)))
-    return loaded[0], loaded[1]
 
 
 # --------------------------------------------------------------------------- entrypoints

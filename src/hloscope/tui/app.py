@@ -322,7 +322,7 @@ class HloscopeApp(WorkingApp):
             compile_for = loaded.options.compile_for
             where = compile_for.spec if compile_for is not None else "the local backend"
             self.post_message(self.Progress(f"compiling for {where}"))
-            optimized = loader.optimized(loaded)
+            optimized = loaded.optimized()
             self._prepare_and_build(optimized)
         except BaseException as exc:
             self.post_message(self.Failed("Could not compile", describe_failure(exc), fatal=False))

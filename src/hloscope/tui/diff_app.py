@@ -44,7 +44,7 @@ from hloscope.analyses.diff import (
 from hloscope.errors import ExitCode
 from hloscope.render.text.common import describe_source
 from hloscope.render.text.diff import change_where
-from hloscope.sources import loader
+from hloscope.sources import diff_sides, loader
 from hloscope.tui.app import WorkingApp, run_app
 from hloscope.tui.diff_align import MOVED, AlignedLines, align_printed, group_rows
 from hloscope.tui.printed import PrintedModule
@@ -508,7 +508,7 @@ class DiffApp(WorkingApp):
             self._report_step(
                 f"A: {steps[0]}; B: {steps[1]}" if steps[0] != steps[1] else f"A and B: {steps[0]}"
             )
-            a, b = loader.load_diff_sides(self.target_a, self.target_b, self.options)
+            a, b = diff_sides.load_diff_sides(self.target_a, self.target_b, self.options)
             session = diff_session(a, b, self)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
