@@ -336,3 +336,24 @@ def test_a_deferred_model_raises_what_building_it_raises():
     text = (ROOT / "tests/fixtures/malformed/text_utf8_attribute_name.mlir").read_text()
     with pytest.raises(HloscopeError, match="not valid UTF-8"):
         _ = parse.parse_mlir(text, "bad.mlir", trusted=True, defer_model=True).model
+
+
+def test_search_finds_the_op_names_the_tree_shows_in_xlas_own_form(monkeypatch):
+    # Issue 61: in XLA's own form the tree and the Overview name ops `hlo.fusion`,
+    # `hlo.dot`, which XLA's text prints as `fusion(` and `dot(`: searching the name
+    # shown finds those ops' lines, as it does in the converted form.
+    monkeypatch.setenv("HLOSCOPE_HLO_FORM", "xla")
+    path = DUMPS / "mlp.after_optimizations.hlo"
+    parsed = parse.parse_hlo_text(path.read_text(), str(path))
+    assert parsed.format == "hlo-native"
+    module = parsed.model
+    printed = printed_of(parsed)
+    for name, printed_as in (("hlo.fusion", " fusion("), ("hlo.dot", " dot(")):
+        ops = [op for op in module.ops if op.name == name]
+        assert ops
+        expected = sorted({printed.op_line[op.id] for op in ops})
+        assert list(search(module, printed, name)) == expected
+        assert list(search(module, printed, name.upper())) == expected
+        assert all(printed_as in printed.lines[n] for n in expected)
+    # Text that names no op is still searched as text.
+    assert search(module, printed, "stack_frame_id=8")

@@ -284,7 +284,9 @@ def search(module: Module, printed: PrintedModule, query: str) -> tuple[int, ...
     `FILE:LINE` (`model.py:42`, `pkg/model.py:42`) matches the ops whose location has
     a frame at that line of that file (any frame of the call stack). Anything else
     matches lines of the printed text containing it, ignoring case; a value name
-    (`%3`, `%arg0`) matches whole names only (`%3` does not find `%30`).
+    (`%3`, `%arg0`) matches whole names only (`%3` does not find `%30`). An op's name
+    as the tree shows it (`hlo.all-reduce`) also matches the lines of those ops, in
+    either form.
     """
     query = query.strip()
     if not query:
@@ -292,6 +294,28 @@ def search(module: Module, printed: PrintedModule, query: str) -> tuple[int, ...
     source = source_query(query)
     if source is not None:
         return _search_source(module, printed, *source)
+    named = _search_op_name(module, printed, query)
+    text_hits = _search_text(printed, query)
+    return tuple(sorted(set(named).union(text_hits))) if named else text_hits
+
+
+def _search_op_name(module: Module, printed: PrintedModule, query: str) -> tuple[int, ...]:
+    """The lines of the ops named `query` (`hlo.all-reduce`, `stablehlo.add`): the names
+    the tree and the Overview show, which XLA's own text (`all-reduce(`) does not
+    print."""
+    wanted = query.lower()
+    if "." not in wanted:
+        return ()
+    lines = {
+        printed.op_line[op.id]
+        for op in module.ops
+        if op.name.lower() == wanted and op.id < len(printed.op_line)
+    }
+    lines.discard(-1)
+    return tuple(sorted(lines))
+
+
+def _search_text(printed: PrintedModule, query: str) -> tuple[int, ...]:
     text, starts = printed.joined
     folded = printed.folded
     if folded is not None:
