@@ -121,6 +121,37 @@ async def test_one_op_count_in_every_view():
 
 
 @sync
+async def test_a_function_of_xlas_own_form_counts_its_fusions_ops_as_the_overview_does(
+    monkeypatch,
+):
+    """Issue 61: in XLA's own form the IR tab said `main` has 306 ops (its own
+    instructions) where the Overview and `inspect --json` say 920 (with the ops of its
+    fusions, which the converted form holds in the fusion's region). The tree and the
+    details now give the Overview's count and say what it holds."""
+    from hloscope.analyses.structure import ops_inside
+    from hloscope.tui.widgets.module_tree import ModuleTree
+    from tui_support import plain
+
+    monkeypatch.setenv("HLOSCOPE_HLO_FORM", "xla")
+    app = HloscopeApp("samples/dumps/mlp.after_optimizations.hlo", loader.LoadOptions())
+    async with app.run_test(size=SIZE) as pilot:
+        session = await with_reports(app, pilot)
+        assert session.loaded.source.ir == "hlo-native"
+        structure = session.structure
+        module = session.loaded.module
+        assert structure is not None and module.entry is not None
+        main = structure.function(module.entry.name)
+        own = ops_inside(module, module.entry.op)
+        assert main.ops > own  # the fusions' ops are counted in it
+        tree = app.query_one(ModuleTree)
+        labels = {plain(n.label).split()[0]: plain(n.label) for n in tree.root.children}
+        assert labels[main.name].endswith(f"public · {main.ops:,} ops")
+        held = f"({main.ops - own:,} ops in computations its instructions hold)"
+        assert f"public function · {main.ops:,} ops {held}" in await entry_details(app, pilot)
+        await pilot.press("q")
+
+
+@sync
 async def test_an_op_with_regions_counts_its_ops_as_a_function_does():
     """`stablehlo.reduce` holds one `add` (and its `return`): the tree says 1 op, as
     the Overview would count them (it said 2 ops)."""

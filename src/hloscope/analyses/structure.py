@@ -392,8 +392,30 @@ def scan_ops(module: Module) -> OpScan:
 
 def ops_inside(module: Module, op: Op) -> int:
     """The ops inside `op` (a function, or an op with regions) as written, terminators
-    left out: the count every view shows for one function (`FunctionInfo.ops`)."""
+    left out; a function's count in every view is `function_ops`, which adds, in XLA's
+    own form, the computations its instructions hold."""
     return sum(scan_ops(module).computing_counts(op.id + 1, op.end).values())
+
+
+def function_ops(module: Module, name: str) -> int:
+    """The ops of function `name` as `FunctionInfo.ops` counts them: `ops_inside` its
+    body and, in XLA's own form, the ops of the computations its instructions hold
+    (fused computations, reducers, loop bodies), which the converted form holds in the
+    op's regions. One count of a function for every view (the tree, the details pane,
+    the Overview)."""
+    counts = module.derived.get(_FUNCTION_OPS)
+    if not isinstance(counts, dict):
+        counts = _function_op_totals(module, _calls_and_counts(module)[1])
+    return int(counts.get(name, 0))
+
+
+def _function_op_totals(module: Module, counts: Mapping[str, Counter[str]]) -> dict[str, int]:
+    totals = {name: sum(counter.values()) for name, counter in counts.items()}
+    module.derived[_FUNCTION_OPS] = totals
+    return totals
+
+
+_FUNCTION_OPS = "structure.function_ops"
 
 
 def module_op_count(module: Module) -> int:
@@ -456,6 +478,7 @@ def _calls_and_counts(
 def analyze_structure(module: Module) -> Structure:
     """Functions, call graph and op counts of `module`."""
     calls, counts = _calls_and_counts(module)
+    _function_op_totals(module, counts)
 
     callers: dict[str, list[str]] = {name: [] for name in module.functions}
     for caller, edges in calls.items():

@@ -18,7 +18,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from hloscope.analyses.placement import PlacedOp
-from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure, ops_inside
+from hloscope.analyses.structure import CALL_ATTRIBUTES, Structure, function_ops, ops_inside
 from hloscope.errors import display_path
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
@@ -250,14 +250,13 @@ def _function_rows(
     argument_paths: Mapping[int, str] | None = None,
 ) -> list[Row]:
     function = module.functions[name]
+    total = function_ops(module, name)
+    held = total - ops_inside(module, function.op)
+    # In XLA's own form a fusion's, reducer's or loop's ops live in computations of
+    # their own: counted here as in the Overview and `inspect`, and said.
+    where = f" ({counted(held, 'op')} in computations its instructions hold)" if held else ""
     rows = [
-        Row(
-            Text(
-                f"{function.visibility} function · "
-                f"{counted(ops_inside(module, function.op), 'op')}",
-                style="dim",
-            )
-        )
+        Row(Text(f"{function.visibility} function · {counted(total, 'op')}{where}", style="dim"))
     ]
     if function.arguments:
         rows.append(_heading(f"arguments ({len(function.arguments)})"))

@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode, UnknownNodeID
 
-from hloscope.analyses.structure import function_groups, ops_inside
+from hloscope.analyses.structure import function_groups, function_ops, ops_inside
 from hloscope.ir.model import Module, Op
 from hloscope.tui.printed import PrintedModule
 from hloscope.units import counted
@@ -124,13 +124,13 @@ class ModuleTree(Tree[NodeData]):
                     label = Text(group.name, style="bold")
                     label.append(
                         f"  ×{len(group.functions)} clones · "
-                        f"{counted(ops_inside(module, function.op), 'op')} each",
+                        f"{counted(function_ops(module, function.name), 'op')} each",
                         style="dim",
                     )
                     group_nodes[group.name] = self.root.add(label, CloneGroupNode(group.name))
                 parent = group_nodes[group.name]
             label = Text(name, style="bold")
-            ops = ops_inside(module, function.op)
+            ops = function_ops(module, function.name)
             label.append(f"  {function.visibility} · {counted(ops, 'op')}", style="dim")
             inside = function.op.end - function.op.id - 1  # its return too
             node = parent.add(label, OpNode(function.op.id), allow_expand=inside > 0)
