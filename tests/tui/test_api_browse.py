@@ -172,7 +172,7 @@ def test_browse_from_a_pdb_prompt_in_a_terminal(tmp_path):
         screen = term.wait_for(
             lambda s: "func.func public @main" in s and "line 2/" in s, "the browser"
         )
-        assert "hloscope · __main__:layer · jit_layer · lowered stablehlo" in screen
+        assert "hloscope · __main__:layer · jit_layer · lowered StableHLO" in screen
         term.press_until("2", lambda s: "Functions (1)" in s, "the overview tab")
         term.keys("q")
         # Back at the prompt the browser was opened from, in line mode: what is typed

@@ -137,6 +137,9 @@ async def test_a_function_of_xlas_own_form_counts_its_fusions_ops_as_the_overvie
     async with app.run_test(size=SIZE) as pilot:
         session = await with_reports(app, pilot)
         assert session.loaded.source.ir == "hlo-native"
+        # The title names the form as every other view does (it said `hlo-native`).
+        title = plain(app.query_one("#title-bar").content)
+        assert "optimized HLO (XLA's own form)" in title and "hlo-native" not in title
         structure = session.structure
         module = session.loaded.module
         assert structure is not None and module.entry is not None

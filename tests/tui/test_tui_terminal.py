@@ -51,7 +51,7 @@ def test_hloscope_tui_in_a_terminal(terminal):
     # The progress screen was drawn while JAX imported and lowered the function: the
     # app draws on its own terminal descriptor, which XLA's log capture leaves alone.
     assert any("Loading samples/nested_jits.py:mlp" in s for s in screens)
-    assert "hloscope · samples/nested_jits.py:mlp · jit_mlp · lowered stablehlo" in screen
+    assert "hloscope · samples/nested_jits.py:mlp · jit_mlp · lowered StableHLO" in screen
     assert "▼ module @jit_mlp" in screen
     assert "main  public · 4 ops" in screen
     assert "%0 = call @dense(%arg6, %arg1, %arg0)" in screen

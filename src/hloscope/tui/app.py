@@ -31,6 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from hloscope.errors import ExitCode, HloscopeError, print_error
+from hloscope.render.text.common import ir_label
 from hloscope.sources import loader
 from hloscope.timeout import time_limit
 from hloscope.tui.browser import BrowserPane, filter_bindings
@@ -405,7 +406,8 @@ class HloscopeApp(WorkingApp):
         )
         self.query_one("#title-bar", Static).update(
             f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
-            f"{loaded.source.stage} {loaded.source.ir}{for_platform} · {session.op_count_text}"
+            f"{loaded.source.stage} {ir_label(loaded.source.ir)}{for_platform} · "
+            f"{session.op_count_text}"
         )
         tabs = self.query_one(TabbedContent)
         active = self._active_view()

@@ -74,15 +74,21 @@ def seconds(value: float | None) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
-def describe_source(source: Source) -> str:
-    stage = "optimized" if source.stage == "optimized" else "lowered"
-    ir = {
+def ir_label(ir: str) -> str:
+    """The words for a module's IR (`Source.ir`) in every view: `HLO (XLA's own form)`,
+    never `hlo-native`."""
+    return {
         "stablehlo": "StableHLO",
         "vhlo": "StableHLO (from a portable VHLO artifact)",
         "hlo": "HLO (converted to MLIR)",
         "hlo-native": "HLO (XLA's own form)",
         "mlir": "MLIR",
-    }.get(source.ir, source.ir)
+    }.get(ir, ir)
+
+
+def describe_source(source: Source) -> str:
+    stage = "optimized" if source.stage == "optimized" else "lowered"
+    ir = ir_label(source.ir)
     read = {
         "entrypoint": "entrypoint",
         "python-object": "Python object",
