@@ -3,7 +3,11 @@ and fusions transparent: `mhlo.fusion` regions, and in XLA's own form the comput
 an `hlo.fusion` calls) and values, each node with a fingerprint of what it is and a
 Merkle-style fingerprint of its subgraph, and its attributes in the normal form in
 which printers agree (implied comparison types, the default precision and `xla_shape`
-left out, per-compile numbering dropped; unit-dimension reshapes transparent)."""
+left out, per-compile numbering dropped; unit-dimension reshapes transparent).
+
+In XLA's own form a computation an instruction holds (a reducer, a loop's condition and
+body, a conditional's branches: `structure.held_computations`) is walked as a region of
+that instruction, as the converted form holds it, not as a function of its own."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from hloscope.analyses.diff.names import (
     normalize_kind,
     normalize_value,
 )
-from hloscope.analyses.structure import CALL_ATTRIBUTES
+from hloscope.analyses.structure import CALL_ATTRIBUTES, held_computations
 from hloscope.ir.model import (
     Block,
     Function,
@@ -29,10 +33,15 @@ from hloscope.ir.types import TensorType
 TRANSPARENT_OPS = frozenset({"mhlo.fusion"})
 CALL_OP = "func.call"
 FUSION_KIND = "stablehlo.fusion"
+# A region's terminator, uncounted; XLA's own form's held computation, which returns
+# its ROOT, ends in one too, so that its regions read as the converted form's.
+RETURN_KIND = "stablehlo.return"
+_RETURN_LOCAL = hash((RETURN_KIND, (), (), 0))
 # XLA's own form's fusion: its ops are the computation its `calls` names, walked in
 # place as an `mhlo.fusion`'s region is (the computation is no function of its own to
-# the diff).
+# the diff). One started asynchronously holds its computation as a region.
 XLA_FUSION = "hlo.fusion"
+_XLA_FUSIONS = frozenset({XLA_FUSION, "hlo.fusion-start"})
 
 # Attributes that repeat what the result types say (XLA's converter leaves them,
 # sometimes stale), and XLA's own form's channel ids, which number the collectives in
@@ -92,7 +101,8 @@ def _unit_reshape(
 
 # What an op is, for the diff: its kind, attributes in normal form, result types,
 # whether it only adds or drops unit dimensions, its own fingerprint, the functions it
-# names (by attribute), and the functions those attributes ask to be roots of their own.
+# names (by attribute), the functions those attributes ask to be roots of their own,
+# and the computations it holds (XLA's own form), walked as its regions.
 Signature = tuple[
     str,
     tuple[tuple[str, str], ...],
@@ -100,6 +110,7 @@ Signature = tuple[
     bool,
     int,
     tuple[tuple[str, tuple[str, ...]], ...],
+    tuple[str, ...],
     tuple[str, ...],
 ]
 
@@ -151,11 +162,20 @@ class Signatures:
         kind = normalize_kind(op.name)
         attributes = op.attributes
         attrs = _attributes(op, module)
+        # A fusion's computation is its contents (`Graph._contents`), not a region.
+        held = () if op.name == XLA_FUSION else tuple(held_computations(op, module.functions))
         references = (
             tuple((key, op.references(key)) for key in CALL_ATTRIBUTES if key in attributes)
             if attributes and not _REFERENCE_KEYS.isdisjoint(attributes)
             else ()
         )
+        if held:
+            # What it holds is compared as its regions, not by name.
+            references = tuple(
+                (key, kept)
+                for key, names in references
+                if (kept := tuple(name for name in names if name not in held))
+            )
         unit_reshape = False
         if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
             operand = module.arrays(op.operands[0]) if op.operands[0] >= 0 else ()
@@ -170,9 +190,10 @@ class Signatures:
                 for name in CALL_ATTRIBUTES
                 if name in REFERENCE_ATTRIBUTES and name in attributes
                 for callee_name in op.references(name)
+                if callee_name not in held
             )
-        local = hash((kind, types, attrs, len(op.regions)))
-        signature = (kind, attrs, types, unit_reshape, local, references, named)
+        local = hash((kind, types, attrs, len(op.regions) or len(held)))
+        signature = (kind, attrs, types, unit_reshape, local, references, named, held)
         self.known[key] = signature
         return signature
 
@@ -208,7 +229,7 @@ def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
             continue  # the default, which some printers leave out
         if name in _REFERENCE_KEYS:
             continue  # in `references`: names are compared by what they name
-        if name == "calls" and op.name == XLA_FUSION:
+        if name == "calls" and op.name in _XLA_FUSIONS:
             continue  # its fused ops are compared instead, as an `mhlo.fusion`'s are
         if name == "replica_groups":
             # Compared by the devices in each group, not by the text naming them (the
@@ -293,8 +314,9 @@ class Graph:
         self.fused_functions: set[str] = set()
         """XLA's own form's fused computations walked in place of their fusions: no
         functions of their own to the diff (the converted form's are regions)."""
-        self._fused_in: str | None = None
-        """While one is walked: the function of the fusion that calls it."""
+        self._held_in: str | None = None
+        """While XLA's own form's fused or held computation is walked: the function of
+        the op that holds it, where its ops are."""
         self._value_types = module.value_types
         self._functions = module.functions
         # What the walk notes for the arrays filled in at the end.
@@ -434,8 +456,8 @@ class Graph:
         known = signatures.known.get
         name_info = signatures.names
         get = env.get
-        # Inside XLA's own form's fused computation: the fusion's function.
-        fused_in = self._fused_in
+        # Inside XLA's own form's fused or held computation: its holder's function.
+        held_in = self._held_in
         # The arrays, bound once.
         op_ids, contexts, kinds, attrs_of, types_of = (
             self.op,
@@ -502,50 +524,29 @@ class Graph:
                     ]
                 )
             if info[1]:  # a call or a transparent op: perhaps a container
-                if name == CALL_OP:
-                    callee = self._callee(op)
-                    if callee is not None and self.inline and callee.name not in active:
+                if name in (CALL_OP, XLA_FUSION):
+                    contents = self._contents(op)
+                    if contents is not None and self.inline and contents.name not in active:
                         node = self._node(op, operands, ctx, container, parent, is_container=True)
                         children.append(node)
-                        inner_ctx = len(self.contexts)
-                        self.contexts.append((*self.contexts[ctx], op.id))
-                        outs = self._walk_function(
-                            callee,
-                            operands,
-                            inner_ctx,
-                            node,
-                            parent,
-                            active | {callee.name},
-                            children,
+                        if name == CALL_OP:
+                            # A call's ops are its callee's, in a context of their own.
+                            inner_ctx, held_in = len(self.contexts), None
+                            self.contexts.append((*self.contexts[ctx], op.id))
+                        else:
+                            # A fusion's are the ops of the function it is in.
+                            inner_ctx, held_in = ctx, functions[node]
+                            self.fused_functions.add(contents.name)
+                        outs = self._walk_held(
+                            contents, operands, inner_ctx, node, parent, active, children, held_in
                         )
                         for value, out in zip(model_results, outs, strict=False):
                             env[value] = out
                         results_of[node] = tuple(outs)
                         self._seal(node, False)
                         continue
-                    if callee is not None:
-                        self._queue_root(callee.name)
-                elif name == XLA_FUSION:
-                    fused = self._fused_computation(op)
-                    if fused is not None and self.inline and fused.name not in active:
-                        node = self._node(op, operands, ctx, container, parent, is_container=True)
-                        children.append(node)
-                        outer = self._fused_in
-                        self._fused_in = functions[node]
-                        self.fused_functions.add(fused.name)
-                        try:
-                            outs = self._walk_function(
-                                fused, operands, ctx, node, parent, active | {fused.name}, children
-                            )
-                        finally:
-                            self._fused_in = outer
-                        for value, out in zip(model_results, outs, strict=False):
-                            env[value] = out
-                        results_of[node] = tuple(outs)
-                        self._seal(node, False)
-                        continue
-                    if fused is not None:
-                        self._queue_root(fused.name)
+                    if contents is not None:
+                        self._queue_root(contents.name)
                 elif op.regions and op.regions[0].blocks:
                     node = self._node(op, operands, ctx, container, parent, is_container=True)
                     children.append(node)
@@ -584,7 +585,7 @@ class Graph:
             signature = known(key)
             if signature is None:
                 signature = signatures.of(key, op, types, self.module)
-            kind, _attrs, _types, unit, local, references, named = signature
+            kind, _attrs, _types, unit, local, references, named, held = signature
             node = len(op_ids)
             op_ids.append(op.id)
             contexts.append(ctx)
@@ -595,11 +596,11 @@ class Graph:
             operands_of.append(operands)
             containers.append(container)
             parents.append(parent)
-            functions.append(fused_in if fused_in is not None else (op.function or ""))
+            functions.append(held_in if held_in is not None else (op.function or ""))
             if references:
                 references_of[node] = references
             children.append(node)
-            if regions:
+            if regions or held:
                 # Sealed once its regions are walked.
                 fingerprint = height = 0
             else:
@@ -654,8 +655,8 @@ class Graph:
                     for value, out in zip(model_results, results, strict=True):
                         env[value] = out
             results_of.append(results)
-            if regions:
-                self._walk_regions(op, node, env, ctx, container, active)
+            if regions or held:
+                self._walk_regions(op, held, node, env, ctx, container, active)
                 self._seal(node, not unit)
             if named:
                 for callee_name in named:
@@ -665,6 +666,7 @@ class Graph:
     def _walk_regions(
         self,
         op: Op,
+        held: tuple[str, ...],
         node: int,
         env: dict[int, int],
         ctx: int,
@@ -672,28 +674,74 @@ class Graph:
         active: frozenset[str],
     ) -> None:
         """The regions of an op that is a node (a reduction's body, a loop's): each
-        region's arguments become leaves, its ops the node's children."""
+        region's arguments become leaves, its ops the node's children. In XLA's own form
+        the computations it holds (`held`) are its regions: their parameters leaves,
+        their ops its children, and a return of their ROOT last, as a region ends."""
         value_types = self._value_types
         regions: list[list[int]] = []
         region_args: list[list[int]] = []
         local = self.local[node]
+
+        def leaf(r: int, a: int, mlir_type: str) -> int:
+            token = hash(("blockarg", local, r, a, mlir_type))
+            return self._leaf(mlir_type, token, node, (r, a))
+
         for r, region in enumerate(op.regions):
             inner_children: list[int] = []
             arguments: list[int] = []
             for block in region.blocks:
-                for a, value in enumerate(block.arguments):
-                    leaf = self._leaf(
-                        value_types[value],
-                        hash(("blockarg", local, r, a, value_types[value])),
-                        node,
-                        (r, len(arguments)),
-                    )
-                    env[value] = leaf
-                    arguments.append(leaf)
+                for value in block.arguments:
+                    argument = leaf(r, len(arguments), value_types[value])
+                    env[value] = argument
+                    arguments.append(argument)
                 self._walk_block(block, env, ctx, container, node, active, inner_children, False)
             regions.append(inner_children)
             region_args.append(arguments)
+        for r, name in enumerate(held, len(regions)):
+            function = self._functions[name]
+            inner_children = []
+            arguments = [leaf(r, a, argument.type) for a, argument in enumerate(function.arguments)]
+            outs = (
+                self._walk_held(
+                    function,
+                    arguments,
+                    ctx,
+                    container,
+                    node,
+                    active,
+                    inner_children,
+                    self.function[node],
+                )
+                if name not in active
+                else []
+            )
+            inner_children.append(self._region_return(function, outs, ctx, container, node))
+            regions.append(inner_children)
+            region_args.append(arguments)
         self._regions[node] = (regions, region_args)
+
+    def _walk_held(
+        self,
+        function: Function,
+        args: Sequence[int],
+        ctx: int,
+        container: int,
+        parent: int,
+        active: frozenset[str],
+        children: list[int],
+        held_in: str | None,
+    ) -> list[int]:
+        """The ops of a function walked in place of the op whose contents they are (a
+        call's callee, a fusion's fused computation, a held computation), as ops of
+        `held_in` (None: of their own function); its outputs."""
+        outer = self._held_in
+        self._held_in = held_in
+        try:
+            return self._walk_function(
+                function, args, ctx, container, parent, active | {function.name}, children
+            )
+        finally:
+            self._held_in = outer
 
     def _seal(self, node: int, owns_results: bool) -> None:
         """A node's subgraph fingerprint and height, once it and everything inside it
@@ -724,17 +772,10 @@ class Graph:
             vhash[value] = fingerprint ^ index
             vheight[value] = tallest + 1
 
-    def _callee(self, op: Op) -> Function | None:
-        names = op.references("callee")
-        function = self._functions.get(names[0]) if names else None
-        if function is None or function.is_declaration:
-            return None
-        return function
-
-    def _fused_computation(self, op: Op) -> Function | None:
-        """The computation XLA's own form's fusion calls; None when it names none of the
-        module's."""
-        names = op.hlo_calls
+    def _contents(self, op: Op) -> Function | None:
+        """The function whose ops are a container's: a call's callee, the computation
+        XLA's own form's fusion calls; None when it names none of the module's."""
+        names = op.references("callee") if op.name == CALL_OP else op.hlo_calls
         function = self._functions.get(names[0]) if len(names) == 1 else None
         if function is None or function.is_declaration:
             return None
@@ -775,23 +816,12 @@ class Graph:
         info = self._signatures.names.get(op.name) or self._signatures.name_info(op)
         if info[2]:
             key += _operand_key(op.operands, value_types)
-        kind, attrs, types, unit_reshape, local, references, _named = self._signatures.of(
+        kind, attrs, types, unit_reshape, local, references, _named, _held = self._signatures.of(
             key, op, types, self.module
         )
-        self.op.append(op.id)
-        self.ctx.append(ctx)
-        self.kind.append(kind)
-        self.attrs.append(attrs)
-        self.types.append(types)
-        self.local.append(local)
-        self.operands.append(operands)
-        self.results.append(())
-        self.container.append(container)
-        self.parent.append(parent)
-        fused_in = self._fused_in
-        self.function.append(fused_in if fused_in is not None else (op.function or ""))
-        self.sub.append(0)
-        self.height.append(0)
+        held_in = self._held_in
+        function = held_in if held_in is not None else (op.function or "")
+        self._add_node(op.id, kind, attrs, types, local, operands, ctx, container, parent, function)
         if not counted:
             self._uncounted.append(node)
         if is_container:
@@ -801,6 +831,56 @@ class Graph:
         if references:
             self.references[node] = references
         return node
+
+    def _region_return(
+        self, function: Function, outs: Sequence[int], ctx: int, container: int, parent: int
+    ) -> int:
+        """The return that ends XLA's own form's held computation walked as a region
+        (its ROOT's values), uncounted as a region's terminator is; its op the
+        computation's own."""
+        node = len(self.op)
+        self._add_node(
+            function.op.id,
+            RETURN_KIND,
+            (),
+            (),
+            _RETURN_LOCAL,
+            tuple(outs),
+            ctx,
+            container,
+            parent,
+            self.function[parent],
+        )
+        self._uncounted.append(node)
+        self._seal(node, True)
+        return node
+
+    def _add_node(
+        self,
+        op_id: int,
+        kind: str,
+        attrs: tuple[tuple[str, str], ...],
+        types: tuple[str, ...],
+        local: int,
+        operands: tuple[int, ...],
+        ctx: int,
+        container: int,
+        parent: int,
+        function: str,
+    ) -> None:
+        self.op.append(op_id)
+        self.ctx.append(ctx)
+        self.kind.append(kind)
+        self.attrs.append(attrs)
+        self.types.append(types)
+        self.local.append(local)
+        self.operands.append(operands)
+        self.results.append(())
+        self.container.append(container)
+        self.parent.append(parent)
+        self.function.append(function)
+        self.sub.append(0)
+        self.height.append(0)
 
     def value_hash(self, value: int) -> int:
         return self.vhash[value]
