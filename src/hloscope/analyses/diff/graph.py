@@ -26,7 +26,7 @@ from hloscope.ir.model import (
     Module,
     Op,
 )
-from hloscope.ir.types import TensorType
+from hloscope.ir.types import TensorType, tuple_elements
 
 # Ops whose region is not a scope of its own for the diff: the region's arguments
 # are the op's operands and its results are what the region returns.
@@ -37,6 +37,26 @@ FUSION_KIND = "stablehlo.fusion"
 # its ROOT, ends in one too, so that its regions read as the converted form's.
 RETURN_KIND = "stablehlo.return"
 _RETURN_LOCAL = hash((RETURN_KIND, (), (), 0))
+# XLA's own form's instructions that are no nodes: a parameter is its argument, a tuple
+# its elements, a get-tuple-element the element it names (the converted form has none:
+# block arguments, several operands and results).
+_XLA_PLUMBING = frozenset({"hlo.parameter", "hlo.tuple", "hlo.get-tuple-element"})
+
+# A value as an op sees it: a graph value, or in XLA's own form a tuple's elements.
+Element = int | tuple["Element", ...]
+
+
+def _flat(elements: Sequence[Element]) -> list[int]:
+    """The graph values of `elements`, tuples' elements in order."""
+    out: list[int] = []
+    for element in elements:
+        if isinstance(element, int):
+            out.append(element)
+        else:
+            out.extend(_flat(element))
+    return out
+
+
 # XLA's own form's fusion: its ops are the computation its `calls` names, walked in
 # place as an `mhlo.fusion`'s region is (the computation is no function of its own to
 # the diff). One started asynchronously holds its computation as a region.
@@ -319,6 +339,8 @@ class Graph:
         the op that holds it, where its ops are."""
         self._value_types = module.value_types
         self._functions = module.functions
+        self._tuples: dict[int, tuple[Element, ...]] = {}
+        """XLA's own form: a tuple value's elements (`_pass_tuple`)."""
         # What the walk notes for the arrays filled in at the end.
         self._uncounted: list[int] = []
         self.container_nodes: list[int] = []
@@ -404,7 +426,7 @@ class Graph:
     def _walk_function(
         self,
         function: Function,
-        args: Sequence[int],
+        args: Sequence[Element],
         ctx: int,
         container: int,
         parent: int,
@@ -414,21 +436,27 @@ class Graph:
         env: dict[int, int] = {}
         region = function.op.regions[0]
         for block_argument, value in zip(region.blocks[0].arguments, args, strict=False):
-            env[block_argument] = value
+            if isinstance(value, int):
+                env[block_argument] = value
         for argument in function.arguments:
             # HLO's own form: parameters are ops whose results are the arguments.
             if argument.value >= 0 and argument.value not in env and argument.index < len(args):
-                env[argument.value] = args[argument.index]
+                value = args[argument.index]
+                if isinstance(value, int):
+                    env[argument.value] = value
+                else:
+                    self._tuples[argument.value] = value
         outputs: list[int] = []
         for block in region.blocks:
             returned = self._walk_block(block, env, ctx, container, parent, active, children, True)
             if returned is not None:
                 outputs = returned
         if not outputs and region.blocks and region.blocks[-1].ops:
-            # XLA's own form: no return op; a computation returns its ROOT, its last op.
+            # XLA's own form: no return op; a computation returns its ROOT, its last op
+            # (a tuple's elements, as the converted form returns several values).
             root = region.blocks[-1].ops[-1]
             if not root.is_terminator:
-                outputs = [self._resolve(env, value) for value in root.results]
+                outputs = _flat([self._element(env, value) for value in root.results])
         return outputs
 
     def _walk_block(
@@ -458,6 +486,7 @@ class Graph:
         get = env.get
         # Inside XLA's own form's fused or held computation: its holder's function.
         held_in = self._held_in
+        tuples = self._tuples
         # The arrays, bound once.
         op_ids, contexts, kinds, attrs_of, types_of = (
             self.op,
@@ -497,13 +526,26 @@ class Graph:
                 returned = outs
                 continue
             model_results = op.results
-            if name == "hlo.parameter" and model_results and model_results[0] in env:
-                continue  # XLA's own form: the parameter op stands for the argument
+            if name in _XLA_PLUMBING:
+                if name == "hlo.parameter":
+                    if model_results and (model_results[0] in env or model_results[0] in tuples):
+                        continue  # XLA's own form: the parameter op stands for the argument
+                elif self._pass_tuple(op, env):
+                    continue
             model_operands = op.operands
             # Each operand's value (most ops have one or two operands).
             operands: tuple[int, ...] | None = None
             arity = len(model_operands)
-            if arity == 2:
+            # XLA's own form: an operand that is a tuple is its elements.
+            tupled = bool(tuples) and not tuples.keys().isdisjoint(model_operands)
+            tupled_result = (
+                len(model_results) == 1
+                and name[:4] == "hlo."
+                and value_types[model_results[0]].startswith("tuple<")
+            )
+            if tupled:
+                operands = tuple(_flat([self._element(env, v) for v in model_operands]))
+            elif arity == 2:
                 first_operand, second_operand = get(model_operands[0]), get(model_operands[1])
                 if first_operand is not None and second_operand is not None:
                     operands = (first_operand, second_operand)
@@ -531,17 +573,23 @@ class Graph:
                         children.append(node)
                         if name == CALL_OP:
                             # A call's ops are its callee's, in a context of their own.
-                            inner_ctx, held_in = len(self.contexts), None
+                            inner_ctx, contents_in = len(self.contexts), None
                             self.contexts.append((*self.contexts[ctx], op.id))
                         else:
                             # A fusion's are the ops of the function it is in.
-                            inner_ctx, held_in = ctx, functions[node]
+                            inner_ctx, contents_in = ctx, functions[node]
                             self.fused_functions.add(contents.name)
+                        args: Sequence[Element] = operands
+                        if tupled:
+                            args = [self._element(env, v) for v in model_operands]
                         outs = self._walk_held(
-                            contents, operands, inner_ctx, node, parent, active, children, held_in
+                            contents, args, inner_ctx, node, parent, active, children, contents_in
                         )
-                        for value, out in zip(model_results, outs, strict=False):
-                            env[value] = out
+                        if tupled_result:
+                            tuples[model_results[0]] = tuple(outs)
+                        else:
+                            for value, out in zip(model_results, outs, strict=False):
+                                env[value] = out
                         results_of[node] = tuple(outs)
                         self._seal(node, False)
                         continue
@@ -564,8 +612,12 @@ class Graph:
                     continue
             # An op of its own: a node, and a value for each result.
             count = len(model_results)
-            if count == 1:
-                types: tuple[str, ...] = (value_types[model_results[0]],)
+            if tupled_result:
+                # XLA's own form: a tuple result is its elements, as converted.
+                types: tuple[str, ...] = tuple_elements(value_types[model_results[0]])
+                count = len(types)
+            elif count == 1:
+                types = (value_types[model_results[0]],)
             else:
                 types = tuple(map(type_of, model_results))
             regions = op.regions
@@ -637,7 +689,7 @@ class Graph:
                     env[value] = out
             else:
                 first = len(g_node)
-                if count == 1:
+                if count == 1 and not tupled_result:
                     g_node.append(node)
                     g_type.append(types[0])
                     vhash.append(fingerprint)
@@ -652,8 +704,11 @@ class Graph:
                     results = tuple(range(first, first + count))
                     for i in range(1, count):
                         self._indexes[first + i] = i
-                    for value, out in zip(model_results, results, strict=True):
-                        env[value] = out
+                    if tupled_result:
+                        tuples[model_results[0]] = results
+                    else:
+                        for value, out in zip(model_results, results, strict=True):
+                            env[value] = out
             results_of.append(results)
             if regions or held:
                 self._walk_regions(op, held, node, env, ctx, container, active)
@@ -691,20 +746,32 @@ class Graph:
             arguments: list[int] = []
             for block in region.blocks:
                 for value in block.arguments:
-                    argument = leaf(r, len(arguments), value_types[value])
-                    env[value] = argument
-                    arguments.append(argument)
+                    env[value] = leaf(r, len(arguments), value_types[value])
+                    arguments.append(env[value])
                 self._walk_block(block, env, ctx, container, node, active, inner_children, False)
             regions.append(inner_children)
             region_args.append(arguments)
         for r, name in enumerate(held, len(regions)):
             function = self._functions[name]
             inner_children = []
-            arguments = [leaf(r, a, argument.type) for a, argument in enumerate(function.arguments)]
+            arguments = []
+            # Each parameter a leaf; a tuple's elements each one, as converted.
+            elements: list[Element] = []
+            for argument in function.arguments:
+                if argument.type.startswith("tuple<"):
+                    parts = [
+                        leaf(r, len(arguments) + i, t)
+                        for i, t in enumerate(tuple_elements(argument.type))
+                    ]
+                    arguments.extend(parts)
+                    elements.append(tuple(parts))
+                else:
+                    arguments.append(leaf(r, len(arguments), argument.type))
+                    elements.append(arguments[-1])
             outs = (
                 self._walk_held(
                     function,
-                    arguments,
+                    elements,
                     ctx,
                     container,
                     node,
@@ -723,7 +790,7 @@ class Graph:
     def _walk_held(
         self,
         function: Function,
-        args: Sequence[int],
+        args: Sequence[Element],
         ctx: int,
         container: int,
         parent: int,
@@ -780,6 +847,34 @@ class Graph:
         if function is None or function.is_declaration:
             return None
         return function
+
+    def _pass_tuple(self, op: Op, env: dict[int, int]) -> bool:
+        """XLA's own form's `tuple` and `get-tuple-element` read as the converted form
+        has them, as no ops: a tuple is its elements, an element the value it names.
+        False for an element of a tuple not known here (a tuple-typed leaf's): then it
+        is an op of its own."""
+        result = op.results[0] if op.results else -1
+        if op.name == "hlo.tuple":
+            self._tuples[result] = tuple(self._element(env, v) for v in op.operands)
+            return True
+        elements = self._tuples.get(op.operands[0]) if op.operands else None
+        index = op.tuple_index
+        if elements is None or index is None or not 0 <= index < len(elements):
+            return False
+        element = elements[index]
+        if isinstance(element, int):
+            env[result] = element
+        else:
+            self._tuples[result] = element
+        return True
+
+    def _element(self, env: dict[int, int], value: int) -> Element:
+        """An operand as the op sees it: its value, or a tuple's elements."""
+        found = env.get(value)
+        if found is not None:
+            return found
+        elements = self._tuples.get(value)
+        return elements if elements is not None else self._resolve(env, value)
 
     def _resolve(self, env: dict[int, int], value: int) -> int:
         found = env.get(value)
