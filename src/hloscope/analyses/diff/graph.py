@@ -32,6 +32,9 @@ from hloscope.ir.types import TensorType, tuple_elements
 # are the op's operands and its results are what the region returns.
 TRANSPARENT_OPS = frozenset({"mhlo.fusion"})
 CALL_OP = "func.call"
+# XLA's own form's call: its `to_apply` is its callee, inlined as a `func.call`'s is.
+XLA_CALL = "hlo.call"
+CALLS = frozenset({CALL_OP, XLA_CALL})
 FUSION_KIND = "stablehlo.fusion"
 # A region's terminator, uncounted; XLA's own form's held computation, which returns
 # its ROOT, ends in one too, so that its regions read as the converted form's.
@@ -160,7 +163,7 @@ class Signatures:
         name = op.name
         info = (
             op.is_terminator,
-            name in (CALL_OP, XLA_FUSION) or name in TRANSPARENT_OPS,
+            name in CALLS or name == XLA_FUSION or name in TRANSPARENT_OPS,
             normalize_kind(name) in UNIT_RESHAPE_KINDS or name == "stablehlo.dot",
         )
         self.names[name] = info
@@ -189,6 +192,11 @@ class Signatures:
             if attributes and not _REFERENCE_KEYS.isdisjoint(attributes)
             else ()
         )
+        if op.name == XLA_CALL:
+            # Its callee, as the converted form's `func.call` names it.
+            references = tuple(
+                ("callee" if key == "to_apply" else key, names) for key, names in references
+            )
         if held:
             # What it holds is compared as its regions, not by name.
             references = tuple(
@@ -566,12 +574,12 @@ class Graph:
                     ]
                 )
             if info[1]:  # a call or a transparent op: perhaps a container
-                if name in (CALL_OP, XLA_FUSION):
+                if name in CALLS or name == XLA_FUSION:
                     contents = self._contents(op)
                     if contents is not None and self.inline and contents.name not in active:
                         node = self._node(op, operands, ctx, container, parent, is_container=True)
                         children.append(node)
-                        if name == CALL_OP:
+                        if name != XLA_FUSION:
                             # A call's ops are its callee's, in a context of their own.
                             inner_ctx, contents_in = len(self.contexts), None
                             self.contexts.append((*self.contexts[ctx], op.id))
@@ -842,7 +850,12 @@ class Graph:
     def _contents(self, op: Op) -> Function | None:
         """The function whose ops are a container's: a call's callee, the computation
         XLA's own form's fusion calls; None when it names none of the module's."""
-        names = op.references("callee") if op.name == CALL_OP else op.hlo_calls
+        if op.name == CALL_OP:
+            names = op.references("callee")
+        elif op.name == XLA_CALL:
+            names = op.references("to_apply")
+        else:
+            names = op.hlo_calls
         function = self._functions.get(names[0]) if len(names) == 1 else None
         if function is None or function.is_declaration:
             return None
