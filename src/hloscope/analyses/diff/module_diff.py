@@ -12,7 +12,7 @@ from itertools import compress
 from hloscope.analyses.diff.changes import fusion_changes, group, module_changes, op_change
 from hloscope.analyses.diff.compare import Comparer
 from hloscope.analyses.diff.functions import correspond, renames
-from hloscope.analyses.diff.graph import CALLS, FUSION_KIND, Graph, Signatures
+from hloscope.analyses.diff.graph import FUSION_KIND, Graph
 from hloscope.analyses.diff.matcher import WHILE_KIND, Matcher
 from hloscope.analyses.diff.names import normalize_function_name
 from hloscope.analyses.diff.parameters import (
@@ -36,6 +36,7 @@ from hloscope.analyses.diff.report import (
     Side,
     Summary,
 )
+from hloscope.analyses.diff.signatures import CALLS, Signatures
 from hloscope.ir.model import Function, Module
 
 # A module whose calls inline to more ops than this is diffed with calls as opaque
