@@ -138,6 +138,7 @@ class Graph:
         self._value_types = module.value_types
         self._functions = module.functions
         self._tuples: dict[int, tuple[Element, ...]] = {}
+        self._element_types: dict[str, tuple[str, ...] | None] = {}
         """XLA's own form: a tuple value's elements (`_pass_tuple`)."""
         # What the walk notes for the arrays filled in at the end.
         self._uncounted: list[int] = []
@@ -285,7 +286,7 @@ class Graph:
         # Inside XLA's own form's fused or held computation: its holder's function.
         held_in = self._held_in
         tuples = self._tuples
-        tuple_types_of = self.module.tuple_types
+        tuple_types_of = self._tuple_types
         # The arrays, bound once.
         op_ids, contexts, kinds, attrs_of, types_of = (
             self.op,
@@ -325,24 +326,24 @@ class Graph:
                 returned = outs
                 continue
             model_results = op.results
-            if name in _XLA_PLUMBING:
-                if name == "hlo.parameter":
-                    if model_results and (model_results[0] in env or model_results[0] in tuples):
-                        continue  # XLA's own form: the parameter op stands for the argument
-                elif self._pass_tuple(op, env):
-                    continue
+            tuple_types: tuple[str, ...] | None = None
+            if info[3]:  # XLA's own form
+                if name in _XLA_PLUMBING:
+                    if name != "hlo.parameter":
+                        if self._pass_tuple(op, env):
+                            continue
+                    elif model_results and (model_results[0] in env or model_results[0] in tuples):
+                        continue  # the parameter op stands for the argument
+                if len(model_results) == 1:
+                    # A tuple result is its elements, as converted.
+                    tuple_types = tuple_types_of(model_results[0])
+            tupled_result = tuple_types is not None
             model_operands = op.operands
             # Each operand's value (most ops have one or two operands).
             operands: tuple[int, ...] | None = None
             arity = len(model_operands)
             # XLA's own form: an operand that is a tuple is its elements.
             tupled = bool(tuples) and not tuples.keys().isdisjoint(model_operands)
-            tuple_types = (
-                tuple_types_of(model_results[0])
-                if len(model_results) == 1 and name[:4] == "hlo."
-                else None
-            )
-            tupled_result = tuple_types is not None
             if tupled:
                 operands = tuple(_flat([self._element(env, v) for v in model_operands]))
             elif arity == 2:
@@ -413,7 +414,6 @@ class Graph:
             # An op of its own: a node, and a value for each result.
             count = len(model_results)
             if tuple_types is not None:
-                # XLA's own form: a tuple result is its elements, as converted.
                 types: tuple[str, ...] = tuple_types
                 count = len(types)
             elif count == 1:
@@ -558,9 +558,7 @@ class Graph:
             # Each parameter a leaf; a tuple's elements each one, as converted.
             elements: list[Element] = []
             for argument in function.arguments:
-                element_types = (
-                    self.module.tuple_types(argument.value) if argument.value >= 0 else None
-                )
+                element_types = self._tuple_types(argument.value) if argument.value >= 0 else None
                 if element_types is not None:
                     parts = [leaf(r, len(arguments) + i, t) for i, t in enumerate(element_types)]
                     arguments.extend(parts)
@@ -672,6 +670,13 @@ class Graph:
         else:
             self._tuples[result] = element
         return True
+
+    def _tuple_types(self, value: int) -> tuple[str, ...] | None:
+        """`Module.tuple_types`, asked once per distinct type."""
+        mlir_type = self._value_types[value]
+        if mlir_type not in self._element_types:
+            self._element_types[mlir_type] = self.module.tuple_types(value)
+        return self._element_types[mlir_type]
 
     def _element(self, env: dict[int, int], value: int) -> Element:
         """An operand as the op sees it: its value, or a tuple's elements."""

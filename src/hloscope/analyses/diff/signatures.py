@@ -117,16 +117,17 @@ class Signatures:
 
     def __init__(self) -> None:
         self.known: dict[tuple[object, ...], Signature] = {}
-        self.names: dict[str, tuple[bool, bool, bool]] = {}
+        self.names: dict[str, tuple[bool, bool, bool, bool]] = {}
         """Op name -> (a terminator, a call or a transparent op, its signature reads
-        its first operand's type)."""
+        its first operand's type, an instruction of XLA's own form)."""
 
-    def name_info(self, op: Op) -> tuple[bool, bool, bool]:
+    def name_info(self, op: Op) -> tuple[bool, bool, bool, bool]:
         name = op.name
         info = (
             op.is_terminator,
             name in CALLS or name == XLA_FUSION or name in TRANSPARENT_OPS,
             normalize_kind(name) in UNIT_RESHAPE_KINDS or name == "stablehlo.dot",
+            name.startswith("hlo."),
         )
         self.names[name] = info
         return info
