@@ -17,10 +17,11 @@ from hloscope.analyses.diff import diff_modules
 from hloscope.analyses.diff import module_diff as module_diff_module
 from hloscope.analyses.diff.compare import Comparer
 from hloscope.analyses.diff.functions import correspond
-from hloscope.analyses.diff.graph import COMMUTATIVE_KINDS, Graph, Signatures
+from hloscope.analyses.diff.graph import COMMUTATIVE_KINDS, Graph
 from hloscope.analyses.diff.matcher import Matcher
 from hloscope.analyses.diff.module_diff import _root_pairs
 from hloscope.analyses.diff.parameters import pair_parameters
+from hloscope.analyses.diff.signatures import Signatures
 from hloscope.ir import parse
 from hloscope.ir.model import Module
 

@@ -11,27 +11,48 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import FIXTURES, run_cli
+from forms_support import form, normalized
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """XLA's optimized text of the step, and of the step that also returns its
-    gradient's norm, as files."""
+def _fixture_module() -> Any:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("diff_xla_form", FIXTURES / "diff_xla_form.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """XLA's optimized text of the step, and of the step that also returns its
+    gradient's norm, as files."""
+    module = _fixture_module()
     folder = tmp_path_factory.mktemp("xla_form")
     paths = {}
     for name in ("step", "step_with_norm"):
         path = folder / f"{name}.hlo"
         path.write_text(module.optimized_text(getattr(module, name)))
+        paths[name] = path
+    return paths
+
+
+@pytest.fixture(scope="module")
+def loops(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """XLA's optimized text of a loop whose body reduces with an addition, and of the
+    same loop reducing with a maximum, as files."""
+    module = _fixture_module()
+    folder = tmp_path_factory.mktemp("xla_loops")
+    paths = {}
+    for name in ("loop_sum", "loop_max"):
+        path = folder / f"{name}.hlo"
+        path.write_text(module.optimized_text(getattr(module, name), module.loop_args))
         paths[name] = path
     return paths
 
@@ -108,3 +129,47 @@ def test_an_added_fusion_names_itself_its_kind_and_its_ops(compiled: dict[str, P
         if line.strip().startswith("added"):
             assert re.search(r"added\s+\S+\s+k[A-Z]\w+\s+\S", line), line
     assert "wrapped_sqrt" in table and "kLoop" in table
+
+
+def _rows(report: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """A diff's changes, where each is left out (the converted form names an
+    instruction by its position, `%12`, XLA's form by its name)."""
+    return [
+        (c["kind"], c["function"], c["op"], c["detail"], c["count"])
+        for c in normalized(report["changes"])
+    ]
+
+
+def test_held_computations_are_regions_of_their_op(loops: dict[str, Path]) -> None:
+    """XLA's own form names a reducer and a loop's condition and body as computations of
+    their own, and passes the loop's values in tuples; the diff reads them as the
+    converted form holds them: regions of the op, their ops counted in main, no
+    function of their own, no tuple an op."""
+    text = loops["loop_sum"].read_text()
+    assert "to_apply=" in text and "body=" in text and "condition=" in text, text
+    same = str(loops["loop_sum"])
+    report = run_cli("diff", same, same, "--json").json()
+    with form(xla=False):
+        converted = run_cli("diff", same, same, "--json").json()
+    assert "HLOSCOPE_HLO_FORM=xla" in " ".join(report["notes"])  # read in XLA's form
+    assert [f["a"] for f in report["functions"]] == ["main"], report["functions"]
+    assert report["functions"] == converted["functions"]
+    assert report["summary"] == converted["summary"]
+    assert report["a"]["ops"] == converted["a"]["ops"]
+
+
+def test_a_changed_reducer_reads_as_converted(loops: dict[str, Path]) -> None:
+    """A loop body's reducer changed (an addition made a maximum): the change is in
+    main, where the reduction runs, and reads as it does converted."""
+    a, b = str(loops["loop_sum"]), str(loops["loop_max"])
+    run = run_cli("diff", a, b, "--json")
+    report = run.json()
+    with form(xla=False):
+        converted = run_cli("diff", a, b, "--json").json()
+    assert run.code == 1 and report["verdict"] == "different"
+    assert [f["a"] for f in report["functions"]] == ["main"], report["functions"]
+    assert {c["function"] for c in report["changes"]} == {"main"}
+    assert any(c["op"] == "hlo.maximum" for c in report["changes"]), report["changes"]
+    assert report["functions"] == converted["functions"]
+    assert report["summary"] == converted["summary"]
+    assert _rows(report) == _rows(converted)

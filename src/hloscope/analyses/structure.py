@@ -184,10 +184,11 @@ def held_computations(op: Op, functions: Mapping[str, Function]) -> list[str]:
     return found
 
 
-_HELD_ATTRIBUTES = ("to_apply", "body", "condition", "branch_computations")
+_HELD_ATTRIBUTES = ("to_apply", "condition", "body", "branch_computations")
 _HELD_KEYS = frozenset(_HELD_ATTRIBUTES)
 """The attributes by which XLA's own form names a computation its op holds (a
-region of the op once converted)."""
+region of the op once converted), in the order of those regions (a while's condition
+first)."""
 
 _FUSIONS = frozenset(("hlo.fusion", "hlo.fusion-start"))
 """XLA's own form's fusions: a fusion, and one started asynchronously."""

@@ -743,10 +743,11 @@ class Module:
     def element_shapes(self, value: int) -> tuple[tuple[str, int | None], ...]:
         """The HLO shape and bytes of each element of a tuple value (a multi-output
         fusion's result in XLA's own form); of the value alone otherwise."""
-        return tuple(
-            (hlo_shape(element), type_bytes(element))
-            for element in tuple_elements(self.value_types[value])
-        )
+        return tuple((hlo_shape(t), type_bytes(t)) for t in tuple_elements(self.value_types[value]))
+
+    def tuple_types(self, value: int) -> tuple[str, ...] | None:
+        """A tuple value's element types (XLA's own form's); None for no tuple."""
+        return tuple_elements(t) if (t := self.value_types[value]).startswith("tuple<") else None
 
     def nbytes(self, value: int) -> int | None:
         """Bytes of a value's arrays; None when any size is unknown."""

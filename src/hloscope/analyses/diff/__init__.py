@@ -10,7 +10,10 @@ same program differently. This diff matches structure instead, in the way XLA's
    without changing the computation; fusions are transparent too (`mhlo.fusion`
    regions, and in XLA's own form the computation an `hlo.fusion` calls, walked in
    the fusion's place), so ops are matched across fusion boundaries. A call or a
-   fusion stays a node of its own, matched afterwards by where its contents went.
+   fusion stays a node of its own, matched afterwards by where its contents went. In
+   XLA's own form a `call`'s `to_apply` is inlined as a callee, a computation an op
+   holds (a reducer, a loop's condition and body) is walked as the op's region, and
+   tuples are the values they hold, so both forms of a module read alike.
 2. Every op gets a fingerprint of what it is (op kind, result types, attributes
    without locations) and a Merkle-style subgraph fingerprint (its fingerprint and
    those of its operands and nested regions). The entry functions' parameters are

@@ -116,8 +116,9 @@ def _node_summary(graph: Graph, node: int) -> str:
             }
         )
         parts.append(f"{_fused_kind(graph, node)} fusion of {', '.join(fused)}")
-    if "call_target_name" in attrs:
-        parts.append(graph.module.ops[graph.op[node]].custom_call_target or "")
+    target = graph.module.ops[graph.op[node]].custom_call_target
+    if target:  # `call_target_name` converted, `custom_call_target` in XLA's form
+        parts.append(target)
     if "frontend._xla_compute_type" in attrs:
         parts.append(f"compute type {attrs['frontend._xla_compute_type']}")
     for key in SHARDING_KEYS:

@@ -3,222 +3,61 @@ and fusions transparent: `mhlo.fusion` regions, and in XLA's own form the comput
 an `hlo.fusion` calls) and values, each node with a fingerprint of what it is and a
 Merkle-style fingerprint of its subgraph, and its attributes in the normal form in
 which printers agree (implied comparison types, the default precision and `xla_shape`
-left out, per-compile numbering dropped; unit-dimension reshapes transparent)."""
+left out, per-compile numbering dropped; unit-dimension reshapes transparent).
+
+In XLA's own form a computation an instruction holds (a reducer, a loop's condition and
+body, a conditional's branches: `structure.held_computations`) is walked as a region of
+that instruction, as the converted form holds it, not as a function of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import cast
 
-from hloscope.analyses.diff.names import (
-    normalize_frontend_attribute,
-    normalize_kind,
-    normalize_value,
+from hloscope.analyses.diff.signatures import (
+    CALL_OP,
+    CALLS,
+    XLA_CALL,
+    XLA_FUSION,
+    Signatures,
+    operand_key,
 )
-from hloscope.analyses.structure import CALL_ATTRIBUTES
 from hloscope.ir.model import (
     Block,
     Function,
     Module,
     Op,
 )
-from hloscope.ir.types import TensorType
 
-# Ops whose region is not a scope of its own for the diff: the region's arguments
-# are the op's operands and its results are what the region returns.
-TRANSPARENT_OPS = frozenset({"mhlo.fusion"})
-CALL_OP = "func.call"
 FUSION_KIND = "stablehlo.fusion"
-# XLA's own form's fusion: its ops are the computation its `calls` names, walked in
-# place as an `mhlo.fusion`'s region is (the computation is no function of its own to
-# the diff).
-XLA_FUSION = "hlo.fusion"
+# A region's terminator, uncounted; XLA's own form's held computation, which returns
+# its ROOT, ends in one too, so that its regions read as the converted form's.
+RETURN_KIND = "stablehlo.return"
+_RETURN_LOCAL = hash((RETURN_KIND, (), (), 0))
+# XLA's own form's instructions that are no nodes: a parameter is its argument, a tuple
+# its elements, a get-tuple-element the element it names (the converted form has none:
+# block arguments, several operands and results).
+_XLA_PLUMBING = frozenset({"hlo.parameter", "hlo.tuple", "hlo.get-tuple-element"})
 
-# Attributes that repeat what the result types say (XLA's converter leaves them,
-# sometimes stale), and XLA's own form's channel ids, which number the collectives in
-# order (one inserted op renumbers all; the converted form's `channel_handle` loses its
-# number in `normalize_value`).
-IGNORED_ATTRIBUTES = frozenset({"xla_shape", "channel_id"})
+# A value as an op sees it: a graph value, or in XLA's own form a tuple's elements.
+Element = int | tuple["Element", ...]
 
-# A comparison's type is implied by its operands' element type unless it is TOTALORDER;
-# XLA's HLO drops the implied ones.
-_IMPLIED_COMPARE_TYPES = frozenset(
-    f"#stablehlo<comparison_type {t}>" for t in ("SIGNED", "UNSIGNED", "FLOAT", "NOTYPE")
-)
+
+def _flat(elements: Sequence[Element]) -> list[int]:
+    """The graph values of `elements`, tuples' elements in order."""
+    out: list[int] = []
+    for element in elements:
+        if isinstance(element, int):
+            out.append(element)
+        else:
+            out.extend(_flat(element))
+    return out
 
 
 # Ops whose operands can be swapped without changing the result (printers do swap them).
 COMMUTATIVE_KINDS = frozenset(
     "stablehlo." + name for name in ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
 )
-# Attributes naming functions that are not inlined (they become roots of their own).
-REFERENCE_ATTRIBUTES = frozenset(CALL_ATTRIBUTES) - {"callee"}
-_REFERENCE_KEYS = frozenset(CALL_ATTRIBUTES)
-UNIT_RESHAPE_KINDS = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim"})
-
-
-def _unit_reshape(
-    op: Op,
-    kind: str,
-    source: tuple[TensorType, ...],
-    target: tuple[TensorType, ...],
-    attrs: tuple[tuple[str, str], ...],
-) -> tuple[bool, tuple[tuple[str, str], ...]]:
-    """Whether an op only adds or drops unit dimensions (a reshape 64 -> 1x64, the
-    identity broadcast XLA writes), and a broadcast's attributes with its dimensions
-    said for the operand's non-unit dimensions only, so that broadcasting `x[64]` and
-    `x[1,64]` into the same shape read the same."""
-    if len(source) != 1 or len(target) != 1:
-        return False, attrs
-    src, dst = source[0], target[0]
-    if src.shape is None or dst.shape is None or src.dtype != dst.dtype:
-        return False, attrs
-    squeezed_src = [d for d in src.shape if d != 1]
-    squeezed_dst = [d for d in dst.shape if d != 1]
-    if kind == "stablehlo.reshape":
-        return squeezed_src == squeezed_dst, attrs
-    values = dict(attrs)
-    dims = op.i64_array("broadcast_dimensions")
-    if dims is None:
-        return False, attrs
-    if len(dims) != len(src.shape):
-        return False, attrs
-    kept = [d for d, size in zip(dims, src.shape, strict=True) if size != 1]
-    values["broadcast_dimensions"] = "array<i64: " + ", ".join(map(str, kept)) + ">"
-    canonical = tuple(sorted(values.items()))
-    unit = squeezed_src == squeezed_dst and kept == sorted(kept)
-    return unit, canonical
-
-
-# What an op is, for the diff: its kind, attributes in normal form, result types,
-# whether it only adds or drops unit dimensions, its own fingerprint, the functions it
-# names (by attribute), and the functions those attributes ask to be roots of their own.
-Signature = tuple[
-    str,
-    tuple[tuple[str, str], ...],
-    tuple[str, ...],
-    bool,
-    int,
-    tuple[tuple[str, tuple[str, ...]], ...],
-    tuple[str, ...],
-]
-
-
-def _operand_key(operands: Sequence[int], value_types: Sequence[str]) -> tuple[object, ...]:
-    """What an op whose signature reads its first operand (a reshape, a broadcast, a
-    `dot`) adds to its key: the number of operands and the first one's type."""
-    if not operands:
-        return (0, None)
-    first = operands[0]
-    return (len(operands), value_types[first] if first >= 0 else None)
-
-
-class Signatures:
-    """What each distinct op is, worked out once: ops with the same name, result types,
-    attributes, number of regions (and, for reshapes, broadcasts and `dot`, the same
-    first operand's type) are the same to the diff. An unrolled model repeats a few
-    hundred distinct ops; both sides of a diff share one `Signatures`."""
-
-    def __init__(self) -> None:
-        self.known: dict[tuple[object, ...], Signature] = {}
-        self.names: dict[str, tuple[bool, bool, bool]] = {}
-        """Op name -> (a terminator, a call or a transparent op, its signature reads
-        its first operand's type)."""
-
-    def name_info(self, op: Op) -> tuple[bool, bool, bool]:
-        name = op.name
-        info = (
-            op.is_terminator,
-            name in (CALL_OP, XLA_FUSION) or name in TRANSPARENT_OPS,
-            normalize_kind(name) in UNIT_RESHAPE_KINDS or name == "stablehlo.dot",
-        )
-        self.names[name] = info
-        return info
-
-    def of(
-        self,
-        key: tuple[object, ...],
-        op: Op,
-        types: tuple[str, ...],
-        module: Module,
-    ) -> Signature:
-        if "replica_groups" in op.attributes:
-            # The same text names other devices on another module's mesh.
-            key = (*key, module.device_groups(op))
-        known = self.known.get(key)
-        if known is not None:
-            return known
-        kind = normalize_kind(op.name)
-        attributes = op.attributes
-        attrs = _attributes(op, module)
-        references = (
-            tuple((key, op.references(key)) for key in CALL_ATTRIBUTES if key in attributes)
-            if attributes and not _REFERENCE_KEYS.isdisjoint(attributes)
-            else ()
-        )
-        unit_reshape = False
-        if kind in UNIT_RESHAPE_KINDS and len(op.operands) == 1 and len(types) == 1:
-            operand = module.arrays(op.operands[0]) if op.operands[0] >= 0 else ()
-            result = module.type_arrays(types[0])
-            unit_reshape, attrs = _unit_reshape(op, kind, operand, result, attrs)
-        named: tuple[str, ...] = ()
-        if attributes and not REFERENCE_ATTRIBUTES.isdisjoint(attributes):
-            # In a fixed order (the set's would vary with Python's string hashing, and
-            # with it the order in which these functions are walked).
-            named = tuple(
-                callee_name
-                for name in CALL_ATTRIBUTES
-                if name in REFERENCE_ATTRIBUTES and name in attributes
-                for callee_name in op.references(name)
-            )
-        local = hash((kind, types, attrs, len(op.regions)))
-        signature = (kind, attrs, types, unit_reshape, local, references, named)
-        self.known[key] = signature
-        return signature
-
-
-def _attributes(op: Op, module: Module) -> tuple[tuple[str, str], ...]:
-    """An op's attributes in normal form: what printers leave out or spell otherwise
-    dropped or respelled, the functions it names left out (in its references)."""
-    attributes = op.attributes
-    if op.name == "stablehlo.dot" and op.operands and op.operands[0] >= 0:
-        # A dot contracts the last dimension of the left with the first of the right.
-        lhs = module.arrays(op.operands[0])
-        rank = len(lhs[0].shape or ()) if lhs else 1
-        numbers = (
-            "#stablehlo.dot<lhs_contracting_dimensions = "
-            f"[{max(rank - 1, 0)}], rhs_contracting_dimensions = [0]>"
-        )
-        merged = dict(attributes)
-        merged["dot_dimension_numbers"] = numbers
-        attributes = merged
-    if not attributes:
-        return ()
-    out: dict[str, str] = {}
-    for name, value in attributes.items():
-        if name in IGNORED_ATTRIBUTES:
-            continue
-        if name == "mhlo.frontend_attributes":
-            for entry, entry_value in op.frontend_attributes.items():
-                out["frontend." + entry] = normalize_frontend_attribute(entry, entry_value)
-            continue
-        if name == "compare_type" and value in _IMPLIED_COMPARE_TYPES:
-            continue
-        if name == "precision_config" and op.default_precision:
-            continue  # the default, which some printers leave out
-        if name in _REFERENCE_KEYS:
-            continue  # in `references`: names are compared by what they name
-        if name == "calls" and op.name == XLA_FUSION:
-            continue  # its fused ops are compared instead, as an `mhlo.fusion`'s are
-        if name == "replica_groups":
-            # Compared by the devices in each group, not by the text naming them (the
-            # same mesh-axes text names other groups on another mesh).
-            groups = module.device_groups(op)
-            if groups is not None:
-                out[name] = "{" + ", ".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
-                continue
-        out[name] = normalize_value(value)
-    return tuple(sorted(out.items()))
 
 
 class Graph:
@@ -293,10 +132,14 @@ class Graph:
         self.fused_functions: set[str] = set()
         """XLA's own form's fused computations walked in place of their fusions: no
         functions of their own to the diff (the converted form's are regions)."""
-        self._fused_in: str | None = None
-        """While one is walked: the function of the fusion that calls it."""
+        self._held_in: str | None = None
+        """While XLA's own form's fused or held computation is walked: the function of
+        the op that holds it, where its ops are."""
         self._value_types = module.value_types
         self._functions = module.functions
+        self._tuples: dict[int, tuple[Element, ...]] = {}
+        self._element_types: dict[str, tuple[str, ...] | None] = {}
+        """XLA's own form: a tuple value's elements (`_pass_tuple`)."""
         # What the walk notes for the arrays filled in at the end.
         self._uncounted: list[int] = []
         self.container_nodes: list[int] = []
@@ -382,7 +225,7 @@ class Graph:
     def _walk_function(
         self,
         function: Function,
-        args: Sequence[int],
+        args: Sequence[Element],
         ctx: int,
         container: int,
         parent: int,
@@ -392,21 +235,27 @@ class Graph:
         env: dict[int, int] = {}
         region = function.op.regions[0]
         for block_argument, value in zip(region.blocks[0].arguments, args, strict=False):
-            env[block_argument] = value
+            if isinstance(value, int):
+                env[block_argument] = value
         for argument in function.arguments:
             # HLO's own form: parameters are ops whose results are the arguments.
             if argument.value >= 0 and argument.value not in env and argument.index < len(args):
-                env[argument.value] = args[argument.index]
+                value = args[argument.index]
+                if isinstance(value, int):
+                    env[argument.value] = value
+                else:
+                    self._tuples[argument.value] = value
         outputs: list[int] = []
         for block in region.blocks:
             returned = self._walk_block(block, env, ctx, container, parent, active, children, True)
             if returned is not None:
                 outputs = returned
         if not outputs and region.blocks and region.blocks[-1].ops:
-            # XLA's own form: no return op; a computation returns its ROOT, its last op.
+            # XLA's own form: no return op; a computation returns its ROOT, its last op
+            # (a tuple's elements, as the converted form returns several values).
             root = region.blocks[-1].ops[-1]
             if not root.is_terminator:
-                outputs = [self._resolve(env, value) for value in root.results]
+                outputs = _flat([self._element(env, value) for value in root.results])
         return outputs
 
     def _walk_block(
@@ -434,8 +283,10 @@ class Graph:
         known = signatures.known.get
         name_info = signatures.names
         get = env.get
-        # Inside XLA's own form's fused computation: the fusion's function.
-        fused_in = self._fused_in
+        # Inside XLA's own form's fused or held computation: its holder's function.
+        held_in = self._held_in
+        tuples = self._tuples
+        tuple_types_of = self._tuple_types
         # The arrays, bound once.
         op_ids, contexts, kinds, attrs_of, types_of = (
             self.op,
@@ -475,13 +326,27 @@ class Graph:
                 returned = outs
                 continue
             model_results = op.results
-            if name == "hlo.parameter" and model_results and model_results[0] in env:
-                continue  # XLA's own form: the parameter op stands for the argument
+            tuple_types: tuple[str, ...] | None = None
+            if info[3]:  # XLA's own form
+                if name in _XLA_PLUMBING:
+                    if name != "hlo.parameter":
+                        if self._pass_tuple(op, env):
+                            continue
+                    elif model_results and (model_results[0] in env or model_results[0] in tuples):
+                        continue  # the parameter op stands for the argument
+                if len(model_results) == 1:
+                    # A tuple result is its elements, as converted.
+                    tuple_types = tuple_types_of(model_results[0])
+            tupled_result = tuple_types is not None
             model_operands = op.operands
             # Each operand's value (most ops have one or two operands).
             operands: tuple[int, ...] | None = None
             arity = len(model_operands)
-            if arity == 2:
+            # XLA's own form: an operand that is a tuple is its elements.
+            tupled = bool(tuples) and not tuples.keys().isdisjoint(model_operands)
+            if tupled:
+                operands = tuple(_flat([self._element(env, v) for v in model_operands]))
+            elif arity == 2:
                 first_operand, second_operand = get(model_operands[0]), get(model_operands[1])
                 if first_operand is not None and second_operand is not None:
                     operands = (first_operand, second_operand)
@@ -502,50 +367,35 @@ class Graph:
                     ]
                 )
             if info[1]:  # a call or a transparent op: perhaps a container
-                if name == CALL_OP:
-                    callee = self._callee(op)
-                    if callee is not None and self.inline and callee.name not in active:
+                if name in CALLS or name == XLA_FUSION:
+                    contents = self._contents(op)
+                    if contents is not None and self.inline and contents.name not in active:
                         node = self._node(op, operands, ctx, container, parent, is_container=True)
                         children.append(node)
-                        inner_ctx = len(self.contexts)
-                        self.contexts.append((*self.contexts[ctx], op.id))
-                        outs = self._walk_function(
-                            callee,
-                            operands,
-                            inner_ctx,
-                            node,
-                            parent,
-                            active | {callee.name},
-                            children,
+                        if name != XLA_FUSION:
+                            # A call's ops are its callee's, in a context of their own.
+                            inner_ctx, contents_in = len(self.contexts), None
+                            self.contexts.append((*self.contexts[ctx], op.id))
+                        else:
+                            # A fusion's are the ops of the function it is in.
+                            inner_ctx, contents_in = ctx, functions[node]
+                            self.fused_functions.add(contents.name)
+                        args: Sequence[Element] = operands
+                        if tupled:
+                            args = [self._element(env, v) for v in model_operands]
+                        outs = self._walk_held(
+                            contents, args, inner_ctx, node, parent, active, children, contents_in
                         )
-                        for value, out in zip(model_results, outs, strict=False):
-                            env[value] = out
+                        if tupled_result:
+                            tuples[model_results[0]] = tuple(outs)
+                        else:
+                            for value, out in zip(model_results, outs, strict=False):
+                                env[value] = out
                         results_of[node] = tuple(outs)
                         self._seal(node, False)
                         continue
-                    if callee is not None:
-                        self._queue_root(callee.name)
-                elif name == XLA_FUSION:
-                    fused = self._fused_computation(op)
-                    if fused is not None and self.inline and fused.name not in active:
-                        node = self._node(op, operands, ctx, container, parent, is_container=True)
-                        children.append(node)
-                        outer = self._fused_in
-                        self._fused_in = functions[node]
-                        self.fused_functions.add(fused.name)
-                        try:
-                            outs = self._walk_function(
-                                fused, operands, ctx, node, parent, active | {fused.name}, children
-                            )
-                        finally:
-                            self._fused_in = outer
-                        for value, out in zip(model_results, outs, strict=False):
-                            env[value] = out
-                        results_of[node] = tuple(outs)
-                        self._seal(node, False)
-                        continue
-                    if fused is not None:
-                        self._queue_root(fused.name)
+                    if contents is not None:
+                        self._queue_root(contents.name)
                 elif op.regions and op.regions[0].blocks:
                     node = self._node(op, operands, ctx, container, parent, is_container=True)
                     children.append(node)
@@ -563,8 +413,11 @@ class Graph:
                     continue
             # An op of its own: a node, and a value for each result.
             count = len(model_results)
-            if count == 1:
-                types: tuple[str, ...] = (value_types[model_results[0]],)
+            if tuple_types is not None:
+                types: tuple[str, ...] = tuple_types
+                count = len(types)
+            elif count == 1:
+                types = (value_types[model_results[0]],)
             else:
                 types = tuple(map(type_of, model_results))
             regions = op.regions
@@ -575,7 +428,7 @@ class Graph:
                 tuple(attributes.items()) if attributes else (),
                 len(regions),
             )
-            if info[2]:  # what it is depends on its first operand's type (`_operand_key`)
+            if info[2]:  # what it is depends on its first operand's type (`operand_key`)
                 if arity:
                     first_value = model_operands[0]
                     key += (arity, value_types[first_value] if first_value >= 0 else None)
@@ -584,7 +437,7 @@ class Graph:
             signature = known(key)
             if signature is None:
                 signature = signatures.of(key, op, types, self.module)
-            kind, _attrs, _types, unit, local, references, named = signature
+            kind, _attrs, _types, unit, local, references, named, held = signature
             node = len(op_ids)
             op_ids.append(op.id)
             contexts.append(ctx)
@@ -595,11 +448,11 @@ class Graph:
             operands_of.append(operands)
             containers.append(container)
             parents.append(parent)
-            functions.append(fused_in if fused_in is not None else (op.function or ""))
+            functions.append(held_in if held_in is not None else (op.function or ""))
             if references:
                 references_of[node] = references
             children.append(node)
-            if regions:
+            if regions or held:
                 # Sealed once its regions are walked.
                 fingerprint = height = 0
             else:
@@ -636,7 +489,7 @@ class Graph:
                     env[value] = out
             else:
                 first = len(g_node)
-                if count == 1:
+                if count == 1 and not tupled_result:
                     g_node.append(node)
                     g_type.append(types[0])
                     vhash.append(fingerprint)
@@ -651,11 +504,14 @@ class Graph:
                     results = tuple(range(first, first + count))
                     for i in range(1, count):
                         self._indexes[first + i] = i
-                    for value, out in zip(model_results, results, strict=True):
-                        env[value] = out
+                    if tupled_result:
+                        tuples[model_results[0]] = results
+                    else:
+                        for value, out in zip(model_results, results, strict=True):
+                            env[value] = out
             results_of.append(results)
-            if regions:
-                self._walk_regions(op, node, env, ctx, container, active)
+            if regions or held:
+                self._walk_regions(op, held, node, env, ctx, container, active)
                 self._seal(node, not unit)
             if named:
                 for callee_name in named:
@@ -665,6 +521,7 @@ class Graph:
     def _walk_regions(
         self,
         op: Op,
+        held: tuple[str, ...],
         node: int,
         env: dict[int, int],
         ctx: int,
@@ -672,28 +529,84 @@ class Graph:
         active: frozenset[str],
     ) -> None:
         """The regions of an op that is a node (a reduction's body, a loop's): each
-        region's arguments become leaves, its ops the node's children."""
+        region's arguments become leaves, its ops the node's children. In XLA's own form
+        the computations it holds (`held`) are its regions: their parameters leaves,
+        their ops its children, and a return of their ROOT last, as a region ends."""
         value_types = self._value_types
         regions: list[list[int]] = []
         region_args: list[list[int]] = []
         local = self.local[node]
+
+        def leaf(r: int, a: int, mlir_type: str) -> int:
+            token = hash(("blockarg", local, r, a, mlir_type))
+            return self._leaf(mlir_type, token, node, (r, a))
+
         for r, region in enumerate(op.regions):
             inner_children: list[int] = []
             arguments: list[int] = []
             for block in region.blocks:
-                for a, value in enumerate(block.arguments):
-                    leaf = self._leaf(
-                        value_types[value],
-                        hash(("blockarg", local, r, a, value_types[value])),
-                        node,
-                        (r, len(arguments)),
-                    )
-                    env[value] = leaf
-                    arguments.append(leaf)
+                for value in block.arguments:
+                    env[value] = leaf(r, len(arguments), value_types[value])
+                    arguments.append(env[value])
                 self._walk_block(block, env, ctx, container, node, active, inner_children, False)
             regions.append(inner_children)
             region_args.append(arguments)
+        for r, name in enumerate(held, len(regions)):
+            function = self._functions[name]
+            inner_children = []
+            arguments = []
+            # Each parameter a leaf; a tuple's elements each one, as converted.
+            elements: list[Element] = []
+            for argument in function.arguments:
+                element_types = self._tuple_types(argument.value) if argument.value >= 0 else None
+                if element_types is not None:
+                    parts = [leaf(r, len(arguments) + i, t) for i, t in enumerate(element_types)]
+                    arguments.extend(parts)
+                    elements.append(tuple(parts))
+                else:
+                    arguments.append(leaf(r, len(arguments), argument.type))
+                    elements.append(arguments[-1])
+            outs = (
+                self._walk_held(
+                    function,
+                    elements,
+                    ctx,
+                    container,
+                    node,
+                    active,
+                    inner_children,
+                    self.function[node],
+                )
+                if name not in active
+                else []
+            )
+            inner_children.append(self._region_return(function, outs, ctx, container, node))
+            regions.append(inner_children)
+            region_args.append(arguments)
         self._regions[node] = (regions, region_args)
+
+    def _walk_held(
+        self,
+        function: Function,
+        args: Sequence[Element],
+        ctx: int,
+        container: int,
+        parent: int,
+        active: frozenset[str],
+        children: list[int],
+        held_in: str | None,
+    ) -> list[int]:
+        """The ops of a function walked in place of the op whose contents they are (a
+        call's callee, a fusion's fused computation, a held computation), as ops of
+        `held_in` (None: of their own function); its outputs."""
+        outer = self._held_in
+        self._held_in = held_in
+        try:
+            return self._walk_function(
+                function, args, ctx, container, parent, active | {function.name}, children
+            )
+        finally:
+            self._held_in = outer
 
     def _seal(self, node: int, owns_results: bool) -> None:
         """A node's subgraph fingerprint and height, once it and everything inside it
@@ -724,21 +637,54 @@ class Graph:
             vhash[value] = fingerprint ^ index
             vheight[value] = tallest + 1
 
-    def _callee(self, op: Op) -> Function | None:
-        names = op.references("callee")
-        function = self._functions.get(names[0]) if names else None
-        if function is None or function.is_declaration:
-            return None
-        return function
-
-    def _fused_computation(self, op: Op) -> Function | None:
-        """The computation XLA's own form's fusion calls; None when it names none of the
-        module's."""
-        names = op.hlo_calls
+    def _contents(self, op: Op) -> Function | None:
+        """The function whose ops are a container's: a call's callee, the computation
+        XLA's own form's fusion calls; None when it names none of the module's."""
+        if op.name == CALL_OP:
+            names = op.references("callee")
+        elif op.name == XLA_CALL:
+            names = op.references("to_apply")
+        else:
+            names = op.hlo_calls
         function = self._functions.get(names[0]) if len(names) == 1 else None
         if function is None or function.is_declaration:
             return None
         return function
+
+    def _pass_tuple(self, op: Op, env: dict[int, int]) -> bool:
+        """XLA's own form's `tuple` and `get-tuple-element` read as the converted form
+        has them, as no ops: a tuple is its elements, an element the value it names.
+        False for an element of a tuple not known here (a tuple-typed leaf's): then it
+        is an op of its own."""
+        result = op.results[0] if op.results else -1
+        if op.name == "hlo.tuple":
+            self._tuples[result] = tuple(self._element(env, v) for v in op.operands)
+            return True
+        elements = self._tuples.get(op.operands[0]) if op.operands else None
+        index = op.tuple_index
+        if elements is None or index is None or not 0 <= index < len(elements):
+            return False
+        element = elements[index]
+        if isinstance(element, int):
+            env[result] = element
+        else:
+            self._tuples[result] = element
+        return True
+
+    def _tuple_types(self, value: int) -> tuple[str, ...] | None:
+        """`Module.tuple_types`, asked once per distinct type."""
+        mlir_type = self._value_types[value]
+        if mlir_type not in self._element_types:
+            self._element_types[mlir_type] = self.module.tuple_types(value)
+        return self._element_types[mlir_type]
+
+    def _element(self, env: dict[int, int], value: int) -> Element:
+        """An operand as the op sees it: its value, or a tuple's elements."""
+        found = env.get(value)
+        if found is not None:
+            return found
+        elements = self._tuples.get(value)
+        return elements if elements is not None else self._resolve(env, value)
 
     def _resolve(self, env: dict[int, int], value: int) -> int:
         found = env.get(value)
@@ -774,24 +720,13 @@ class Graph:
         )
         info = self._signatures.names.get(op.name) or self._signatures.name_info(op)
         if info[2]:
-            key += _operand_key(op.operands, value_types)
-        kind, attrs, types, unit_reshape, local, references, _named = self._signatures.of(
+            key += operand_key(op.operands, value_types)
+        kind, attrs, types, unit_reshape, local, references, _named, _held = self._signatures.of(
             key, op, types, self.module
         )
-        self.op.append(op.id)
-        self.ctx.append(ctx)
-        self.kind.append(kind)
-        self.attrs.append(attrs)
-        self.types.append(types)
-        self.local.append(local)
-        self.operands.append(operands)
-        self.results.append(())
-        self.container.append(container)
-        self.parent.append(parent)
-        fused_in = self._fused_in
-        self.function.append(fused_in if fused_in is not None else (op.function or ""))
-        self.sub.append(0)
-        self.height.append(0)
+        held_in = self._held_in
+        function = held_in if held_in is not None else (op.function or "")
+        self._add_node(op.id, kind, attrs, types, local, operands, ctx, container, parent, function)
         if not counted:
             self._uncounted.append(node)
         if is_container:
@@ -801,6 +736,56 @@ class Graph:
         if references:
             self.references[node] = references
         return node
+
+    def _region_return(
+        self, function: Function, outs: Sequence[int], ctx: int, container: int, parent: int
+    ) -> int:
+        """The return that ends XLA's own form's held computation walked as a region
+        (its ROOT's values), uncounted as a region's terminator is; its op the
+        computation's own."""
+        node = len(self.op)
+        self._add_node(
+            function.op.id,
+            RETURN_KIND,
+            (),
+            (),
+            _RETURN_LOCAL,
+            tuple(outs),
+            ctx,
+            container,
+            parent,
+            self.function[parent],
+        )
+        self._uncounted.append(node)
+        self._seal(node, True)
+        return node
+
+    def _add_node(
+        self,
+        op_id: int,
+        kind: str,
+        attrs: tuple[tuple[str, str], ...],
+        types: tuple[str, ...],
+        local: int,
+        operands: tuple[int, ...],
+        ctx: int,
+        container: int,
+        parent: int,
+        function: str,
+    ) -> None:
+        self.op.append(op_id)
+        self.ctx.append(ctx)
+        self.kind.append(kind)
+        self.attrs.append(attrs)
+        self.types.append(types)
+        self.local.append(local)
+        self.operands.append(operands)
+        self.results.append(())
+        self.container.append(container)
+        self.parent.append(parent)
+        self.function.append(function)
+        self.sub.append(0)
+        self.height.append(0)
 
     def value_hash(self, value: int) -> int:
         return self.vhash[value]

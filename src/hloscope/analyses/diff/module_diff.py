@@ -12,7 +12,7 @@ from itertools import compress
 from hloscope.analyses.diff.changes import fusion_changes, group, module_changes, op_change
 from hloscope.analyses.diff.compare import Comparer
 from hloscope.analyses.diff.functions import correspond, renames
-from hloscope.analyses.diff.graph import CALL_OP, FUSION_KIND, Graph, Signatures
+from hloscope.analyses.diff.graph import FUSION_KIND, Graph
 from hloscope.analyses.diff.matcher import WHILE_KIND, Matcher
 from hloscope.analyses.diff.names import normalize_function_name
 from hloscope.analyses.diff.parameters import (
@@ -36,6 +36,7 @@ from hloscope.analyses.diff.report import (
     Side,
     Summary,
 )
+from hloscope.analyses.diff.signatures import CALLS, Signatures
 from hloscope.ir.model import Function, Module
 
 # A module whose calls inline to more ops than this is diffed with calls as opaque
@@ -224,9 +225,11 @@ def _inlined_size(module: Module) -> int:
         # Its own ops, then its callees': past the limit, the count stops (only whether
         # it is past the limit matters).
         total = len(ops)
-        for op in [op for op in ops if op.name == CALL_OP] if total <= INLINE_LIMIT else []:
-            if "callee" in op.attributes:
-                refs = op.references("callee")
+        for op in [op for op in ops if op.name in CALLS] if total <= INLINE_LIMIT else []:
+            # A `func.call`'s callee, XLA's own form's `call`'s `to_apply`.
+            key = "callee" if "callee" in op.attributes else "to_apply"
+            if key in op.attributes:
+                refs = op.references(key)
                 if refs and refs[0] not in active:
                     total += size(refs[0], active | {refs[0]})
             if total > INLINE_LIMIT:
