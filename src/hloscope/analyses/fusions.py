@@ -199,9 +199,11 @@ class Fusion:
     frames) or `lowered` (the lowered module's deeper stack, paired by op name and
     innermost frame, where the optimized module kept a shorter one)."""
     hero_source: str | None = None
-    """The user's line of the op the kernel is built around where it holds one, its
-    first matmul or convolution (XLA fuses the elementwise ops after it into its
-    epilogue), else `user_source`: where the fusion's run time goes."""
+    """The user's line of the op the kernel is built around where it holds one, the
+    matmul or convolution of its own computation, else of the outermost fusion nested
+    in it that holds one (XLA fuses the elementwise ops after it into its epilogue,
+    and a TPU convolution fusion nests its operands' producers), else `user_source`:
+    where the fusion's run time goes."""
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -693,6 +695,44 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     return [o for o in module.descendants(op) if o.short_name != "fusion"]
 
 
+def _heroes(module: Module, fusion: Op) -> list[Op]:
+    """The matmuls and convolutions a fusion's kernel is built around: those of its
+    own computation, else of the outermost fusions nested in it that hold one (a TPU
+    convolution fusion nests its operands' producers, which may hold a matmul of their
+    own), by XLA's name: the order of fused ops differs between the two forms."""
+    level = [fusion]
+    while level:
+        found: list[Op] = []
+        nested: list[Op] = []
+        for outer in level:
+            for member in _own_ops(module, outer):
+                if member.name in FUSION_OPS:
+                    nested.append(member)
+                elif member.short_name in HERO_OPS:
+                    found.append(member)
+        if found:
+            return sorted(found, key=lambda o: (o.hlo_name or "", o.id))
+        level = nested
+    return []
+
+
+def _own_ops(module: Module, fusion: Op) -> Sequence[Op]:
+    """The ops of a fusion's own computation, not those of a fusion nested in it: its
+    called computation in XLA's form, its region's ops outside nested fusions'
+    converted."""
+    if fusion.name.startswith("hlo."):
+        called = module.functions.get(next(iter(fusion.references("calls")), ""))
+        return module.function_ops(called) if called is not None else ()
+    own: list[Op] = []
+    for op in module.descendants(fusion):
+        parent = op.parent
+        while parent is not None and parent is not fusion and parent.name not in FUSION_OPS:
+            parent = parent.parent
+        if parent is fusion:
+            own.append(op)
+    return own
+
+
 def analyze_fusions(
     module: Module, source_root: str | None = None, lowered: LoweredFrames | None = None
 ) -> FusionAnalysis:
@@ -747,7 +787,7 @@ def analyze_fusions(
         operands, operand_bytes = _shapes(module, op.operands)
         results, result_bytes = _result_shapes(module, op)
         user_source, user_from = _first_user_source((op, *reversed(inside)), source_root, lowered)
-        heroes = [o for o in inside if o.short_name in HERO_OPS]
+        heroes = _heroes(module, op)
         hero_source = _first_user_source(heroes, source_root, lowered)[0] if heroes else None
         fusions.append(
             Fusion(
