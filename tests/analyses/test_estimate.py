@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analyses.estimate import analyze_estimate, ring_bytes
+from hloscope.analyses.estimate import analyze_estimate, ring_bytes, ring_link_bytes
 from hloscope.analyses.fusions import analyze_fusions
 from hloscope.analyses.kernels import program_kernels
 from hloscope.compile_for import parse_compile_for
@@ -111,6 +111,26 @@ def test_ring_bytes():
     assert ring_bytes("reduce-scatter", 100, 800, None) == pytest.approx(700)
     assert ring_bytes("all-reduce", 800, 800, 8) == pytest.approx(1400)
     assert ring_bytes("collective-permute", 800, 800, None) == 800
+
+
+def test_ring_link_bytes_are_the_busiest_links_one_way():
+    # An all-gather splits its data over both ways of the ring.
+    assert ring_link_bytes("all-gather", 700, 800, 8) == 350
+    # A shift to the next device: each link carries one block one way.
+    shift = [(i, (i + 1) % 8) for i in range(8)]
+    assert ring_link_bytes("collective-permute", 800, 800, None, shift) == 800
+    # Two devices on: every link carries two blocks (each passes two links).
+    assert (
+        ring_link_bytes("collective-permute", 800, 800, None, [(i, (i + 2) % 8) for i in range(8)])
+        == 1600
+    )
+    # Neighbours swapping on a ring of four: one block each way of their link.
+    swaps = [(0, 1), (1, 0), (2, 3), (3, 2)]
+    assert ring_link_bytes("collective-permute", 800, 800, None, swaps) == 800
+    # All-to-all: result * (summed ring distances) / 2n; n/8 of the result for an even n.
+    assert ring_link_bytes("all-to-all", 700, 800, 8) == pytest.approx(800)
+    assert ring_link_bytes("all-to-all", 300, 400, 4) == pytest.approx(200)
+    assert ring_link_bytes("all-to-all", 0, 400, 3) == pytest.approx(400 * 2 / 6)
 
 
 def test_tpu_clock_is_the_peak_over_the_mxus_multiply_adds():

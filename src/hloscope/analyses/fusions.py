@@ -61,6 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
+from hloscope.analyses.heroes import FUSION_OPS, hero_ops
 from hloscope.analyses.structure import analyze_structure, scan_ops
 from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.ir.model import Module, Op
@@ -74,9 +75,6 @@ JitOwner = Literal["user", "library"]
 LoweredFrames = Mapping[tuple[str, str | None], Frame]
 """The user frame of the lowered module's ops, by (JAX op name, innermost frame
 `file:LINE`); see `lowered_user_frames`."""
-
-# `fusion-start` is how XLA prints an async-wrapped fusion.
-FUSION_OPS = frozenset({"mhlo.fusion", "hlo.fusion", "hlo.fusion-start"})
 
 # Ops that move no data: XLA neither fuses them nor runs a kernel for them.
 FREE_OPS = frozenset(
@@ -132,9 +130,6 @@ Category = Literal[
 ]
 """What an op left outside any fusion is."""
 
-# The ops a fused kernel is built around, the others fused into its prologue and
-# epilogue: where its time goes.
-HERO_OPS = frozenset({"dot", "dot_general", "convolution"})
 COPIES = frozenset({"copy", "copy_start", "copy_done", "copy-start", "copy-done"})
 ASYNC = frozenset(
     {"async_start", "async_update", "async_done", "async-start", "async-update", "async-done"}
@@ -695,44 +690,6 @@ def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     return [o for o in module.descendants(op) if o.short_name != "fusion"]
 
 
-def _heroes(module: Module, fusion: Op) -> list[Op]:
-    """The matmuls and convolutions a fusion's kernel is built around: those of its
-    own computation, else of the outermost fusions nested in it that hold one (a TPU
-    convolution fusion nests its operands' producers, which may hold a matmul of their
-    own), by XLA's name: the order of fused ops differs between the two forms."""
-    level = [fusion]
-    while level:
-        found: list[Op] = []
-        nested: list[Op] = []
-        for outer in level:
-            for member in _own_ops(module, outer):
-                if member.name in FUSION_OPS:
-                    nested.append(member)
-                elif member.short_name in HERO_OPS:
-                    found.append(member)
-        if found:
-            return sorted(found, key=lambda o: (o.hlo_name or "", o.id))
-        level = nested
-    return []
-
-
-def _own_ops(module: Module, fusion: Op) -> Sequence[Op]:
-    """The ops of a fusion's own computation, not those of a fusion nested in it: its
-    called computation in XLA's form, its region's ops outside nested fusions'
-    converted."""
-    if fusion.name.startswith("hlo."):
-        called = module.functions.get(next(iter(fusion.references("calls")), ""))
-        return module.function_ops(called) if called is not None else ()
-    own: list[Op] = []
-    for op in module.descendants(fusion):
-        parent = op.parent
-        while parent is not None and parent is not fusion and parent.name not in FUSION_OPS:
-            parent = parent.parent
-        if parent is fusion:
-            own.append(op)
-    return own
-
-
 def analyze_fusions(
     module: Module, source_root: str | None = None, lowered: LoweredFrames | None = None
 ) -> FusionAnalysis:
@@ -787,7 +744,7 @@ def analyze_fusions(
         operands, operand_bytes = _shapes(module, op.operands)
         results, result_bytes = _result_shapes(module, op)
         user_source, user_from = _first_user_source((op, *reversed(inside)), source_root, lowered)
-        heroes = _heroes(module, op)
+        heroes = hero_ops(module, op)
         hero_source = _first_user_source(heroes, source_root, lowered)[0] if heroes else None
         fusions.append(
             Fusion(
