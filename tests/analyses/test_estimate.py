@@ -165,3 +165,23 @@ def test_a_gpu_spec_without_memory_bandwidth_is_refused_naming_field_and_file(tm
     with pytest.raises(HloscopeError) as raised:
         gpu_figures(target)
     assert "memory_bandwidth" in str(raised.value) and str(spec) in str(raised.value)
+
+
+def test_a_cost_xla_does_not_know_is_null_and_counts_nothing():
+    # XLA's cost analysis says -1 of what it does not know (the TPU's no-op custom
+    # calls): no negative flops, bytes, seconds or share, nothing added to the step.
+    analysis, costs, figures = estimate("async_overlap.hlo", "gpu:h100x8")
+    loaded = load(str(FIXTURES / "async_overlap.hlo"), LoadOptions())
+    unknown = {**costs, "dot": {"flops": -1.0, "bytes accessed": -1.0}}
+    again = analyze_estimate(
+        loaded.module,
+        program_kernels(loaded.module),
+        unknown,
+        figures,
+        analyze_fusions(loaded.module),
+    )
+    (dot,) = [op for op in again.ops if op.name == "dot"]
+    assert dot.flops is None and dot.bytes is None
+    assert dot.seconds == 0 and dot.share == 0
+    assert again.unknown_costs == ("dot",)
+    assert again.flops == pytest.approx(analysis.flops - DOT_FLOPS)

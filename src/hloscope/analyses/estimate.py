@@ -80,7 +80,8 @@ class EstimatedOp:
     flops: float | None
     """Per step, from XLA's cost analysis of the kernel; None where it gave none."""
     bytes: float | None
-    """Bytes accessed per step (a collective's: moved over the interconnect)."""
+    """Bytes accessed per step (a collective's: moved over the interconnect); None
+    where XLA's cost analysis says it does not know (-1)."""
     user_source: str | None
     sources: tuple[str, ...]
     function: str | None
@@ -161,6 +162,9 @@ class EstimateAnalysis:
     uncosted: tuple[str, ...]
     """Kernels XLA's cost analysis could not read alone: their bytes are their
     operands' and result's, their flops 0."""
+    unknown_costs: tuple[str, ...] = ()
+    """Kernels whose cost XLA's cost analysis does not know (it says -1): their flops
+    and bytes are None, and count nothing."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,6 +280,7 @@ def analyze_estimate(
     runs = RunsPerCall(module)
     unknown_trips: list[str] = []
     uncosted: list[str] = []
+    unknown: list[str] = []
     clock = figures.clock_hz
     link = figures.interconnect_bytes_per_second
     tpu = figures.platform == "tpu"
@@ -293,7 +298,7 @@ def analyze_estimate(
         one_run: dict[int, float] = {}
         for index, kernel in enumerate(schedule):
             if not kernel.collectives and kernel.runs_kernel:
-                one_run[index] = _kernel(kernel, costs, figures, clock, uncosted)[0]
+                one_run[index] = _kernel(kernel, costs, figures, clock, uncosted, [])[0]
         for index, kernel in enumerate(schedule):
             known = info.get(kernel.name, _Info(kernel.opcode, None, ()))
             for collective in kernel.collectives:
@@ -364,7 +369,7 @@ def analyze_estimate(
                 continue
             calls = counted(kernel.name, runs.of(module.ops[kernel.op_id]))
             seconds, basis, bound, flops, accessed = _kernel(
-                kernel, costs, figures, clock, uncosted
+                kernel, costs, figures, clock, uncosted, unknown
             )
             ops.append(
                 EstimatedOp(
@@ -377,7 +382,7 @@ def analyze_estimate(
                     basis=basis,
                     bound=bound,
                     flops=flops * calls if flops is not None else None,
-                    bytes=accessed * calls,
+                    bytes=accessed * calls if accessed is not None else None,
                     user_source=known.user_source,
                     sources=known.sources,
                     function=kernel.function,
@@ -412,6 +417,7 @@ def analyze_estimate(
         figures=figures,
         unknown_trip_counts=tuple(dict.fromkeys(unknown_trips)),
         uncosted=tuple(dict.fromkeys(uncosted)),
+        unknown_costs=tuple(dict.fromkeys(unknown)),
     )
 
 
@@ -421,22 +427,32 @@ def _kernel(
     figures: Figures,
     clock: float | None,
     uncosted: list[str],
-) -> tuple[float, Basis, Bound, float | None, float]:
-    """One run's (seconds, basis, bound, flops, bytes accessed)."""
+    unknown: list[str],
+) -> tuple[float, Basis, Bound, float | None, float | None]:
+    """One run's (seconds, basis, bound, flops, bytes accessed); a cost XLA says it
+    does not know (-1) is None and counts nothing, the kernel listed in `unknown`."""
     cost = costs.get(kernel.name)
+    accessed: float | None
     if cost is None:
         uncosted.append(kernel.name)
         flops: float | None = None
         accessed = float(kernel.operand_bytes + kernel.result_bytes)
     else:
-        flops = float(cost.get("flops", 0.0))
-        accessed = float(cost.get("bytes accessed", kernel.operand_bytes + kernel.result_bytes))
+        flops = _known(cost.get("flops", 0.0))
+        accessed = _known(cost.get("bytes accessed", kernel.operand_bytes + kernel.result_bytes))
+        if flops is None or accessed is None:
+            unknown.append(kernel.name)
     compute = (flops or 0.0) / _peak(figures, kernel.matmul_type)
-    memory = accessed / figures.hbm_bytes_per_second
+    memory = (accessed or 0.0) / figures.hbm_bytes_per_second
     bound: Bound = "compute" if compute >= memory else "memory"
     if kernel.cycles is not None and clock:
         return kernel.cycles / clock, "compiler", bound, flops, accessed
     return max(compute, memory), "roofline", bound, flops, accessed
+
+
+def _known(value: float) -> float | None:
+    """A cost of XLA's cost analysis; None for its "unknown" (a negative value: -1)."""
+    return float(value) if value >= 0 else None
 
 
 def _lines(
