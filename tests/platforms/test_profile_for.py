@@ -268,3 +268,23 @@ def test_an_all_to_all_loads_each_link_with_an_eighth_of_the_array():
     link = document["figures"]["interconnect_bytes_per_second"]
     assert exchange["seconds"] == pytest.approx(8 * PER_DEVICE / (4 * 2 * link))
     assert exchange["seconds"] == pytest.approx(746e-6, rel=1e-3)
+
+
+COUNTED = [f"{ESTIMATE}:counted_matmul", "--args", f"{ESTIMATE}:counted_matmul_args"]
+
+
+def test_gpu_estimate_says_it_is_a_roofline_and_folds_kernels_of_no_time():
+    """A GPU compiler writes no cycles: the `from` line says the kernels are a roofline,
+    not "the compiler's estimated cycles where it wrote them"; the step counter's u32
+    add (XLA's cost analysis: 1 flop, 8 bytes, 2 ps) is folded into one row of the
+    text, and listed in JSON as it is."""
+    needs("gpu")
+    document = hloscope("profile", *COUNTED, "--for", "gpu:h100", "--json").json()
+    assert {op["basis"] for op in document["ops"]} == {"roofline"}
+    (tiny,) = [op for op in document["ops"] if op["seconds"] < 0.5e-9]
+    assert tiny["flops"] == 1 and tiny["bytes"] == 8
+    text = hloscope("profile", *COUNTED, "--for", "gpu:h100", env=child_env()).stdout
+    (line,) = [line for line in text.splitlines() if line.startswith("from")]
+    assert "roofline" in line and "estimated cycles" not in line
+    assert "1 instruction under 1 ns" in text
+    assert tiny["name"] not in text
