@@ -127,6 +127,8 @@ def test_ring_link_bytes_are_the_busiest_links_one_way():
     # Neighbours swapping on a ring of four: one block each way of their link.
     swaps = [(0, 1), (1, 0), (2, 3), (3, 2)]
     assert ring_link_bytes("collective-permute", 800, 800, None, swaps) == 800
+    # A broadcast sends its whole result both ways round: no split.
+    assert ring_link_bytes("collective-broadcast", 800, 800, 8) == 800
     # All-to-all: result * (summed ring distances) / 2n; n/8 of the result for an even n.
     assert ring_link_bytes("all-to-all", 700, 800, 8) == pytest.approx(800)
     assert ring_link_bytes("all-to-all", 300, 400, 4) == pytest.approx(200)

@@ -231,14 +231,17 @@ def ring_link_bytes(
     AllToAll, V / 4 W_ici of the whole array V over a link's bandwidth both ways); a
     collective-permute sends each source's result to its target the shorter way round
     the ring of the devices its pairs name, the busiest link carrying what its pairs
-    route over it (a shift to the next device: each link one way, its whole result)."""
+    route over it (a shift to the next device: each link one way, its whole result);
+    anything else (a collective-broadcast) sends all it moves over each link."""
     if op in ("all-to-all", "ragged-all-to-all"):
         size = n or 1
         distances = sum(min(k, size - k) for k in range(1, size))
         return result_bytes * distances / (2 * size)
-    if op.startswith("collective-permute"):
-        return _busiest_link(pairs, result_bytes) if pairs else moved
-    return moved / 2
+    if op.startswith("collective-permute") and pairs:
+        return _busiest_link(pairs, result_bytes)
+    if op in ("all-gather", "reduce-scatter", "all-reduce"):
+        return moved / 2
+    return moved  # a broadcast sends its whole result each way: no split
 
 
 def _busiest_link(pairs: Sequence[Sequence[int]], nbytes: float) -> float:
