@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analyses.estimate import analyze_estimate, ring_bytes
+from hloscope.analyses.estimate import analyze_estimate, ring_bytes, ring_link_bytes
 from hloscope.analyses.fusions import analyze_fusions
 from hloscope.analyses.kernels import program_kernels
 from hloscope.compile_for import parse_compile_for
@@ -113,6 +113,28 @@ def test_ring_bytes():
     assert ring_bytes("collective-permute", 800, 800, None) == 800
 
 
+def test_ring_link_bytes_are_the_busiest_links_one_way():
+    # An all-gather splits its data over both ways of the ring.
+    assert ring_link_bytes("all-gather", 700, 800, 8) == 350
+    # A shift to the next device: each link carries one block one way.
+    shift = [(i, (i + 1) % 8) for i in range(8)]
+    assert ring_link_bytes("collective-permute", 800, 800, None, shift) == 800
+    # Two devices on: every link carries two blocks (each passes two links).
+    assert (
+        ring_link_bytes("collective-permute", 800, 800, None, [(i, (i + 2) % 8) for i in range(8)])
+        == 1600
+    )
+    # Neighbours swapping on a ring of four: one block each way of their link.
+    swaps = [(0, 1), (1, 0), (2, 3), (3, 2)]
+    assert ring_link_bytes("collective-permute", 800, 800, None, swaps) == 800
+    # A broadcast sends its whole result both ways round: no split.
+    assert ring_link_bytes("collective-broadcast", 800, 800, 8) == 800
+    # All-to-all: result * (summed ring distances) / 2n; n/8 of the result for an even n.
+    assert ring_link_bytes("all-to-all", 700, 800, 8) == pytest.approx(800)
+    assert ring_link_bytes("all-to-all", 300, 400, 4) == pytest.approx(200)
+    assert ring_link_bytes("all-to-all", 0, 400, 3) == pytest.approx(400 * 2 / 6)
+
+
 def test_tpu_clock_is_the_peak_over_the_mxus_multiply_adds():
     target = parse_compile_for("tpu:v5e:2x4")
     assert target is not None
@@ -145,3 +167,23 @@ def test_a_gpu_spec_without_memory_bandwidth_is_refused_naming_field_and_file(tm
     with pytest.raises(HloscopeError) as raised:
         gpu_figures(target)
     assert "memory_bandwidth" in str(raised.value) and str(spec) in str(raised.value)
+
+
+def test_a_cost_xla_does_not_know_is_null_and_counts_nothing():
+    # XLA's cost analysis says -1 of what it does not know (the TPU's no-op custom
+    # calls): no negative flops, bytes, seconds or share, nothing added to the step.
+    analysis, costs, figures = estimate("async_overlap.hlo", "gpu:h100x8")
+    loaded = load(str(FIXTURES / "async_overlap.hlo"), LoadOptions())
+    unknown = {**costs, "dot": {"flops": -1.0, "bytes accessed": -1.0}}
+    again = analyze_estimate(
+        loaded.module,
+        program_kernels(loaded.module),
+        unknown,
+        figures,
+        analyze_fusions(loaded.module),
+    )
+    (dot,) = [op for op in again.ops if op.name == "dot"]
+    assert dot.flops is None and dot.bytes is None
+    assert dot.seconds == 0 and dot.share == 0
+    assert again.unknown_costs == ("dot",)
+    assert again.flops == pytest.approx(analysis.flops - DOT_FLOPS)

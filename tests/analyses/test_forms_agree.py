@@ -90,12 +90,6 @@ def test_both_forms_give_the_same_json(argv: list[str]) -> None:
     assert not found, f"hloscope {' '.join(argv)} --json, converted vs XLA's form:\n{found}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check compares ops.optimized by op name: XLA's form's hlo.add is new against "
-    "a baseline the converted form recorded (stablehlo.add), though the facts agree "
-    "once normalized",
-)
 def test_checks_facts_are_the_same_in_both_forms(tmp_path: Path) -> None:
     # check's facts, recorded in either form, and checked in XLA's form against the
     # baseline the converted form recorded: nothing regressed.
@@ -108,9 +102,13 @@ def test_checks_facts_are_the_same_in_both_forms(tmp_path: Path) -> None:
         baselines[xla] = json.loads(baseline.read_text())
     found = difference(baselines[False], baselines[True])
     assert not found, f"check's facts, converted vs XLA's form:\n{found}"
-    with form(xla=True):
-        run = run_cli("check", *NESTED, "--baseline", str(tmp_path / "converted.json"))
-    assert run.code == 0, run.stdout + run.stderr
+    # Each form against the baseline the other recorded: the op counts by kind meet
+    # by XLA's opcode (`hlo.add`, `stablehlo.add`), and nothing changed.
+    for xla, other in ((True, "converted"), (False, "xla")):
+        with form(xla):
+            run = run_cli("check", *NESTED, "--baseline", str(tmp_path / f"{other}.json"))
+        assert run.code == 0, run.stdout + run.stderr
+        assert "ops.optimized" not in run.stdout
 
 
 def test_the_normalizer_leaves_a_real_difference() -> None:

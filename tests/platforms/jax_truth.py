@@ -411,6 +411,12 @@ def compile_case(case: dict[str, Any]) -> dict[str, Any]:
             for op in instructions(compiled.as_text())
             if op["opcode"] == "fusion" and '"emitter":"SingleInputAllReduceScatter' in op["line"]
         ]
+        # The TPU's custom calls that do no work (an uninitialized buffer).
+        result["allocate_buffers"] = [
+            op["name"]
+            for op in instructions(compiled.as_text())
+            if op["opcode"] == "custom-call" and 'custom_call_target="AllocateBuffer"' in op["line"]
+        ]
         cost = compiled.cost_analysis()
         cost = cost[0] if isinstance(cost, list) else cost
         result["cost_flops"] = float(cost["flops"]) if cost and "flops" in cost else None

@@ -31,15 +31,10 @@ CONVERT = (
     "the converted form's fusion.7 holds a convert XLA's fused computation has not "
     "(the bf16 result of a nested fusion into an f32 convolution)"
 )
-ESTIMATE = (
-    "profile --for's estimate joins an async collective to a line differently in the "
-    "two forms (ir/hlo_kernels.py, analyses/estimate.py: under change, issue 59)"
-)
 FAILS = {
     ("inspect", "tpu:v5e:2x2"): TOTALS,
     ("placement", "tpu:v5e:2x2"): TOTALS,
     ("fusions", "tpu:v5e:2x2"): ORDER + "; " + CONVERT,
-    ("profile", "tpu:v5e:2x2"): ESTIMATE,
     ("inspect", "gpu:h100x8"): TOTALS,
     ("placement", "gpu:h100x8"): TOTALS,
     ("fusions", "gpu:h100x8"): ORDER,

@@ -86,6 +86,13 @@ def test_tpu_step_cycles_are_the_compilers_and_flops_its_cost_analysis():
     for collective in document["collectives"]:
         assert 0 <= collective["exposed_seconds"] <= collective["seconds"]
         assert collective["bytes"] >= 0 and collective["basis"] == "interconnect"
+    # XLA's cost analysis says -1 (unknown) of the custom calls that allocate a
+    # buffer: they do no work, so they are no kernel rows, and no cost is negative.
+    assert truth["allocate_buffers"], "no AllocateBuffer: the check tests nothing"
+    assert not named & set(truth["allocate_buffers"])
+    for op in document["ops"]:
+        assert op["seconds"] >= 0 and op["share"] >= 0, op["name"]
+        assert (op["flops"] or 0) >= 0 and (op["bytes"] or 0) >= 0, op["name"]
 
 
 def test_a_large_bf16_matmul_on_one_v5e_chip_is_near_its_flops_over_the_peak():
@@ -224,3 +231,60 @@ def test_the_python_api_estimates_on_an_inspection_compiled_for_a_platform():
     )
     assert run.returncode == 0, run.stderr[-4000:]
     assert run.stdout.strip().splitlines()[-1] == "EstimateReport True tpu:v5e:2x2"
+
+
+RING = ["--args", f"{ESTIMATE}:ring_args", "--for", "tpu:v5e:2x4", "--json"]
+PER_DEVICE = 32 * 1024 * 1024
+
+
+def test_a_shift_to_the_next_chip_takes_one_link_one_way():
+    """`ppermute` to `(i, (i + 1) % 8)` of 32 MiB a chip on a ring of 8 v5e chips: each
+    chip sends its block over one link, one way (45 GB/s): 746 µs, not half of it (the
+    both-ways factor of an all-gather, which splits its data over both directions)."""
+    needs("tpu")
+    document = hloscope("profile", f"{ESTIMATE}:ring_shift", *RING).json()
+    (permute,) = document["collectives"]
+    assert permute["op"] == "collective-permute"
+    assert permute["result_bytes"] == PER_DEVICE
+    link = document["figures"]["interconnect_bytes_per_second"]
+    assert link == 45e9
+    assert permute["seconds"] == pytest.approx(PER_DEVICE / link)
+    assert permute["seconds"] == pytest.approx(746e-6, rel=1e-3)
+
+
+def test_an_all_to_all_loads_each_link_with_an_eighth_of_the_array():
+    """`all_to_all` of 32 MiB a chip over 8 v5e chips: each chip sends 4 MiB to each
+    other chip the shorter way round the bidirectional ring, 16 hops of 4 MiB a chip
+    over 16 directed links: 32 MiB a link, the scaling book's V / (4 W_ici) of the
+    whole 256 MiB over a link's 90 GB/s both ways: 746 µs (an all-gather of its result
+    was 326 µs)."""
+    needs("tpu")
+    document = hloscope("profile", f"{ESTIMATE}:all_to_all", *RING).json()
+    (exchange,) = document["collectives"]
+    assert exchange["op"] == "all-to-all" and exchange["group_size"] == 8
+    assert exchange["result_bytes"] == PER_DEVICE
+    # What each chip sends: 7/8 of its block.
+    assert exchange["bytes"] == pytest.approx(PER_DEVICE * 7 / 8)
+    link = document["figures"]["interconnect_bytes_per_second"]
+    assert exchange["seconds"] == pytest.approx(8 * PER_DEVICE / (4 * 2 * link))
+    assert exchange["seconds"] == pytest.approx(746e-6, rel=1e-3)
+
+
+COUNTED = [f"{ESTIMATE}:counted_matmul", "--args", f"{ESTIMATE}:counted_matmul_args"]
+
+
+def test_gpu_estimate_says_it_is_a_roofline_and_folds_kernels_of_no_time():
+    """A GPU compiler writes no cycles: the `from` line says the kernels are a roofline,
+    not "the compiler's estimated cycles where it wrote them"; the step counter's u32
+    add (XLA's cost analysis: 1 flop, 8 bytes, 2 ps) is folded into one row of the
+    text, and listed in JSON as it is."""
+    needs("gpu")
+    document = hloscope("profile", *COUNTED, "--for", "gpu:h100", "--json").json()
+    assert {op["basis"] for op in document["ops"]} == {"roofline"}
+    (tiny,) = [op for op in document["ops"] if op["seconds"] < 0.5e-9]
+    assert tiny["flops"] == 1 and tiny["bytes"] == 8
+    text = hloscope("profile", *COUNTED, "--for", "gpu:h100", env=child_env()).stdout
+    (line,) = [line for line in text.splitlines() if line.startswith("from")]
+    assert "roofline" in line and "estimated cycles" not in line
+    assert "1 instruction under 1 ns" in text
+    assert tiny["name"] not in text

@@ -13,8 +13,10 @@ figure (`hloscope.hardware_figures`).
   book's "Sharded Matrices" chapter; nccl-tests' bus bandwidth): an all-gather
   (n-1)/n of its result, a reduce-scatter (n-1) times its result (its input's
   (n-1)/n), an all-reduce twice an all-gather's, an all-to-all (n-1)/n of its result,
-  a permute its result, over the interconnect: a TPU's ICI links both ways along the
-  ring (twice a link's one-way bandwidth), a GPU's NVLink; between TPU slices (libtpu's
+  a permute its result, over the interconnect: a GPU's NVLink, one way; a TPU's ICI
+  ring, its time the busiest link's bytes one way (`ring_link_bytes`: an all-gather's
+  data split over both ways, an all-to-all's 1/n parts and a permute's pairs each
+  sent the shorter way round); between TPU slices (libtpu's
   sends tagged `_xla_megascale_transfer_type`), a ring over the slices on the
   data-centre network, at its bandwidth per chip. Basis `interconnect`, bound
   `network`. The n is its replica groups' size, else for an all-gather or
@@ -78,7 +80,8 @@ class EstimatedOp:
     flops: float | None
     """Per step, from XLA's cost analysis of the kernel; None where it gave none."""
     bytes: float | None
-    """Bytes accessed per step (a collective's: moved over the interconnect)."""
+    """Bytes accessed per step (a collective's: moved over the interconnect); None
+    where XLA's cost analysis says it does not know (-1)."""
     user_source: str | None
     sources: tuple[str, ...]
     function: str | None
@@ -159,6 +162,9 @@ class EstimateAnalysis:
     uncosted: tuple[str, ...]
     """Kernels XLA's cost analysis could not read alone: their bytes are their
     operands' and result's, their flops 0."""
+    unknown_costs: tuple[str, ...] = ()
+    """Kernels whose cost XLA's cost analysis does not know (it says -1): their flops
+    and bytes are None, and count nothing."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,6 +215,57 @@ def ring_bytes(op: str, result_bytes: int, operand_bytes: int | None, n: int | N
     return float(result_bytes) if n > 1 or op.startswith("collective") else 0.0
 
 
+def ring_link_bytes(
+    op: str,
+    moved: float,
+    result_bytes: int,
+    n: int | None,
+    pairs: Sequence[Sequence[int]] = (),
+) -> float:
+    """Bytes the busiest ICI link carries one way for a collective over a TPU's ring of
+    `n` devices (module doc), of which one device moves `moved` (`ring_bytes`): an
+    all-gather, reduce-scatter or all-reduce splits its data over both directions of
+    the ring (half each way); an all-to-all sends each device its 1/n of the result
+    the shorter way round, a tie split, which loads each link with the result times
+    the ring's summed distances over 2n (n/8 of it for an even n: the scaling book's
+    AllToAll, V / 4 W_ici of the whole array V over a link's bandwidth both ways); a
+    collective-permute sends each source's result to its target the shorter way round
+    the ring of the devices its pairs name, the busiest link carrying what its pairs
+    route over it (a shift to the next device: each link one way, its whole result);
+    anything else (a collective-broadcast) sends all it moves over each link."""
+    if op in ("all-to-all", "ragged-all-to-all"):
+        size = n or 1
+        distances = sum(min(k, size - k) for k in range(1, size))
+        return result_bytes * distances / (2 * size)
+    if op.startswith("collective-permute") and pairs:
+        return _busiest_link(pairs, result_bytes)
+    if op in ("all-gather", "reduce-scatter", "all-reduce"):
+        return moved / 2
+    return moved  # a broadcast sends its whole result each way: no split
+
+
+def _busiest_link(pairs: Sequence[Sequence[int]], nbytes: float) -> float:
+    """The most bytes one link carries one way when each (source, target) of `pairs`
+    sends `nbytes` the shorter way round the ring of their devices (in id order), a
+    tie split between the two ways."""
+    devices = sorted({device for pair in pairs for device in pair})
+    place = {device: i for i, device in enumerate(devices)}
+    size = len(devices)
+    load: dict[tuple[int, int], float] = defaultdict(float)
+    for pair in pairs:
+        source, target = place[pair[0]], place[pair[-1]]
+        ahead = (target - source) % size
+        ways = [(1, ahead), (-1, size - ahead)]
+        shortest = min(ahead, size - ahead)
+        routes = [(step, hops) for step, hops in ways if hops == shortest and hops]
+        for step, hops in routes:
+            at = source
+            for _ in range(hops):
+                load[(at, step)] += nbytes / len(routes)
+                at = (at + step) % size
+    return max(load.values(), default=0.0)
+
+
 def analyze_estimate(
     module: Module,
     computations: Sequence[ControlComputation],
@@ -226,8 +283,10 @@ def analyze_estimate(
     runs = RunsPerCall(module)
     unknown_trips: list[str] = []
     uncosted: list[str] = []
+    unknown: list[str] = []
     clock = figures.clock_hz
-    ring_bandwidth = figures.interconnect_bytes_per_second * (2 if figures.platform == "tpu" else 1)
+    link = figures.interconnect_bytes_per_second
+    tpu = figures.platform == "tpu"
 
     def counted(name: str, times: int | None) -> int:
         if times is None:
@@ -242,7 +301,7 @@ def analyze_estimate(
         one_run: dict[int, float] = {}
         for index, kernel in enumerate(schedule):
             if not kernel.collectives and kernel.runs_kernel:
-                one_run[index] = _kernel(kernel, costs, figures, clock, uncosted)[0]
+                one_run[index] = _kernel(kernel, costs, figures, clock, uncosted, [])[0]
         for index, kernel in enumerate(schedule):
             known = info.get(kernel.name, _Info(kernel.opcode, None, ()))
             for collective in kernel.collectives:
@@ -252,10 +311,17 @@ def analyze_estimate(
                 if collective.across_slices:
                     # Between slices: a ring over the slices, on the data-centre network.
                     moved = ring_bytes(op, result, result, slices)
-                    seconds = moved / (figures.dcn_bytes_per_second or ring_bandwidth)
+                    seconds = moved / (figures.dcn_bytes_per_second or (2 if tpu else 1) * link)
                 else:
                     moved = ring_bytes(op, result, collective.operand_bytes, collective.group_size)
-                    seconds = moved / ring_bandwidth
+                    # A TPU's ICI ring: the busiest link, one way; a GPU's NVLink: what
+                    # each GPU sends, one way.
+                    if tpu:
+                        pairs = module.ops[collective.op_id].source_target_pairs
+                        size = collective.group_size
+                        seconds = ring_link_bytes(op, moved, result, size, pairs) / link
+                    else:
+                        seconds = moved / link
                 between: tuple[int, ...] = ()
                 if collective.asynchronous:
                     done = done_of(module, computation, index)
@@ -306,7 +372,7 @@ def analyze_estimate(
                 continue
             calls = counted(kernel.name, runs.of(module.ops[kernel.op_id]))
             seconds, basis, bound, flops, accessed = _kernel(
-                kernel, costs, figures, clock, uncosted
+                kernel, costs, figures, clock, uncosted, unknown
             )
             ops.append(
                 EstimatedOp(
@@ -319,7 +385,7 @@ def analyze_estimate(
                     basis=basis,
                     bound=bound,
                     flops=flops * calls if flops is not None else None,
-                    bytes=accessed * calls,
+                    bytes=accessed * calls if accessed is not None else None,
                     user_source=known.user_source,
                     sources=known.sources,
                     function=kernel.function,
@@ -354,6 +420,7 @@ def analyze_estimate(
         figures=figures,
         unknown_trip_counts=tuple(dict.fromkeys(unknown_trips)),
         uncosted=tuple(dict.fromkeys(uncosted)),
+        unknown_costs=tuple(dict.fromkeys(unknown)),
     )
 
 
@@ -363,22 +430,32 @@ def _kernel(
     figures: Figures,
     clock: float | None,
     uncosted: list[str],
-) -> tuple[float, Basis, Bound, float | None, float]:
-    """One run's (seconds, basis, bound, flops, bytes accessed)."""
+    unknown: list[str],
+) -> tuple[float, Basis, Bound, float | None, float | None]:
+    """One run's (seconds, basis, bound, flops, bytes accessed); a cost XLA says it
+    does not know (-1) is None and counts nothing, the kernel listed in `unknown`."""
     cost = costs.get(kernel.name)
+    accessed: float | None
     if cost is None:
         uncosted.append(kernel.name)
         flops: float | None = None
         accessed = float(kernel.operand_bytes + kernel.result_bytes)
     else:
-        flops = float(cost.get("flops", 0.0))
-        accessed = float(cost.get("bytes accessed", kernel.operand_bytes + kernel.result_bytes))
+        flops = _known(cost.get("flops", 0.0))
+        accessed = _known(cost.get("bytes accessed", kernel.operand_bytes + kernel.result_bytes))
+        if flops is None or accessed is None:
+            unknown.append(kernel.name)
     compute = (flops or 0.0) / _peak(figures, kernel.matmul_type)
-    memory = accessed / figures.hbm_bytes_per_second
+    memory = (accessed or 0.0) / figures.hbm_bytes_per_second
     bound: Bound = "compute" if compute >= memory else "memory"
     if kernel.cycles is not None and clock:
         return kernel.cycles / clock, "compiler", bound, flops, accessed
     return max(compute, memory), "roofline", bound, flops, accessed
+
+
+def _known(value: float) -> float | None:
+    """A cost of XLA's cost analysis; None for its "unknown" (a negative value: -1)."""
+    return float(value) if value >= 0 else None
 
 
 def _lines(

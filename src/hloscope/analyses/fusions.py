@@ -61,6 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
+from hloscope.analyses.heroes import FUSION_OPS, hero_ops
 from hloscope.analyses.structure import analyze_structure, scan_ops
 from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.ir.model import Module, Op
@@ -74,9 +75,6 @@ JitOwner = Literal["user", "library"]
 LoweredFrames = Mapping[tuple[str, str | None], Frame]
 """The user frame of the lowered module's ops, by (JAX op name, innermost frame
 `file:LINE`); see `lowered_user_frames`."""
-
-# `fusion-start` is how XLA prints an async-wrapped fusion.
-FUSION_OPS = frozenset({"mhlo.fusion", "hlo.fusion", "hlo.fusion-start"})
 
 # Ops that move no data: XLA neither fuses them nor runs a kernel for them.
 FREE_OPS = frozenset(
@@ -132,9 +130,6 @@ Category = Literal[
 ]
 """What an op left outside any fusion is."""
 
-# The ops a fused kernel is built around, the others fused into its prologue and
-# epilogue: where its time goes.
-HERO_OPS = frozenset({"dot", "dot_general", "convolution"})
 COPIES = frozenset({"copy", "copy_start", "copy_done", "copy-start", "copy-done"})
 ASYNC = frozenset(
     {"async_start", "async_update", "async_done", "async-start", "async-update", "async-done"}
@@ -199,9 +194,11 @@ class Fusion:
     frames) or `lowered` (the lowered module's deeper stack, paired by op name and
     innermost frame, where the optimized module kept a shorter one)."""
     hero_source: str | None = None
-    """The user's line of the op the kernel is built around where it holds one, its
-    first matmul or convolution (XLA fuses the elementwise ops after it into its
-    epilogue), else `user_source`: where the fusion's run time goes."""
+    """The user's line of the op the kernel is built around where it holds one, the
+    matmul or convolution of its own computation, else of the outermost fusion nested
+    in it that holds one (XLA fuses the elementwise ops after it into its epilogue,
+    and a TPU convolution fusion nests its operands' producers), else `user_source`:
+    where the fusion's run time goes."""
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -747,7 +744,7 @@ def analyze_fusions(
         operands, operand_bytes = _shapes(module, op.operands)
         results, result_bytes = _result_shapes(module, op)
         user_source, user_from = _first_user_source((op, *reversed(inside)), source_root, lowered)
-        heroes = [o for o in inside if o.short_name in HERO_OPS]
+        heroes = hero_ops(module, op)
         hero_source = _first_user_source(heroes, source_root, lowered)[0] if heroes else None
         fusions.append(
             Fusion(

@@ -40,6 +40,11 @@ NO_KERNEL: Final = frozenset(
 )  # fmt: skip
 """Instructions that run no kernel: they name, forward or order values."""
 
+NO_WORK_CUSTOM_CALLS: Final = frozenset({"AllocateBuffer", "ConcatBitcast"})
+"""The TPU's custom calls that move and compute nothing: `AllocateBuffer` hands out an
+uninitialized buffer, `ConcatBitcast` reads its operands, laid out one after another,
+as one array. XLA's cost analysis knows no cost of them (-1, unknown)."""
+
 _CONTROL: Final = frozenset({"while", "call", "conditional"})
 _MATMULS: Final = frozenset({"dot", "convolution"})
 
@@ -69,8 +74,9 @@ class Kernel:
     """It finishes an asynchronous op (a `-done`, the TPU's async collective done
     fusion): no kernel of its own."""
     runs_kernel: bool
-    """It is a kernel of its own: not a name, tuple, loop or copy op, nor a done,
-    nor the receiving half of a transfer between slices."""
+    """It is a kernel of its own: not a name, tuple, loop or copy op, nor a done, nor
+    the receiving half of a transfer between slices, nor a custom call that does no
+    work (`NO_WORK_CUSTOM_CALLS`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +164,12 @@ def _kernel(
         matmul_type=_matmul_type(module, op),
         collectives=collectives,
         finishes=finishes,
-        runs_kernel=not (opcode in NO_KERNEL or finishes or receives_across),
+        runs_kernel=not (
+            opcode in NO_KERNEL
+            or finishes
+            or receives_across
+            or op.custom_call_target in NO_WORK_CUSTOM_CALLS
+        ),
     )
 
 

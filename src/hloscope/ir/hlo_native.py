@@ -171,6 +171,9 @@ def build_hlo_native_model(
                         if isinstance(groups, MeshAxes) and groups.mesh not in meshes:
                             meshes[groups.mesh] = f"mesh_{len(meshes)}" if meshes else "mesh"
                         attributes["replica_groups"] = groups_attribute(groups, meshes)
+                    if known.source_target_pairs:
+                        pairs = known.source_target_pairs
+                        attributes["source_target_pairs"] = groups_attribute(pairs, meshes)
                     if known.tuple_index is not None:
                         attributes["index"] = str(known.tuple_index)
                     if known.side_effect:
@@ -329,6 +332,9 @@ class InstructionFacts:
     memory_spaces: tuple[int, ...] | int = 0
     """The memory spaces of its shape's layout (proto `shape`:
     `shape_proto.shape_memory_spaces`): `S(1)`, the TPU's on-chip memory, is 1."""
+    source_target_pairs: tuple[tuple[int, int], ...] = ()
+    """A collective-permute's (source, target) devices (proto `source_target_pairs`
+    52, each a SourceTarget of `source` 1 and `target` 2)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -449,8 +455,12 @@ def _instruction_facts(
     config: str | None = None
     spaces: tuple[int, ...] | int = 0
     groups: dict[int, list[int | bytes]] = {}
+    pairs: list[tuple[int, int]] = []
     for number, value in proto_message(message):
-        if number in _GROUP_FIELDS:
+        if number == 52 and isinstance(value, bytes):  # source_target_pairs
+            pair = dict(proto_message(value))
+            pairs.append((int(pair.get(1, 0)), int(pair.get(2, 0))))  # zeros left out
+        elif number in _GROUP_FIELDS:
             groups.setdefault(number, []).append(value)
         elif number == 40 and isinstance(value, bytes):  # sharding (an OpSharding)
             sharding = sharding_text(value)
@@ -490,6 +500,7 @@ def _instruction_facts(
             MappingProxyType(frontend),
             config,
             spaces,
+            tuple(pairs),
         ),
     )
 

@@ -234,9 +234,8 @@ class Op:
 
     @property
     def has_layout(self) -> bool:
-        """Whether its result's HLO layout is known: always in XLA's own form (its
-        proto's shape), where the conversion kept it (`xla_shape`, a layout not the
-        default) converted."""
+        """Whether its result's HLO layout is known: in XLA's own form always, converted
+        where the conversion kept it (`xla_shape`, a layout not the default)."""
         return self.name[:4] == "hlo." or "xla_shape" in self.attributes
 
     @property
@@ -244,6 +243,12 @@ class Op:
         """A collective's device groups (`replica_groups`); None when it has none."""
         text = self.attributes.get("replica_groups")
         return decoded.parse_replica_groups(text) if text else None
+
+    @property
+    def source_target_pairs(self) -> tuple[tuple[int, ...], ...]:
+        """A collective-permute's (source, target) devices; empty where it names none."""
+        pairs = decoded.parse_replica_groups(self.attributes.get("source_target_pairs", ""))
+        return pairs.groups if pairs is not None else ()
 
     @property
     def channel_id(self) -> int | None:
@@ -573,20 +578,16 @@ class Module:
     """Id of the op that defines each value: its result, or a block argument of one of
     its regions (the `func.func` for function arguments)."""
     backend_configs: Mapping[str, str]
-    """For modules read from HLO: the `backend_config` of each fusion and while
-    instruction that has one, by HLO instruction name (`Op.hlo_name`), as XLA prints
-    it (`{"fusion_backend_config":{"kind":"__triton_gemm",...}}`,
-    `{"known_trip_count":{"n":"6"},...}`). The MLIR conversion drops it."""
+    """For modules read from HLO: each instruction's `backend_config`, by HLO name
+    (`Op.hlo_name`), as XLA prints it (`{"known_trip_count":{"n":"6"},...}`)."""
     hlo_opcodes: Mapping[str, str]
     """For a module converted from HLO: each instruction's opcode as XLA spells it
     (`fusion`, `all-gather-start`), by HLO instruction name (`Op.hlo_name`), which the
     converted op's name does not tell (`stablehlo.async_start`). Empty in XLA's own
     form, whose op names are the opcodes (`hlo.fusion`); read through `hlo_opcode`."""
     schedule: Mapping[str, int]
-    """For a module converted from a scheduled HLO module: each instruction's place in
-    its computation's schedule, by HLO instruction name. The conversion orders a
-    computation's ops by their dependencies, not by the schedule; XLA's own form
-    orders them by the schedule already, and leaves this empty."""
+    """Converted from a scheduled HLO module: each instruction's place in its
+    computation's schedule, by HLO name (XLA's own form is in that order: empty)."""
 
     def __init__(
         self,

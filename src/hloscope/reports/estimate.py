@@ -94,6 +94,12 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
             f"({', '.join(analysis.uncosted[:3])}): their roofline counts their operands' "
             "and result's bytes, no flops",
         )
+    if analysis.unknown_costs:
+        notes += (
+            f"XLA's cost analysis does not know the cost of {len(analysis.unknown_costs)} "
+            f"kernels ({', '.join(analysis.unknown_costs[:3])}: it says -1): their flops "
+            "and bytes are null and count nothing",
+        )
     if (
         analysis.cost_analysis_flops is not None
         and analysis.unknown_trip_counts == ()

@@ -33,6 +33,7 @@ from hloscope.analyses.baseline.tolerance import (
     runtime_tolerance,
     worse_direction,
 )
+from hloscope.ir.opcodes import converted_opcode
 from hloscope.units import human_bytes
 
 SOURCES_SHOWN = 6
@@ -97,6 +98,7 @@ class Comparison:
 
 def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> Comparison:
     """The changes from `before` (the baseline) to `after`."""
+    before, after = in_one_form(before, after)
     grown = grown_at_peak(before.peak_buffers, after.peak_buffers)
     lost_donation = _lost_donation(before.facts, after.facts)
     changes: list[Change] = []
@@ -157,6 +159,69 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
         compared=compared,
         not_compared=tuple(not_compared),
     )
+
+
+OPTIMIZED_KINDS = "ops.optimized."
+_XLA_FORM_KINDS = OPTIMIZED_KINDS + "hlo."
+_TOTAL = OPTIMIZED_KINDS + "total"
+_NAMES_NO_OP = frozenset({"tuple", "get-tuple-element"})
+"""XLA's instructions that name values: ops of XLA's own form, none of the converted."""
+
+
+def in_one_form(before: Measurement, after: Measurement) -> tuple[Measurement, Measurement]:
+    """`before` and `after` with the optimized module's op counts by kind named one
+    way where one side read it converted to MLIR (`ops.optimized.stablehlo.add`) and
+    the other in XLA's own form (`ops.optimized.hlo.add`): the converted side's kinds
+    by XLA's opcodes, XLA's `tuple` and `get-tuple-element` left out (the converted
+    form has none), so that the form a module was read in (`HLOSCOPE_HLO_FORM`, or a
+    module too large to convert) changes no fact. Two measurements read in one form
+    are returned as they are (a baseline recorded before keeps its names)."""
+    xla = [_read_in_xla_form(m) for m in (before, after)]
+    if xla[0] is None or xla[1] is None or xla[0] == xla[1]:
+        return before, after
+    return (
+        _kinds_by_opcode(before, xla[0]),
+        _kinds_by_opcode(after, xla[1]),
+    )
+
+
+def _read_in_xla_form(measurement: Measurement) -> bool | None:
+    """Whether the optimized module's op kinds are XLA's own form's; None where no
+    kind is counted."""
+    kinds = [f for f in measurement.facts if f.startswith(OPTIMIZED_KINDS) and f != _TOTAL]
+    if not kinds:
+        return None
+    return any(f.startswith(_XLA_FORM_KINDS) for f in kinds)
+
+
+def _kind_by_opcode(fact: str, xla: bool) -> str | None:
+    """The fact of an optimized op kind named by XLA's opcode; None for one of XLA's
+    value-naming instructions (see `in_one_form`); other facts as they are."""
+    if not fact.startswith(OPTIMIZED_KINDS) or fact == _TOTAL:
+        return fact
+    opcode = converted_opcode(fact[len(OPTIMIZED_KINDS) :])
+    if opcode is None:
+        return fact
+    if xla and opcode in _NAMES_NO_OP:
+        return None
+    return f"{_XLA_FORM_KINDS}{opcode}"
+
+
+def _kinds_by_opcode(measurement: Measurement, xla: bool) -> Measurement:
+    facts: dict[str, FactValue] = {}
+    sites: dict[str, dict[str, int]] = {}
+    for fact, value in measurement.facts.items():
+        name = _kind_by_opcode(fact, xla)
+        if name is not None:
+            # Two MLIR spellings of one opcode (`stablehlo.dot`, `stablehlo.dot_general`).
+            facts[name] = facts[name] + value if name in facts else value
+    for fact, counts in measurement.sites.items():
+        name = _kind_by_opcode(fact, xla)
+        if name is not None:
+            merged = sites.setdefault(name, {})
+            for site, count in counts.items():
+                merged[site] = merged.get(site, 0) + count
+    return dataclasses.replace(measurement, facts=facts, sites=sites)
 
 
 _ORDER = (

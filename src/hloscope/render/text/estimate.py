@@ -20,7 +20,7 @@ from hloscope.render.text.common import (
 )
 from hloscope.render.text.profile import duration, line_times_table, percent
 from hloscope.reports.estimate import ESTIMATED_NOTE, EstimateReport
-from hloscope.units import human_bytes
+from hloscope.units import counted, human_bytes
 
 MAX_OP_ROWS = 25
 MAX_COLLECTIVE_ROWS = 15
@@ -61,6 +61,27 @@ def step_text(analysis: EstimateAnalysis) -> str:
     )
 
 
+def from_text(analysis: EstimateAnalysis) -> str:
+    """What the estimate is made of: the compiler's cycles only where it wrote some (a
+    GPU compiler writes none)."""
+    kernels = (
+        "the compiler's estimated cycles where it wrote them, else a roofline of XLA's "
+        "cost analysis"
+        if any(op.basis == "compiler" for op in analysis.ops)
+        else "a roofline of XLA's cost analysis of each kernel (the compiler wrote no "
+        "estimate of its own)"
+    )
+    return (
+        f"{kernels}; collectives over the interconnect by the ring algorithm; overlap "
+        "from the compiled schedule"
+    )
+
+
+NEGLIGIBLE_SECONDS = 0.5e-9
+"""Kernels under this a step (`0 ns` as shown: a scalar's add, a flag's compare) are
+folded into one row of the table."""
+
+
 def render_estimate(report: EstimateReport, console: Console) -> None:
     analysis = report.analysis
     rows: list[tuple[str, RenderableType]] = [
@@ -68,12 +89,7 @@ def render_estimate(report: EstimateReport, console: Console) -> None:
         ("source", describe_source(report.source)),
         ("module", report.module or "(unnamed)"),
         ("estimate", Text(step_text(analysis), style="bold")),
-        (
-            "from",
-            "the compiler's estimated cycles where it wrote them, else a roofline of XLA's "
-            "cost analysis; collectives over the interconnect by the ring algorithm; "
-            "overlap from the compiled schedule",
-        ),
+        ("from", from_text(analysis)),
         (
             "flops",
             f"{analysis.flops:.4g} a step per device (XLA's cost analysis of each kernel, "
@@ -104,7 +120,9 @@ def lines_table(report: EstimateReport) -> Table:
 
 
 def ops_table(analysis: EstimateAnalysis) -> Table:
-    shown = analysis.ops[:MAX_OP_ROWS]
+    timed = [op for op in analysis.ops if op.seconds >= NEGLIGIBLE_SECONDS]
+    negligible = [op for op in analysis.ops if op.seconds < NEGLIGIBLE_SECONDS]
+    shown = timed[:MAX_OP_ROWS]
     table = simple_table(
         "Instructions by estimated time",
         [
@@ -129,12 +147,23 @@ def ops_table(analysis: EstimateAnalysis) -> Table:
             op.basis,
             op.bound,
         )
+    if negligible:
+        table.add_row(
+            duration(sum(op.seconds for op in negligible)),
+            percent(sum(op.share for op in negligible)),
+            str(sum(op.calls for op in negligible)),
+            f"{counted(len(negligible), 'instruction')} under 1 ns",
+            "",
+            "",
+            "",
+            "",
+        )
     captions = [
         "time: per step, all calls; cycles: the compiler's estimate of one call; share: "
         "of the step (a collective's, its exposed part)"
     ]
-    if len(analysis.ops) > MAX_OP_ROWS:
-        captions.append(f"… {len(analysis.ops) - MAX_OP_ROWS} more (--json lists all)")
+    if len(timed) > MAX_OP_ROWS:
+        captions.append(f"… {len(timed) - MAX_OP_ROWS} more (--json lists all)")
     table.caption = "\n".join(captions)
     table.caption_justify = "left"
     return table
