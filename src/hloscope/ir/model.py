@@ -330,7 +330,6 @@ _SHORT_NAMES: dict[str, str] = {}
 _COMPUTES, _TERMINATOR, _FUNCTION, _ARGUMENT = 0, 1, 2, 3
 _NAME_KINDS: dict[str, int] = {}
 
-
 _XLA_PLUMBING = frozenset({"hlo.parameter", "hlo.tuple", "hlo.get-tuple-element"})
 """XLA's own form's instructions that compute nothing: a computation's parameter is its
 function's argument, and tuples and their elements are how XLA passes several values
