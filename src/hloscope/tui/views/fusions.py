@@ -83,7 +83,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
         lines += table(
             f"Fusions ({len(analysis.fusions)})",
             [
-                Column("fusion", width=34),
+                Column("fusion", width=34, names=True),
                 Column(fusion_sources.header(name_file=True), width=SOURCES_WIDTH),
                 Column("kind", width=16),
                 Column("ops", width=40),
@@ -115,7 +115,7 @@ def fusions_lines(report: FusionsReport) -> list[Line]:
         lines += table(
             f"Unfused ops ({analysis.unfused_ops})",
             [
-                Column("op", width=34),
+                Column("op", width=34, names=True),
                 Column(unfused_sources.header(name_file=True), width=SOURCES_WIDTH),
                 Column("kind", width=14),
                 Column("what", width=34),

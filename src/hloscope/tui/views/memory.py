@@ -95,7 +95,7 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
             Column("bytes", right=True, width=12),
             Column("kind", width=12),
             Column("shape", width=32),
-            Column("instruction", width=40),
+            Column("instruction", width=40, names=True),
             Column(sources.header(name_file=True), width=SOURCES_WIDTH),
             Column("op name", width=48),
         ],

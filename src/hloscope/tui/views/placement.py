@@ -63,7 +63,7 @@ def _regions(title: str, regions: tuple[ComputeRegion, ...]) -> list[Line]:
     return table(
         f"{title} ({len(regions)})",
         [
-            Column("function", width=30),
+            Column("function", width=30, names=True),
             Column("type", width=16),
             Column("called from", width=20),
             Column("ops", right=True),
@@ -110,7 +110,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 f"Memory kinds ({len(placement.memory)})",
                 [
                     Column("value"),
-                    Column("name", width=30),
+                    Column("name", width=30, path=True),
                     Column("memory", width=16),
                     Column("shape", width=30),
                     Column("size", right=True),
@@ -128,7 +128,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                     Column("to", width=14),
                     Column("shape", width=24),
                     Column("size", right=True),
-                    Column("function", width=20),
+                    Column("function", width=20, names=True),
                     Column("source", width=50),
                 ],
                 [
@@ -164,7 +164,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
                 [
                     Column("kind", width=14),
                     Column("value", width=24),
-                    Column("name", width=24),
+                    Column("name", width=24, path=True),
                     Column("sharding", width=60),
                     Column("source", width=40),
                 ],
@@ -180,7 +180,7 @@ def placement_lines(report: PlacementReport, module: Module) -> list[Line]:
             table(
                 f"Manual computations ({len(placement.manual_computations)})",
                 [
-                    Column("function", width=24),
+                    Column("function", width=24, names=True),
                     Column("manual axes", width=20),
                     Column("in", width=40),
                     Column("out", width=40),

@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from hloscope.render.text.common import elide_path
+from hloscope.render.text.common import elide_middle, elide_path
 from hloscope.tui.views.base import ShowOps
 from hloscope.tui.widgets.lists import RowList
 
@@ -60,6 +60,9 @@ class Column:
     """At most this many cells; longer values are cut with an ellipsis."""
     path: bool = False
     """Its values are pytree paths: a long one loses its middle, not its end."""
+    names: bool = False
+    """Its values are names (`bitcast_dynamic-update-slice_fusion.22`): a long one keeps
+    its start and its end, which tell names apart (`elide_middle`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,8 +101,18 @@ def notes_lines(notes: Sequence[str]) -> list[Line]:
 
 def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Line]:
     """A section: its title, the column names, and a line per row, in columns as wide
-    as their widest cell (up to each column's width)."""
+    as their widest cell (up to each column's width). As in the text reports, a
+    column no row fills gives way, and a long path or name keeps what tells it from
+    the others."""
     cells = [[c if isinstance(c, Text) else Text(c) for c in row.cells] for row in rows]
+    empty = {
+        i
+        for i, column in enumerate(columns)
+        if rows and not any(i < len(r) and r[i].plain.strip() for r in cells)
+    }
+    if empty:
+        columns = [c for i, c in enumerate(columns) if i not in empty]
+        cells = [[c for i, c in enumerate(r) if i not in empty] for r in cells]
     widths = [
         min(column.width, max([len(column.name), *(len(r[i].plain) for r in cells if i < len(r))]))
         for i, column in enumerate(columns)
@@ -119,6 +132,8 @@ def table(title: str, columns: Sequence[Column], rows: Sequence[Row]) -> list[Li
                 line.append(GAP)
             if column.path and part.cell_len > widths[i]:
                 cell = Text(elide_path(part.plain, widths[i], paths[i]), style=part.style)
+            elif column.names and part.cell_len > widths[i]:
+                cell = Text(elide_middle(part.plain, widths[i]), style=part.style)
             else:
                 cell = part.copy()
                 cell.truncate(widths[i], overflow="ellipsis")
