@@ -887,9 +887,7 @@ def schema(
 
 @app.command()
 def cache(
-    clear: Annotated[
-        bool, typer.Option("--clear", help="Remove every entry (and what killed writers left).")
-    ] = False,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every entry.")] = False,
     debug: DebugOption = False,
 ) -> None:
     """Where hloscope keeps the compiles its views read (one compile serves every view of a
@@ -897,11 +895,4 @@ def cache(
     from hloscope.sources import compile_cache
 
     with command_edge(debug):
-        if not clear:
-            sys.stdout.write(compile_cache.describe().text())
-            return
-        cleared = compile_cache.clear()
-        sys.stdout.write(cleared.text())
-        failure = cleared.failure()
-        if failure is not None:
-            raise HloscopeError(failure, where=cleared.path)
+        sys.stdout.write(compile_cache.clear_text() if clear else compile_cache.describe().text())

@@ -514,7 +514,8 @@ def test_clear_says_what_it_could_not_remove(folder: Path) -> None:
     assert cleared.entries == 1
     assert [name for name, _ in cleared.failed] == ["stuck.zip"]
     failure = cleared.failure()
-    assert failure is not None and failure.startswith("1 file could not be removed (stuck.zip: ")
+    assert failure is not None
+    assert failure.startswith("removed 1 entry; 1 file could not be removed (stuck.zip: ")
 
 
 def test_clear_on_a_read_only_folder_removes_nothing_and_says_so(folder: Path) -> None:

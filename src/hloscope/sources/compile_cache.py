@@ -18,7 +18,9 @@ do not change what XLA compiles: they are not in the key, and an entry made with
 of them serves a request for no files; one for files is served the files of the
 same dump options only. A compile kept for no files is made with XLA's default dump,
 kept too: `memory` reads its buffer assignment. This process's compiles are kept in
-memory as well (the browser's tabs read one `Compilation`).
+memory as well (the browser's tabs read one `Compilation`). A compile whose XLA_FLAGS
+name a dump folder is given no key (`sources.jax.compile`): XLA writes the user's
+files only when it compiles.
 
 Not JAX's persistent compilation cache (`jax_compilation_cache_dir`): that keeps
 serialized executables of programs JAX compiles and loads itself, not what a
@@ -557,23 +559,12 @@ class Cleared:
     """(file name, why) of each file that could not be removed."""
 
     def text(self) -> str:
-        """What `hloscope cache --clear` prints (what could not be removed is its
-        error, `failure`)."""
-        from hloscope.units import counted
-
-        said = f"removed {counted(self.entries, 'entry', 'entries')}"
-        if self.leftovers:
-            said += f" and {counted(self.leftovers, 'temporary file')} of writers that stopped"
-        said += f" from {self.path}"
-        if self.writing:
-            said += (
-                f"; kept {counted(self.writing, 'temporary file')} another process is "
-                "writing (an entry when it is done)"
-            )
-        return said + "\n"
+        """What `hloscope cache --clear` prints when it removed all it could."""
+        return f"{self._removed()} from {self.path}{self._kept()}\n"
 
     def failure(self) -> str | None:
-        """What could not be removed, and why, in one line; None when all was."""
+        """What was removed, what could not be and why, in one line; None when all
+        that could go went."""
         if not self.failed:
             return None
         from hloscope.units import counted
@@ -581,10 +572,40 @@ class Cleared:
         reasons = sorted({why for _, why in self.failed})
         first = self.failed[0][0]
         return (
-            f"{counted(len(self.failed), 'file')} could not be removed ({first}"
-            f"{' and others' if len(self.failed) > 1 else ''}: {'; '.join(reasons)}): "
-            f"make the folder writable, or remove it yourself"
+            f"{self._removed()}{self._kept()}; {counted(len(self.failed), 'file')} could "
+            f"not be removed ({first}{' and others' if len(self.failed) > 1 else ''}: "
+            f"{'; '.join(reasons)}): make the folder writable, or remove it yourself"
         )
+
+    def _removed(self) -> str:
+        from hloscope.units import counted
+
+        said = f"removed {counted(self.entries, 'entry', 'entries')}"
+        if self.leftovers:
+            said += f" and {counted(self.leftovers, 'temporary file')} of writers that stopped"
+        return said
+
+    def _kept(self) -> str:
+        from hloscope.units import counted
+
+        if not self.writing:
+            return ""
+        return (
+            f"; kept {counted(self.writing, 'temporary file')} another process is "
+            "writing (an entry when it is done)"
+        )
+
+
+def clear_text() -> str:
+    """Clear the cache and say what went (`hloscope cache --clear`); a file that could
+    not be removed is a `HloscopeError` that says what went too (exit 2)."""
+    from hloscope.errors import HloscopeError
+
+    cleared = clear()
+    failure = cleared.failure()
+    if failure is not None:
+        raise HloscopeError(failure, where=cleared.path)
+    return cleared.text()
 
 
 def clear() -> Cleared:

@@ -26,7 +26,6 @@ from hloscope.sources.jax.private import (
     private_compile_options,
     private_device_assignment,
     private_device_list,
-    private_flags_dump_folder,
 )
 from hloscope.stages import (
     LOCAL_LOWERING,
@@ -114,9 +113,16 @@ def _through_cache(
     dump folder (`--xla_dump_to`): XLA writes the user's files only when it compiles,
     and the cache's own dump folder (its default dump) would take their folder's
     place."""
-    if key is not None and private_flags_dump_folder():
+    if key is not None and _flags_dump_folder():
         key = None
     return cached_compilation(key, compiler_options, compile_with)
+
+
+def _flags_dump_folder() -> str:
+    """The folder XLA_FLAGS' `--xla_dump_to` names, as XLA reads its flags into every
+    compile's options ("" for none)."""
+    options = private_compile_options(num_replicas=1, num_partitions=1, backend=local_backend())
+    return str(options.executable_build_options.debug_options.xla_dump_to)
 
 
 def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str | None:

@@ -139,13 +139,6 @@ def private_device_assignment(assignment: Any) -> Any:
     return _xla_client.DeviceAssignment.create(assignment)
 
 
-def private_flags_dump_folder() -> str:
-    """The folder XLA_FLAGS' `--xla_dump_to` names, as XLA reads its flags (the debug
-    options every compile starts from: `xla_client.CompileOptions`); "" for none."""
-    options = _xla_client.CompileOptions()
-    return str(options.executable_build_options.debug_options.xla_dump_to)
-
-
 def private_device_list(devices: tuple[Any, ...]) -> Any:
     """`jax._src.lib.xla_client.DeviceList`: the devices an executable is loaded on."""
     return _xla_client.DeviceList(devices)
@@ -619,10 +612,6 @@ def private_api_ok() -> list[str]:
     missing += [
         f"xla_client.{n}" for n in ("DeviceAssignment", "DeviceList") if not hasattr(_xla_client, n)
     ]
-    try:
-        private_flags_dump_folder()
-    except AttributeError:
-        missing.append("xla_client.CompileOptions().executable_build_options.debug_options")
     wanted = ("num_devices", "out_shardings", "ordered_effects")  # what `--for` reads
     missing += [f"compile_args[{key!r}]" for key in wanted if key not in compile_args]
     missing += [] if hasattr(lowered._lowering, "_device_list") else ["_lowering._device_list"]
