@@ -270,9 +270,10 @@ TargetOptionsNoCompile = Annotated[
 ]
 """--arg, --args, --module, --for and --no-cache: commands that choose the module's
 stage themselves."""
-ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args", "compile_for")]
-"""--arg, --args (and --for, which they refuse): commands that call an entrypoint (and
-compile what runs, which the compile cache does not keep)."""
+ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args", "compile_for", "no_cache")]
+"""--arg, --args, --for and --no-cache: commands that call an entrypoint and compile what
+runs, which the compile cache does not keep (`profile --for` compiles through it,
+`aot-check` refuses --for); --no-cache on every command that compiles."""
 
 
 def _group_of(annotation: Any) -> OptionGroup | None:

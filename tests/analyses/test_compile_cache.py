@@ -6,11 +6,13 @@ compiles real programs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -213,6 +215,38 @@ def test_an_entry_whose_bytes_changed_is_compiled_again(folder: Path) -> None:
     assert compiler.calls == 2
 
 
+def test_an_entry_with_any_bit_flipped_is_read_whole_or_compiled_again(
+    folder: Path, tmp_path: Path
+) -> None:
+    # A member that no longer inflates raised zlib.error, which was not caught: an
+    # "internal error" on every later run until the cache was cleared. Each bit of a
+    # small entry in turn: it reads as it was written, or compiles again.
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    compiler = Compiler(proto=os.urandom(300) + b"\x08\x01" * 400)
+    compile_cache.cached_compilation(_key(), (("xla_dump_to", str(dump)),), compiler)
+    (entry,) = _entries(folder)
+    data = entry.read_bytes()
+    compiled_again = 0
+    for bit in range(0, len(data) * 8, 3):
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        entry.write_bytes(bytes(flipped))
+        _forget_this_process()
+        out = tmp_path / f"out{bit}"
+        out.mkdir()
+        read = compile_cache.cached_compilation(_key(), (("xla_dump_to", str(out)),), compiler)
+        assert read.hlo_proto == compiler.proto and read.hlo_text == "HloModule f\n"
+        assert (out / "module_0000.f.buffer-assignment.txt").read_text() == "assignment\n"
+        if not read.cached:
+            compiled_again += 1
+            # Replaced: the next run reads the entry the compile wrote.
+            _forget_this_process()
+            again = compile_cache.cached_compilation(_key(), (("xla_dump_to", str(out)),), compiler)
+            assert again.cached
+    assert compiled_again > 100, "flips inside the members are found"
+
+
 def _rewrite_meta(entry: Path, change: dict[str, object]) -> None:
     with zipfile.ZipFile(entry) as old:
         members = {name: old.read(name) for name in old.namelist()}
@@ -343,11 +377,40 @@ def test_an_entry_larger_than_the_cap_is_not_kept(
     assert not folder.exists() or not _entries(folder)
 
 
+@pytest.mark.parametrize("given", ["inf", "1e400", "-5", "nan", "2GB"])
+def test_a_cap_that_is_not_a_size_is_one_note_and_the_default(
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    given: str,
+) -> None:
+    # inf and 1e400 raised OverflowError (exit 2 after every compile); -5 was 0.
+    monkeypatch.setenv(compile_cache.ENV_CAP, given)
+    compiler = Compiler()
+    for _ in range(2):
+        assert compile_cache.cap_bytes() == compile_cache.DEFAULT_CAP_BYTES
+        _forget_this_process()
+        compile_cache.cached_compilation(_key(), (), compiler)
+    assert len(_entries(folder)) == 1, "kept under the default cap"
+    notes = capsys.readouterr().err.splitlines()
+    assert notes == [
+        f"hloscope: note: HLOSCOPE_CACHE_MAX_MB={given} is not a size in MiB (a number, 0 "
+        "or more): the compile cache keeps the default, 2.0 GiB"
+    ]
+
+
+@pytest.mark.parametrize(("given", "cap"), [("0", 0), ("1.5", 1572864), (" 2 ", 2097152)])
+def test_a_cap_in_mib(monkeypatch: pytest.MonkeyPatch, given: str, cap: int) -> None:
+    monkeypatch.setenv(compile_cache.ENV_CAP, given)
+    assert compile_cache.cap_bytes() == cap
+
+
 def test_describe_and_clear(folder: Path) -> None:
     compile_cache.cached_compilation(_key(), (), Compiler())
     held = compile_cache.describe()
     assert held.path == str(folder) and held.entries == 1 and held.size_bytes > 0
-    assert compile_cache.clear() == 1
+    cleared = compile_cache.clear()
+    assert (cleared.entries, cleared.leftovers, cleared.writing, cleared.failed) == (1, 0, 0, ())
     assert compile_cache.describe().entries == 0
 
 
@@ -358,12 +421,111 @@ def test_the_default_folder_is_the_users_cache(monkeypatch: pytest.MonkeyPatch) 
         assert compile_cache.folder() == Path("/somewhere/cache/hloscope/compiles")
 
 
-def test_a_dead_writers_temporary_file_goes(folder: Path) -> None:
+HOLDER = """
+import fcntl, sys, time
+with open(sys.argv[1], "ab") as held:
+    fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+@contextlib.contextmanager
+def _written_by_another_process(path: Path) -> Iterator[None]:
+    """`path` locked by another process while the block runs, as a writer holds its
+    temporary file until it renames it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+needs_flock = pytest.mark.skipif(sys.platform == "win32", reason="Windows has no flock")
+
+
+@needs_flock
+def test_a_stopped_writers_temporary_file_goes_and_a_writing_ones_stays(folder: Path) -> None:
     folder.mkdir()
-    dead = folder / ".writing-abc.zip"
-    dead.write_bytes(b"half an entry")
-    os.utime(dead, (1000, 1000))
-    live = folder / ".writing-def.zip"
-    live.write_bytes(b"being written")
+    stopped = folder / ".writing-abc.zip"
+    stopped.write_bytes(b"half an entry")  # fresh: a writer killed a moment ago
+    writing = folder / ".writing-def.zip"
+    writing.write_bytes(b"being written")
+    with _written_by_another_process(writing):
+        compile_cache.cached_compilation(_key(), (), Compiler())
+        assert not stopped.exists() and writing.exists()
+
+
+@needs_flock
+def test_clear_says_what_it_removed_and_keeps_what_is_being_written(folder: Path) -> None:
+    # --clear removed a writer's temporary file (the writer then said the folder
+    # "cannot be written"), and counted a killed writer's leftover as an entry.
     compile_cache.cached_compilation(_key(), (), Compiler())
-    assert not dead.exists() and live.exists()
+    (folder / ".writing-killed.zip").write_bytes(b"half an entry")
+    writing = folder / ".writing-live.zip"
+    writing.write_bytes(b"being written")
+    with _written_by_another_process(writing):
+        shown = compile_cache.describe()
+        assert (shown.entries, shown.writing) == (1, 2)
+        cleared = compile_cache.clear()
+        assert (cleared.entries, cleared.leftovers, cleared.writing) == (1, 1, 1)
+        assert cleared.failure() is None
+        assert cleared.text() == (
+            f"removed 1 entry and 1 temporary file of writers that stopped from {folder}; "
+            "kept 1 temporary file another process is writing (an entry when it is done)\n"
+        )
+        assert [p.name for p in folder.iterdir()] == [writing.name]
+
+
+def test_a_writer_whose_file_is_removed_keeps_the_folder(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its temporary file removed before the rename (--clear in another process, or
+    # the folder removed): not "cannot be written", and the next compile is kept.
+    removed: list[Path] = []
+    rename = os.replace
+
+    def removed_first(source: str, target: Path) -> None:
+        if not removed:
+            removed.append(Path(source))
+            os.unlink(source)
+        rename(source, target)
+
+    monkeypatch.setattr(compile_cache.os, "replace", removed_first)
+    compiler = Compiler()
+    assert not compile_cache.cached_compilation(_key(), (), compiler).cached
+    assert removed and not _entries(folder)
+    _forget_this_process()
+    compile_cache.cached_compilation(_key(), (), compiler)
+    assert len(_entries(folder)) == 1
+    assert capsys.readouterr().err == ""
+
+
+def test_clear_says_what_it_could_not_remove(folder: Path) -> None:
+    # A read-only folder said "removed 0 entries", exit 0. (A folder named like an
+    # entry cannot be removed as a file, by root either.)
+    compile_cache.cached_compilation(_key(), (), Compiler())
+    (folder / "stuck.zip").mkdir()
+    cleared = compile_cache.clear()
+    assert cleared.entries == 1
+    assert [name for name, _ in cleared.failed] == ["stuck.zip"]
+    failure = cleared.failure()
+    assert failure is not None
+    assert failure.startswith("removed 1 entry; 1 file could not be removed (stuck.zip: ")
+
+
+def test_clear_on_a_read_only_folder_removes_nothing_and_says_so(folder: Path) -> None:
+    compile_cache.cached_compilation(_key(), (), Compiler())
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as root: a read-only mode does not stop removing")
+        cleared = compile_cache.clear()
+        assert cleared.entries == 0 and len(cleared.failed) == 1
+        assert "Permission denied" in (cleared.failure() or "")
+    finally:
+        folder.chmod(0o755)

@@ -126,15 +126,48 @@ def test_the_cache_command_shows_and_clears_the_folder(cache_folder: Path) -> No
     assert not list(cache_folder.glob("*.zip"))
 
 
+def test_clear_that_cannot_remove_a_file_says_so_and_exits_2(cache_folder: Path) -> None:
+    # A read-only folder said "removed 0 entries", exit 0. (A folder named like an
+    # entry is a file no one, root included, removes as a file.)
+    run_cli("inspect", *COMPILED, "--json")
+    (cache_folder / "stuck.zip").mkdir()
+    cleared = run_cli("cache", "--clear")
+    assert cleared.code == 2 and cleared.stdout == ""
+    (error,) = cleared.stderr.splitlines()
+    assert error.startswith(
+        f"hloscope: error: {cache_folder}: removed 1 entry; 1 file could not be removed "
+        "(stuck.zip: "
+    )
+    assert "Traceback" not in cleared.stderr
+
+
+@pytest.mark.parametrize("given", ["inf", "1e400", "-5"])
+def test_a_cap_that_is_not_a_size_is_one_note(
+    cache_folder: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # inf and 1e400 were OverflowError, exit 2, on `cache` and after every compile.
+    monkeypatch.setenv(compile_cache.ENV_CAP, given)
+    monkeypatch.setattr(compile_cache, "_state", compile_cache._State())
+    compiled = run_cli("inspect", *COMPILED, "--json")
+    assert compiled.code == 0, compiled.stderr
+    shown = run_cli("cache")
+    assert shown.code == 0 and "of 2.0 GiB" in shown.stdout and "1 entry" in shown.stdout
+    notes = (compiled.stderr + shown.stderr).splitlines()
+    assert notes == [
+        f"hloscope: note: HLOSCOPE_CACHE_MAX_MB={given} is not a size in MiB (a number, 0 "
+        "or more): the compile cache keeps the default, 2.0 GiB"
+    ]
+
+
 # --------------------------------------------------------------------------- --for
 
 TARGETS = "tests/platforms/targets.py"
 SHARDED = [f"{TARGETS}:sharded_block", "--args", f"{TARGETS}:sharded_args"]
 
 
-def _hloscope(folder: Path, *argv: str) -> dict[str, Any]:
+def _hloscope(folder: Path, *argv: str, xla_flags: str | None = None) -> dict[str, Any]:
     """hloscope in a process of its own (--for gives the program its devices before
-    JAX starts), with the cache in `folder`."""
+    JAX starts), with the cache in `folder` (and `xla_flags` as XLA_FLAGS)."""
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT / "src"),
@@ -142,6 +175,8 @@ def _hloscope(folder: Path, *argv: str) -> dict[str, Any]:
         "COLUMNS": "120",
     }
     env.pop("XLA_FLAGS", None)
+    if xla_flags is not None:
+        env["XLA_FLAGS"] = xla_flags
     done = subprocess.run(
         [sys.executable, "-m", "hloscope", *argv, "--json"],
         cwd=ROOT,
@@ -167,6 +202,67 @@ def test_for_a_tpu_every_view_after_the_first_reads_its_compile(tmp_path: Path) 
     warm_inspect = _hloscope(tmp_path / "a", "inspect", *target)
     assert warm_inspect["timings"]["compile_cached"] is True
     assert masked(warm_inspect) == masked(cold_inspect)
+
+
+@pytest.mark.slow
+def test_profile_for_takes_no_cache(tmp_path: Path) -> None:
+    # Refused as a script's argument ("a script runs on this machine").
+    if importlib.util.find_spec("libtpu") is None:
+        pytest.skip("libtpu is not installed: --for tpu:... cannot compile here")
+    folder = tmp_path / "compiles"
+    estimate = _hloscope(folder, "profile", *SHARDED, "--for", "tpu:v5e:2x2", "--no-cache")
+    assert estimate["estimated"] is True
+    assert not folder.exists() or not list(folder.iterdir()), "--no-cache kept a compile"
+
+
+STEP = ["samples/llm_step.py:train_step", "--args", "samples/llm_step.py:example_args"]
+
+
+@pytest.mark.slow
+def test_remat_of_a_step_reads_the_compile_every_other_view_made(tmp_path: Path) -> None:
+    # remat traced the step's loss before it lowered the step, and JAX lowered the
+    # step from what it kept of that trace (another module, another key): a second
+    # compile of the same program, 33.6 s for a 2x4 TPU step.
+    folder = tmp_path / "compiles"
+    _hloscope(folder, "memory", *STEP)
+    _hloscope(folder, "inspect", *STEP, "--compile")
+    remat = _hloscope(folder, "remat", *STEP, "--compile")
+    assert remat["peak"] is not None
+    entries = list(folder.glob("*.zip"))
+    assert len(entries) == 1, [e.name for e in entries]
+
+
+PLAIN_JAX = """
+import sys
+sys.path.insert(0, "samples")
+from memory_peak import example_args, rank_scores
+rank_scores.lower(*example_args()).compile()
+"""
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.slow
+def test_the_users_xla_dump_flags_are_honoured_with_the_cache_on(tmp_path: Path) -> None:
+    # The cache's own dump folder took the place of the user's: XLA wrote its files
+    # there, and the user's folder got only JAX's (module.mlir, its options).
+    env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={tmp_path / 'jax'}"}
+    subprocess.run([sys.executable, "-c", PLAIN_JAX], cwd=ROOT, env=env, check=True, timeout=300)
+    by_jax = _files(tmp_path / "jax")
+    assert any("after_optimizations" in name for name in by_jax), by_jax
+    target = sample("memory_peak", "rank_scores")
+    for run in ("cold", "warm"):
+        dumped = tmp_path / run
+        _hloscope(
+            tmp_path / "compiles",
+            "inspect",
+            *target,
+            "--compile",
+            xla_flags=f"--xla_dump_to={dumped}",
+        )
+        assert _files(dumped) == by_jax, run
 
 
 def test_the_browsers_memory_tab_reads_the_compile_the_browser_shows(cache_folder: Path) -> None:

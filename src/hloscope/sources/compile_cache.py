@@ -8,16 +8,19 @@ An entry is one zip file named by the key (`compile_key`: the lowered module's
 bytes, the target, the devices, the compiler options, the versions of what
 compiles): `entry.json` (the format, the `Compilation`'s plain fields, the dump
 options it was made with), `hlo.pb`, `hlo.txt`, and `dump/...`. It is written to a
-temporary file in the same folder and renamed into place, so that a reader sees a
-whole entry or none; one cut short (a zip without its directory) or whose member
-does not match its CRC, or of another format, is ignored and compiled again. The
-folder is kept under a size cap by removing the least recently used entries (a hit
-touches its file). The dump options (`xla_dump_*`) do not change what XLA compiles:
-they are not in the key, and an entry made with any of them serves a request for no
-files; one for files is served the files of the same dump options only. A compile
-kept for no files is made with XLA's default dump, kept too: `memory` reads its
-buffer assignment. This process's compiles are kept in memory as well (the
-browser's tabs read one `Compilation`).
+temporary file in the same folder, locked while it is written, and renamed into
+place, so that a reader sees a whole entry or none; one that cannot be read in full
+(cut short, a member that does not inflate or does not match its CRC) or of another
+format is ignored, compiled again and replaced. The folder is kept under a size cap
+by removing the least recently used entries (a hit touches its file); a temporary
+file no writer holds is a killed writer's, removed. The dump options (`xla_dump_*`)
+do not change what XLA compiles: they are not in the key, and an entry made with any
+of them serves a request for no files; one for files is served the files of the
+same dump options only. A compile kept for no files is made with XLA's default dump,
+kept too: `memory` reads its buffer assignment. This process's compiles are kept in
+memory as well (the browser's tabs read one `Compilation`). A compile whose XLA_FLAGS
+name a dump folder is given no key (`sources.jax.compile`): XLA writes the user's
+files only when it compiles.
 
 Not JAX's persistent compilation cache (`jax_compilation_cache_dir`): that keeps
 serialized executables of programs JAX compiles and loads itself, not what a
@@ -31,11 +34,13 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import sys
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +48,7 @@ from typing import Any
 from hloscope.environment import package_version
 from hloscope.stages import Compilation, CompiledFor, CompilerOptions
 
-FORMAT = 1
+FORMAT = 2
 """The entries' layout, and what hloscope makes of a compile: bump it when either
 changes (an entry of another is ignored, and its key differs)."""
 
@@ -68,8 +73,8 @@ _ENVIRONMENT = ("XLA_FLAGS", "LIBTPU_INIT_ARGS", "JAX_PLATFORMS")
 class _State:
     turned_off: bool = False
     """`--no-cache` on the command line."""
-    noted: bool = False
-    """The note that the folder cannot be written was printed (once a process)."""
+    noted: set[str] = dataclasses.field(default_factory=set)
+    """The notes printed, by their start (each once a process)."""
     unwritable: bool = False
     compiles: int = 0
     """Compiles done through `cached_compilation` in this process (the tests count)."""
@@ -118,11 +123,24 @@ def folder() -> Path:
 
 
 def cap_bytes() -> int:
-    """The folder's size cap."""
-    given = os.environ.get(ENV_CAP, "")
-    with contextlib.suppress(ValueError):
-        return max(0, int(float(given) * 1024**2))
-    return DEFAULT_CAP_BYTES
+    """The folder's size cap: `HLOSCOPE_CACHE_MAX_MB` in MiB (a number, 0 or more),
+    else the default; a value that is not such a size is one note and the default."""
+    given = os.environ.get(ENV_CAP, "").strip()
+    if not given:
+        return DEFAULT_CAP_BYTES
+    try:
+        mib = float(given)
+    except ValueError:
+        mib = math.nan
+    if not math.isfinite(mib) or mib < 0:
+        from hloscope.units import human_bytes
+
+        _note(
+            f"{_CAP_NOTE}{given} is not a size in MiB (a number, 0 or more): the compile "
+            f"cache keeps the default, {human_bytes(DEFAULT_CAP_BYTES)}"
+        )
+        return DEFAULT_CAP_BYTES
+    return int(mib * 1024**2)
 
 
 def compile_count() -> int:
@@ -245,12 +263,30 @@ def _read(
                 return None
             compilation = _compilation(meta, entry.read("hlo.pb"), entry.read("hlo.txt"))
             if dump_to is not None:
-                _extract(entry, Path(dump_to))
-    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile, EOFError):
+                _extract(entry, Path(dump_to), meta["files"])
+    except _UNREADABLE:
         return None  # absent, cut short, corrupt, or of another layout
     with contextlib.suppress(OSError):
         os.utime(path)  # recently used
     return compilation
+
+
+_UNREADABLE = (
+    OSError,
+    KeyError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    EOFError,
+    zipfile.BadZipFile,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+)
+"""What reading an entry whose bytes changed raises (one bit flipped in a member:
+`zlib.error`; in a header: a compression method, version or flag zipfile does not
+read, `NotImplementedError`, or "encrypted", `RuntimeError`), or one of another
+layout: the entry is compiled again."""
 
 
 def _compilation(meta: Mapping[str, Any], proto: bytes, text: bytes) -> Compilation:
@@ -268,10 +304,20 @@ def _compilation(meta: Mapping[str, Any], proto: bytes, text: bytes) -> Compilat
     )
 
 
-def _extract(entry: zipfile.ZipFile, into: Path) -> None:
+_MEMBERS = ("entry.json", "hlo.pb", "hlo.txt")
+
+
+def _extract(entry: zipfile.ZipFile, into: Path, files: list[str]) -> None:
+    """The entry's dump files, into `into`, when its directory lists the files its meta
+    does: a directory whose bytes changed may list fewer (a comment's length that
+    swallows the next members) or other names (`dump/x.o` read as a folder,
+    `dump/x./`), and the entry is not whole."""
+    listed = sorted(i.filename for i in entry.infolist() if i.filename not in _MEMBERS)
+    if listed != sorted(f"dump/{name}" for name in files):
+        raise ValueError("the entry's directory does not list its files")
     into = into.resolve()
     for info in entry.infolist():
-        if not info.filename.startswith("dump/") or info.is_dir():
+        if info.filename in _MEMBERS:
             continue
         target = (into / info.filename.removeprefix("dump/")).resolve()
         if into not in target.parents:
@@ -293,11 +339,13 @@ def _write(
     """Keep `compilation` (and the files in `dump_to`) as the entry at `path`: written
     to a temporary file beside it, then renamed over it. A folder that cannot be
     written turns the cache off for the process, with one note."""
+    files = _dump_files(Path(dump_to)) if dump_to is not None else []
     meta = {
         "format": FORMAT,
         "key": key,
         "hloscope": _hloscope_version(),
         "dumps": dict(dumps) if dump_to is not None else None,
+        "files": [name for name, _ in files],
         "compilation": {
             "compile_seconds": compilation.compile_seconds,
             "cost": dict(compilation.cost) if compilation.cost is not None else None,
@@ -310,7 +358,6 @@ def _write(
             ),
         },
     }
-    files = _dump_files(Path(dump_to)) if dump_to is not None else []
     size = len(compilation.hlo_proto) + sum(f.stat().st_size for _, f in files)
     cap = cap_bytes()
     if size > cap:
@@ -318,19 +365,25 @@ def _write(
     temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".writing-", suffix=".zip", dir=path.parent)
-        with (
-            os.fdopen(handle, "wb") as raw,
-            zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as entry,
-        ):
-            entry.writestr("hlo.pb", compilation.hlo_proto)
-            entry.writestr("hlo.txt", compilation.hlo_text)
-            for name, file in files:
-                entry.write(file, f"dump/{name}")
-            # Last: an entry is only read when its meta is there too.
-            entry.writestr("entry.json", json.dumps(meta))
-        os.replace(temporary, path)
-        temporary = None
+        handle, temporary = tempfile.mkstemp(prefix=_WRITING, suffix=".zip", dir=path.parent)
+        # Held open (and locked) until renamed: `_stopped_writing` tells a killed
+        # writer's file, which `--clear` and the eviction remove, from this one.
+        with os.fdopen(handle, "wb") as raw:
+            _lock(raw.fileno())
+            with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as entry:
+                entry.writestr("hlo.pb", compilation.hlo_proto)
+                entry.writestr("hlo.txt", compilation.hlo_text)
+                for name, file in files:
+                    entry.write(file, f"dump/{name}")
+                # Last: an entry is only read when its meta is there too.
+                entry.writestr("entry.json", json.dumps(meta))
+            raw.flush()
+            os.replace(temporary, path)
+            temporary = None
+    except FileNotFoundError:
+        # The file (or the folder) was removed while it was written (`--clear` in
+        # another process): the folder can be written, this compile is not kept.
+        return
     except OSError as exc:
         _unwritable(path.parent, exc)
         return
@@ -347,7 +400,43 @@ def _dump_files(folder: Path) -> list[tuple[str, Path]]:
     )
 
 
+_WRITING = ".writing-"
+"""The start of a temporary file's name: an entry being written."""
+_DEAD_AFTER = 3600
+"""Seconds after which a temporary file is a stopped writer's where files are not locked."""
+
+
+def _lock(fd: int) -> None:
+    """Lock the file being written, where the platform has `flock` (the lock goes with
+    the process that holds it, killed or not)."""
+    if sys.platform != "win32":
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _stopped_writing(file: Path) -> bool:
+    """Whether the temporary file `file` is a writer's that stopped (killed before it
+    renamed it): no process holds its lock; on Windows (no `flock`, and a file open
+    there is not removed), over an hour old."""
+    if sys.platform == "win32":
+        return file.stat().st_mtime < time.time() - _DEAD_AFTER
+    import fcntl
+
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # a writer holds it
+    finally:
+        os.close(fd)
+    return True
+
+
 _NOTE = "hloscope: note: the compile cache folder "
+_CAP_NOTE = f"hloscope: note: {ENV_CAP}="
+_NOTES = (_NOTE, _CAP_NOTE)
 
 
 def _unwritable(where: Path, exc: OSError) -> None:
@@ -360,34 +449,34 @@ def _unwritable(where: Path, exc: OSError) -> None:
 
 
 def _note(line: str) -> None:
-    if not _state.noted:
-        _state.noted = True
+    """`line` on stderr, once a process for each kind of note (`_NOTES`)."""
+    kind = next((start for start in _NOTES if line.startswith(start)), line)
+    if kind not in _state.noted:
+        _state.noted.add(kind)
         sys.stderr.write(line + "\n")
 
 
 def relay_note(child_stderr: Iterable[str]) -> None:
-    """The note a child process that compiled (the module runner) wrote of the folder,
-    on this process's stderr, once: the child's stderr is not shown."""
+    """The notes a child process that compiled (the module runner) wrote of the cache,
+    on this process's stderr, each once: the child's stderr is not shown."""
     for line in child_stderr:
-        if line.strip().startswith(_NOTE):
+        if line.strip().startswith(_NOTES):
             _note(line.strip())
-            return
 
 
 def _evict(where: Path, cap: int, keep: Path) -> None:
-    """Remove the temporary files of writers that died (over an hour old), then the
-    least recently used entries until the folder holds at most `cap` bytes."""
+    """Remove the temporary files of writers that stopped, then the least recently
+    used entries until the folder holds at most `cap` bytes."""
     entries = []
     for file in where.glob("*.zip"):
         try:
             stat = file.stat()
+            if not file.name.startswith(_WRITING):
+                entries.append((stat.st_mtime, stat.st_size, file))
+            elif _stopped_writing(file):
+                file.unlink()
         except OSError:
             continue
-        if not file.name.startswith(".writing-"):
-            entries.append((stat.st_mtime, stat.st_size, file))
-        elif stat.st_mtime < time.time() - 3600:
-            with contextlib.suppress(OSError):
-                file.unlink()
     total = sum(size for _, size, _ in entries)
     for _, size, file in sorted(entries, key=lambda e: e[0]):
         if total <= cap:
@@ -411,17 +500,27 @@ class CacheFolder:
     size_bytes: int
     cap_bytes: int
     enabled: bool
+    writing: int = 0
+    """Temporary files: entries being written, or left by writers that stopped (not
+    entries, nor in `size_bytes`; `--clear` removes the second)."""
 
     def text(self) -> str:
         """What `hloscope cache` prints."""
         from hloscope.units import counted, human_bytes
 
         state = "on" if self.enabled else "off (--no-cache, or HLOSCOPE_NO_CACHE is set)"
+        writing = (
+            f"writing  {counted(self.writing, 'temporary file')} (an entry being written, "
+            "or left by a writer that stopped: --clear removes those)\n"
+            if self.writing
+            else ""
+        )
         return (
             f"folder   {self.path}\n"
             f"entries  {counted(self.entries, 'entry', 'entries')} · "
             f"{human_bytes(self.size_bytes)} of {human_bytes(self.cap_bytes)} (the least "
             f"recently used go beyond it; {ENV_CAP} sets it)\n"
+            f"{writing}"
             f"cache    {state}; {ENV_FOLDER} moves it, --no-cache or {ENV_OFF}=1 turns it "
             "off\n"
         )
@@ -429,28 +528,111 @@ class CacheFolder:
 
 def describe() -> CacheFolder:
     where = folder()
-    files = [f for f in where.glob("*.zip") if not f.name.startswith(".writing-")]
+    files = list(where.glob("*.zip"))
+    entries = [f for f in files if not f.name.startswith(_WRITING)]
     size = 0
-    for file in files:
+    for file in entries:
         with contextlib.suppress(OSError):
             size += file.stat().st_size
     return CacheFolder(
-        str(where), len(files), size, cap_bytes(), enabled() and not _state.unwritable
+        str(where),
+        len(entries),
+        size,
+        cap_bytes(),
+        enabled() and not _state.unwritable,
+        writing=len(files) - len(entries),
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Cleared:
+    """What `hloscope cache --clear` did."""
+
+    path: str
+    entries: int
+    """Entries removed."""
+    leftovers: int
+    """Temporary files of writers that stopped, removed."""
+    writing: int
+    """Temporary files of writers still writing, kept."""
+    failed: tuple[tuple[str, str], ...]
+    """(file name, why) of each file that could not be removed."""
+
+    def text(self) -> str:
+        """What `hloscope cache --clear` prints when it removed all it could."""
+        return f"{self._removed()} from {self.path}{self._kept()}\n"
+
+    def failure(self) -> str | None:
+        """What was removed, what could not be and why, in one line; None when all
+        that could go went."""
+        if not self.failed:
+            return None
+        from hloscope.units import counted
+
+        reasons = sorted({why for _, why in self.failed})
+        first = self.failed[0][0]
+        return (
+            f"{self._removed()}{self._kept()}; {counted(len(self.failed), 'file')} could "
+            f"not be removed ({first}{' and others' if len(self.failed) > 1 else ''}: "
+            f"{'; '.join(reasons)}): make the folder writable, or remove it yourself"
+        )
+
+    def _removed(self) -> str:
+        from hloscope.units import counted
+
+        said = f"removed {counted(self.entries, 'entry', 'entries')}"
+        if self.leftovers:
+            said += f" and {counted(self.leftovers, 'temporary file')} of writers that stopped"
+        return said
+
+    def _kept(self) -> str:
+        from hloscope.units import counted
+
+        if not self.writing:
+            return ""
+        return (
+            f"; kept {counted(self.writing, 'temporary file')} another process is "
+            "writing (an entry when it is done)"
+        )
+
+
 def clear_text() -> str:
-    """Clear the cache, and say so (`hloscope cache --clear`)."""
-    from hloscope.units import counted
+    """Clear the cache and say what went (`hloscope cache --clear`); a file that could
+    not be removed is a `HloscopeError` that says what went too (exit 2)."""
+    from hloscope.errors import HloscopeError
 
-    return f"removed {counted(clear(), 'entry', 'entries')} from {folder()}\n"
+    cleared = clear()
+    failure = cleared.failure()
+    if failure is not None:
+        raise HloscopeError(failure, where=cleared.path)
+    return cleared.text()
 
 
-def clear() -> int:
-    """Remove every entry (and leftover temporary file); the number removed."""
-    removed = 0
-    for file in folder().glob("*.zip"):
-        with contextlib.suppress(OSError):
+def clear() -> Cleared:
+    """Remove every entry and the temporary files of writers that stopped; keep those
+    being written (their writers would fail)."""
+    where = folder()
+    entries = leftovers = writing = 0
+    failed: list[tuple[str, str]] = []
+    try:
+        files = sorted(where.glob("*.zip"))
+    except OSError as exc:
+        files = []
+        failed.append((where.name, exc.strerror or type(exc).__name__))
+    for file in files:
+        temporary = file.name.startswith(_WRITING)
+        try:
+            if temporary and not _stopped_writing(file):
+                writing += 1
+                continue
             file.unlink()
-            removed += 1
-    return removed
+        except FileNotFoundError:
+            continue  # renamed into place, or removed, meanwhile
+        except OSError as exc:
+            failed.append((file.name, exc.strerror or type(exc).__name__))
+            continue
+        if temporary:
+            leftovers += 1
+        else:
+            entries += 1
+    return Cleared(str(where), entries, leftovers, writing, tuple(failed))

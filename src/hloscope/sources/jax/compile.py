@@ -65,7 +65,7 @@ def compile_lowering(
         return _compilation(handle, None, label)
     if isinstance(handle, jax.stages.Lowered):
         key = _lowered_key(lowering, compiler_options) if cache else None
-        return cached_compilation(
+        return _through_cache(
             key, compiler_options, lambda options: _compile_lowered(handle, label, options)
         )
     if lowering.mlir_bytecode is not None:
@@ -102,6 +102,27 @@ def _compiled_by_xla(compiler_options: CompilerOptions) -> Iterator[None]:
         yield
     finally:
         jax.config.update("jax_enable_compilation_cache", True)
+
+
+def _through_cache(
+    key: str | None,
+    compiler_options: CompilerOptions,
+    compile_with: Callable[[CompilerOptions], Compilation],
+) -> Compilation:
+    """`cached_compilation`, but compiled as without the cache where XLA_FLAGS name a
+    dump folder (`--xla_dump_to`): XLA writes the user's files only when it compiles,
+    and the cache's own dump folder (its default dump) would take their folder's
+    place."""
+    if key is not None and _flags_dump_folder():
+        key = None
+    return cached_compilation(key, compiler_options, compile_with)
+
+
+def _flags_dump_folder() -> str:
+    """The folder XLA_FLAGS' `--xla_dump_to` names, as XLA reads its flags into every
+    compile's options ("" for none)."""
+    options = private_compile_options(num_replicas=1, num_partitions=1, backend=local_backend())
+    return str(options.executable_build_options.debug_options.xla_dump_to)
 
 
 def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str | None:
@@ -240,7 +261,7 @@ def _compile_lowering_for(
         return executable_compilation(executable, elapsed, target.platform, compiled_for)
 
     try:
-        return cached_compilation(key, compiler_options, compile_on_platform)
+        return _through_cache(key, compiler_options, compile_on_platform)
     except DoesNotFit:
         raise
     except HloscopeError as exc:
@@ -269,7 +290,7 @@ def compile_module(
     key = None
     if cache:
         key = module_key(mlir, label, partitions, replicas, compiler_options, compile_for)
-    return cached_compilation(
+    return _through_cache(
         key,
         compiler_options,
         lambda options: executable_compilation(

@@ -202,7 +202,12 @@ def gradient_of(
 ) -> Any:
     """What to compile for the memory of the backward: the target itself where it is a
     gradient or a training step (jitted), else `jax.jit(jax.grad(loss))` with respect
-    to every positional argument."""
+    to every positional argument. Lowered as a process that lowers nothing before
+    would lower it (`inspect`, `memory`): JAX keeps what it traced of the residuals'
+    reading (`jax.checkpoint`'s and a loop's jaxprs, with the frames of that trace)
+    and lowering from those gives another module, another compile cache key, another
+    compile of the same program."""
+    jax.clear_caches()
     if step or private_grad_target(obj) is not None:
         return obj if hasattr(obj, "lower") else jax.jit(obj)
     argnums = tuple(range(len(args))) or 0
