@@ -61,7 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal
 
-from hloscope.analyses.structure import analyze_structure, scan_ops
+from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.ir.model import Module, Op
 
@@ -638,59 +638,47 @@ def _running_functions(module: Module) -> list[str]:
             for name in op.mentioned_names(key)
         }
         running = [name for name in running if name not in applied]
-    made = _made_for_async(module)
-    return [name for name in running if name not in made] if made else running
-
-
-def _made_for_async(module: Module) -> set[str]:
-    """The computations the conversion makes of an async instruction that calls none
-    in XLA (a `copy-start`'s copy, the `mhlo.async_start` of it calls `@copy_`): the
-    instruction is the op that runs, as in XLA's own form, not ops of their own."""
-    made: set[str] = set()
-    if not module.hlo_opcodes:
-        return made
-    names = scan_ops(module).names
-    wrappers = {name for name in scan_ops(module).counts if name.endswith(".async_start")}
-    for index in (i for i, name in enumerate(names) if name in wrappers):
-        op = module.ops[index]
-        opcode = module.hlo_opcodes.get(op.hlo_name) if op.hlo_name else None
-        if opcode is not None and opcode != "async-start":
-            made.update(op.references("called_computation"))
-    return made
+    return running
 
 
 def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
-    """The ops inside a fusion: its region, or (XLA's own form) the called
-    computation. A fusion nested in it (a TPU convolution fusion holds one for each
-    operand) stands for what it holds: its ops are these ops, not the fusion."""
+    """The ops inside a fusion, in pre-order: its region's, or (XLA's own form) its
+    called computation's. A fusion nested in it (a TPU convolution fusion holds one
+    for each operand) stands for what it holds: its ops are these ops, not the fusion.
+    What the conversion added (`Module.conversion_artefacts`) is no op of it."""
     if op.name.startswith("hlo."):
-        # The computations it calls, and those their ops call in turn (a nested
-        # fusion's, a reduce's `to_apply`), as the converted form's fusion region
-        # holds them nested. Parameters are instructions in XLA's form, block arguments
-        # in MLIR's; a nested fusion stands for the ops it holds.
         inside: list[Op] = []
-        pending = list(op.references("calls")[:1])
-        seen: set[str] = set()
-        while pending:
-            function = module.functions.get(pending.pop(0))
-            if function is None or function.name in seen:
-                continue
-            seen.add(function.name)
-            members = module.function_ops(function)
-            for member in members:
-                if member.short_name == "parameter" or (
-                    member is members[-1] and member.short_name == "tuple"
-                ):
-                    # Block arguments in MLIR's form; a multi-output fusion's tuple
-                    # ROOT is its results (one each in MLIR's form), not an op of it.
-                    continue
-                if member.name in FUSION_OPS:
-                    pending += member.references("calls")[:1]
-                else:
-                    inside.append(member)
-                pending += member.mentioned_names("to_apply")
+        _held_in_place(module, op.references("calls")[:1], inside, frozenset())
         return inside
-    return [o for o in module.descendants(op) if o.short_name != "fusion"]
+    made = module.conversion_artefacts
+    return [o for o in module.descendants(op) if o.short_name != "fusion" and o.id not in made]
+
+
+def _held_in_place(
+    module: Module, names: Sequence[str], inside: list[Op], active: frozenset[str]
+) -> None:
+    """XLA's own form: the ops of computations `names` into `inside`, each computation
+    an op holds (a nested fusion's, a reduce's `to_apply`) right after that op, once per
+    op holding it, where the converted form's region holds it: both forms list a
+    fusion's ops in one order. Parameters are instructions in XLA's form, block
+    arguments in MLIR's; a multi-output fusion's tuple ROOT is its results (one each in
+    MLIR's form)."""
+    for name in names:
+        function = module.functions.get(name)
+        if function is None or name in active:
+            continue
+        within = active | {name}
+        members = module.function_ops(function)
+        for member in members:
+            if member.short_name == "parameter" or (
+                member is members[-1] and member.short_name == "tuple"
+            ):
+                continue
+            if member.name in FUSION_OPS:
+                _held_in_place(module, member.references("calls")[:1], inside, within)
+                continue
+            inside.append(member)
+            _held_in_place(module, member.mentioned_names("to_apply"), inside, within)
 
 
 def analyze_fusions(

@@ -102,7 +102,59 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
     built.backend_configs = MappingProxyType(names.backend_configs)
     built.hlo_opcodes = MappingProxyType(names.opcodes)
     built.schedule = MappingProxyType(names.schedule)
+    built.conversion_artefacts = conversion_artefacts(built)
     _async_types(built, names.async_types)
+
+
+def conversion_artefacts(built: model.Module) -> frozenset[int]:
+    """The ops of a converted module (its instructions named and their opcodes known)
+    that the conversion made and XLA's module has no instruction for, by id:
+
+    - what an async wrapper (`async_start`, `async_done`) of an instruction XLA runs as
+      one (`copy-start`, `all-reduce-start`: no `async-start` of a computation of its
+      own) wraps: the collective in its region (what that holds, the reducer XLA's
+      instruction holds too, stays), or the function it calls (`copy_`, with its ops).
+      The wrapper is the instruction (`Module.shown_name`);
+    - where one block holds several ops of one instruction's name, those not of its
+      opcode: the `convert` put before a convolution of mixed element types (XLA's
+      convolves bf16 by f32), the `get_tuple_element`s taken of a custom call's tuple.
+    """
+    opcodes = built.hlo_opcodes
+    ops = built.ops
+    made: set[int] = set()
+    named: dict[tuple[int, str], list[model.Op]] = {}
+    for op in ops:
+        name = op.hlo_name
+        if name is None or op.parent is None or not model.is_computation(op):
+            continue
+        opcode = opcodes.get(name)
+        if op.short_name in model.ASYNC_WRAPPERS and opcode and opcode not in _ASYNC_OPCODES:
+            for region in op.regions:
+                for block in region.blocks:
+                    made.update(inner.id for inner in block.ops if not inner.is_terminator)
+            for callee in op.references("called_computation"):
+                function = built.functions.get(callee)
+                if function is not None:
+                    made.update(range(function.op.id, function.op.end))
+        named.setdefault((op.parent.id, name), []).append(op)
+    for (_, name), group in named.items():
+        if len(group) > 1:
+            kind = opcodes.get(name, "")
+            instruction = [op for op in group if _of_opcode(op.short_name, kind)]
+            if len(instruction) == 1:
+                made.update(op.id for op in group if op is not instruction[0])
+    return frozenset(made)
+
+
+_ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
+_SPELLED_APART = {"broadcast_in_dim": "broadcast", "dot_general": "dot"}
+"""MLIR ops whose names spell XLA's opcode another way."""
+
+
+def _of_opcode(short_name: str, opcode: str) -> bool:
+    """Whether an op named `short_name` (`get_tuple_element`) is an instruction of
+    `opcode` (`get-tuple-element`)."""
+    return _SPELLED_APART.get(short_name, short_name).replace("_", "-") == opcode
 
 
 def _async_types(built: model.Module, async_types: dict[str, str]) -> None:

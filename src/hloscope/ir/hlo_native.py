@@ -56,7 +56,7 @@ from hloscope.ir.shape_proto import (
     shape_memory_spaces,
     tensor_type,
 )
-from hloscope.ir.types import memory_spaces_text
+from hloscope.ir.types import memory_spaces_text, tuple_elements
 
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
@@ -217,9 +217,14 @@ def build_hlo_native_model(
                         else model.EMPTY_ATTRIBUTES,
                     )
                 )
-            root_type = value_types[children[-1].results[0]] if children else ""
-            results: tuple[model.Result, ...] = (
-                (model.Result(0, root_type, model.EMPTY_ATTRIBUTES),) if children else ()
+            root = children[-1] if children else None
+            root_type = value_types[root.results[0]] if root is not None else ""
+            # A tuple ROOT returns its elements, one result each, as the converter
+            # makes them (a multi-output fusion's computation).
+            returned = tuple_elements(root_type) if root and root.name == "hlo.tuple" else ()
+            results: tuple[model.Result, ...] = tuple(
+                model.Result(i, t, model.EMPTY_ATTRIBUTES)
+                for i, t in enumerate(returned or ((root_type,) if root else ()))
             )
             if is_entry and children:
                 results = _entry_results(hlo_module, children[-1]) or results
