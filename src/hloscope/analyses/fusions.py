@@ -63,7 +63,7 @@ from typing import Literal
 
 from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.locations import Frame, is_user_file, user_frame
-from hloscope.ir.model import Module, Op
+from hloscope.ir.model import Module, Op, is_computation
 
 UserSourceFrom = Literal["optimized", "lowered"]
 
@@ -543,18 +543,14 @@ def _shapes(module: Module, values: Sequence[int]) -> tuple[tuple[str, ...], int
     return tuple(shapes), total
 
 
-def _result_shapes(module: Module, fusion: Op) -> tuple[tuple[str, ...], int | None]:
-    """A fusion's results, one per output: a multi-output fusion's tuple (XLA's own
-    form: one value of a tuple type) is its elements, as the converted form's fusion
-    has one result each. An async fusion's start keeps its one value (operands,
-    results, context)."""
-    if fusion.short_name != "fusion":
-        return _shapes(module, fusion.results)
+def _result_shapes(module: Module, op: Op) -> tuple[tuple[str, ...], int | None]:
+    """A fusion's, loop's or conditional's results, one per output: a tuple (XLA's own
+    form: one value of a tuple type) is its elements, as the converted form's op has
+    one result each. An async start keeps its one value (operands, results, context)."""
+    if op.short_name != "fusion" and op.short_name not in CONTROL_FLOW:
+        return _shapes(module, op.results)
     elements = [
-        element
-        for value in fusion.results
-        if value >= 0
-        for element in module.element_shapes(value)
+        element for value in op.results if value >= 0 for element in module.element_shapes(value)
     ]
     total: int | None = 0
     for _, size in elements:
@@ -594,16 +590,21 @@ def _category(module: Module, op: Op) -> Category:
     return "compute"
 
 
-_RUN_KEYS = ("calls", "body", "condition", "branch_computations")
+_RUN_KEYS = ("calls",)
 """XLA's own form's attributes naming a computation that runs where the op runs (an
-async or call instruction's, a loop's body and condition, a conditional's branches):
-part of the op, as `analyses.structure` reads them, so not reached as calls there."""
+async or call instruction's): part of the op, as `analyses.structure` reads them, so
+not reached as calls there."""
+
+_IN_PLACE = ("condition", "body", "branch_computations")
+"""XLA's own form's attributes naming the computations of a loop or conditional, in
+the order the converted form's op holds them as regions: their ops are read where
+the op is, as a region's are (`analyze_fusions`)."""
 
 
 def _running_functions(module: Module) -> list[str]:
     """Functions whose ops run: those a public function reaches; for XLA's own form,
-    also the computations of async and call instructions (`calls=`) and of loops and
-    conditionals (`_RUN_KEYS`), which it does not record as calls."""
+    also the computations of async and call instructions (`calls=`), which it does not
+    record as calls. A loop's or conditional's are read where the op is."""
     structure = analyze_structure(module)
     running = [f.name for f in structure.functions if f.reachable]
     seen = set(running)
@@ -641,6 +642,22 @@ def _running_functions(module: Module) -> list[str]:
     return running
 
 
+def _in_place(module: Module, op: Op) -> list[str]:
+    """XLA's own form: the computations of a loop or conditional (`_IN_PLACE`) with a
+    body, in the order the converted form holds them as regions; none for any other
+    op, and in the converted form."""
+    if not op.name.startswith("hlo.") or not op.attributes:
+        return []
+    functions = module.functions
+    return [
+        name
+        for key in _IN_PLACE
+        if key in op.attributes
+        for name in op.references(key)
+        if name in functions and not functions[name].is_declaration
+    ]
+
+
 def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
     """The ops inside a fusion, in pre-order: its region's, or (XLA's own form) its
     called computation's. A fusion nested in it (a TPU convolution fusion holds one
@@ -660,9 +677,8 @@ def _held_in_place(
     """XLA's own form: the ops of computations `names` into `inside`, each computation
     an op holds (a nested fusion's, a reduce's `to_apply`) right after that op, once per
     op holding it, where the converted form's region holds it: both forms list a
-    fusion's ops in one order. Parameters are instructions in XLA's form, block
-    arguments in MLIR's; a multi-output fusion's tuple ROOT is its results (one each in
-    MLIR's form)."""
+    fusion's ops in one order. Parameters, tuples and their elements are XLA's
+    plumbing: block arguments and several results in MLIR's form, ops of neither."""
     for name in names:
         function = module.functions.get(name)
         if function is None or name in active:
@@ -670,9 +686,7 @@ def _held_in_place(
         within = active | {name}
         members = module.function_ops(function)
         for member in members:
-            if member.short_name == "parameter" or (
-                member is members[-1] and member.short_name == "tuple"
-            ):
+            if not is_computation(member):
                 continue
             if member.name in FUSION_OPS:
                 _held_in_place(module, member.references("calls")[:1], inside, within)
@@ -788,7 +802,7 @@ def analyze_fusions(
                 "custom_call_target", ""
             )
             target = raw.strip('"') or None
-        results, result_bytes = _shapes(module, op.results)
+        results, result_bytes = _result_shapes(module, op)
         unfused.append(
             UnfusedOp(
                 name=name,
@@ -819,6 +833,8 @@ def analyze_fusions(
                 for region in op.regions:
                     for block in region.blocks:
                         visit(block.ops, function)
+                for name in _in_place(module, op):
+                    visit(module.functions[name].op.regions[0].blocks[0].ops, function)
 
     for name in _running_functions(module):
         function = module.functions[name]

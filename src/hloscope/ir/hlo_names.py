@@ -101,6 +101,8 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
         op.hlo_name = hlo_name
     built.backend_configs = MappingProxyType(names.backend_configs)
     built.hlo_opcodes = MappingProxyType(names.opcodes)
+    # XLA's printing of an async pair of one instruction, as XLA's own form reads it.
+    built.hlo_opcodes = MappingProxyType({**names.opcodes, **_async_as_printed(built)})
     built.schedule = MappingProxyType(names.schedule)
     built.conversion_artefacts = conversion_artefacts(built)
     _async_types(built, names.async_types)
@@ -117,7 +119,9 @@ def conversion_artefacts(built: model.Module) -> frozenset[int]:
       The wrapper is the instruction (`Module.shown_name`);
     - where one block holds several ops of one instruction's name, those not of its
       opcode: the `convert` put before a convolution of mixed element types (XLA's
-      convolves bf16 by f32), the `get_tuple_element`s taken of a custom call's tuple.
+      convolves bf16 by f32), the `get_tuple_element`s taken of a custom call's tuple;
+    - XLA's own tuples and get-tuple-elements, where the conversion keeps them as ops
+      (a tuple of tuples returned): they compute nothing, and XLA's form counts none.
     """
     opcodes = built.hlo_opcodes
     ops = built.ops
@@ -128,6 +132,8 @@ def conversion_artefacts(built: model.Module) -> frozenset[int]:
         if name is None or op.parent is None or not model.is_computation(op):
             continue
         opcode = opcodes.get(name)
+        if opcode in _PLUMBING and op.short_name.replace("_", "-") == opcode:
+            made.add(op.id)
         if op.short_name in model.ASYNC_WRAPPERS and opcode and opcode not in _ASYNC_OPCODES:
             for region in op.regions:
                 for block in region.blocks:
@@ -146,7 +152,34 @@ def conversion_artefacts(built: model.Module) -> frozenset[int]:
     return frozenset(made)
 
 
+def _async_as_printed(built: model.Module) -> dict[str, str]:
+    """The opcodes XLA prints of its async-start, -update and -done whose wrapped
+    computation is one instruction (`HloComputation::CanExpandIntoSingleInstruction`:
+    its parameters and root): that instruction's, started (`all-to-all-start`,
+    `all-to-all-done`), as XLA's own form reads them, by instruction name. Read
+    from the converted form's `async_start`, whose region holds that instruction."""
+    opcodes = built.hlo_opcodes
+    printed: dict[str, str] = {}
+    for op in built.ops:
+        name = op.hlo_name
+        if name is None or op.short_name not in model.ASYNC_WRAPPERS:
+            continue
+        opcode = opcodes.get(name)
+        if opcode == "async-start" and len(op.regions) == 1:
+            held = [o for b in op.regions[0].blocks for o in b.ops if not o.is_terminator]
+            wrapped = opcodes.get(held[0].hlo_name or "") if len(held) == 1 else None
+            if wrapped is not None:
+                printed[name] = f"{wrapped}-start"
+        elif opcode in ("async-update", "async-done") and op.operands:
+            started = built.defining_op(op.operands[0])
+            begun = printed.get(started.hlo_name or "") if started is not None else None
+            if begun is not None:
+                printed[name] = begun.removesuffix("-start") + opcode.removeprefix("async")
+    return printed
+
+
 _ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
+_PLUMBING = frozenset({"tuple", "get-tuple-element"})
 _SPELLED_APART = {"broadcast_in_dim": "broadcast", "dot_general": "dot"}
 """MLIR ops whose names spell XLA's opcode another way."""
 
