@@ -1,7 +1,9 @@
 """What XLA's converter adds to an optimized module is no op of the program (issue 59):
 read converted and in XLA's own form (`HLOSCOPE_HLO_FORM=xla`), a module with an async
 copy, an async all-reduce, a convolution of a bf16 nested fusion by f32 and a shared
-reducer (tests/fixtures/conversion_artefacts.hlo) gives one answer.
+reducer (tests/fixtures/conversion_artefacts.hlo) gives one answer; so does one with a loop
+carrying a tuple, a conditional on a predicate and an async pair of one all-to-all
+(tests/fixtures/conversion_signatures.hlo), whose tuples the converter flattens.
 
 The converter makes a `copy_` function for the copy-start (`mhlo.async_start` calls
 it), wraps the all-reduce in the region of a `stablehlo.async_start`, and puts a
@@ -12,6 +14,8 @@ holds apart; its ops are listed where the converted form's region holds them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import FIXTURES, run_cli
@@ -20,6 +24,10 @@ from hloscope.ir.context import hlo_computations, xla_hlo
 from hloscope.ir.parse import parse_hlo_text
 
 MODULE = FIXTURES / "conversion_artefacts.hlo"
+# A loop carrying a tuple, a conditional on a predicate and an async-start of one
+# all-to-all: the converter flattens the tuples, XLA prints the pair as
+# `all-to-all-start` and the conditional's branches as `true_computation`...
+SIGNATURES = FIXTURES / "conversion_signatures.hlo"
 
 # XLA's instructions that compute: main's copy-start, copy-done, all-reduce-start,
 # all-reduce-done and two fusions; the all-reduce's reducer (add); the multi-output
@@ -29,22 +37,23 @@ MODULE = FIXTURES / "conversion_artefacts.hlo"
 XLA_OPS = 17
 
 
-def both(command: str) -> tuple[dict, dict]:
+def both(command: str, module: Path = MODULE) -> tuple[dict, dict]:
     documents = []
     for xla in (False, True):
         with form(xla):
-            run = run_cli(command, str(MODULE), "--json")
+            run = run_cli(command, str(module), "--json")
         assert run.code == 0, run.stderr
         documents.append(run.json())
     assert documents[0]["source"]["ir"] == "hlo", "it no longer converts: nothing to compare"
     return documents[0], documents[1]
 
 
+@pytest.mark.parametrize("module", [MODULE, SIGNATURES], ids=lambda path: path.stem)
 @pytest.mark.parametrize("command", ["inspect", "placement", "fusions"])
-def test_both_forms_give_the_same_json(command: str) -> None:
-    converted, xla = both(command)
+def test_both_forms_give_the_same_json(command: str, module: Path) -> None:
+    converted, xla = both(command, module)
     found = difference(converted, xla)
-    assert not found, f"hloscope {command} {MODULE.name} --json, converted vs XLA's form:\n{found}"
+    assert not found, f"hloscope {command} {module.name} --json, converted vs XLA's form:\n{found}"
 
 
 def test_the_functions_and_totals_are_xlas() -> None:
@@ -102,3 +111,33 @@ def test_a_fusions_ops_come_in_one_order() -> None:
         fusion = next(f for f in normalized(document)["fusions"] if f["name"] == "fusion")
         assert fusion["ops"] == expected
         assert fusion["op_counts"]["op:convert"] == 1
+
+
+def test_loops_branches_and_async_pairs_read_as_xla_prints_them() -> None:
+    module = xla_hlo().hlo_module_from_text(SIGNATURES.read_text())
+    printed = {
+        str(i.name): str(i.to_string()) for c in hlo_computations(module) for i in c.instructions()
+    }
+    assert " all-to-all-start(" in printed["a2a-start"]  # XLA's own name for the pair
+    for document in both("inspect", SIGNATURES):
+        functions = {f["name"]: f for f in normalized(document)["functions"]}
+        # The carried tuple is one argument and one result per array, as converted.
+        assert (functions["body"]["parameters"], functions["body"]["results"]) == (2, 2)
+        counts = functions["main"]["op_counts"]
+        assert counts["op:all_to_all_start"] == counts["op:all_to_all_done"] == 1
+        assert counts["op:conditional"] == counts["op:negate"] == counts["op:cosine"] == 1
+        # main's 6 instructions, the condition's 2, the body's 3 and a branch each.
+        assert functions["main"]["ops"] == document["total_ops"] == 13
+    for document in both("fusions", SIGNATURES):
+        # A loop's and a conditional's ops where the op is: its condition's, its body's.
+        assert [(u["name"], u["function"]) for u in document["unfused"]] == [
+            ("loop", "main"),
+            ("less", "main"),
+            ("next", "main"),
+            ("y", "main"),
+            ("branched", "main"),
+            ("negated", "main"),
+            ("cosined", "main"),
+            ("a2a-start", "main"),
+            ("a2a-done", "main"),
+        ]

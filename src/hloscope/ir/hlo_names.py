@@ -100,9 +100,9 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
     for op, (_, hlo_name) in zip(built.ops, names.ops, strict=True):
         op.hlo_name = hlo_name
     built.backend_configs = MappingProxyType(names.backend_configs)
-    built.hlo_opcodes = MappingProxyType(names.opcodes)
-    # XLA's printing of an async pair of one instruction, as XLA's own form reads it.
-    built.hlo_opcodes = MappingProxyType({**names.opcodes, **_async_as_printed(built)})
+    # An async pair of one instruction as XLA prints it, as XLA's own form reads it.
+    printed = _async_as_printed(built, names.opcodes)
+    built.hlo_opcodes = MappingProxyType({**names.opcodes, **printed})
     built.schedule = MappingProxyType(names.schedule)
     built.conversion_artefacts = conversion_artefacts(built)
     _async_types(built, names.async_types)
@@ -152,13 +152,12 @@ def conversion_artefacts(built: model.Module) -> frozenset[int]:
     return frozenset(made)
 
 
-def _async_as_printed(built: model.Module) -> dict[str, str]:
+def _async_as_printed(built: model.Module, opcodes: dict[str, str]) -> dict[str, str]:
     """The opcodes XLA prints of its async-start, -update and -done whose wrapped
     computation is one instruction (`HloComputation::CanExpandIntoSingleInstruction`:
     its parameters and root): that instruction's, started (`all-to-all-start`,
     `all-to-all-done`), as XLA's own form reads them, by instruction name. Read
     from the converted form's `async_start`, whose region holds that instruction."""
-    opcodes = built.hlo_opcodes
     printed: dict[str, str] = {}
     for op in built.ops:
         name = op.hlo_name
