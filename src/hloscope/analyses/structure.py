@@ -21,6 +21,12 @@ but with `fused`), and a report that names where an op is names that function
 (`holding_function`). Only a `call`'s `to_apply` and an async start's `calls` are
 calls, as `func.call` and `called_computation` are once converted.
 
+What XLA's converter adds of its own (`Module.conversion_artefacts`: a copy-start's
+`copy_` function, the collective an `async_start` wraps, a convert it puts before a
+convolution) is no op and no function of the program (`program_functions`), and the
+converted form's async wrapper counts as the instruction it is (`Module.shown_name`:
+`hlo.copy-start`), so that both forms give one count.
+
 Ops are counted by name, and only the ops whose attributes can name a function are
 read one by one: one pass over the op names and one over their attribute names
 (`scan_ops`, in C) find them. The scan also serves placement, which reads the ops
