@@ -9,7 +9,8 @@ nowhere else:
   `stablehlo.broadcast_in_dim`, `hlo.dot` `stablehlo.dot_general`, `hlo.reduce-window`
   `stablehlo.reduce_window`), in keys and values alike, and a report's short opcode
   (memory's `opcode`: `dot` against `dot_general`); the `dialects` counts that follow
-  from them;
+  from them; a conditional is `stablehlo.if` (on a predicate) or `stablehlo.case`
+  converted, and an `after-all` of no operands `stablehlo.create_token`;
 - computation names: MLIR symbols spell XLA's `-` as `_`
   (`wrapped_reduce-window_computation` is `wrapped_reduce_window_computation`);
 - a parameter: an instruction in XLA's form (a buffer's `opcode: parameter` and its
@@ -37,7 +38,13 @@ from typing import Any
 SWITCH = "HLOSCOPE_HLO_FORM"
 
 _OP = re.compile(r"\b(?:stablehlo|mhlo|hlo)\.([a-z][\w-]*)")
-_SPELLINGS = {"broadcast_in_dim": "broadcast", "dot_general": "dot"}
+_SPELLINGS = {
+    "broadcast_in_dim": "broadcast",
+    "dot_general": "dot",
+    "if": "conditional",
+    "case": "conditional",
+    "create_token": "after_all",
+}
 _NAME_KEYS = frozenset({"name", "callee", "called_by", "function", "functions", "entry"})
 _FORM_NOTE = "shown as XLA's HLO"
 _TUPLE_OPS = frozenset({"op:tuple", "op:get_tuple_element"})

@@ -68,12 +68,22 @@ def compare(path: Path) -> tuple[bool, dict[str, str]]:
     return True, found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="on 43 optimized modules of the corpus, 36 convert and 8 agree: the rest count "
-    "XLA's tuple and get-tuple-element in totals, call reducers, or order ops by the "
-    "schedule (docs/known-limits.md, 'XLA's own form and the converted form')",
-)
+# The modules that still read differently (docs/known-limits.md, "XLA's own form and
+# the converted form"): on 43 optimized modules, 36 convert and 34 agree. Named here
+# rather than as an expected failure of the whole test, which the suite's sample (none
+# of these) would pass: each must still differ where it is read, and no other may.
+STILL_DIFFERENT = {
+    "xla-cc-embedded-hlo/xla/service/buffer_assignment_test.016.hlo": (
+        "a call-start: its called computation held by the instruction in XLA's form, "
+        "called through the wrapped computation's func.call converted"
+    ),
+    "xla-cc-embedded-hlo/xla/service/memory_space_assignment/"
+    "memory_space_assignment_test.053.hlo": (
+        "a send and its send-done: one stablehlo.send converted, two instructions in XLA's form"
+    ),
+}
+
+
 def test_the_corpus_optimized_modules_read_the_same_in_both_forms() -> None:
     if not CORPUS.is_dir():
         pytest.skip(f"the shared corpus is not at {CORPUS}")
@@ -91,9 +101,13 @@ def test_the_corpus_optimized_modules_read_the_same_in_both_forms() -> None:
     )
     for name, found in disagree.items():
         print(f"  {name}: {', '.join(found)}")
+    read = {str(path.relative_to(CORPUS)) for path in files}
+    fixed = sorted(name for name in STILL_DIFFERENT if name in read and name not in disagree)
+    assert not fixed, f"these agree now: take them out of STILL_DIFFERENT: {fixed}"
     report = "\n\n".join(
         f"{name} {command}:\n{text}"
         for name, found in disagree.items()
+        if name not in STILL_DIFFERENT
         for command, text in found.items()
     )
-    assert not disagree, report[:8000]
+    assert not report, report[:8000]

@@ -62,9 +62,9 @@ from types import MappingProxyType
 from typing import Literal
 
 from hloscope.analyses.heroes import FUSION_OPS, hero_ops
-from hloscope.analyses.structure import analyze_structure, scan_ops
+from hloscope.analyses.structure import analyze_structure
 from hloscope.ir.locations import Frame, is_user_file, user_frame
-from hloscope.ir.model import Module, Op
+from hloscope.ir.model import Module, Op, is_computation
 
 UserSourceFrom = Literal["optimized", "lowered"]
 
@@ -540,18 +540,14 @@ def _shapes(module: Module, values: Sequence[int]) -> tuple[tuple[str, ...], int
     return tuple(shapes), total
 
 
-def _result_shapes(module: Module, fusion: Op) -> tuple[tuple[str, ...], int | None]:
-    """A fusion's results, one per output: a multi-output fusion's tuple (XLA's own
-    form: one value of a tuple type) is its elements, as the converted form's fusion
-    has one result each. An async fusion's start keeps its one value (operands,
-    results, context)."""
-    if fusion.short_name != "fusion":
-        return _shapes(module, fusion.results)
+def _result_shapes(module: Module, op: Op) -> tuple[tuple[str, ...], int | None]:
+    """A fusion's, loop's or conditional's results, one per output: a tuple (XLA's own
+    form: one value of a tuple type) is its elements, as the converted form's op has
+    one result each. An async start keeps its one value (operands, results, context)."""
+    if op.short_name != "fusion" and op.short_name not in CONTROL_FLOW:
+        return _shapes(module, op.results)
     elements = [
-        element
-        for value in fusion.results
-        if value >= 0
-        for element in module.element_shapes(value)
+        element for value in op.results if value >= 0 for element in module.element_shapes(value)
     ]
     total: int | None = 0
     for _, size in elements:
@@ -591,16 +587,21 @@ def _category(module: Module, op: Op) -> Category:
     return "compute"
 
 
-_RUN_KEYS = ("calls", "body", "condition", "branch_computations")
+_RUN_KEYS = ("calls",)
 """XLA's own form's attributes naming a computation that runs where the op runs (an
-async or call instruction's, a loop's body and condition, a conditional's branches):
-part of the op, as `analyses.structure` reads them, so not reached as calls there."""
+async or call instruction's): part of the op, as `analyses.structure` reads them, so
+not reached as calls there."""
+
+_IN_PLACE = ("condition", "body", "branch_computations")
+"""XLA's own form's attributes naming the computations of a loop or conditional, in
+the order the converted form's op holds them as regions: their ops are read where
+the op is, as a region's are (`analyze_fusions`)."""
 
 
 def _running_functions(module: Module) -> list[str]:
     """Functions whose ops run: those a public function reaches; for XLA's own form,
-    also the computations of async and call instructions (`calls=`) and of loops and
-    conditionals (`_RUN_KEYS`), which it does not record as calls."""
+    also the computations of async and call instructions (`calls=`), which it does not
+    record as calls. A loop's or conditional's are read where the op is."""
     structure = analyze_structure(module)
     running = [f.name for f in structure.functions if f.reachable]
     seen = set(running)
@@ -635,59 +636,60 @@ def _running_functions(module: Module) -> list[str]:
             for name in op.mentioned_names(key)
         }
         running = [name for name in running if name not in applied]
-    made = _made_for_async(module)
-    return [name for name in running if name not in made] if made else running
+    return running
 
 
-def _made_for_async(module: Module) -> set[str]:
-    """The computations the conversion makes of an async instruction that calls none
-    in XLA (a `copy-start`'s copy, the `mhlo.async_start` of it calls `@copy_`): the
-    instruction is the op that runs, as in XLA's own form, not ops of their own."""
-    made: set[str] = set()
-    if not module.hlo_opcodes:
-        return made
-    names = scan_ops(module).names
-    wrappers = {name for name in scan_ops(module).counts if name.endswith(".async_start")}
-    for index in (i for i, name in enumerate(names) if name in wrappers):
-        op = module.ops[index]
-        opcode = module.hlo_opcodes.get(op.hlo_name) if op.hlo_name else None
-        if opcode is not None and opcode != "async-start":
-            made.update(op.references("called_computation"))
-    return made
+def _in_place(module: Module, op: Op) -> list[str]:
+    """XLA's own form: the computations of a loop or conditional (`_IN_PLACE`) with a
+    body, in the order the converted form holds them as regions; none for any other
+    op, and in the converted form."""
+    if not op.name.startswith("hlo.") or not op.attributes:
+        return []
+    functions = module.functions
+    return [
+        name
+        for key in _IN_PLACE
+        if key in op.attributes
+        for name in op.references(key)
+        if name in functions and not functions[name].is_declaration
+    ]
 
 
 def _fused_ops(module: Module, op: Op) -> Sequence[Op]:
-    """The ops inside a fusion: its region, or (XLA's own form) the called
-    computation. A fusion nested in it (a TPU convolution fusion holds one for each
-    operand) stands for what it holds: its ops are these ops, not the fusion."""
+    """The ops inside a fusion, in pre-order: its region's, or (XLA's own form) its
+    called computation's. A fusion nested in it (a TPU convolution fusion holds one
+    for each operand) stands for what it holds: its ops are these ops, not the fusion.
+    What the conversion added (`Module.conversion_artefacts`) is no op of it."""
     if op.name.startswith("hlo."):
-        # The computations it calls, and those their ops call in turn (a nested
-        # fusion's, a reduce's `to_apply`), as the converted form's fusion region
-        # holds them nested. Parameters are instructions in XLA's form, block arguments
-        # in MLIR's; a nested fusion stands for the ops it holds.
         inside: list[Op] = []
-        pending = list(op.references("calls")[:1])
-        seen: set[str] = set()
-        while pending:
-            function = module.functions.get(pending.pop(0))
-            if function is None or function.name in seen:
-                continue
-            seen.add(function.name)
-            members = module.function_ops(function)
-            for member in members:
-                if member.short_name == "parameter" or (
-                    member is members[-1] and member.short_name == "tuple"
-                ):
-                    # Block arguments in MLIR's form; a multi-output fusion's tuple
-                    # ROOT is its results (one each in MLIR's form), not an op of it.
-                    continue
-                if member.name in FUSION_OPS:
-                    pending += member.references("calls")[:1]
-                else:
-                    inside.append(member)
-                pending += member.mentioned_names("to_apply")
+        _held_in_place(module, op.references("calls")[:1], inside, frozenset())
         return inside
-    return [o for o in module.descendants(op) if o.short_name != "fusion"]
+    made = module.conversion_artefacts
+    return [o for o in module.descendants(op) if o.short_name != "fusion" and o.id not in made]
+
+
+def _held_in_place(
+    module: Module, names: Sequence[str], inside: list[Op], active: frozenset[str]
+) -> None:
+    """XLA's own form: the ops of computations `names` into `inside`, each computation
+    an op holds (a nested fusion's, a reduce's `to_apply`) right after that op, once per
+    op holding it, where the converted form's region holds it: both forms list a
+    fusion's ops in one order. Parameters, tuples and their elements are XLA's
+    plumbing: block arguments and several results in MLIR's form, ops of neither."""
+    for name in names:
+        function = module.functions.get(name)
+        if function is None or name in active:
+            continue
+        within = active | {name}
+        members = module.function_ops(function)
+        for member in members:
+            if not is_computation(member):
+                continue
+            if member.name in FUSION_OPS:
+                _held_in_place(module, member.references("calls")[:1], inside, within)
+                continue
+            inside.append(member)
+            _held_in_place(module, member.mentioned_names("to_apply"), inside, within)
 
 
 def analyze_fusions(
@@ -797,7 +799,7 @@ def analyze_fusions(
                 "custom_call_target", ""
             )
             target = raw.strip('"') or None
-        results, result_bytes = _shapes(module, op.results)
+        results, result_bytes = _result_shapes(module, op)
         unfused.append(
             UnfusedOp(
                 name=name,
@@ -828,6 +830,8 @@ def analyze_fusions(
                 for region in op.regions:
                     for block in region.blocks:
                         visit(block.ops, function)
+                for name in _in_place(module, op):
+                    visit(module.functions[name].op.regions[0].blocks[0].ops, function)
 
     for name in _running_functions(module):
         function = module.functions[name]

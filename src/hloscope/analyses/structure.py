@@ -21,6 +21,12 @@ but with `fused`), and a report that names where an op is names that function
 (`holding_function`). Only a `call`'s `to_apply` and an async start's `calls` are
 calls, as `func.call` and `called_computation` are once converted.
 
+What XLA's converter adds of its own (`Module.conversion_artefacts`: a copy-start's
+`copy_` function, the collective an `async_start` wraps, a convert it puts before a
+convolution) is no op and no function of the program (`program_functions`), and the
+converted form's async wrapper counts as the instruction it is (`Module.shown_name`:
+`hlo.copy-start`), so that both forms give one count.
+
 Ops are counted by name, and only the ops whose attributes can name a function are
 read one by one: one pass over the op names and one over their attribute names
 (`scan_ops`, in C) find them. The scan also serves placement, which reads the ops
@@ -43,7 +49,14 @@ from itertools import compress
 from operator import attrgetter, not_
 from types import MappingProxyType
 
-from hloscope.ir.model import MEMORY_SPACES_ATTRIBUTE, Function, Module, Op, is_computation
+from hloscope.ir.model import (
+    ASYNC_WRAPPERS,
+    MEMORY_SPACES_ATTRIBUTE,
+    Function,
+    Module,
+    Op,
+    is_computation,
+)
 
 # Attributes whose value names other functions.
 CALL_ATTRIBUTES = (
@@ -194,6 +207,40 @@ _FUSIONS = frozenset(("hlo.fusion", "hlo.fusion-start"))
 """XLA's own form's fusions: a fusion, and one started asynchronously."""
 
 
+def counted_ops(module: Module, functions: Sequence[str]) -> int:
+    """The ops that compute in `functions` (names, each once), with a computation an
+    instruction of XLA's own form holds counted once per instruction holding it among
+    them, as the converted form's regions hold a copy each (a reducer two reduces
+    apply): the total either form gives."""
+    scan = scan_ops(module)
+    table = module.functions
+    ranges = sorted((table[name].op.id + 1, table[name].op.end) for name in functions)
+    total = scan.computing(ranges)
+    holders: dict[str, list[str]] = {}
+    for name in functions:
+        function = table[name]
+        for op in scan.keyed_within(function.op.id + 1, function.op.end):
+            for held in held_computations(op, table):
+                holders.setdefault(held, []).append(name)
+    runs: dict[str, int] = {}
+
+    def copies(name: str, active: frozenset[str]) -> int:
+        """How many copies of `name` the converted form has: 1, or for a held
+        computation, one per copy of each instruction holding it."""
+        if name not in holders:
+            return 1
+        if name not in runs:
+            runs[name] = sum(copies(h, active | {name}) for h in holders[name] if h not in active)
+        return runs[name]
+
+    counted = frozenset(functions)
+    for name in holders:
+        extra = copies(name, frozenset()) - 1
+        if extra > 0 and name in counted:
+            total += extra * ops_inside(module, table[name].op)
+    return total
+
+
 def holding_function(module: Module, name: str) -> str:
     """The function whose ops hold computation `name` (module doc): in XLA's own form,
     the function of the instruction that holds it (`held_computations`), through every
@@ -225,12 +272,30 @@ def _holders(module: Module) -> dict[str, str]:
     return holders
 
 
+def program_functions(module: Module) -> Mapping[str, Function]:
+    """The module's functions but those the conversion made of an async instruction
+    (`Module.conversion_artefacts`: a copy-start's `copy_`), which XLA's module has no
+    computation for: the functions every listing and call graph reads."""
+    made = module.conversion_artefacts
+    if not made:
+        return module.functions
+    functions = module.derived.get(_PROGRAM_FUNCTIONS)
+    if functions is None:
+        functions = module.derived[_PROGRAM_FUNCTIONS] = MappingProxyType(
+            {name: f for name, f in module.functions.items() if f.op.id not in made}
+        )
+    return functions  # type: ignore[return-value]
+
+
+_PROGRAM_FUNCTIONS = "structure.program_functions"
+
+
 def function_calls(module: Module, function: Function) -> list[tuple[str, int]]:
     """(callee, call sites) for every function `function` references, in order of
     first call in program order (`Module.program_order`). Only the ops whose
     attributes can name a function are read (`scan_ops`)."""
     counts: dict[str, int] = {}
-    names = module.functions
+    names = program_functions(module)
     keyed = scan_ops(module).keyed_within(function.op.id + 1, function.op.end)
     for op in module.program_order(keyed):
         for callee in op_callees(op, names):
@@ -256,9 +321,13 @@ def clone_base(name: str) -> str:
 
 def _body_key(module: Module, function: Function) -> tuple[object, ...]:
     """What two clones share: argument and result types, and every op with its
-    attributes, the functions it names read without their suffixes."""
+    attributes, the functions it names read without their suffixes. XLA's own form's
+    parameters are the arguments, by type: the memory space an argument arrives in is
+    the caller's, and the converted form's arguments have none."""
     ops = []
     for op in module.function_ops(function):
+        if op.name == "hlo.parameter":
+            continue
         attributes = tuple(
             sorted(
                 (key, CALLED_SUFFIX.sub("", text) if key in _CALL_KEYS else text)
@@ -275,8 +344,9 @@ def _body_key(module: Module, function: Function) -> tuple[object, ...]:
 
 def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
     """The functions XLA cloned per call site: same base name, same body."""
+    functions = program_functions(module)
     candidates: dict[str, list[Function]] = {}
-    for name, function in module.functions.items():
+    for name, function in functions.items():
         candidates.setdefault(clone_base(name), []).append(function)
     groups: list[FunctionGroup] = []
     for base, members in candidates.items():
@@ -290,10 +360,10 @@ def function_groups(module: Module) -> tuple[FunctionGroup, ...]:
             if len(names) < 2:
                 continue
             # The base name where it names no other function and no other group.
-            taken = named or (base in module.functions and base not in names)
+            taken = named or (base in functions and base not in names)
             groups.append(FunctionGroup(names[0] if taken else base, tuple(names)))
             named = named or not taken
-    order = {name: index for index, name in enumerate(module.functions)}
+    order = {name: index for index, name in enumerate(functions)}
     return tuple(sorted(groups, key=lambda g: min(order[n] for n in g.functions)))
 
 
@@ -339,6 +409,19 @@ class OpScan:
         self.keyed: Sequence[Op] = list(keyed)
         """The ops with one of `SCANNED_ATTRIBUTES`, in module order."""
         self._keyed_ids = [op.id for op in self.keyed]
+        self._made = [
+            i for i in sorted(module.conversion_artefacts) if names[i] not in self.not_computing
+        ]
+        """Ids of the ops that would compute but that the conversion made (the model's
+        `conversion_artefacts`): no ops of the program, counted nowhere."""
+        wrappers = [name for name in self.counts if name.partition(".")[2] in ASYNC_WRAPPERS]
+        shown = (
+            (op.id, op.name, module.shown_name(op))
+            for op in compress(ops, map(frozenset(wrappers).__contains__, names))
+        )
+        self._shown = [entry for entry in shown if entry[1] != entry[2]] if wrappers else []
+        """(id, name, shown name) of the converted form's async wrappers, counted as the
+        instruction each is (`Module.shown_name`: `hlo.copy-start`), as XLA's form has it."""
 
     def keyed_within(self, first: int, end: int) -> Sequence[Op]:
         """The ops of `keyed` among ids `first` to `end` (excluded)."""
@@ -358,11 +441,20 @@ class OpScan:
             counter = Counter(names[first:end])
         for name in self.not_computing:
             counter.pop(name, None)
-        return counter
+        for index in self._made[bisect_left(self._made, first) : bisect_left(self._made, end)]:
+            counter[names[index]] -= 1
+        for op_id, name, shown in self._shown:
+            if first <= op_id < end:
+                counter[name] -= 1
+                counter[shown] += 1
+        return +counter if self._made or self._shown else counter
 
     def computing(self, ranges: Sequence[tuple[int, int]]) -> int:
         """Ops that compute among the ids of `ranges` (`first`, `end`; sorted, apart)."""
         total = sum(end - first for first, end in ranges)
+        made = self._made
+        if made:
+            total -= sum(bisect_left(made, end) - bisect_left(made, first) for first, end in ranges)
         not_computing = self.not_computing
         if not not_computing:
             return total
@@ -444,7 +536,7 @@ def _calls_and_counts(
     calls: dict[str, list[tuple[str, int]]] = {}
     counts: dict[str, Counter[str]] = {}
     fused: dict[str, list[str]] = {}
-    functions = module.functions
+    functions = program_functions(module)
     for name, function in functions.items():
         calls[name] = function_calls(module, function)
         counts[name] = scan.computing_counts(function.op.id + 1, function.op.end)
@@ -481,13 +573,13 @@ def analyze_structure(module: Module) -> Structure:
     calls, counts = _calls_and_counts(module)
     _function_op_totals(module, counts)
 
-    callers: dict[str, list[str]] = {name: [] for name in module.functions}
+    callers: dict[str, list[str]] = {name: [] for name in program_functions(module)}
     for caller, edges in calls.items():
         for callee, _count in edges:
             if caller not in callers[callee]:
                 callers[callee].append(caller)
 
-    roots = [f.name for f in module.functions.values() if f.visibility == "public"]
+    roots = [f.name for f in program_functions(module).values() if f.visibility == "public"]
     entry = module.entry
     if not roots and entry is not None:
         roots = [entry.name]
@@ -517,7 +609,7 @@ def analyze_structure(module: Module) -> Structure:
         inlined[name], depth[name] = total, deepest
         return total, deepest
 
-    for name in module.functions:
+    for name in program_functions(module):
         inline(name, frozenset())
 
     reachable_counts: Counter[str] = Counter()
@@ -540,7 +632,7 @@ def analyze_structure(module: Module) -> Structure:
             inlined_ops=inlined[name],
             op_counts=_sorted_counts(counts[name]),
         )
-        for name, function in module.functions.items()
+        for name, function in program_functions(module).items()
     )
     return Structure(
         module=module.name,

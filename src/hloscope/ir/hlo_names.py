@@ -100,9 +100,93 @@ def attach_hlo_names(built: model.Module, names: HloNames | None) -> None:
     for op, (_, hlo_name) in zip(built.ops, names.ops, strict=True):
         op.hlo_name = hlo_name
     built.backend_configs = MappingProxyType(names.backend_configs)
-    built.hlo_opcodes = MappingProxyType(names.opcodes)
+    # An async pair of one instruction as XLA prints it, as XLA's own form reads it.
+    printed = _async_as_printed(built, names.opcodes)
+    built.hlo_opcodes = MappingProxyType({**names.opcodes, **printed})
     built.schedule = MappingProxyType(names.schedule)
+    built.conversion_artefacts = conversion_artefacts(built)
     _async_types(built, names.async_types)
+
+
+def conversion_artefacts(built: model.Module) -> frozenset[int]:
+    """The ops of a converted module (its instructions named and their opcodes known)
+    that the conversion made and XLA's module has no instruction for, by id:
+
+    - what an async wrapper (`async_start`, `async_done`) of an instruction XLA runs as
+      one (`copy-start`, `all-reduce-start`: no `async-start` of a computation of its
+      own) wraps: the collective in its region (what that holds, the reducer XLA's
+      instruction holds too, stays), or the function it calls (`copy_`, with its ops).
+      The wrapper is the instruction (`Module.shown_name`);
+    - where one block holds several ops of one instruction's name, those not of its
+      opcode: the `convert` put before a convolution of mixed element types (XLA's
+      convolves bf16 by f32), the `get_tuple_element`s taken of a custom call's tuple;
+    - XLA's own tuples and get-tuple-elements, where the conversion keeps them as ops
+      (a tuple of tuples returned): they compute nothing, and XLA's form counts none.
+    """
+    opcodes = built.hlo_opcodes
+    ops = built.ops
+    made: set[int] = set()
+    named: dict[tuple[int, str], list[model.Op]] = {}
+    for op in ops:
+        name = op.hlo_name
+        if name is None or op.parent is None or not model.is_computation(op):
+            continue
+        opcode = opcodes.get(name)
+        if opcode in _PLUMBING and op.short_name.replace("_", "-") == opcode:
+            made.add(op.id)
+        if op.short_name in model.ASYNC_WRAPPERS and opcode and opcode not in _ASYNC_OPCODES:
+            for region in op.regions:
+                for block in region.blocks:
+                    made.update(inner.id for inner in block.ops if not inner.is_terminator)
+            for callee in op.references("called_computation"):
+                function = built.functions.get(callee)
+                if function is not None:
+                    made.update(range(function.op.id, function.op.end))
+        named.setdefault((op.parent.id, name), []).append(op)
+    for (_, name), group in named.items():
+        if len(group) > 1:
+            kind = opcodes.get(name, "")
+            instruction = [op for op in group if _of_opcode(op.short_name, kind)]
+            if len(instruction) == 1:
+                made.update(op.id for op in group if op is not instruction[0])
+    return frozenset(made)
+
+
+def _async_as_printed(built: model.Module, opcodes: dict[str, str]) -> dict[str, str]:
+    """The opcodes XLA prints of its async-start, -update and -done whose wrapped
+    computation is one instruction (`HloComputation::CanExpandIntoSingleInstruction`:
+    its parameters and root): that instruction's, started (`all-to-all-start`,
+    `all-to-all-done`), as XLA's own form reads them, by instruction name. Read
+    from the converted form's `async_start`, whose region holds that instruction."""
+    printed: dict[str, str] = {}
+    for op in built.ops:
+        name = op.hlo_name
+        if name is None or op.short_name not in model.ASYNC_WRAPPERS:
+            continue
+        opcode = opcodes.get(name)
+        if opcode == "async-start" and len(op.regions) == 1:
+            held = [o for b in op.regions[0].blocks for o in b.ops if not o.is_terminator]
+            wrapped = opcodes.get(held[0].hlo_name or "") if len(held) == 1 else None
+            if wrapped is not None:
+                printed[name] = f"{wrapped}-start"
+        elif opcode in ("async-update", "async-done") and op.operands:
+            started = built.defining_op(op.operands[0])
+            begun = printed.get(started.hlo_name or "") if started is not None else None
+            if begun is not None:
+                printed[name] = begun.removesuffix("-start") + opcode.removeprefix("async")
+    return printed
+
+
+_ASYNC_OPCODES = frozenset({"async-start", "async-update", "async-done"})
+_PLUMBING = frozenset({"tuple", "get-tuple-element"})
+_SPELLED_APART = {"broadcast_in_dim": "broadcast", "dot_general": "dot"}
+"""MLIR ops whose names spell XLA's opcode another way."""
+
+
+def _of_opcode(short_name: str, opcode: str) -> bool:
+    """Whether an op named `short_name` (`get_tuple_element`) is an instruction of
+    `opcode` (`get-tuple-element`)."""
+    return _SPELLED_APART.get(short_name, short_name).replace("_", "-") == opcode
 
 
 def _async_types(built: model.Module, async_types: dict[str, str]) -> None:

@@ -56,7 +56,7 @@ from hloscope.ir.shape_proto import (
     shape_memory_spaces,
     tensor_type,
 )
-from hloscope.ir.types import memory_spaces_text
+from hloscope.ir.types import memory_spaces_text, tuple_elements
 
 _HLO_INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.-]+)\s*=\s*(?P<shape>.+?)\s+"
@@ -205,24 +205,33 @@ def build_hlo_native_model(
                     parameters.append((int(number.group(1)) if number else len(parameters), op))
             func_op.regions = (model.Region((model.Block((), tuple(children)),)),)
             func_op.end = len(ops)
-            for index, op in sorted(parameters, key=lambda item: item[0]):
+            for _, op in sorted(parameters, key=lambda item: item[0]):
                 sharding = op.attributes.get("mhlo.sharding")
-                arguments.append(
-                    model.Argument(
-                        index,
-                        op.results[0],
-                        value_types[op.results[0]],
-                        op.location_text,
-                        # The entry's parameters' shardings, as the converter writes
-                        # them on the entry function's arguments.
-                        {"mhlo.sharding": sharding}
-                        if is_entry and sharding is not None
-                        else model.EMPTY_ATTRIBUTES,
+                # A tuple parameter is one argument per array, as the converter makes
+                # it (a loop's body and condition take the loop's carried tuple).
+                leaves = _flattened(value_types[op.results[0]])
+                for leaf in leaves:
+                    arguments.append(
+                        model.Argument(
+                            len(arguments),
+                            op.results[0],
+                            leaf,
+                            op.location_text,
+                            # The entry's parameters' shardings, as the converter writes
+                            # them on the entry function's arguments.
+                            {"mhlo.sharding": sharding}
+                            if is_entry and sharding is not None and len(leaves) == 1
+                            else model.EMPTY_ATTRIBUTES,
+                        )
                     )
-                )
-            root_type = value_types[children[-1].results[0]] if children else ""
-            results: tuple[model.Result, ...] = (
-                (model.Result(0, root_type, model.EMPTY_ATTRIBUTES),) if children else ()
+            root = children[-1] if children else None
+            root_type = value_types[root.results[0]] if root is not None else ""
+            # A tuple ROOT returns its elements, one result each, as the converter
+            # makes them (a multi-output fusion's computation).
+            returned = tuple_elements(root_type) if root and root.name == "hlo.tuple" else ()
+            results: tuple[model.Result, ...] = tuple(
+                model.Result(i, t, model.EMPTY_ATTRIBUTES)
+                for i, t in enumerate(returned or ((root_type,) if root else ()))
             )
             if is_entry and children:
                 results = _entry_results(hlo_module, children[-1]) or results
@@ -283,7 +292,7 @@ def _entry_results(hlo_module: Any, root: model.Op) -> tuple[model.Result, ...] 
             return None
         if not shape.is_tuple():
             return None
-        types = [_mlir_type(element) for element in shape.tuple_shapes()]
+        types = [_mlir_type(element) for element in _leaves(shape)]
     if any(t is None for t in types):
         return None
     sharding = root.attributes.get("mhlo.sharding")
@@ -298,6 +307,22 @@ def _entry_results(hlo_module: Any, root: model.Op) -> tuple[model.Result, ...] 
         )
         for index, mlir in enumerate(types)
     )
+
+
+def _flattened(mlir_type: str) -> tuple[str, ...]:
+    """A tuple type's arrays, nested tuples' too, in order; the type alone otherwise."""
+    elements = tuple_elements(mlir_type)
+    if elements == (mlir_type,):
+        return elements
+    return tuple(leaf for element in elements for leaf in _flattened(element))
+
+
+def _leaves(shape: Any) -> list[Any]:
+    """A tuple shape's arrays, nested tuples' too, in order: the converter's results of
+    an entry returning a tuple of tuples (a custom call's `(result, scratch)`)."""
+    if not shape.is_tuple():
+        return [shape]
+    return [leaf for element in shape.tuple_shapes() for leaf in _leaves(element)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -766,10 +791,17 @@ def _hlo_attributes(text: str) -> dict[str, str]:
     # While and conditional bodies too, so that the functions that run are reachable.
     keys = ("frontend_attributes", "sharding", "custom_call_target", "kind", "calls")
     calls = ("calls", "body", "condition", "branch_computations", "to_apply")
-    for key in (*keys, *calls[1:]):
+    branches = ("true_computation", "false_computation")
+    for key in (*keys, *calls[1:], *branches):
         match = re.search(rf"\b{key}=(\{{[^}}]*\}}|\"[^\"]*\"|[\w.%-]+)", text)
         if match:
             value = match.group(1)
             # Computations as MLIR names functions (`@body`), for the call graph.
-            attributes[key] = re.sub(r"%([\w.-]+)", r"@\1", value) if key in calls else value
+            named = key in calls or key in branches
+            attributes[key] = re.sub(r"%([\w.-]+)", r"@\1", value) if named else value
+    if branches[0] in attributes:
+        # XLA prints a conditional on a predicate with its two branches apart: its
+        # branch_computations, true first, as XLA's proto holds them.
+        pair = [attributes.pop(key) for key in branches if key in attributes]
+        attributes["branch_computations"] = "{" + ", ".join(pair) + "}"
     return attributes

@@ -57,7 +57,7 @@ MEMORY_SPACES_ATTRIBUTE = "hloscope.memory_spaces"
 # --------------------------------------------------------------------------- ops
 
 # The conversion's ops of XLA's async instructions (`all-reduce-start`, `copy-done`).
-_ASYNC_WRAPPERS = frozenset({"async_start", "async_update", "async_done"})
+ASYNC_WRAPPERS = frozenset({"async_start", "async_update", "async_done"})
 
 
 class Block:
@@ -224,8 +224,7 @@ class Op:
 
     @property
     def tuple_memory_spaces(self) -> tuple[int | None, ...]:
-        """The memory space of each element of its result's tuple layout (an async
-        copy-start's destination, source, context)."""
+        """The memory space of each element of its result's tuple (a copy-start's)."""
         attributes = self.attributes
         if MEMORY_SPACES_ATTRIBUTE in attributes:
             spaces = ir_types.memory_spaces(attributes[MEMORY_SPACES_ATTRIBUTE])
@@ -259,8 +258,7 @@ class Op:
         )
 
     def references(self, key: str) -> tuple[str, ...]:
-        """The functions an attribute names (`callee = @f`, `calls = [@a, @b]`), by
-        name; empty when it has none."""
+        """The functions an attribute names (`callee = @f`, `calls = [@a, @b]`)."""
         text = self.attributes.get(key)
         return decoded.symbol_reference_tuple(text) if text else ()
 
@@ -317,10 +315,8 @@ def is_computation(op: Op) -> bool:
 
 
 def counts_as_op(name: str) -> bool:
-    """Whether an op named `name` (`stablehlo.sine`, `func.return`) is counted as an op
-    in reports: the rule of `is_computation`, for code that walks jaxlib's MLIR objects
-    instead of a decoded module (`hloscope compiles` counts each module JAX compiles as
-    it compiles)."""
+    """Whether an op named `name` (`stablehlo.sine`) counts as an op: `is_computation`'s
+    rule, for code that walks jaxlib's MLIR objects (`hloscope compiles`)."""
     return _name_kind(name) == _COMPUTES
 
 
@@ -552,6 +548,7 @@ class Module:
         "attributes",
         "backend_configs",
         "body",
+        "conversion_artefacts",
         "derived",
         "functions",
         "hlo_opcodes",
@@ -585,8 +582,13 @@ class Module:
     converted op's name does not tell (`stablehlo.async_start`). Empty in XLA's own
     form, whose op names are the opcodes (`hlo.fusion`); read through `hlo_opcode`."""
     schedule: Mapping[str, int]
-    """Converted from a scheduled HLO module: each instruction's place in its
-    computation's schedule, by HLO name (XLA's own form is in that order: empty)."""
+    """For a module converted from a scheduled HLO module: each instruction's place in
+    its computation's schedule, by HLO instruction name. The conversion orders a
+    computation's ops by their dependencies, not by the schedule; XLA's own form
+    orders them by the schedule already, and leaves this empty."""
+    conversion_artefacts: frozenset[int]
+    """Converted from HLO: ids of the ops the conversion made that are no instruction of
+    XLA's module (`hlo_names.conversion_artefacts`); no count of ops holds them."""
 
     def __init__(
         self,
@@ -600,6 +602,7 @@ class Module:
         backend_configs: Mapping[str, str] = EMPTY_ATTRIBUTES,
         hlo_opcodes: Mapping[str, str] = EMPTY_ATTRIBUTES,
         schedule: Mapping[str, int] = MappingProxyType({}),
+        conversion_artefacts: frozenset[int] = frozenset(),
     ) -> None:
         self.name = name
         self.attributes = attributes
@@ -611,11 +614,11 @@ class Module:
         self.backend_configs = backend_configs
         self.hlo_opcodes = hlo_opcodes
         self.schedule = schedule
+        self.conversion_artefacts = conversion_artefacts
         self._users: list[tuple[int, ...]] | None = None
         self._names: dict[int, str] | None = None
         self.derived: dict[str, object] = {}
-        """What analyses work out once per module and share (the scan of op names and
-        attributes that structure, params and placement read), by name."""
+        """What analyses work out once per module and share (the scan of ops), by name."""
 
     # -- attributes -----------------------------------------------------------------
 
@@ -730,7 +733,7 @@ class Module:
         module converted from HLO (`stablehlo.async_start`, `mhlo.async_done`, which
         say nothing of what runs), the instruction it is, as XLA's own form names it
         (`hlo.all-reduce-start`, `hlo.copy-done`)."""
-        if op.short_name in _ASYNC_WRAPPERS and op.hlo_name:
+        if op.short_name in ASYNC_WRAPPERS and op.hlo_name:
             opcode = self.hlo_opcodes.get(op.hlo_name)
             if opcode:
                 return f"hlo.{opcode}"
@@ -881,13 +884,9 @@ class Module:
                         stack.extend(reversed(block.ops))
 
         for function in self.functions.values():
-            if function.is_declaration:
-                continue
-            entry_block = function.op.regions[0].blocks[0]
-            ops: list[Op] = []
-            for block in function.op.regions[0].blocks:
-                ops.extend(block.ops)
-            number(ops, entry_block.arguments)
+            if not function.is_declaration:
+                blocks = function.op.regions[0].blocks
+                number([op for block in blocks for op in block.ops], blocks[0].arguments)
         return names
 
     def __iter__(self) -> Iterator[Op]:

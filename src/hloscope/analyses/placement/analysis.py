@@ -22,6 +22,7 @@ from hloscope.analyses.placement.warnings import (
     host_memory_warnings,
     large_input_warnings,
 )
+from hloscope.analyses.structure import counted_ops
 from hloscope.ir.attributes import Mesh as IrMesh
 from hloscope.ir.attributes import with_declared_axes
 from hloscope.ir.model import Module, Op, is_computation
@@ -51,14 +52,15 @@ def analyze_placement(
     # module's schedule, in either form): what every part below reads (each passes
     # over any other op it is given).
     ops = module.program_order(op for first, end in ranges for op in scan.within(first, end))
-    total = scan.computing(ranges)
+    total = counted_ops(module, list(functions))
 
     labels: dict[int, str] = {}
     counts: Counter[str] = Counter()
     placed: list[PlacedOp] = []
+    made = module.conversion_artefacts
     for op in module.program_order(module.ops[i] for i in sorted(placement.contexts)):
         op_id = op.id
-        if not is_computation(op):
+        if not is_computation(op) or op_id in made:
             continue
         label = placement.label(op_id)
         labels[op_id] = label

@@ -68,6 +68,8 @@ _DATA_MOVEMENT = frozenset(
         "bitcast_convert",
         "reshape",
         "copy",
+        "copy_start",
+        "copy_done",
         "transpose",
         "slice",
         "dynamic_slice",
