@@ -25,6 +25,7 @@ shard_map's line. Where none of this holds, the site says so in `note`.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 import math
@@ -41,9 +42,10 @@ from hloscope.analyses.placement.why_report import (
 )
 from hloscope.ir.locations import Location
 from hloscope.ir.model import TERMINATOR_NAMES, Module, Op
-from hloscope.ir.shardy_model import Origin, ShardyPropagation, ShardyValue
+from hloscope.ir.shardy_model import Origin, ShardyPropagation, ShardyValue, decode_origin
 
 _SHARDING_OPS = frozenset({"sdy.reshard", "sdy.sharding_constraint"})
+_LOOP = "stablehlo.while"
 _MANUAL_BODY = "xla.sdy.manual_computation_body"
 """The functions XLA's HLO holds a manual computation's body in (called from the
 entry between its `xla.sdy.GlobalToLocalShape` and `LocalToGlobalShape`)."""
@@ -110,8 +112,8 @@ def _lines(propagation: ShardyPropagation, before: Module | None) -> list[Locati
             located[block.a + k] = given[block.b + k][1]
     # Loops are few and keep their order: where both hold as many, the k-th is the
     # k-th (a backward pass's loop that the op sequences did not line up around).
-    mine_loops = [i for i, key in enumerate(mine) if key == "stablehlo.while"]
-    their_loops = [i for i, key in enumerate(theirs) if key == "stablehlo.while"]
+    mine_loops = [i for i, key in enumerate(mine) if key == _LOOP]
+    their_loops = [i for i, key in enumerate(theirs) if key == _LOOP]
     if len(mine_loops) == len(their_loops):
         for i, j in zip(mine_loops, their_loops, strict=True):
             located[i] = located[i] or given[j][1]
@@ -127,26 +129,26 @@ def _kind(name: str) -> str:
 
 
 def _inlined(module: Module) -> list[tuple[str, Location]]:
-    """The entry's ops in order with calls inlined, as Shardy's import inlines them;
-    an op of a called function without a line takes the call's location."""
+    """The entry's ops in order with calls inlined, as Shardy's import inlines them,
+    each `while` followed by the ops of its condition and body (as Shardy's dump
+    lists them); an op of a called function without a line takes the call's
+    location."""
     out: list[tuple[str, Location]] = []
 
-    def walk(name: str, outer: Location | None, depth: int) -> None:
-        function = module.functions.get(name)
-        if function is None or depth > 32:
+    def walk(ops: Sequence[Op], outer: Location | None, depth: int) -> None:
+        if depth > 32:
             return
-        for op in module.function_ops(function):
-            if op.parent is not function.op or op.name in TERMINATOR_NAMES:
+        for op in ops:
+            if op.name in TERMINATOR_NAMES:
                 continue
-            location = op.location
-            if outer is not None and not location.frames:
-                location = outer
+            location = _within(op.location, outer)
             target = op.custom_call_target
             if op.name == "func.call":
                 for callee in op.references("callee"):
+                    function = module.functions.get(callee)
                     # Shardy keeps a manual computation's body inside its op.
-                    if not callee.startswith(_MANUAL_BODY):
-                        walk(callee, location, depth + 1)
+                    if function is not None and not callee.startswith(_MANUAL_BODY):
+                        walk(_body(function.op), location, depth + 1)
                 continue
             if target in ("xla.sdy.FuncResultSharding", "xla.sdy.LocalToGlobalShape"):
                 continue
@@ -155,10 +157,32 @@ def _inlined(module: Module) -> list[tuple[str, Location]]:
                 out.append(("sdy.manual_computation", location))
                 continue
             out.append(("sharding" if target == "Sharding" else op.name, location))
+            if op.name == _LOOP:
+                for region in op.regions:
+                    for block in region.blocks:
+                        walk(block.ops, location, depth + 1)
 
     assert module.entry is not None
-    walk(module.entry.name, None, 0)
+    walk(_body(module.entry.op), None, 0)
     return out
+
+
+def _within(location: Location, outer: Location | None) -> Location:
+    """An inlined op's location: the call's where it has no line; its name under the
+    call's (a called function's ops are named within it, `dot_general`, and XLA's
+    inliner puts the call's name in front: `jit(f)/while/body/closed_call/dot_general`)."""
+    if outer is None:
+        return location
+    if not location.frames:
+        return outer
+    if location.name and outer.name and not location.name.startswith(outer.name):
+        names = (f"{outer.name}/{location.name}", *location.names[1:])
+        return dataclasses.replace(location, names=names)
+    return location
+
+
+def _body(function: Op) -> list[Op]:
+    return [op for region in function.regions for block in region.blocks for op in block.ops]
 
 
 def _source(location: Location | None) -> str | None:
@@ -185,6 +209,11 @@ class _Namer:
         self.loop_constraints: dict[str, tuple[str | None, str | None, bool]] = {}
         """XLA's own constraints on what a loop reads: the loop's line, the argument,
         whether the loop is the backward pass's."""
+        self.passes_argument: dict[str, int] = {}
+        """XLA's loop constraints that hand an entry argument's sharding on unchanged
+        (the open constraint, `{?}`, asks nothing; Shardy still names it as the
+        origin of what the loop reads, the argument's own axes included): by Shardy's
+        name, the argument's index. What they set, the argument set."""
         self.manual: dict[int, str | None] = {}
         lined_up = any(location is not None for location in lines)
         for op, location in zip(propagation.ops, lines, strict=True):
@@ -204,6 +233,13 @@ class _Namer:
                     # JAX names the backward pass's ops `transpose(...)`.
                     backward = loop is not None and any("transpose(" in n for n in loop.names)
                     self.loop_constraints[op.origin_name] = (_source(loop), path, backward)
+                    if (
+                        0 <= read < propagation.arguments
+                        and value is not None
+                        and value.dimensions is not None
+                        and value.dimensions == propagation.values[read].dimensions
+                    ):
+                        self.passes_argument[op.origin_name] = read
 
     def origin(self, origin: Origin) -> ShardingOrigin:
         prop = self.propagation
@@ -633,7 +669,6 @@ def _distinct(origins: Sequence[ShardingOrigin]) -> tuple[ShardingOrigin, ...]:
 
 
 def _with_sentence(site: CollectiveSite) -> CollectiveSite:
-    import dataclasses
 
     kind = site.op.replace("_", "-")
     axes = ", ".join(f"`{a}`" for a in site.axes)
@@ -705,17 +740,25 @@ def _effects(
     everything = (*prop.values, *prop.results)
     for key in keys:
         origin = namer.origin(key)
+        # An argument also set what XLA's loop constraints on it handed on (the
+        # stacked weights a scan's loop reads).
+        passed = {
+            namer.origin(decode_origin(name, None))
+            for name, argument in namer.passes_argument.items()
+            if key.kind == "argument" and argument == key.index
+        }
+        mine = {origin, *passed}
         axes: dict[str, None] = {}
         values = 0
         for value in everything:
-            touched = [a for a, o in value.origins.items() if namer.origin(o) == origin]
+            touched = [a for a, o in value.origins.items() if namer.origin(o) in mine]
             if touched:
                 values += 1
                 axes.update(dict.fromkeys(touched))
         caused = tuple(
             i
             for i, site in enumerate(sites)
-            if any(origin in (*c.sharded_by, *c.unsharded_by) for c in site.causes)
+            if any(not mine.isdisjoint((*c.sharded_by, *c.unsharded_by)) for c in site.causes)
         )
         out.append(OriginEffect(origin, tuple(axes), values, caused))
     return tuple(out)
