@@ -67,12 +67,14 @@ def explain_collectives(
     # The collectives the program runs, as every view counts them; those across
     # slices carry no sharding of their own to explain.
     collectives = [
-        (optimized.ops[c.op_id], c.kind)
+        (optimized.ops[c.op_id], c.kind, _location(optimized, c.op_id, c.kernel_id))
         for c in program_collectives(optimized)
         if not c.across_slices
     ]
     if propagation is None or (not propagation.ops and not propagation.values):
-        sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
+        sites = tuple(
+            _untied(optimized, op, kind, note, location) for op, kind, location in collectives
+        )
         return Why(available=False, note=note, sites=sites, origins=())
     lines = _lines(propagation, before)
     namer = _Namer(propagation, lines, arguments, results)
@@ -80,8 +82,8 @@ def explain_collectives(
     mesh_axes = next(iter(propagation.meshes.values()), ())
     sites = tuple(
         _written(optimized, op, kind, mesh_axes)
-        or _explain(optimized, op, kind, propagation, lines, namer, used)
-        for op, kind in collectives
+        or _explain(optimized, op, kind, location, propagation, lines, namer, used)
+        for op, kind, location in collectives
     )
     untied = sum(1 for site in sites if site.note)
     why_note = note
@@ -293,8 +295,21 @@ def _dims_words(value: ShardyValue) -> str | None:
 # --------------------------------------------------------------------------- sites
 
 
-def _untied(module: Module, op: Op, kind: str, note: str | None) -> CollectiveSite:
-    source = _source(op.location)
+def _location(module: Module, op_id: int, kernel_id: int) -> Location:
+    """Where a collective came from: its own location, else that of the instruction
+    that launches it (XLA leaves the all-reduce of the TPU's all-reduce-scatter
+    fusion without metadata, and gives the fusion the line of the op it came from)."""
+    location = module.ops[op_id].location
+    if location.frames:
+        return location
+    launched = module.ops[kernel_id].location
+    return launched if launched.frames else location
+
+
+def _untied(
+    module: Module, op: Op, kind: str, note: str | None, location: Location
+) -> CollectiveSite:
+    source = _source(location)
     where = f" at {source}" if source else ""
     reason = note or "Shardy's origins are not available"
     return CollectiveSite(
@@ -448,6 +463,7 @@ def _explain(
     module: Module,
     op: Op,
     kind: str,
+    location: Location,
     prop: ShardyPropagation,
     lines: Sequence[Location | None],
     namer: _Namer,
@@ -456,7 +472,6 @@ def _explain(
     """`used`: the Shardy ops earlier collectives were tied to (updated here)."""
     size = _group_size(module, op)
     mesh_axes = next(iter(prop.meshes.values()), ())
-    location = op.location
     innermost = location.source
     # (Shardy op index or None, operand values, result values, where they meet, the op)
     candidates: list[tuple[int | None, tuple[int, ...], tuple[int, ...], str | None, str]] = []
@@ -509,7 +524,7 @@ def _explain(
         site = CollectiveSite(
             op=kind,  # type: ignore[arg-type]
             instruction=_instruction(module, op),
-            source=_source(op.location),
+            source=_source(location),
             axes=axes,
             causes=causes,
             meets=meets,
@@ -526,7 +541,7 @@ def _explain(
         if innermost is None
         else "no op of Shardy's propagation lines up with its line"
     )
-    return _untied(module, op, kind, reason)
+    return _untied(module, op, kind, reason, location)
 
 
 def _jax_names(name: str | None) -> frozenset[str]:
