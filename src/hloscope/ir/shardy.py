@@ -116,12 +116,11 @@ def _read(module: Any) -> ShardyPropagation:
             owner = decode_origin(origin_name, None) if origin_name else None
             sharding_attr = _attribute(attrs, "sdy.sharding")
             shardings = _per_value(sharding_attr) if sharding_attr is not None else []
-            # A loop writes its results' origins apart: its own `sdy.sharding_origins`
-            # would be its block arguments'.
-            origins = _attribute(
-                attrs,
-                "sdy.result_sharding_origins" if op.name == _LOOP else "sdy.sharding_origins",
-            )
+            # An op whose results are the edges of its data flow (a loop, the
+            # optimization barrier of `jax.checkpoint`) writes their origins apart.
+            origins = _attribute(attrs, "sdy.result_sharding_origins")
+            if origins is None:
+                origins = _attribute(attrs, "sdy.sharding_origins")
             per_result: list[Any] = []
             if origins is not None and _is(ir.ArrayAttr, origins):
                 per_result = list(ir.ArrayAttr(origins))
