@@ -112,6 +112,12 @@ def check_scanned_step(step: str, document: dict[str, Any], specs: dict[str, lis
             == "[" + ", ".join("{}" if axis is None else f'{{"{axis}"}}' for axis in spec) + "]"
         )
         assert f"`{path}`" in site["sentence"]
+    # A plain `x @ w` is a `stablehlo.dot` in Shardy's dump, a gradient's contraction
+    # a `dot_general`: the dot `jax.checkpoint` (Linen's `nn.remat`) runs again in the
+    # backward pass is the user's own, not a gradient.
+    for site in every:
+        if site["meets_op"] == "stablehlo.dot":
+            assert site["gradient_of"] is None, site["sentence"]
     # Every weight's argument is credited with the axes it set and its collectives.
     origins = {o["argument"]: o for o in document["why"]["origins"] if o["origin"] == "argument"}
     for path, origin in origins.items():

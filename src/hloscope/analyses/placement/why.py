@@ -582,6 +582,9 @@ def _gradient_of(location: Location | None) -> str | None:
     parts = split_op_name(location.name or "") if location is not None else []
     if len(parts) < 2 or not any(p.startswith("transpose(") for p in parts[:-1]):
         return None
+    if "rematted_computation" in parts[:-1]:
+        # `jax.checkpoint`'s forward op, run again in the backward pass: the user's own.
+        return None
     return "broadcast_in_dim" if parts[-1] == "reduce_sum" else parts[-1]
 
 
