@@ -534,8 +534,12 @@ def _explain(
             gradient_of=gradient_of,
         )
         return _with_sentence(site)
+    tried = sorted({meets_op.rpartition(".")[2] for *_, meets_op in candidates})
     reason = (
-        "no op of Shardy's propagation at its line disagrees on a mesh axis of its size"
+        "no op of Shardy's propagation at its line "
+        f"({', '.join(tried)}) disagrees on a mesh axis of its size"
+        + (f" ({size} devices)" if size else "")
+        + ": Shardy's shardings there do not account for it"
         if candidates
         else "XLA gave it no line, and it feeds no result directly"
         if innermost is None
