@@ -29,12 +29,21 @@ FIXTURE = "tests/fixtures/why_scanned_steps.py"
 STEPS = ("lax", "linen", "nnx")
 WEIGHT_LINES = {
     "lax": {
-        "up": 'hidden = jax.nn.relu(x @ layer["up"])',
+        "gate": 'gate = jax.nn.relu(x @ layer["gate"])',
+        "up": 'hidden = gate * (x @ layer["up"])',
         "down": 'return x + hidden @ layer["down"]',
     },
-    "linen": {"up": "hidden = nn.relu(up(x))", "down": "return x + down(hidden), None"},
+    "linen": {
+        "q": "queries = q(h)",
+        "k": "keys = k(h)",
+        "v": "values = v(h)",
+        "o": "x = x + o(",
+        "up": "hidden = nn.gelu(up(",
+        "down": "return x + down(hidden), None",
+    },
     "nnx": {
-        "up": "hidden = nnx.relu(x @ self.up[...])",
+        "gate": "gate = nnx.relu(x @ self.gate[...])",
+        "up": "hidden = gate * (x @ self.up[...])",
         "down": "return x + hidden @ self.down[...]",
     },
 }
@@ -118,11 +127,13 @@ def check_scanned_step(step: str, document: dict[str, Any], specs: dict[str, lis
     for site in every:
         if site["meets_op"] == "stablehlo.dot":
             assert site["gradient_of"] is None, site["sentence"]
-    # Every weight's argument is credited with the axes it set and its collectives.
+    # Every sharded weight's argument is credited with the axes JAX's sharding gives
+    # it, and with collectives.
     origins = {o["argument"]: o for o in document["why"]["origins"] if o["origin"] == "argument"}
     for path, origin in origins.items():
-        if path and path.startswith("params['layers']"):
-            assert set(origin["axes"]) == {"data", "model"}, origin
+        spec = specs.get(f"[0]{path.removeprefix('params')}") if path else None
+        if path and path.startswith("params['layers']") and spec and any(spec):
+            assert set(origin["axes"]) == {axis for axis in spec if axis}, origin
             assert origin["values"] > 0 and origin["collectives"], origin
 
 

@@ -98,14 +98,14 @@ def _read(module: Any) -> ShardyPropagation:
     top_level: dict[Any, int] = {}
     constraints: list[tuple[int, Any]] = []
 
-    def walk(block: Any, loop: int | None) -> None:
-        nonlocal returned
+    def walk(block: Any, loop: int | None) -> tuple[int, ...]:
+        """Read `block`'s ops into `ops` and `values`; the values it returns."""
+        yielded: tuple[int, ...] = ()
         for operation in block.operations:
             op = operation.operation
             operands = tuple(ids.get(operand, -1) for operand in op.operands)
             if op.name in ("func.return", "stablehlo.return"):
-                if loop is None:
-                    returned = operands
+                yielded = operands
                 continue
             attrs = op.attributes
             origin_name = (
@@ -155,13 +155,17 @@ def _read(module: Any) -> ShardyPropagation:
                 # body the sharding of the loop's result in its place, so each is
                 # that result's value. Its regions' ops follow it, as Shardy prints
                 # them (condition, then body).
+                carried: tuple[int, ...] = ()
                 for region in op.regions:
                     for inner in region.blocks:
                         for k, argument in enumerate(inner.arguments):
                             ids[argument] = first + k
-                        walk(inner, index)
+                        carried = walk(inner, index)
+                # The body's block is the last: what it returns is the next carry.
+                ops[index] = dataclasses.replace(ops[index], carried=carried)
+        return yielded
 
-    walk(block, None)
+    returned = walk(block, None)
     for index, op in constraints:
         if ops[index].loop is not None:
             continue

@@ -64,6 +64,10 @@ class ShardyOp:
     `stablehlo.while` (a value the loop reads from outside it, as XLA's own
     `xla-sdy-open-while-free-vars-sharding` pass constrains them), that loop's index
     in `ShardyPropagation.ops`; None otherwise."""
+    carried: tuple[int, ...] = ()
+    """For a `stablehlo.while`, what its body returns: the value each of its results
+    (its carry) holds in the next iteration. One the body returns unchanged (the
+    result's own value) is the loop's operand throughout."""
     loop: int | None = None
     """The innermost `stablehlo.while` whose condition or body holds this op (its
     index in `ShardyPropagation.ops`); None for an op of the entry's own block."""
