@@ -135,3 +135,18 @@ def test_collectives_explained_alike_are_one_line_with_their_count(why):
     for group in groups:
         if group["count"] > 1:
             assert any(line.startswith(f"• {group['count']}× ") for line in bullets)
+
+
+def test_the_collectives_inside_the_layers_are_explained(why):
+    """The scan's body holds the layers' ops (attention, the MLP, the norms): their
+    collectives are tied to Shardy's ops inside the loop, at the layer's own lines."""
+    sites = [s for c in why["collectives"] for s in c["sites"]]
+    explained = [s for s in sites if s["causes"]]
+    assert len(explained) / len(sites) >= 0.9, [s["sentence"] for s in sites if s["note"]]
+    text = (ROOT / SAMPLE).read_text().splitlines()
+    first = next(i for i, line in enumerate(text, 1) if line.startswith("def attention("))
+    last = next(i for i, line in enumerate(text, 1) if line.startswith("def loss_fn("))
+    inside = [s for s in sites if first < int(s["source"].rpartition(":")[2]) < last]
+    assert inside and all(s["causes"] for s in inside), [s["sentence"] for s in inside]
+    for site in inside:
+        assert site["meets"] == site["source"], site["sentence"]

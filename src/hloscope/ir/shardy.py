@@ -34,6 +34,8 @@ from hloscope.ir.shardy_model import (
 PROPAGATED_FILE = "02.after_propagation.mlir"
 """The dump, in a module's `shardy/` folder, that holds the origins."""
 
+_LOOP = "stablehlo.while"
+
 
 def read_propagation(path: Path) -> ShardyPropagation:
     """Read `02.after_propagation.mlir` (or any dump of Shardy's with origins)."""
@@ -95,51 +97,80 @@ def _read(module: Any) -> ShardyPropagation:
         )
     top_level: dict[Any, int] = {}
     constraints: list[tuple[int, Any]] = []
-    for operation in block.operations:
-        op = operation.operation
-        operands = tuple(ids.get(operand, -1) for operand in op.operands)
-        if op.name in ("func.return", "stablehlo.return"):
-            returned = operands
-            continue
-        attrs = op.attributes
-        origin_name = (
-            ir.StringAttr(attrs["sdy.sharding_origin_name"]).value
-            if "sdy.sharding_origin_name" in attrs
-            else None
-        )
-        owner = decode_origin(origin_name, None) if origin_name else None
-        sharding_attr = _attribute(attrs, "sdy.sharding")
-        shardings = _per_value(sharding_attr) if sharding_attr is not None else []
-        origins = _attribute(attrs, "sdy.sharding_origins")
-        per_result: list[Any] = []
-        if origins is not None and _is(ir.ArrayAttr, origins):
-            per_result = list(ir.ArrayAttr(origins))
-        elif origins is not None:
-            per_result = [origins]
-        first = len(values)
-        for k, result in enumerate(op.results):
-            sharding = shardings[k] if k < len(shardings) else None
-            if sharding is None and op.name in ("sdy.reshard", "sdy.sharding_constraint"):
-                sharding = attrs["sharding"]
-            origin = per_result[k] if k < len(per_result) else None
-            values.append(_value(sharding, origin, owner))
-            ids[result] = len(values) - 1
-        ops.append(
-            ShardyOp(
-                op.name,
-                operands,
-                tuple(range(first, len(values))),
-                origin_name,
-                owner,
-                _rule(_attribute(attrs, "sdy.sharding_rule")),
+
+    def walk(block: Any, loop: int | None) -> tuple[int, ...]:
+        """Read `block`'s ops into `ops` and `values`; the values it returns."""
+        yielded: tuple[int, ...] = ()
+        for operation in block.operations:
+            op = operation.operation
+            operands = tuple(ids.get(operand, -1) for operand in op.operands)
+            if op.name in ("func.return", "stablehlo.return"):
+                yielded = operands
+                continue
+            attrs = op.attributes
+            origin_name = (
+                ir.StringAttr(attrs["sdy.sharding_origin_name"]).value
+                if "sdy.sharding_origin_name" in attrs
+                else None
             )
-        )
-        top_level[op] = len(ops) - 1
-        if origin_name is not None:
-            constraints.append((len(ops) - 1, op))
+            owner = decode_origin(origin_name, None) if origin_name else None
+            sharding_attr = _attribute(attrs, "sdy.sharding")
+            shardings = _per_value(sharding_attr) if sharding_attr is not None else []
+            # An op whose results are the edges of its data flow (a loop, the
+            # optimization barrier of `jax.checkpoint`) writes their origins apart.
+            origins = _attribute(attrs, "sdy.result_sharding_origins")
+            if origins is None:
+                origins = _attribute(attrs, "sdy.sharding_origins")
+            per_result: list[Any] = []
+            if origins is not None and _is(ir.ArrayAttr, origins):
+                per_result = list(ir.ArrayAttr(origins))
+            elif origins is not None:
+                per_result = [origins]
+            first = len(values)
+            for k, result in enumerate(op.results):
+                sharding = shardings[k] if k < len(shardings) else None
+                if sharding is None and op.name in ("sdy.reshard", "sdy.sharding_constraint"):
+                    sharding = attrs["sharding"]
+                origin = per_result[k] if k < len(per_result) else None
+                values.append(_value(sharding, origin, owner))
+                ids[result] = len(values) - 1
+            ops.append(
+                ShardyOp(
+                    op.name,
+                    operands,
+                    tuple(range(first, len(values))),
+                    origin_name,
+                    owner,
+                    _rule(_attribute(attrs, "sdy.sharding_rule")),
+                    loop=loop,
+                )
+            )
+            index = len(ops) - 1
+            if loop is None:
+                top_level[op] = index
+            if origin_name is not None:
+                constraints.append((index, op))
+            if op.name == _LOOP:
+                # The loop's carry: Shardy gives a block argument of its condition and
+                # body the sharding of the loop's result in its place, so each is
+                # that result's value. Its regions' ops follow it, as Shardy prints
+                # them (condition, then body).
+                carried: tuple[int, ...] = ()
+                for region in op.regions:
+                    for inner in region.blocks:
+                        for k, argument in enumerate(inner.arguments):
+                            ids[argument] = first + k
+                        carried = walk(inner, index)
+                # The body's block is the last: what it returns is the next carry.
+                ops[index] = dataclasses.replace(ops[index], carried=carried)
+        return yielded
+
+    returned = walk(block, None)
     for index, op in constraints:
+        if ops[index].loop is not None:
+            continue
         loop = _reading_loop(op, top_level)
-        if loop is not None and ops[loop].name == "stablehlo.while":
+        if loop is not None and ops[loop].name == _LOOP:
             ops[index] = dataclasses.replace(ops[index], read_by_loop=loop)
     return ShardyPropagation(
         meshes, tuple(values), len(block.arguments), tuple(results), returned, tuple(ops)

@@ -64,6 +64,13 @@ class ShardyOp:
     `stablehlo.while` (a value the loop reads from outside it, as XLA's own
     `xla-sdy-open-while-free-vars-sharding` pass constrains them), that loop's index
     in `ShardyPropagation.ops`; None otherwise."""
+    carried: tuple[int, ...] = ()
+    """For a `stablehlo.while`, what its body returns: the value each of its results
+    (its carry) holds in the next iteration. One the body returns unchanged (the
+    result's own value) is the loop's operand throughout."""
+    loop: int | None = None
+    """The innermost `stablehlo.while` whose condition or body holds this op (its
+    index in `ShardyPropagation.ops`); None for an op of the entry's own block."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,13 +80,17 @@ class ShardyPropagation:
     meshes: Mapping[str, tuple[tuple[str, int], ...]]
     """Mesh name to (axis, size), in order."""
     values: tuple[ShardyValue, ...]
-    """The entry's arguments first (value i is argument i), then each op's results."""
+    """The entry's arguments first (value i is argument i), then each op's results.
+    A block argument of a loop's condition or body is the loop's result in its place
+    (Shardy gives the two one sharding)."""
     arguments: int
     results: tuple[ShardyValue, ...]
     """The entry's results, with the sharding asked of each."""
     returned: tuple[int, ...]
     """The value each result returns."""
     ops: tuple[ShardyOp, ...]
+    """The entry's ops in module order, each `stablehlo.while` followed by the ops of
+    its condition and body (`ShardyOp.loop`)."""
 
 
 def decode_origin(text: str, owner: Origin | None) -> Origin:

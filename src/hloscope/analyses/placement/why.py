@@ -6,7 +6,14 @@ Shardy's dump after propagation says, per value and mesh axis, what set the axis
 module XLA was given (`before_optimizations`, the same compilation's dump, with its
 calls inlined as Shardy inlines them) has them: the two op sequences are lined up
 by op kind (`difflib`), which gives each Shardy op its source line and op name, and
-each `constraint_N` its line.
+each `constraint_N` its line (`why_lines`: a loop's body with the loop's).
+
+A scanned stack of layers runs in a `while`: its body's ops are Shardy's too, and a
+per-layer collective is tied to the op inside the layer. A value there that is a
+slice of a stacked weight (through slices, reshapes, a checkpoint's barrier, a carry
+the loop hands on unchanged) is that weight: its axes are named for the argument
+(or XLA's open constraint on it where the loop reads it), whatever neighbour of the
+same sharding Shardy's origins name.
 
 A collective of the optimized module carries the op name and line of the op that
 needed the data. The Shardy op with that line and name is where the shardings meet:
@@ -25,13 +32,14 @@ shard_map's line. Where none of this holds, the site says so in `note`.
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
 
 from hloscope.analyses.fusions import split_op_name
 from hloscope.analyses.placement.collectives import collective_name, program_collectives
+from hloscope.analyses.placement.why_lines import LOOP, SHARDING_OPS, shardy_op_locations
 from hloscope.analyses.placement.why_report import (
     AxisCause,
     CollectiveSite,
@@ -41,12 +49,28 @@ from hloscope.analyses.placement.why_report import (
 )
 from hloscope.ir.locations import Location
 from hloscope.ir.model import TERMINATOR_NAMES, Module, Op
-from hloscope.ir.shardy_model import Origin, ShardyPropagation, ShardyValue
+from hloscope.ir.shardy_model import (
+    Origin,
+    ShardyOp,
+    ShardyPropagation,
+    ShardyValue,
+    decode_origin,
+)
 
-_SHARDING_OPS = frozenset({"sdy.reshard", "sdy.sharding_constraint"})
-_MANUAL_BODY = "xla.sdy.manual_computation_body"
-"""The functions XLA's HLO holds a manual computation's body in (called from the
-entry between its `xla.sdy.GlobalToLocalShape` and `LocalToGlobalShape`)."""
+_BARRIER = "stablehlo.optimization_barrier"
+_PASS_ON_FIRST = frozenset(
+    {
+        *SHARDING_OPS,
+        "stablehlo.dynamic_slice",
+        "stablehlo.slice",
+        "stablehlo.reshape",
+        "stablehlo.transpose",
+        "stablehlo.convert",
+        "stablehlo.copy",
+    }
+)
+"""Ops whose result is their first operand, or a piece of it, moved or cast: a
+scanned layer's slice of a stacked weight is that weight."""
 
 
 def explain_collectives(
@@ -65,21 +89,23 @@ def explain_collectives(
     # The collectives the program runs, as every view counts them; those across
     # slices carry no sharding of their own to explain.
     collectives = [
-        (optimized.ops[c.op_id], c.kind)
+        (optimized.ops[c.op_id], c.kind, _location(optimized, c.op_id, c.kernel_id))
         for c in program_collectives(optimized)
         if not c.across_slices
     ]
     if propagation is None or (not propagation.ops and not propagation.values):
-        sites = tuple(_untied(optimized, op, kind, note) for op, kind in collectives)
+        sites = tuple(
+            _untied(optimized, op, kind, note, location) for op, kind, location in collectives
+        )
         return Why(available=False, note=note, sites=sites, origins=())
-    lines = _lines(propagation, before)
+    lines = shardy_op_locations(propagation, before)
     namer = _Namer(propagation, lines, arguments, results)
     used: set[int] = set()
     mesh_axes = next(iter(propagation.meshes.values()), ())
     sites = tuple(
         _written(optimized, op, kind, mesh_axes)
-        or _explain(optimized, op, kind, propagation, lines, namer, used)
-        for op, kind in collectives
+        or _explain(optimized, op, kind, location, propagation, lines, namer, used)
+        for op, kind, location in collectives
     )
     untied = sum(1 for site in sites if site.note)
     why_note = note
@@ -94,71 +120,6 @@ def explain_collectives(
 
 
 # --------------------------------------------------------------------------- lines
-
-
-def _lines(propagation: ShardyPropagation, before: Module | None) -> list[Location | None]:
-    """Each Shardy op's location, from the op of `before` it lines up with."""
-    located: list[Location | None] = [None] * len(propagation.ops)
-    if before is None or before.entry is None:
-        return located
-    given = _inlined(before)
-    mine = [_kind(op.name) for op in propagation.ops]
-    theirs = [key for key, _ in given]
-    matcher = difflib.SequenceMatcher(None, mine, theirs, autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            located[block.a + k] = given[block.b + k][1]
-    # Loops are few and keep their order: where both hold as many, the k-th is the
-    # k-th (a backward pass's loop that the op sequences did not line up around).
-    mine_loops = [i for i, key in enumerate(mine) if key == "stablehlo.while"]
-    their_loops = [i for i, key in enumerate(theirs) if key == "stablehlo.while"]
-    if len(mine_loops) == len(their_loops):
-        for i, j in zip(mine_loops, their_loops, strict=True):
-            located[i] = located[i] or given[j][1]
-    return located
-
-
-def _kind(name: str) -> str:
-    if name in _SHARDING_OPS:
-        return "sharding"
-    if name == "sdy.constant":
-        return "stablehlo.constant"
-    return name
-
-
-def _inlined(module: Module) -> list[tuple[str, Location]]:
-    """The entry's ops in order with calls inlined, as Shardy's import inlines them;
-    an op of a called function without a line takes the call's location."""
-    out: list[tuple[str, Location]] = []
-
-    def walk(name: str, outer: Location | None, depth: int) -> None:
-        function = module.functions.get(name)
-        if function is None or depth > 32:
-            return
-        for op in module.function_ops(function):
-            if op.parent is not function.op or op.name in TERMINATOR_NAMES:
-                continue
-            location = op.location
-            if outer is not None and not location.frames:
-                location = outer
-            target = op.custom_call_target
-            if op.name == "func.call":
-                for callee in op.references("callee"):
-                    # Shardy keeps a manual computation's body inside its op.
-                    if not callee.startswith(_MANUAL_BODY):
-                        walk(callee, location, depth + 1)
-                continue
-            if target in ("xla.sdy.FuncResultSharding", "xla.sdy.LocalToGlobalShape"):
-                continue
-            if target == "xla.sdy.GlobalToLocalShape":
-                # Where XLA's import opens a manual computation (`jax.shard_map`).
-                out.append(("sdy.manual_computation", location))
-                continue
-            out.append(("sharding" if target == "Sharding" else op.name, location))
-
-    assert module.entry is not None
-    walk(module.entry.name, None, 0)
-    return out
 
 
 def _source(location: Location | None) -> str | None:
@@ -185,6 +146,15 @@ class _Namer:
         self.loop_constraints: dict[str, tuple[str | None, str | None, bool]] = {}
         """XLA's own constraints on what a loop reads: the loop's line, the argument,
         whether the loop is the backward pass's."""
+        self.constrained_argument: dict[str, int] = {}
+        """XLA's loop constraints on an entry argument: by Shardy's name, its index."""
+        self._read: dict[int, tuple[int | None, str | None]] = {}
+        self._made: dict[int, ShardyOp] | None = None
+        self.passes_argument: dict[str, int] = {}
+        """XLA's loop constraints that hand an entry argument's sharding on unchanged
+        (the open constraint, `{?}`, asks nothing; Shardy still names it as the
+        origin of what the loop reads, the argument's own axes included): by Shardy's
+        name, the argument's index. What they set, the argument set."""
         self.manual: dict[int, str | None] = {}
         lined_up = any(location is not None for location in lines)
         for op, location in zip(propagation.ops, lines, strict=True):
@@ -204,6 +174,64 @@ class _Namer:
                     # JAX names the backward pass's ops `transpose(...)`.
                     backward = loop is not None and any("transpose(" in n for n in loop.names)
                     self.loop_constraints[op.origin_name] = (_source(loop), path, backward)
+                    if 0 <= read < propagation.arguments:
+                        self.constrained_argument[op.origin_name] = read
+                    if (
+                        0 <= read < propagation.arguments
+                        and value is not None
+                        and value.dimensions is not None
+                        and value.dimensions == propagation.values[read].dimensions
+                    ):
+                        self.passes_argument[op.origin_name] = read
+
+    def argument_read(self, value: int) -> tuple[int | None, str | None]:
+        """The entry argument `value` is, or a piece of (a scanned layer's slice of a
+        stacked weight), through the ops that move an array without computing on it
+        and a loop's carry the body hands on unchanged, and XLA's loop constraint on
+        it the way passes through; (None, None) for any other value."""
+        if value in self._read:
+            return self._read[value]
+        prop = self.propagation
+        self._read[value] = (None, None)  # a loop's carry leads back to itself
+        found: tuple[int | None, str | None] = (None, None)
+        if 0 <= value < prop.arguments:
+            found = (value, None)
+        elif value >= 0:
+            op = self._producers().get(value)
+            if op is not None:
+                position = op.results.index(value)
+                # A barrier hands each operand on; a loop, a carry its body returns
+                # unchanged.
+                handed_on = op.name == _BARRIER or (
+                    op.name == LOOP and position < len(op.carried) and op.carried[position] == value
+                )
+                if op.name in _PASS_ON_FIRST and op.operands:
+                    found = self.argument_read(op.operands[0])
+                    if op.origin_name in self.constrained_argument and found[0] is not None:
+                        found = (found[0], op.origin_name)
+                elif handed_on and position < len(op.operands):
+                    found = self.argument_read(op.operands[position])
+        self._read[value] = found
+        return found
+
+    def _producers(self) -> dict[int, ShardyOp]:
+        if self._made is None:
+            self._made = {v: op for op in self.propagation.ops for v in op.results}
+        return self._made
+
+    def weight(self, value: int, axis: str, origin: Origin | None) -> ShardingOrigin | None:
+        """What sharded `value` along `axis`: the entry argument it is a piece of,
+        where that argument is sharded along the axis itself (Shardy may name another
+        value whose sharding reached it first: a stacked weight's neighbour of the
+        same sharding), as XLA's loop constraint on it where the value passed through
+        one; else Shardy's origin."""
+        read, constraint = self.argument_read(value)
+        prop = self.propagation
+        if read is not None and read != value and axis in prop.values[read].axes:
+            if constraint is not None:
+                return self.origin(decode_origin(constraint, None))
+            return self.origin(Origin("argument", read, f"input: {read}"))
+        return self.origin(origin) if origin is not None else None
 
     def origin(self, origin: Origin) -> ShardingOrigin:
         prop = self.propagation
@@ -257,8 +285,21 @@ def _dims_words(value: ShardyValue) -> str | None:
 # --------------------------------------------------------------------------- sites
 
 
-def _untied(module: Module, op: Op, kind: str, note: str | None) -> CollectiveSite:
-    source = _source(op.location)
+def _location(module: Module, op_id: int, kernel_id: int) -> Location:
+    """Where a collective came from: its own location, else that of the instruction
+    that launches it (XLA leaves the all-reduce of the TPU's all-reduce-scatter
+    fusion without metadata, and gives the fusion the line of the op it came from)."""
+    location = module.ops[op_id].location
+    if location.frames:
+        return location
+    launched = module.ops[kernel_id].location
+    return launched if launched.frames else location
+
+
+def _untied(
+    module: Module, op: Op, kind: str, note: str | None, location: Location
+) -> CollectiveSite:
+    source = _source(location)
     where = f" at {source}" if source else ""
     reason = note or "Shardy's origins are not available"
     return CollectiveSite(
@@ -412,6 +453,7 @@ def _explain(
     module: Module,
     op: Op,
     kind: str,
+    location: Location,
     prop: ShardyPropagation,
     lines: Sequence[Location | None],
     namer: _Namer,
@@ -420,7 +462,6 @@ def _explain(
     """`used`: the Shardy ops earlier collectives were tied to (updated here)."""
     size = _group_size(module, op)
     mesh_axes = next(iter(prop.meshes.values()), ())
-    location = op.location
     innermost = location.source
     # (Shardy op index or None, operand values, result values, where they meet, the op)
     candidates: list[tuple[int | None, tuple[int, ...], tuple[int, ...], str | None, str]] = []
@@ -473,7 +514,7 @@ def _explain(
         site = CollectiveSite(
             op=kind,  # type: ignore[arg-type]
             instruction=_instruction(module, op),
-            source=_source(op.location),
+            source=_source(location),
             axes=axes,
             causes=causes,
             meets=meets,
@@ -483,14 +524,18 @@ def _explain(
             gradient_of=gradient_of,
         )
         return _with_sentence(site)
+    tried = sorted({meets_op.rpartition(".")[2] for *_, meets_op in candidates})
     reason = (
-        "no op of Shardy's propagation at its line disagrees on a mesh axis of its size"
+        "no op of Shardy's propagation at its line "
+        f"({', '.join(tried)}) disagrees on a mesh axis of its size"
+        + (f" ({size} devices)" if size else "")
+        + ": Shardy's shardings there do not account for it"
         if candidates
         else "XLA gave it no line, and it feeds no result directly"
         if innermost is None
         else "no op of Shardy's propagation lines up with its line"
     )
-    return _untied(module, op, kind, reason)
+    return _untied(module, op, kind, reason, location)
 
 
 def _jax_names(name: str | None) -> frozenset[str]:
@@ -530,6 +575,9 @@ def _gradient_of(location: Location | None) -> str | None:
     name of the primitive transposed."""
     parts = split_op_name(location.name or "") if location is not None else []
     if len(parts) < 2 or not any(p.startswith("transpose(") for p in parts[:-1]):
+        return None
+    if "rematted_computation" in parts[:-1]:
+        # `jax.checkpoint`'s forward op, run again in the backward pass: the user's own.
         return None
     return "broadcast_in_dim" if parts[-1] == "reduce_sum" else parts[-1]
 
@@ -606,9 +654,9 @@ def _cause(
         if value is None:
             continue
         if axis in value.axes:
-            origin = value.origins.get(axis)
-            if origin is not None:
-                sharded.append(namer.origin(origin))
+            named = namer.weight(index, axis, value.origins.get(axis))
+            if named is not None:
+                sharded.append(named)
         elif value.dimensions is not None and index in results:
             # What the op must produce: an operand without the axis asks nothing.
             unsharded.extend(namer.origin(o) for o in _setters(prop, index, value))
@@ -633,7 +681,6 @@ def _distinct(origins: Sequence[ShardingOrigin]) -> tuple[ShardingOrigin, ...]:
 
 
 def _with_sentence(site: CollectiveSite) -> CollectiveSite:
-    import dataclasses
 
     kind = site.op.replace("_", "-")
     axes = ", ".join(f"`{a}`" for a in site.axes)
@@ -705,17 +752,25 @@ def _effects(
     everything = (*prop.values, *prop.results)
     for key in keys:
         origin = namer.origin(key)
+        # An argument also set what XLA's loop constraints on it handed on (the
+        # stacked weights a scan's loop reads).
+        passed = {
+            namer.origin(decode_origin(name, None))
+            for name, argument in namer.passes_argument.items()
+            if key.kind == "argument" and argument == key.index
+        }
+        mine = {origin, *passed}
         axes: dict[str, None] = {}
         values = 0
         for value in everything:
-            touched = [a for a, o in value.origins.items() if namer.origin(o) == origin]
+            touched = [a for a, o in value.origins.items() if namer.origin(o) in mine]
             if touched:
                 values += 1
                 axes.update(dict.fromkeys(touched))
         caused = tuple(
             i
             for i, site in enumerate(sites)
-            if any(origin in (*c.sharded_by, *c.unsharded_by) for c in site.causes)
+            if any(not mine.isdisjoint((*c.sharded_by, *c.unsharded_by)) for c in site.causes)
         )
         out.append(OriginEffect(origin, tuple(axes), values, caused))
     return tuple(out)
