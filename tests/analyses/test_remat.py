@@ -238,6 +238,17 @@ def test_a_step_taking_the_gradient_inside_is_read_at_its_gradient(step: str) ->
     assert facts.unwrapped.startswith("a training step, jax.value_and_grad at ")
 
 
+def test_a_step_traced_before_is_read_at_its_gradient() -> None:
+    # Issue 60: JAX keeps the jaxpr of a step it traced (the browser lowers the step
+    # before its Remat tab reads it), and a trace read from that cache called no
+    # gradient: remat said "it takes a gradient inside ... give the loss".
+    targets.aux_step.lower(*ARGS)
+    first = remat_facts(targets.aux_step, ARGS, {}, "t")
+    again = remat_facts(targets.aux_step, ARGS, {}, "t")
+    assert first.residuals == again.residuals
+    assert _view(again) == _jax_view(targets.by_name, ARGS)
+
+
 def test_an_nnx_step_is_read_at_its_nnx_value_and_grad() -> None:
     args = targets.nnx_step_args()
     facts = remat_facts(targets.nnx_step, args, {}, "t")
