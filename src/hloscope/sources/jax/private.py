@@ -122,6 +122,13 @@ def private_compile_devices(lowered: Any) -> tuple[tuple[int, ...], tuple[tuple[
     return ids, tuple(sorted((str(k), str(v)) for k, v in kvs))
 
 
+def private_jit_compiler_options(lowered: Any) -> tuple[tuple[str, Any], ...]:
+    """`jax.jit(..., compiler_options=...)` of `lowered`, in JAX's order
+    (`_compiler_options_kvs`), the values as given (XLA refuses a bool as text)."""
+    kvs = getattr(getattr(lowered, "_lowering", None), "_compiler_options_kvs", None) or ()
+    return tuple((str(k), v) for k, v in kvs)
+
+
 def private_parse_module(module: bytes | str) -> Any:
     """A StableHLO module (bytecode or text) as the `ir.Module` of JAX's MLIR context
     (`jax._src.interpreters.mlir`): what a compile-only client's `compile` takes (it
