@@ -26,7 +26,6 @@ from hloscope.sources.jax.private import (
     private_compile_options,
     private_device_assignment,
     private_device_list,
-    private_jit_compiler_options,
 )
 from hloscope.stages import (
     LOCAL_LOWERING,
@@ -118,7 +117,7 @@ def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str |
         lowering.mlir_bytecode,
         _local_target(),
         devices,
-        (*compiler_options, *((f"jit:{k}", v) for k, v in jit_options)),
+        (*compiler_options, *sorted((f"jit:{k}", str(v)) for k, v in jit_options)),
         private_module_devices(handle)[0],
         1,
         private_propagation(handle),
@@ -214,7 +213,7 @@ def _compile_lowering_for(
     if isinstance(handle, jax.stages.Lowered):
         module: Any = handle.compiler_ir("stablehlo")
         # jax.jit's compiler_options, applied as JAX applies them: before the view's own.
-        jit_options = private_jit_compiler_options(handle)
+        jit_options = private_compile_devices(handle)[1]
         partitions, devices = private_module_devices(handle)
         propagation = private_propagation(handle)
         # The slice's devices in the order the program's mesh holds them: a value of
