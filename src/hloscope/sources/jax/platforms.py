@@ -73,6 +73,9 @@ def platform_devices(target: CompileFor) -> tuple[Any, ...]:
             )
     from jax.experimental import topologies
 
+    from hloscope.sources.jax.backend import flags_checked
+
+    flags_checked()  # libtpu reads LIBTPU_INIT_ARGS as it makes the topology
     try:
         with native_stderr_captured():
             if target.platform == "tpu":
