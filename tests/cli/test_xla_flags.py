@@ -97,3 +97,22 @@ def test_flags_they_know_are_no_reason_to_refuse() -> None:
     for argv in (ENTRYPOINT, HLO_DUMP):
         run = _run(["-m", "hloscope", *argv], **flags)
         assert run.returncode == 0 and run.stderr == "", run.stderr[-2000:]
+
+
+def test_a_check_after_jaxs_backends_started_warns_nothing(monkeypatch) -> None:
+    # JAX warns on a fork once its backends started (the in-process commands of the
+    # tests, a second command of `check`): the copy only reads the flags, and exits.
+    import warnings
+
+    import jax
+
+    from hloscope.ir.xla_flags import xla_flags_checked
+
+    jax.devices()
+    monkeypatch.setenv(
+        "XLA_FLAGS", os.environ.get("XLA_FLAGS", "") + " --xla_dump_disable_metadata"
+    )
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        xla_flags_checked()
+    assert [str(w.message) for w in warned] == []

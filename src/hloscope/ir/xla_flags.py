@@ -65,8 +65,9 @@ def _read_in_a_copy(read_libtpu: Callable[[], None] | None) -> tuple[bool, bytes
 
     read_end, write_end = os.pipe()
     with warnings.catch_warnings():
-        # Python 3.12+ warns when a process with threads forks: the copy only reads.
-        warnings.simplefilter("ignore", DeprecationWarning)
+        # Python 3.12+ warns when a process with threads forks, and JAX once its backends
+        # started (XLA has read its flags then): the copy only reads them, and exits.
+        warnings.simplefilter("ignore")
         pid = os.fork()
     if pid == 0:  # the copy: read them, and end without running Python's exit
         try:
