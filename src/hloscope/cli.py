@@ -102,8 +102,10 @@ def emit(
     report's code (0 unless a check differs). Building stops after `timeout` seconds
     (`--timeout`), naming `what`. Analyses load to build, text renderers (rich) to print."""
     from hloscope import reports
+    from hloscope.ir.xla_flags import xla_flags_checked
 
     with command_edge(debug), gc_paused(keep_for_exit=True):
+        xla_flags_checked()  # before XLA reads XLA_FLAGS, and aborts on a flag it does not know
         with time_limit(timeout, what):
             report = build()
         entry = reports.entry_of(report)

@@ -133,9 +133,9 @@ def test_a_scanned_residual_names_its_layer_line_and_loop() -> None:
     facts, _ = _ours(targets.scanned, SCAN_ARGS)
     hidden = [r for r in facts.residuals if r.name == "hidden"]
     assert len(hidden) == 1 and hidden[0].type == "f32[4,16,32]"
-    assert hidden[0].line.endswith("remat_targets.py:12")
-    assert hidden[0].stacked_by.endswith("remat_targets.py:47")
-    assert facts.regions[0].in_loop.endswith("remat_targets.py:47")
+    assert hidden[0].line.endswith("remat_targets.py:13")
+    assert hidden[0].stacked_by.endswith("remat_targets.py:48")
+    assert facts.regions[0].in_loop.endswith("remat_targets.py:48")
 
 
 def test_a_jitted_gradient_is_unwrapped_to_its_loss() -> None:
@@ -143,6 +143,14 @@ def test_a_jitted_gradient_is_unwrapped_to_its_loss() -> None:
     assert facts.function == "loss" and facts.differentiated == ("w",)
     # With respect to w only, as jax.grad differentiates; the same residuals as the loss's.
     assert [r.type for r in facts.residuals] == [t for t, *_ in _jax_view(targets.by_name, ARGS)]
+
+
+def test_a_gradient_saving_a_float_literal_is_read() -> None:
+    # Issue 60: a literal residual (the 2.0 of `* 2.0`) is unhashable, and remat
+    # failed with `TypeError: unhashable type: 'Literal'`.
+    facts = remat_facts(targets.grad_scaled, ARGS[:1], {}, "t")
+    assert _view(facts) == _jax_view(targets.scaled_loss, ARGS[:1])
+    assert [r.made_by for r in facts.residuals] == ["literal", "constant", "op"]
 
 
 def test_policies_are_named_with_their_names() -> None:
@@ -228,6 +236,17 @@ def test_a_step_taking_the_gradient_inside_is_read_at_its_gradient(step: str) ->
     assert facts.differentiated == ("w",)
     assert _view(facts) == _jax_view(targets.by_name, ARGS)
     assert facts.unwrapped.startswith("a training step, jax.value_and_grad at ")
+
+
+def test_a_step_traced_before_is_read_at_its_gradient() -> None:
+    # Issue 60: JAX keeps the jaxpr of a step it traced (the browser lowers the step
+    # before its Remat tab reads it), and a trace read from that cache called no
+    # gradient: remat said "it takes a gradient inside ... give the loss".
+    targets.aux_step.lower(*ARGS)
+    first = remat_facts(targets.aux_step, ARGS, {}, "t")
+    again = remat_facts(targets.aux_step, ARGS, {}, "t")
+    assert first.residuals == again.residuals
+    assert _view(again) == _jax_view(targets.by_name, ARGS)
 
 
 def test_an_nnx_step_is_read_at_its_nnx_value_and_grad() -> None:

@@ -182,10 +182,13 @@ def loss_facts(
     regions, region_frames, output_frames = _regions(loss_jaxpr)
     # In the order JAX lists them (`saved_residuals`): literals, constants, arguments
     # in argument order, then by the equation that made them.
-    position = {v: (i, 0) for i, v in enumerate(jaxpr.invars)}
-    position.update({v: (i, j) for i, e in enumerate(jaxpr.eqns) for j, v in enumerate(e.outvars)})
+    # By identity: a literal residual (a constant factor's, `* 2.0`) is unhashable.
+    position = {id(v): (i, 0) for i, v in enumerate(jaxpr.invars)}
+    position.update(
+        {id(v): (i, j) for i, e in enumerate(jaxpr.eqns) for j, v in enumerate(e.outvars)}
+    )
     made = [_residual(v, jaxpr, invar_names, region_frames, output_frames) for v in residual_vars]
-    order = {id(r): position.get(v, (0, 0)) for r, v in zip(made, residual_vars, strict=True)}
+    order = {id(r): position.get(id(v), (0, 0)) for r, v in zip(made, residual_vars, strict=True)}
     residuals = tuple(sorted(made, key=lambda r: _jax_order(r, order)))
     return RematFacts(
         function=getattr(obj, "__name__", None),

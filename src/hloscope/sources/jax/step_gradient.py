@@ -73,9 +73,17 @@ def step_gradient_facts(
     transforms, (None, None) where it cannot be traced (its failure is said when it is
     differentiated). Reading the gradient failed: that error."""
     taken = _Taken()
+
+    # A function of this trace's own: JAX keeps the jaxpr of a function it traced on
+    # these arguments before (the browser lowers the step first), and a trace read from
+    # that cache calls no gradient transform.
+    @functools.wraps(step)
+    def traced(*a: Any, **k: Any) -> Any:
+        return step(*a, **k)
+
     try:
         with user_code(), _wrapped(taken, label, read):
-            closed = jax.make_jaxpr(step)(*args, **kwargs)
+            closed = jax.make_jaxpr(traced)(*args, **kwargs)
     except Exception:
         return taken.facts, None
     if taken.facts is None and taken.error is not None:

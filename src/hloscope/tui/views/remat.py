@@ -43,10 +43,17 @@ from hloscope.units import human_bytes
 
 
 def build_remat(loaded: Loaded) -> RematReport:
-    """Differentiate the target on the example arguments it was loaded with."""
+    """Differentiate the target on the example arguments it was loaded with, as
+    `hloscope remat` does with the browser's target options: under `--for`, in the
+    slice's meshes (a step's gradient is found only there) and compiled for it."""
     from hloscope.sources.remat import remat_source
 
-    options = loader.LoadOptions(args=loaded.options.args, args_factory=loaded.options.args_factory)
+    options = loader.LoadOptions(
+        args=loaded.options.args,
+        args_factory=loaded.options.args_factory,
+        optimized=loaded.options.optimized,
+        compile_for=loaded.options.compile_for,
+    )
     return remat_report(remat_source(loaded.source.target, options))
 
 
