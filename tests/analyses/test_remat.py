@@ -9,6 +9,7 @@ import io
 import os
 import re
 
+import jax
 import numpy as np
 import pytest
 from jax.ad_checkpoint import print_saved_residuals
@@ -96,8 +97,9 @@ def test_a_custom_jvp_residual_keeps_its_line() -> None:
         (targets.typo, ARGS),
         (targets.no_checkpoint, ARGS),
         (targets.scanned, SCAN_ARGS),
+        (targets.log_softmax_outside, SCAN_ARGS),
     ],
-    ids=["by_name", "offload", "typo", "no_checkpoint", "scanned"],
+    ids=["by_name", "offload", "typo", "no_checkpoint", "scanned", "log_softmax_outside"],
 )
 def test_residuals_are_jaxs(loss, args) -> None:
     facts, ours = _ours(loss, args)
@@ -136,6 +138,43 @@ def test_a_scanned_residual_names_its_layer_line_and_loop() -> None:
     assert hidden[0].line.endswith("remat_targets.py:12")
     assert hidden[0].stacked_by.endswith("remat_targets.py:47")
     assert facts.regions[0].in_loop.endswith("remat_targets.py:47")
+
+
+
+def test_a_residual_saved_outside_every_checkpoint_is_in_no_region() -> None:
+    # log_softmax is a jitted function: its body, like jnp.where's inside the
+    # checkpoint, has no frame of the user's; the two matched, and its residuals were
+    # counted in region #0.
+    loss = targets.log_softmax_outside
+    facts, ours = _ours(loss, SCAN_ARGS)
+    assert ours == _jax_view(loss, SCAN_ARGS)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(loss, *SCAN_ARGS)
+    jitted = [i for i, text in enumerate(printed.getvalue().splitlines()) if "jitted" in text]
+    assert len(jitted) == 2
+    analysis = analyze_remat(facts)
+    assert all(analysis.residuals[i].region is None for i in jitted)
+    assert {analysis.residuals[i].detail for i in jitted} == {"not checkpointed"}
+    # The region saves what JAX saves for the checkpointed block alone (less its
+    # arguments), stacked by the loop: one dot's output per layer.
+    ws, x = SCAN_ARGS
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(_block_alone, x, ws[0])
+    alone = [t for t in printed.getvalue().splitlines() if "from the argument" not in t]
+    assert len(alone) == 1 and alone[0].startswith("f32[16,32] output of dot_general")
+    (region,) = analysis.regions
+    in_region = [r for r in analysis.residuals if r.region == 0]
+    assert [r.type for r in in_region] == [f"f32[{len(ws)},16,32]"]
+    assert (region.saved, region.saved_bytes) == (1, in_region[0].bytes)
+
+
+def _block_alone(x, w):
+    block = jax.checkpoint(
+        targets._where_block, policy=targets.policies.dots_with_no_batch_dims_saveable
+    )
+    return block(x, w)[0].sum()
 
 
 def test_a_jitted_gradient_is_unwrapped_to_its_loss() -> None:

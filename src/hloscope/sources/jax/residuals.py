@@ -185,7 +185,10 @@ def loss_facts(
     position = {v: (i, 0) for i, v in enumerate(jaxpr.invars)}
     position.update({v: (i, j) for i, e in enumerate(jaxpr.eqns) for j, v in enumerate(e.outvars)})
     made = [_residual(v, jaxpr, invar_names, region_frames, output_frames) for v in residual_vars]
-    order = {id(r): position.get(v, (0, 0)) for r, v in zip(made, residual_vars, strict=True)}
+    order = {
+        id(r): (0, 0) if _is_literal(v) else position.get(v, (0, 0))  # a Literal is unhashable
+        for r, v in zip(made, residual_vars, strict=True)
+    }
     residuals = tuple(sorted(made, key=lambda r: _jax_order(r, order)))
     return RematFacts(
         function=getattr(obj, "__name__", None),
@@ -363,11 +366,15 @@ def _regions(
                     )
                 )
                 made = {v: e for e in body.eqns for v in e.outvars}
+                # An equation with none of the user's frames (the body of a jitted
+                # library function, `jnp.where`'s) says nothing of where it is: every
+                # such body outside the region has the same empty key.
                 for e in _eqns(body):
-                    inside.setdefault(_user_key(e), index)
+                    if key := _user_key(e):
+                        inside.setdefault(key, index)
                 for v in body.outvars:
-                    if v in made:
-                        outputs.add(_user_key(made[v]))
+                    if v in made and (key := _user_key(made[v])):
+                        outputs.add(key)
                 walk(body, loop)
                 continue
             inner_loop = _line(eqn)[0] if eqn.primitive.name in ("scan", "while") else loop
@@ -415,7 +422,7 @@ def _residual(
         "bytes": aval_bytes(aval) or 0,
         "memory": memory,
     }
-    if not hasattr(var, "count") and hasattr(var, "val"):
+    if _is_literal(var):
         return ResidualFact(**base, **_nothing("literal"))
     if var in jaxpr.constvars:
         return ResidualFact(**base, **_nothing("constant"))
@@ -428,6 +435,9 @@ def _residual(
     primitive_line, primitive_function = _line(top)
     # Looked through to the op that made the value, as JAX looks through reduce_precision.
     eqn, offloaded, stacked_by = top, False, None
+    # The innermost equation on the way down that has the user's frames: where the
+    # value was made, for its region (a jitted library function's body has none).
+    located = top
     while True:
         prim = eqn.primitive.name
         if prim in _LOOK_THROUGH or (prim == "device_put" and _to_host(eqn)):
@@ -448,14 +458,16 @@ def _residual(
         if var not in made:
             break
         eqn = made[var]
+        if _user_key(eqn):
+            located = eqn
     line, function = _line(eqn)
     if line is None:
         # A body traced on its own (a custom_jvp's: jax.nn.relu's) keeps no frame of the
         # user's: the value is made on the line that called it, as JAX's
         # print_saved_residuals says.
         line, function = primitive_line, primitive_function
-    key = _user_key(eqn)
-    region = region_frames.get(key)
+    key = _user_key(located)
+    region = region_frames.get(key) if key else None
     return ResidualFact(
         **base,
         made_by="op",
@@ -471,6 +483,11 @@ def _residual(
         region=region,
         region_output=region is not None and key in output_frames,
     )
+
+
+def _is_literal(var: Any) -> bool:
+    """A jaxpr's literal (a constant written in it), not a variable."""
+    return not hasattr(var, "count") and hasattr(var, "val")
 
 
 def _to_host(eqn: Any) -> bool:
