@@ -30,7 +30,14 @@ from hloscope.errors import HloscopeError, describe_exception, one_line
 from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.remat_facts import RecomputedOp, RegionFact, RematFacts, ResidualFact
 from hloscope.sources.entrypoint import user_code
-from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
+from hloscope.sources.jax.arguments import (
+    aval_bytes,
+    aval_memory_kind,
+    aval_shape,
+    explicit_sharding,
+    leaf_sharding,
+    shard_bytes,
+)
 from hloscope.sources.jax.libraries import argument_leaf_names
 from hloscope.sources.jax.private import (
     private_argument_names,
@@ -129,11 +136,13 @@ def loss_facts(
     filtered: bool = False,
     has_aux: bool = False,
     unwrapped: str | None = None,
+    shardings: list[Any] | None = None,
 ) -> RematFacts:
     """The residuals and checkpoint regions of the loss `obj` on `args`, `kwargs`,
     differentiated with respect to the inexact leaves of the arguments `argnums` (every
     argument's when None; of the first only, `filtered`, as Equinox does); `has_aux`:
-    it returns `(loss, aux)`."""
+    it returns `(loss, aux)`; `shardings`: each leaf's, where its own does not say (a
+    tracer of the step that calls the loss)."""
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
     # Named as params names arguments; JAX's own names where those do not line up.
     names = (
@@ -179,12 +188,19 @@ def loss_facts(
             where=label,
         ) from exc
     invar_names = [names[i] if i < len(names) else f"leaf {i}" for i in [*diff_at, *arrays]]
+    placed = shardings or [None] * len(leaves)
+    invar_shardings = [
+        leaf_sharding(leaves[i]) or _a_sharding(placed[i]) for i in [*diff_at, *arrays]
+    ]
     regions, region_frames, output_frames = _regions(loss_jaxpr)
     # In the order JAX lists them (`saved_residuals`): literals, constants, arguments
     # in argument order, then by the equation that made them.
     position = {v: (i, 0) for i, v in enumerate(jaxpr.invars)}
     position.update({v: (i, j) for i, e in enumerate(jaxpr.eqns) for j, v in enumerate(e.outvars)})
-    made = [_residual(v, jaxpr, invar_names, region_frames, output_frames) for v in residual_vars]
+    made = [
+        _residual(v, jaxpr, invar_names, invar_shardings, region_frames, output_frames)
+        for v in residual_vars
+    ]
     order = {
         id(r): (0, 0) if _is_literal(v) else position.get(v, (0, 0))  # a Literal is unhashable
         for r, v in zip(made, residual_vars, strict=True)
@@ -197,7 +213,24 @@ def loss_facts(
         residuals=residuals,
         regions=tuple(regions),
         names=tuple(sorted(set(_names(loss_jaxpr)))),
+        devices=_devices([*invar_shardings, *(explicit_sharding(v.aval) for v in residual_vars)]),
     )
+
+
+def _a_sharding(value: Any) -> Any:
+    return value if isinstance(value, jax.sharding.Sharding) else None
+
+
+def _devices(shardings: list[Any]) -> int:
+    """The most devices any of `shardings` spans (1 with none)."""
+    return max((_span(s) for s in shardings if s is not None), default=1)
+
+
+def _span(sharding: Any) -> int:
+    # A traced value's mesh is abstract: its size, as it has no devices.
+    mesh = getattr(sharding, "mesh", None)
+    size = getattr(mesh, "size", None)
+    return int(size) if size is not None else len(sharding.device_set)
 
 
 def gradient_of(
@@ -410,6 +443,7 @@ def _residual(
     var: Any,
     jaxpr: Any,
     invar_names: list[str],
+    invar_shardings: list[Any],
     region_frames: dict[tuple[Any, ...], int],
     output_frames: set[tuple[Any, ...]],
 ) -> ResidualFact:
@@ -417,10 +451,20 @@ def _residual(
     kind = aval_memory_kind(aval)
     # JAX's MemorySpace.Host is the `pinned_host` memory kind (`core.mem_space_to_kind`).
     memory = "device" if kind is None else "pinned_host" if kind == "host" else kind
+    nbytes = aval_bytes(aval) or 0
     base: dict[str, Any] = {
         "type": aval_shape(aval),
-        "bytes": aval_bytes(aval) or 0,
+        "bytes": nbytes,
         "memory": memory,
+        # An argument is placed as its leaf's sharding says (the trace's aval keeps no
+        # more than its mesh); any other value where its mesh's axes are explicit.
+        "shard_bytes": shard_bytes(
+            aval.shape,
+            nbytes,
+            invar_shardings[jaxpr.invars.index(var)]
+            if var in jaxpr.invars
+            else explicit_sharding(aval),
+        ),
     }
     if _is_literal(var):
         return ResidualFact(**base, **_nothing("literal"))
