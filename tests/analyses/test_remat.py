@@ -167,6 +167,9 @@ def test_a_residual_saved_outside_every_checkpoint_is_in_no_region() -> None:
     in_region = [r for r in analysis.residuals if r.region == 0]
     assert [r.type for r in in_region] == [f"f32[{len(ws)},16,32]"]
     assert (region.saved, region.saved_bytes) == (1, in_region[0].bytes)
+    # Applied where the loop calls it: the block's first op is in a helper it calls,
+    # whose line the region was given.
+    assert region.fact.source == region.fact.in_loop == in_region[0].stacked_by
 
 
 def _block_alone(x, w):

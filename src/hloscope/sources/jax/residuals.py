@@ -423,12 +423,16 @@ def _caller_line(body: Any, function: str | None) -> str | None:
     first equation inside it (where JAX records none on the region itself)."""
     for eqn in body.eqns:
         frames = _frames_of(tuple(private_eqn_frames(eqn)))
-        from hloscope.ir.locations import is_user_file
-
         user = [f for f in frames if is_user_file(f.file)]
-        for frame in user:
-            if frame.function != function:
-                return _source(frame)
+        # Innermost first: the caller is the frame outside the checkpointed function's
+        # (a helper it calls, rms_norm, is inside it); a body traced on its own, in a
+        # loop's, has none.
+        at = [i for i, f in enumerate(user) if f.function == function]
+        outside = user[at[-1] + 1 :] if at else [f for f in user if f.function != function]
+        if outside:
+            return _source(outside[0])
+        if at:
+            return None
     return None
 
 
