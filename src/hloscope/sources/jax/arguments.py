@@ -223,6 +223,49 @@ def example_value(shape: Any, seed: int = 0) -> Any:
     return jax.device_put(value, sharding) if sharding is not None else jax.device_put(value)
 
 
+def shard_bytes(shape: Sequence[int], nbytes: int, sharding: Any) -> int | None:
+    """Bytes of one device's shard of an array of `shape` (`nbytes` in all) placed by
+    `sharding`, from JAX's `Sharding.shard_shape`; None without a sharding."""
+    if not isinstance(sharding, jax.sharding.Sharding):
+        return None
+    try:
+        shard = sharding.shard_shape(tuple(shape))
+    except Exception:
+        return None  # a sharding that does not fit the shape: JAX refuses it elsewhere
+    whole = int(np.prod(shape, dtype=np.int64))
+    return nbytes * int(np.prod(shard, dtype=np.int64)) // whole if whole else 0
+
+
+def leaf_sharding(leaf: Any) -> Any:
+    """The sharding an argument leaf is placed with (a `jax.Array`'s, a
+    `ShapeDtypeStruct`'s), or None where it has none and jit chooses; None for a
+    tracer, whose sharding is its trace's mesh, not where it is placed."""
+    if isinstance(leaf, jax.core.Tracer):
+        return None
+    try:
+        sharding = getattr(leaf, "sharding", None)
+    except Exception:
+        return None  # an array already deleted, or donated
+    return sharding if isinstance(sharding, jax.sharding.Sharding) else None
+
+
+def explicit_sharding(aval: Any) -> Any:
+    """A traced value's sharding where JAX decides it (every axis of its mesh that splits
+    anything is `Explicit`), else None: on `Auto` axes, or outside any mesh, XLA chooses
+    as it compiles."""
+    sharding = getattr(aval, "sharding", None)
+    mesh = getattr(sharding, "mesh", None)
+    try:
+        axes = zip(mesh.axis_names, mesh.axis_types, strict=True)  # type: ignore[union-attr]
+        sizes = dict(mesh.shape)  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return None
+    explicit = jax.sharding.AxisType.Explicit
+    if not sizes or any(sizes[name] > 1 and kind != explicit for name, kind in axes):
+        return None
+    return sharding
+
+
 def aval_memory_kind(aval: Any) -> str | None:
     space = getattr(aval, "memory_space", None)
     if space is None:
