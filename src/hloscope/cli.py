@@ -473,9 +473,7 @@ def compiles(
     """Every compilation JAX performs while a script runs (or a function is called on
     several argument sets): why it compiled again, in JAX's words, and what it cost.
     Opens the browser on a terminal (unless --print or --json)."""
-    argv = list(ctx.args)
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
+    argv = script_arguments(ctx, target, debug)
     if fail_on not in (None, "recompiles"):
         with command_edge(debug):
             raise HloscopeError(f"--fail-on {fail_on}: expected recompiles")
@@ -504,6 +502,34 @@ def compiles(
         lambda report: _compiles_exit(report, fail_on),
         timeout=timeout,
     )
+
+
+def script_arguments(ctx: typer.Context, target: str, debug: bool) -> list[str]:
+    """What follows a script's name: its own arguments (`compiles`, `profile`). After a
+    function (`file.py:step`) they are no one's, so an option there is one the command
+    does not have, refused in click's words as every command refuses one."""
+    from hloscope.sources.target import is_script
+
+    argv = list(ctx.args)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    unknown = next((word for word in argv if word.startswith("-") and word != "-"), None)
+    if unknown is not None and not is_script(target):
+        with command_edge(debug):
+            raise HloscopeError(f"{no_such_option(ctx, unknown)} (see {ctx.command_path} --help)")
+    return argv
+
+
+def no_such_option(ctx: typer.Context, word: str) -> str:
+    """Click's message for an option the command does not have, with its suggestion
+    (the command's options close to it, found as click finds them)."""
+    import difflib
+
+    name = word.split("=", 1)[0]
+    options = [o for p in ctx.command.params for o in (*p.opts, *p.secondary_opts) if o[:1] == "-"]
+    close = difflib.get_close_matches(name, options)
+    possible = f" (Possible options: {', '.join(sorted(close))})" if close else ""
+    return f"No such option: {name}{possible}"
 
 
 def _browse_compiles(
@@ -796,9 +822,7 @@ def profile(
     its calls, compilations and time per call, and the ops run outside any jit. With
     --for: an estimate of a step on that TPU or GPU, without the device, from the
     compiler's cost model and published figures (never a measurement)."""
-    argv = list(ctx.args)
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
+    argv = script_arguments(ctx, target, debug)
 
     def build() -> reports.ProfileReport | reports.ScriptProfileReport | reports.EstimateReport:
         from hloscope import reports
