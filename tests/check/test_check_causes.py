@@ -228,3 +228,40 @@ def test_a_collective_s_annotation_gives_its_own_why(tmp_path: Path) -> None:
     # The all-gather is there (placement --why says so at that line): its why is not.
     why = hloscope(tmp_path, "placement", "m.py:shifted", "--args", "m.py:args", "--why")
     assert f"all-gather over `data` at m.py:{line}" in why.stdout
+
+
+DONATING = """\
+import jax
+import jax.numpy as jnp
+
+
+def update(params, x):
+    return {"w": params["w"] - 0.1 * jnp.tanh(x @ params["w"]).mean()}
+
+
+donating = jax.jit(update, donate_argnums=0)
+not_donating = jax.jit(update)
+
+
+def args():
+    return {"w": jnp.ones((512, 512))}, jnp.ones((8, 512))
+"""
+
+
+@pytest.mark.slow
+def test_a_dropped_donation_is_named_first_with_what_it_moved(tmp_path: Path) -> None:
+    # XLA aliases the donated w to the updated one; without the donation the update
+    # needs a buffer of its own: XLA's memory analysis says so (alias bytes gone).
+    (tmp_path / "d.py").write_text(DONATING)
+    common = ["--args", "d.py:args", "--baseline", "b.json"]
+    assert hloscope(tmp_path, "check", "d.py:donating", *common, "--update").returncode == 0
+    document = json.loads(
+        hloscope(tmp_path, "check", "d.py:not_donating", *common, "--json").stdout
+    )
+    (cause,) = document["targets"][0]["causes"]
+    assert (cause["kind"], cause["argument"]) == ("donation", "params['w']")
+    alias = next(c for c in document["changes"] if c["fact"] == "memory.alias_bytes")
+    assert (alias["before"], alias.get("after") or 0) == (512 * 512 * 4, 0)
+    assert alias["cause"] == "params['w']" and "memory.alias_bytes" in cause["facts"]
+    text = hloscope(tmp_path, "check", "d.py:not_donating", *common).stdout.splitlines()
+    assert text[2].startswith("cause: params['w']'s donation: donated → not donated"), text[:4]

@@ -225,9 +225,9 @@ def argument_causes(
             undonated.append((argument.path, argument.source))
     facts = [c.fact for c in changes]
     causes: list[Cause] = []
-    if undonated:
-        moved = _MOVED_BY_DONATION if sharded else (*_MOVED_BY_DONATION, "memory.")
-        path, source = undonated[0]
+    # The donation facts count every argument together: each dropped donation moved them.
+    moved = _MOVED_BY_DONATION if sharded else (*_MOVED_BY_DONATION, "memory.")
+    for path, source in undonated:
         grouped = tuple(f for f in facts if f.startswith(moved))
         causes.append(Cause("donation", path, "donated", "not donated", source, grouped))
     taken = {f for cause in causes for f in cause.facts}
