@@ -86,10 +86,16 @@ def check_estimate_options(
 ) -> None:
     """Refuse what `profile --for` cannot do: it estimates one program compiled for
     the platform; nothing runs (no runs, no trace) and a script is not compiled."""
-    if is_script(target) or argv:
+    if is_script(target):
         raise HloscopeError(
             "profile --for estimates a function compiled for the platform; a script runs "
             "on this machine (profile it without --for)",
+            where=target,
+        )
+    if argv:
+        raise HloscopeError(
+            f"unexpected arguments {' '.join(argv)}: a function's example arguments come "
+            "from --arg or --args",
             where=target,
         )
     if runs is not None or trace_dir is not None:
