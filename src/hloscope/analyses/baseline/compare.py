@@ -275,11 +275,16 @@ def in_one_form(before: Measurement, after: Measurement) -> tuple[Measurement, M
 
 def _read_in_xla_form(measurement: Measurement) -> bool | None:
     """Whether the optimized module's op kinds are XLA's own form's; None where no
-    kind is counted."""
+    kind is counted. Decided by the converted form's dialects, since the converted form
+    names some ops by XLA's opcode too (an async wrapper is `hlo.copy-start`)."""
     kinds = [f for f in measurement.facts if f.startswith(OPTIMIZED_KINDS) and f != _TOTAL]
     if not kinds:
         return None
-    return any(f.startswith(_XLA_FORM_KINDS) for f in kinds)
+    return not any(
+        converted_opcode(f[len(OPTIMIZED_KINDS) :]) is not None
+        and not f.startswith(_XLA_FORM_KINDS)
+        for f in kinds
+    )
 
 
 def _kind_by_opcode(fact: str, xla: bool) -> str | None:
