@@ -326,6 +326,28 @@ async def test_a_fusion_row_leads_to_its_fusion_op():
         assert "lines" in status(app)
 
 
+@sync
+async def test_backspace_after_a_rows_jump_returns_to_its_tab():
+    """Issue 61: after enter on a report's row, backspace walked back through the IR's
+    own history and never returned to the tab the row was in."""
+    app = HloscopeApp(MLP_OPTIMIZED)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        before = app.query_one(BrowserPane).selected
+        await press(pilot, "5")
+        await press(pilot, "enter")
+        assert active(app) == "tab-ir"
+        jumped = app.query_one(BrowserPane).selected
+        assert jumped != before
+        await press(pilot, "backspace")
+        assert active(app) == "tab-fusions"
+        # Back in the IR, backspace goes on to the op selected before the jump.
+        await press(pilot, "1")
+        assert app.query_one(BrowserPane).selected == jumped
+        await press(pilot, "backspace")
+        assert app.query_one(BrowserPane).selected == before
+
+
 # --------------------------------------------------------------------------- AOT check
 
 

@@ -399,15 +399,15 @@ class HloscopeApp(WorkingApp):
         loaded = session.loaded
         module = loaded.module
         compiled_for = loaded.source.compiled_for
+        # The platform before the IR's words: a narrow terminal cuts the title's end.
         for_platform = (
-            f" · for {compiled_for.spec} (without the device)"
+            f"for {compiled_for.spec} (without the device) · "
             if compiled_for is not None and compiled_for.spec is not None
             else ""
         )
         self.query_one("#title-bar", Static).update(
-            f"hloscope · {loaded.source.target} · {module.name or 'module'} · "
-            f"{loaded.source.stage} {ir_label(loaded.source.ir)}{for_platform} · "
-            f"{session.op_count_text}"
+            f"hloscope · {loaded.source.target} · {module.name or 'module'} · {for_platform}"
+            f"{loaded.source.stage} {ir_label(loaded.source.ir)} · {session.op_count_text}"
         )
         tabs = self.query_one(TabbedContent)
         active = self._active_view()
@@ -567,15 +567,33 @@ class HloscopeApp(WorkingApp):
 
     @on(ShowOp)
     def _show_op(self, message: ShowOp) -> None:
-        self.query_one(TabbedContent).active = f"tab-{IR_TAB}"
+        origin = self._to_the_ir()
         self.query_one(BrowserPane).jump(message.op_id)
-        focus_now(self.query_one(IRView))
+        self._remember(origin)
 
     @on(ShowOps)
     def _show_ops(self, message: ShowOps) -> None:
-        self.query_one(TabbedContent).active = f"tab-{IR_TAB}"
+        origin = self._to_the_ir()
         self.query_one(BrowserPane).show_ops(message.op_ids, message.label)
+        self._remember(origin)
+
+    def _to_the_ir(self) -> str | None:
+        """Switch to the IR tab; the tab it was on (None: the IR's own)."""
+        tabs = self.query_one(TabbedContent)
+        origin = tabs.active
+        tabs.active = f"tab-{IR_TAB}"
         focus_now(self.query_one(IRView))
+        return origin if origin and origin != f"tab-{IR_TAB}" else None
+
+    def _remember(self, origin: str | None) -> None:
+        if origin is not None:
+            self.query_one(BrowserPane).came_from(origin)
+
+    @on(BrowserPane.ReturnToTab)
+    def _return_to_tab(self, message: BrowserPane.ReturnToTab) -> None:
+        view_id = message.tab.removeprefix("tab-")
+        if message.tab in self._view_tabs:
+            self.action_show_tab(view_id)
 
 
 def key_sections() -> list[tuple[str, type[DOMNode]]]:

@@ -103,7 +103,9 @@ class BrowserPane(Vertical):
         super().__init__(id="browser")
         self.session: Session | None = None
         self.selected = -1
-        self.history: list[int] = []
+        self.history: list[int | str] = []
+        """Ops selected before (ids) and, where a report's row jumped here, the tab it
+        was on (its pane id): backspace walks back through both."""
         self.locations = False
         self.active_filter: str | None = None
         self.search_text = ""
@@ -247,11 +249,27 @@ class BrowserPane(Vertical):
             del self.history[:-MAX_HISTORY]
         self.select(op_id, centre=True)
 
+    def came_from(self, tab: str) -> None:
+        """A report's row in tab `tab` jumped here: backspace returns to it."""
+        self.history.append(tab)
+        del self.history[:-MAX_HISTORY]
+
     def action_back(self) -> None:
         if not self.history:
             self.notify("Nothing to go back to.", timeout=2)
             return
-        self.select(self.history.pop(), centre=True)
+        where = self.history.pop()
+        if isinstance(where, str):
+            self.post_message(self.ReturnToTab(where))
+            return
+        self.select(where, centre=True)
+
+    class ReturnToTab(Message):
+        """Backspace walked back to the report tab a row jumped from."""
+
+        def __init__(self, tab: str) -> None:
+            super().__init__()
+            self.tab = tab
 
     def action_focus(self, widget_id: str) -> None:
         focus_now(self.query_one(f"#{widget_id}"))
