@@ -496,19 +496,8 @@ def function_ops(module: Module, name: str) -> int:
     (fused computations, reducers, loop bodies), which the converted form holds in the
     op's regions. One count of a function for every view (the tree, the details pane,
     the Overview)."""
-    counts = module.derived.get(_FUNCTION_OPS)
-    if not isinstance(counts, dict):
-        counts = _function_op_totals(module, _calls_and_counts(module)[1])
-    return int(counts.get(name, 0))
-
-
-def _function_op_totals(module: Module, counts: Mapping[str, Counter[str]]) -> dict[str, int]:
-    totals = {name: sum(counter.values()) for name, counter in counts.items()}
-    module.derived[_FUNCTION_OPS] = totals
-    return totals
-
-
-_FUNCTION_OPS = "structure.function_ops"
+    counted = _calls_and_counts(module)[1].get(name)
+    return sum(counted.values()) if counted is not None else 0
 
 
 def module_op_count(module: Module) -> int:
@@ -531,7 +520,22 @@ def _calls_and_counts(
     module: Module,
 ) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Counter[str]]]:
     """Per function: `function_calls`, and its ops that compute counted by name; only
-    the ops whose attributes can name a function are read one by one."""
+    the ops whose attributes can name a function are read one by one. Made once per
+    module (`analyze_structure` and `function_ops` read it; neither changes it)."""
+    cached = module.derived.get(_CALLS_AND_COUNTS)
+    if isinstance(cached, tuple):
+        return cached
+    found = _count_calls_and_ops(module)
+    module.derived[_CALLS_AND_COUNTS] = found
+    return found
+
+
+_CALLS_AND_COUNTS = "structure.calls_and_counts"
+
+
+def _count_calls_and_ops(
+    module: Module,
+) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Counter[str]]]:
     scan = scan_ops(module)
     calls: dict[str, list[tuple[str, int]]] = {}
     counts: dict[str, Counter[str]] = {}
@@ -571,7 +575,6 @@ def _calls_and_counts(
 def analyze_structure(module: Module) -> Structure:
     """Functions, call graph and op counts of `module`."""
     calls, counts = _calls_and_counts(module)
-    _function_op_totals(module, counts)
 
     callers: dict[str, list[str]] = {name: [] for name in program_functions(module)}
     for caller, edges in calls.items():
