@@ -39,10 +39,14 @@ class EstimateReport:
 ESTIMATED_NOTE = "estimated, not measured"
 
 
-def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateReport:
+def estimate_report(
+    loaded: Loaded, figures: Figures | None = None, model_flops: float | None = None
+) -> EstimateReport:
     """Estimate a program compiled for a platform (`Loaded.compilation` made for
     `--for`): its kernels, collectives and lines, with `figures` (by default the
-    published ones of the platform)."""
+    published ones of the platform). `model_flops`: the model's flops for one step,
+    all devices together (`--model-flops`), MFU's; by default, the executed flops of
+    a step that recomputes nothing."""
     from hloscope.analyses.estimate import analyze_estimate
     from hloscope.analyses.fusions import analyze_fusions
     from hloscope.analyses.kernels import program_kernels
@@ -73,6 +77,10 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
     compilation = loaded.compilation
     cost = compilation.cost if compilation is not None else None
     program_flops = cost.get("flops") if cost else None
+    compiled_for = loaded.source.compiled_for
+    devices = compiled_for.devices if compiled_for is not None else 1
+    lowering = loaded.lowering
+    recomputes = lowering.checkpointed if lowering is not None else None
     analysis = analyze_estimate(
         loaded.module,
         computations,
@@ -81,8 +89,10 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
         fusions,
         program_flops=program_flops,
         slices=target.slices,
+        given_model_flops=model_flops / devices if model_flops is not None else None,
+        recomputes=recomputes,
     )
-    notes = loaded.notes
+    notes = loaded.notes + _utilization_notes(analysis, recomputes, devices)
     if analysis.unknown_trip_counts:
         notes += (
             f"{len(analysis.unknown_trip_counts)} kernels sit in loops of no known trip "
@@ -124,15 +134,52 @@ def estimate_report(loaded: Loaded, figures: Figures | None = None) -> EstimateR
     )
 
 
-def estimate_target(target: str, options: LoadOptions) -> EstimateReport:
+MODEL_FLOPS_HINT = (
+    "give the model's flops for one step, all devices together, with --model-flops N "
+    "(a transformer's training step: about 6 x parameters x tokens)"
+)
+
+
+def _utilization_notes(
+    analysis: EstimateAnalysis, recomputes: bool | None, devices: int
+) -> tuple[str, ...]:
+    """Which flops MFU and HFU are of, where that needs saying."""
+    if analysis.model_flops_from == "no recomputation":
+        return (
+            "MFU = HFU: the step holds no jax.checkpoint region, so it recomputes "
+            "nothing and the flops it executes are the model's",
+        )
+    if analysis.model_flops_from == "given":
+        model = analysis.model_flops or 0.0
+        if model > analysis.flops * 1.01:
+            return (
+                f"the model's flops given ({model * devices:.4g} a step, {model:.4g} on "
+                f"each of {devices} devices) are more than the step executes "
+                f"({analysis.flops:.4g} a device): --model-flops is for all devices "
+                "together",
+            )
+        return ()
+    why = (
+        "the step holds jax.checkpoint regions, whose backward pass recomputes part of "
+        "the forward: the flops it executes (HFU's) count more than the model's"
+        if recomputes
+        else "whether the step recomputes part of its forward (jax.checkpoint) is not "
+        "known here (no function was traced: a dump, or a stage given as it is)"
+    )
+    return (f"MFU is not known: {why}; {MODEL_FLOPS_HINT}",)
+
+
+def estimate_target(
+    target: str, options: LoadOptions, model_flops: float | None = None
+) -> EstimateReport:
     """`profile TARGET --for SPEC`: load the target compiled for the platform and
-    estimate it."""
+    estimate it; `model_flops`, MFU's (`estimate_report`)."""
     from hloscope.hardware_figures import figures_for
     from hloscope.sources.estimate import estimate_loaded
 
     # The figures first: a platform without them is refused before compiling.
     figures = figures_for(options.compile_for) if options.compile_for else None
-    return estimate_report(estimate_loaded(target, options), figures)
+    return estimate_report(estimate_loaded(target, options), figures, model_flops)
 
 
 ENTRY = ReportEntry(
