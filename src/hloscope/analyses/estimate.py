@@ -44,9 +44,10 @@ Utilization, as PaLM (Chowdhery et al. 2022, appendix B) names it, over the time
 times the bf16 peak: HFU (hardware FLOPs utilization) of the flops the step executes,
 a `jax.checkpoint` region's recomputed forward included; MFU (model FLOPs
 utilization) of the model's flops, what the step computes without recomputing
-anything. The model's flops are the user's (`--model-flops`), or, for a step with no
-`jax.checkpoint` region (nothing recomputed), the executed flops; else they are not
-known and MFU is None.
+anything. The model's flops are the user's (`--model-flops`); for a step with no
+`jax.checkpoint` region (nothing recomputed), the executed flops; else the executed
+flops (`step_flops`) of the same step compiled with every checkpoint saving
+everything, where that could be compiled; else they are not known and MFU is None.
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ from hloscope.ir.model import Module
 
 Basis = Literal["compiler", "roofline", "interconnect"]
 Bound = Literal["compute", "memory", "network"]
-ModelFlopsFrom = Literal["given", "no recomputation"]
-"""Where the model's flops come from: the user's `--model-flops`, or the executed
-flops of a step that recomputes nothing."""
+ModelFlopsFrom = Literal["given", "no recomputation", "saving everything"]
+"""Where the model's flops come from: the user's `--model-flops`; the executed flops
+of a step that recomputes nothing; those of the same step compiled with every
+`jax.checkpoint` saving everything (`step_flops` of that program)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,12 +298,14 @@ def analyze_estimate(
     slices: int = 1,
     given_model_flops: float | None = None,
     recomputes: bool | None = None,
+    model_flops_from: ModelFlopsFrom = "given",
 ) -> EstimateAnalysis:
     """Estimate each kernel and collective of the compiled module (module doc), on
     `slices` TPU slices: `computations` its control computations
     (`kernels.program_kernels`), `costs` XLA's cost analysis of each kernel alone, by
-    name. MFU's flops are `given_model_flops` (per device) where given, else the
-    executed flops where the step `recomputes` nothing (False; None: not known)."""
+    name. MFU's flops are `given_model_flops` (per device; from where
+    `model_flops_from` says) where given, else the executed flops where the step
+    `recomputes` nothing (False; None: not known)."""
     info = _info(fusions)
     runs = RunsPerCall(module)
     unknown_trips: list[str] = []
@@ -430,9 +434,8 @@ def analyze_estimate(
     ops.sort(key=lambda op: (-op.seconds, op.name))
     flops = sum(op.flops or 0.0 for op in ops)
     model_flops: float | None = None
-    model_flops_from: ModelFlopsFrom | None = None
     if given_model_flops is not None:
-        model_flops, model_flops_from = given_model_flops, "given"
+        model_flops = given_model_flops
     elif recomputes is False:
         model_flops, model_flops_from = flops, "no recomputation"
     capacity = step * figures.peak_flops
@@ -446,7 +449,7 @@ def analyze_estimate(
         mfu=model_flops / capacity if model_flops is not None and step > 0 else None,
         hfu=flops / capacity if step > 0 else None,
         model_flops=model_flops,
-        model_flops_from=model_flops_from,
+        model_flops_from=model_flops_from if model_flops is not None else None,
         ops=tuple(ops),
         lines=_lines(ops, exposed_of, step),
         collectives=tuple(collectives),
@@ -455,6 +458,26 @@ def analyze_estimate(
         uncosted=tuple(dict.fromkeys(uncosted)),
         unknown_costs=tuple(dict.fromkeys(unknown)),
     )
+
+
+def step_flops(
+    module: Module,
+    computations: Sequence[ControlComputation],
+    costs: Mapping[str, Mapping[str, float]],
+) -> float:
+    """The flops a step executes, per device, as `analyze_estimate` counts them: XLA's
+    cost analysis of each kernel alone times its runs per step (once in a loop of no
+    known trip count; nothing where the cost is not known)."""
+    runs = RunsPerCall(module)
+    total = 0.0
+    for computation in computations:
+        for kernel in computation.kernels:
+            cost = costs.get(kernel.name)
+            if kernel.collectives or not kernel.runs_kernel or cost is None:
+                continue
+            flops = _known(cost.get("flops", 0.0)) or 0.0
+            total += flops * (runs.of(module.ops[kernel.op_id]) or 1)
+    return total
 
 
 def _kernel(

@@ -15,7 +15,10 @@ from hloscope.source_text import line_texts
 from hloscope.stages import Source
 
 if TYPE_CHECKING:
-    from hloscope.analyses.estimate import EstimateAnalysis
+    from collections.abc import Iterator, Sequence
+
+    from hloscope.analyses.estimate import EstimateAnalysis, ModelFlopsFrom
+    from hloscope.analyses.kernels import ControlComputation
     from hloscope.hardware_figures import Figures
     from hloscope.sources.loader import Loaded, LoadOptions
 
@@ -40,13 +43,17 @@ ESTIMATED_NOTE = "estimated, not measured"
 
 
 def estimate_report(
-    loaded: Loaded, figures: Figures | None = None, model_flops: float | None = None
+    loaded: Loaded,
+    figures: Figures | None = None,
+    model_flops: float | None = None,
+    saving_everything: bool = True,
 ) -> EstimateReport:
     """Estimate a program compiled for a platform (`Loaded.compilation` made for
     `--for`): its kernels, collectives and lines, with `figures` (by default the
     published ones of the platform). `model_flops`: the model's flops for one step,
     all devices together (`--model-flops`), MFU's; by default, the executed flops of
-    a step that recomputes nothing."""
+    a step that recomputes nothing, or, `saving_everything`, of the step with
+    `jax.checkpoint` regions compiled again with each saving everything."""
     from hloscope.analyses.estimate import analyze_estimate
     from hloscope.analyses.fusions import analyze_fusions
     from hloscope.analyses.kernels import program_kernels
@@ -62,15 +69,7 @@ def estimate_report(
         )
     figures = figures or figures_for(target)
     computations = program_kernels(loaded.module)
-    costs = compiled_kernel_costs(
-        loaded,
-        (
-            kernel.name
-            for computation in computations
-            for kernel in computation.kernels
-            if kernel.runs_kernel and not kernel.collectives
-        ),
-    )
+    costs = compiled_kernel_costs(loaded, _kernel_names(computations))
     fusions = analyze_fusions(
         loaded.module, source_root=os.getcwd(), lowered=lowered_frames(loaded)
     )
@@ -81,6 +80,12 @@ def estimate_report(
     devices = compiled_for.devices if compiled_for is not None else 1
     lowering = loaded.lowering
     recomputes = lowering.checkpointed if lowering is not None else None
+    per_device = model_flops / devices if model_flops is not None else None
+    model_flops_from: ModelFlopsFrom = "given"
+    saved_notes: tuple[str, ...] = ()
+    if per_device is None and recomputes and saving_everything:
+        per_device, saved_notes = _flops_saving_everything(loaded)
+        model_flops_from = "saving everything"
     analysis = analyze_estimate(
         loaded.module,
         computations,
@@ -89,10 +94,11 @@ def estimate_report(
         fusions,
         program_flops=program_flops,
         slices=target.slices,
-        given_model_flops=model_flops / devices if model_flops is not None else None,
+        given_model_flops=per_device,
         recomputes=recomputes,
+        model_flops_from=model_flops_from,
     )
-    notes = loaded.notes + _utilization_notes(analysis, recomputes, devices)
+    notes = loaded.notes + saved_notes + _utilization_notes(analysis, recomputes, devices)
     if analysis.unknown_trip_counts:
         notes += (
             f"{len(analysis.unknown_trip_counts)} kernels sit in loops of no known trip "
@@ -134,6 +140,41 @@ def estimate_report(
     )
 
 
+def _kernel_names(computations: Sequence[ControlComputation]) -> Iterator[str]:
+    """The kernels XLA's cost analysis is asked about: those that run, no collective."""
+    for computation in computations:
+        for kernel in computation.kernels:
+            if kernel.runs_kernel and not kernel.collectives:
+                yield kernel.name
+
+
+def _flops_saving_everything(loaded: Loaded) -> tuple[float | None, tuple[str, ...]]:
+    """The model's flops per device: those the step executes compiled again with every
+    `jax.checkpoint` saving everything (`sources.estimate.everything_saved`), counted
+    as the estimate counts the step's; None, and a note saying why, where that
+    program could not be made."""
+    from hloscope.analyses.estimate import step_flops
+    from hloscope.analyses.kernels import program_kernels
+    from hloscope.errors import HloscopeError
+    from hloscope.sources.estimate import compiled_kernel_costs, everything_saved
+
+    try:
+        saved = everything_saved(loaded)
+        computations = program_kernels(saved.module)
+        costs = compiled_kernel_costs(saved, _kernel_names(computations))
+    except HloscopeError as error:
+        return None, (
+            "the step compiled again with every jax.checkpoint saving everything, for "
+            f"MFU's flops, failed: {error}",
+        )
+    return step_flops(saved.module, computations, costs), (
+        "MFU's flops are those of the step compiled again with every jax.checkpoint "
+        "saving everything (jax.checkpoint_policies.everything_saveable), which "
+        "recomputes nothing: XLA's cost analysis of each of its kernels, times its runs "
+        f"(compiled in {saved.load_seconds:.3g} s)",
+    )
+
+
 MODEL_FLOPS_HINT = (
     "give the model's flops for one step, all devices together, with --model-flops N "
     "(a transformer's training step: about 6 x parameters x tokens)"
@@ -149,6 +190,8 @@ def _utilization_notes(
             "MFU = HFU: the step holds no jax.checkpoint region, so it recomputes "
             "nothing and the flops it executes are the model's",
         )
+    if analysis.model_flops_from == "saving everything":
+        return ()
     if analysis.model_flops_from == "given":
         model = analysis.model_flops or 0.0
         if model > analysis.flops * 1.01:
@@ -161,7 +204,8 @@ def _utilization_notes(
         return ()
     why = (
         "the step holds jax.checkpoint regions, whose backward pass recomputes part of "
-        "the forward: the flops it executes (HFU's) count more than the model's"
+        "the forward: the flops it executes (HFU's) count more than the model's, and "
+        "the step saving everything could not be compiled"
         if recomputes
         else "whether the step recomputes part of its forward (jax.checkpoint) is not "
         "known here (no function was traced: a dump, or a stage given as it is)"

@@ -40,7 +40,9 @@ def estimate_body() -> dict[str, Schema]:
                 "mfu": nullable(NUM),
                 "hfu": nullable(NUM),
                 "model_flops": nullable(NUM),
-                "model_flops_from": nullable({"enum": ["given", "no recomputation"]}),
+                "model_flops_from": nullable(
+                    {"enum": ["given", "no recomputation", "saving everything"]}
+                ),
                 "target": STR,
             },
             title="Estimate",

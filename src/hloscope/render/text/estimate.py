@@ -70,11 +70,11 @@ def model_flops_text(analysis: EstimateAnalysis) -> str:
     """The model's flops, MFU's, and where they come from."""
     if analysis.model_flops is None:
         return "not known (see the notes): MFU needs them"
-    where = (
-        "given with --model-flops, over the devices"
-        if analysis.model_flops_from == "given"
-        else "the flops executed: the step recomputes nothing"
-    )
+    where = {
+        "given": "given with --model-flops, over the devices",
+        "no recomputation": "the flops executed: the step recomputes nothing",
+        "saving everything": "the step compiled with every jax.checkpoint saving everything",
+    }[analysis.model_flops_from or "given"]
     return f"{analysis.model_flops:.4g} a step per device ({where})"
 
 

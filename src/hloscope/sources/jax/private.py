@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
@@ -510,6 +511,7 @@ def private_api_ok() -> list[str]:
         missing.append("jax._src.source_info_util.is_user_filename.cache_clear")
     missing.extend(_compile_capture_missing())
     missing.extend(_remat_missing())
+    missing.extend(_saving_everything_missing())
     missing.extend(_compile_events_missing())
     options = getattr(_jax_compiler, "get_compile_options", None)
     if options is None or "env_options_overrides" not in inspect.signature(options).parameters:
@@ -761,6 +763,55 @@ def private_recomputed(region: Any) -> list[Any]:
         else:
             recomputed.append(eqn)
     return recomputed
+
+
+_SAVING_EVERYTHING = threading.Lock()
+
+
+@contextlib.contextmanager
+def private_checkpoints_saving_everything() -> Iterator[None]:
+    """While inside, every `jax.checkpoint` region traced saves everything
+    (`jax.checkpoint_policies.everything_saveable`, as if its policy said so), so that
+    a gradient recomputes nothing: `remat_p`'s bind, which `jax.checkpoint` calls with
+    its policy, is wrapped, and JAX's caches are cleared on the way in and out, so
+    that nothing traced before is reused with its own policy, nor anything traced
+    here after."""
+    remat_p = _jax_ad_checkpoint.remat_p
+    with _SAVING_EVERYTHING:
+        original = remat_p.bind
+
+        def bind(*args: Any, **params: Any) -> Any:
+            if not params.get("differentiated", True):
+                params = {**params, "policy": jax.checkpoint_policies.everything_saveable}
+            return original(*args, **params)
+
+        jax.clear_caches()
+        remat_p.bind = bind
+        try:
+            yield
+        finally:
+            remat_p.bind = original
+            jax.clear_caches()
+
+
+def _saving_everything_missing() -> list[str]:
+    """The gradient of a checkpointed `sin(sin(v))` runs the inner `sin` again in its
+    backward pass, and inside `private_checkpoints_saving_everything` does not."""
+
+    def sines(w: Any) -> int:
+        twice = jax.checkpoint(lambda v: jax.numpy.sin(jax.numpy.sin(v)))
+        loss = lambda v: jax.numpy.sum(twice(v))  # noqa: E731
+        jaxpr = jax.make_jaxpr(jax.grad(loss))(w)
+        return str(jaxpr).count(" sin ")
+
+    w = np.ones(3, np.float32)
+    try:
+        recomputing = sines(w)
+        with private_checkpoints_saving_everything():
+            saving = sines(w)
+    except Exception as exc:
+        return [f"remat_p.bind: {type(exc).__name__}: {str(exc)[:200]}"]
+    return [] if saving < recomputing else ["remat_p.bind (a policy no longer set at bind)"]
 
 
 def private_grad_target(obj: Any) -> tuple[Any, tuple[int, ...] | None, bool] | None:
