@@ -775,13 +775,14 @@ def private_checkpoints_saving_everything() -> Iterator[None]:
     a gradient recomputes nothing: `remat_p`'s bind, which `jax.checkpoint` calls with
     its policy, is wrapped, and JAX's caches are cleared on the way in and out, so
     that nothing traced before is reused with its own policy, nor anything traced
-    here after."""
+    here after. Only what this thread traces meanwhile is changed."""
     remat_p = _jax_ad_checkpoint.remat_p
     with _SAVING_EVERYTHING:
         original = remat_p.bind
+        tracing = threading.get_ident()  # another thread (a browser's worker) keeps its own
 
         def bind(*args: Any, **params: Any) -> Any:
-            if not params.get("differentiated", True):
+            if threading.get_ident() == tracing and not params.get("differentiated", True):
                 params = {**params, "policy": jax.checkpoint_policies.everything_saveable}
             return original(*args, **params)
 
