@@ -238,3 +238,25 @@ def test_hfu_is_of_the_flops_executed_and_mfu_of_the_models():
     assert saved.model_flops_from == "saving everything"
     # The flops of a program compiled again for MFU are counted as the step's are.
     assert step_flops(loaded.module, computations, costs) == pytest.approx(given.flops)
+
+
+def test_a_step_recomputes_where_its_jaxpr_holds_a_checkpoint_region():
+    # What MFU reads of the traced step: a jax.checkpoint region anywhere, a scan's
+    # body included, and none in the same gradient without it.
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.sources.jax.residuals import has_checkpoint_region
+
+    def layer(x, w):
+        return jnp.tanh(x @ w), None
+
+    def loss(ws, x, checkpointed):
+        y, _ = jax.lax.scan(jax.checkpoint(layer) if checkpointed else layer, x, ws)
+        return jnp.sum(y)
+
+    ws, x = jnp.ones((3, 8, 8)), jnp.ones((4, 8))
+    for checkpointed in (True, False):
+        step = jax.jit(jax.grad(lambda w, v, c=checkpointed: loss(w, v, c)))
+        jaxpr = step.trace(ws, x).jaxpr.jaxpr
+        assert has_checkpoint_region(jaxpr) is checkpointed
