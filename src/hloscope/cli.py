@@ -35,6 +35,7 @@ from hloscope.cli_options import (
     UpdateOption,
     WarmupOption,
     option_groups,
+    script_arguments,
     tolerance_specs,
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error, reader_gone
@@ -103,8 +104,10 @@ def emit(
     report's code (0 unless a check differs). Building stops after `timeout` seconds
     (`--timeout`), naming `what`. Analyses load to build, text renderers (rich) to print."""
     from hloscope import reports
+    from hloscope.ir.xla_flags import xla_flags_checked
 
     with command_edge(debug), gc_paused(keep_for_exit=True):
+        xla_flags_checked()  # before XLA reads XLA_FLAGS, and aborts on a flag it does not know
         with time_limit(timeout, what):
             report = build()
         entry = reports.entry_of(report)
@@ -474,9 +477,7 @@ def compiles(
     """Every compilation JAX performs while a script runs (or a function is called on
     several argument sets): why it compiled again, in JAX's words, and what it cost.
     Opens the browser on a terminal (unless --print or --json)."""
-    argv = list(ctx.args)
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
+    argv = script_arguments(ctx, target, debug)
     if fail_on not in (None, "recompiles"):
         with command_edge(debug):
             raise HloscopeError(f"--fail-on {fail_on}: expected recompiles")
@@ -798,9 +799,7 @@ def profile(
     its calls, compilations and time per call, and the ops run outside any jit. With
     --for: an estimate of a step on that TPU or GPU, without the device, from the
     compiler's cost model and published figures (never a measurement)."""
-    argv = list(ctx.args)
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
+    argv = script_arguments(ctx, target, debug)
 
     def build() -> reports.ProfileReport | reports.ScriptProfileReport | reports.EstimateReport:
         from hloscope import reports

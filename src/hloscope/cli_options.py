@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
 
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, command_edge
 
 if TYPE_CHECKING:
     from hloscope.sources.loader import LoadOptions
@@ -332,3 +332,31 @@ def tolerance_specs(given: Sequence[str]) -> dict[str, str] | None:
             raise HloscopeError(f"--tolerance {text}: expected FACT=TOLERANCE (memory.*=5%)")
         specs[pattern.strip()] = value.strip()
     return specs or None
+
+
+def script_arguments(ctx: typer.Context, target: str, debug: bool) -> list[str]:
+    """What follows a script's name: its own arguments (`compiles`, `profile`). After a
+    function (`file.py:step`) they are no one's, so an option there is one the command
+    does not have, refused in click's words as every command refuses one."""
+    from hloscope.sources.target import is_script
+
+    argv = list(ctx.args)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    unknown = next((word for word in argv if word.startswith("-") and word != "-"), None)
+    if unknown is not None and not is_script(target):
+        with command_edge(debug):
+            raise HloscopeError(f"{no_such_option(ctx, unknown)} (see {ctx.command_path} --help)")
+    return argv
+
+
+def no_such_option(ctx: typer.Context, word: str) -> str:
+    """Click's message for an option the command does not have, with its suggestion
+    (the command's options close to it, found as click finds them)."""
+    import difflib
+
+    name = word.split("=", 1)[0]
+    options = [o for p in ctx.command.params for o in (*p.opts, *p.secondary_opts) if o[:1] == "-"]
+    close = difflib.get_close_matches(name, options)
+    possible = f" (Possible options: {', '.join(sorted(close))})" if close else ""
+    return f"No such option: {name}{possible}"

@@ -46,6 +46,10 @@ class ResidualFact:
     """Index of the checkpoint region whose body made the value, if any."""
     region_output: bool
     """It is an output of that region (what a checkpointed block returns)."""
+    shard_bytes: int | None = None
+    """Bytes of one device's shard, where a sharding says (JAX's `shard_shape` of an
+    argument's sharding, or of a value's on a mesh of explicit axes); None where XLA
+    chooses how it is sharded."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,3 +98,5 @@ class RematFacts:
     regions: tuple[RegionFact, ...]
     names: tuple[str, ...]
     """Every checkpoint name the program gives (sorted)."""
+    devices: int = 1
+    """The devices the arguments' (and values') shardings span: 1 for a program on one."""

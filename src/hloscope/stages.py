@@ -48,6 +48,9 @@ class ArgumentLeaf:
     """The other paths by which the call reaches the same value, passed once: a Flax
     Variable that the model and the optimizer both hold (`optimizer.params.w` beside
     `model.w`)."""
+    sharding_source: str | None = None
+    """`file.py:LINE` of the user's code that built the sharding it was given (the
+    `--args` factory's `jax.device_put(x, NamedSharding(...))`); None where unknown."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,14 +32,7 @@ TRAIN = sample("params", "train_step", "train_step_args")
 SCANNED = sample("scanned_layers", "deep_mlp")
 AFTER = ["samples/dumps/mlp.after_optimizations.hlo"]
 
-# Divergences that live in code under change elsewhere (issue 59): left to it.
-WHY_LINES = (
-    "--why lines Shardy's StableHLO ops up with the module before optimizations by op "
-    "name (analyses/placement/why.py `_lines`, `_kind`): read in XLA's form (hlo.dot, "
-    "not stablehlo.dot_general) it lines up nothing, so every collective is 'not tied "
-    "to Shardy's origins'; and a collective's `instruction` is the position-numbered "
-    "`%8` converted, `%6` in XLA's form, not XLA's name"
-)
+# A difference still open is an expected failure (strict), its reason naming it; none is.
 
 
 def _case(label: str, argv: list[str], reason: str | None = None) -> Any:

@@ -9,6 +9,7 @@ import io
 import os
 import re
 
+import jax
 import numpy as np
 import pytest
 from jax.ad_checkpoint import print_saved_residuals
@@ -96,8 +97,9 @@ def test_a_custom_jvp_residual_keeps_its_line() -> None:
         (targets.typo, ARGS),
         (targets.no_checkpoint, ARGS),
         (targets.scanned, SCAN_ARGS),
+        (targets.log_softmax_outside, SCAN_ARGS),
     ],
-    ids=["by_name", "offload", "typo", "no_checkpoint", "scanned"],
+    ids=["by_name", "offload", "typo", "no_checkpoint", "scanned", "log_softmax_outside"],
 )
 def test_residuals_are_jaxs(loss, args) -> None:
     facts, ours = _ours(loss, args)
@@ -133,9 +135,48 @@ def test_a_scanned_residual_names_its_layer_line_and_loop() -> None:
     facts, _ = _ours(targets.scanned, SCAN_ARGS)
     hidden = [r for r in facts.residuals if r.name == "hidden"]
     assert len(hidden) == 1 and hidden[0].type == "f32[4,16,32]"
-    assert hidden[0].line.endswith("remat_targets.py:12")
-    assert hidden[0].stacked_by.endswith("remat_targets.py:47")
-    assert facts.regions[0].in_loop.endswith("remat_targets.py:47")
+    assert hidden[0].line.endswith("remat_targets.py:13")
+    assert hidden[0].stacked_by.endswith("remat_targets.py:48")
+    assert facts.regions[0].in_loop.endswith("remat_targets.py:48")
+
+
+def test_a_residual_saved_outside_every_checkpoint_is_in_no_region() -> None:
+    # log_softmax is a jitted function: its body, like jnp.where's inside the
+    # checkpoint, has no frame of the user's; the two matched, and its residuals were
+    # counted in region #0.
+    loss = targets.log_softmax_outside
+    facts, ours = _ours(loss, SCAN_ARGS)
+    assert ours == _jax_view(loss, SCAN_ARGS)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(loss, *SCAN_ARGS)
+    jitted = [i for i, text in enumerate(printed.getvalue().splitlines()) if "jitted" in text]
+    assert len(jitted) == 2
+    analysis = analyze_remat(facts)
+    assert all(analysis.residuals[i].region is None for i in jitted)
+    assert {analysis.residuals[i].detail for i in jitted} == {"not checkpointed"}
+    # The region saves what JAX saves for the checkpointed block alone (less its
+    # arguments), stacked by the loop: one dot's output per layer.
+    ws, x = SCAN_ARGS
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(_block_alone, x, ws[0])
+    alone = [t for t in printed.getvalue().splitlines() if "from the argument" not in t]
+    assert len(alone) == 1 and alone[0].startswith("f32[16,32] output of dot_general")
+    (region,) = analysis.regions
+    in_region = [r for r in analysis.residuals if r.region == 0]
+    assert [r.type for r in in_region] == [f"f32[{len(ws)},16,32]"]
+    assert (region.saved, region.saved_bytes) == (1, in_region[0].bytes)
+    # Applied where the loop calls it: the block's first op is in a helper it calls,
+    # whose line the region was given.
+    assert region.fact.source == region.fact.in_loop == in_region[0].stacked_by
+
+
+def _block_alone(x, w):
+    block = jax.checkpoint(
+        targets._where_block, policy=targets.policies.dots_with_no_batch_dims_saveable
+    )
+    return block(x, w)[0].sum()
 
 
 def test_a_jitted_gradient_is_unwrapped_to_its_loss() -> None:
@@ -143,6 +184,14 @@ def test_a_jitted_gradient_is_unwrapped_to_its_loss() -> None:
     assert facts.function == "loss" and facts.differentiated == ("w",)
     # With respect to w only, as jax.grad differentiates; the same residuals as the loss's.
     assert [r.type for r in facts.residuals] == [t for t, *_ in _jax_view(targets.by_name, ARGS)]
+
+
+def test_a_gradient_saving_a_float_literal_is_read() -> None:
+    # Issue 60: a literal residual (the 2.0 of `* 2.0`) is unhashable, and remat
+    # failed with `TypeError: unhashable type: 'Literal'`.
+    facts = remat_facts(targets.grad_scaled, ARGS[:1], {}, "t")
+    assert _view(facts) == _jax_view(targets.scaled_loss, ARGS[:1])
+    assert [r.made_by for r in facts.residuals] == ["literal", "constant", "op"]
 
 
 def test_policies_are_named_with_their_names() -> None:
@@ -216,6 +265,72 @@ def test_compile_counts_the_residuals_at_the_peak() -> None:
     assert {p["source"] for p in peak["by_line"]} & lines, peak
 
 
+def _compiled_residuals(target: str, factory: str) -> dict:
+    run = run_cli(
+        "remat", f"{FIXTURE}:{target}", "--args", f"{FIXTURE}:{factory}", "--compile", "--json"
+    )
+    assert run.code == 0, run.stderr
+    return run.json()
+
+
+@pytest.mark.parametrize("target", ["scanned", "sharded_step"])
+def test_a_sharded_arguments_bytes_per_device_are_xlas(target: str) -> None:
+    # Global and per-device sizes were mixed, unsaid: the argument's global bytes in
+    # the residuals, its shard's at the peak.
+    if jax.device_count() < 2:
+        pytest.skip("one device: nothing is partitioned")
+    doc = _compiled_residuals(target, "sharded_args")
+    assert doc["devices"] == jax.device_count()
+    (ws,) = [r for r in doc["residuals"] if r["path"] == "ws"]
+    # What XLA holds of it on one device: its buffer at the peak, and the shard of the
+    # sharding XLA compiled the gradient's first argument with.
+    (at_peak,) = [p for p in doc["peak"]["by_line"] if p["path"] == "ws"]
+    args = targets.sharded_args()
+    compiled = jax.jit(jax.grad(targets.scanned)).lower(*args).compile()
+    shard = compiled.input_shardings[0][0].shard_shape(args[0].shape)
+    assert ws["bytes_per_device"] == at_peak["bytes"] == 4 * int(np.prod(shard))
+    assert ws["bytes"] == 4 * int(np.prod(args[0].shape)) > ws["bytes_per_device"]
+    # The values XLA shards as it compiles (Auto axes) say nothing they do not know.
+    made = [r for r in doc["residuals"] if r["kind"] != "argument"]
+    assert made and all(r["bytes_per_device"] is None for r in made)
+    assert doc["device_bytes_per_device"] is None
+    assert (doc["known_per_device"], doc["known_bytes_per_device"]) == (1, ws["bytes_per_device"])
+
+
+def test_explicit_shardings_give_every_residuals_bytes_per_device() -> None:
+    if jax.device_count() < 2:
+        pytest.skip("one device: nothing is partitioned")
+    doc = _compiled_residuals("scanned", "explicit_args")
+    residuals = doc["residuals"]
+    assert all(r["bytes_per_device"] is not None for r in residuals)
+    assert doc["device_bytes_per_device"] == sum(r["bytes_per_device"] for r in residuals)
+    # XLA's buffers of one device at the peak: the replicated argument whole, and the
+    # loop's stacked values as the batch's sharding splits them.
+    peak = {p["path"] or p["source"]: p["bytes"] for p in doc["peak"]["by_line"]}
+    (ws,) = [r for r in residuals if r["path"] == "ws"]
+    assert peak["ws"] == ws["bytes_per_device"] == ws["bytes"]
+    loop = residuals[-1]["stacked_by"] or residuals[-1]["source"]
+    stacked = [
+        r for r in residuals if loop in (r["stacked_by"], r["source"]) and "[4," in r["type"]
+    ]
+    assert (
+        peak[loop] == sum(r["bytes_per_device"] for r in stacked) < sum(r["bytes"] for r in stacked)
+    )
+
+
+def test_a_partitioned_programs_text_says_which_bytes_are_global() -> None:
+    if jax.device_count() < 2:
+        pytest.skip("one device: nothing is partitioned")
+    run = run_cli("remat", f"{FIXTURE}:scanned", "--args", f"{FIXTURE}:sharded_args", "--compile")
+    assert run.code == 0, run.stderr
+    header = next(line for line in run.stdout.splitlines() if line.startswith("residuals"))
+    assert f"global (the whole arrays, over {jax.device_count()} devices)" in header
+    assert "per device      8.0 KiB of the 1 whose sharding is known" in run.stdout
+    assert re.search(r"^ +global +per device +type", run.stdout, re.M), run.stdout
+    assert "live at the compiled program's peak on one device" in run.stdout
+    assert "Residuals live at one device's peak, by line" in run.stdout
+
+
 @pytest.mark.parametrize("step", ["step", "jitted_step", "aux_step"])
 def test_a_step_taking_the_gradient_inside_is_read_at_its_gradient(step: str) -> None:
     # The loss the step differentiates (with respect to w, as its value_and_grad
@@ -228,6 +343,17 @@ def test_a_step_taking_the_gradient_inside_is_read_at_its_gradient(step: str) ->
     assert facts.differentiated == ("w",)
     assert _view(facts) == _jax_view(targets.by_name, ARGS)
     assert facts.unwrapped.startswith("a training step, jax.value_and_grad at ")
+
+
+def test_a_step_traced_before_is_read_at_its_gradient() -> None:
+    # Issue 60: JAX keeps the jaxpr of a step it traced (the browser lowers the step
+    # before its Remat tab reads it), and a trace read from that cache called no
+    # gradient: remat said "it takes a gradient inside ... give the loss".
+    targets.aux_step.lower(*ARGS)
+    first = remat_facts(targets.aux_step, ARGS, {}, "t")
+    again = remat_facts(targets.aux_step, ARGS, {}, "t")
+    assert first.residuals == again.residuals
+    assert _view(again) == _jax_view(targets.by_name, ARGS)
 
 
 def test_an_nnx_step_is_read_at_its_nnx_value_and_grad() -> None:

@@ -296,6 +296,40 @@ def test_a_command_line_mistake_is_one_line_and_exit_2(cli, argv, message, helps
     assert line.endswith(f"(see {' '.join(['hloscope', helps]).strip()} --help)")
 
 
+def _commands() -> dict[str, list[str]]:
+    """Every command, and its options."""
+    import typer
+
+    from hloscope.cli import app
+
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    return {
+        name: [o for p in command.params for o in p.opts]
+        for name, command in sorted(group.commands.items())
+    }
+
+
+COMMANDS = _commands()
+# The function target is no script: what follows it is hloscope's, or no one's.
+_OPERANDS = {"diff": ["a.py:f", "b.py:f"], "schema": ["params"], "platforms": [], "cache": []}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("extra", [[], ["--for", "tpu:v5e:2x4"]], ids=["", "for"])
+def test_an_unknown_option_is_named_by_every_command(cli, command, extra):
+    # Before: `profile f.py:f --for tpu:v5e:2x4 --bogus` said a script runs on this
+    # machine, and `profile f.py:f --bogus` that the function's arguments were unexpected.
+    if extra and "--for" not in COMMANDS[command]:
+        pytest.skip("takes no --for")
+    run = cli(command, *_OPERANDS.get(command, ["missing.py:f"]), *extra, "--bogus")
+    assert run.code == 2
+    assert run.stdout == ""
+    line = one_error_line(run.stderr)
+    assert line.startswith("hloscope: error: No such option: --bogus"), line
+    assert line.endswith(f"(see hloscope {command} --help)")
+
+
 def test_hloscope_alone_prints_the_help(cli):
     run = cli()
     assert run.code == 0

@@ -8,8 +8,15 @@ repository root, through the real tool (the venv's `hloscope` console script, th
 checkout's `src` first on the path), stdout and stderr together, 120 columns wide
 as in a pipe, and compared line by line with:
 
-- wall times (`0 ns`, `526 ms`, `1.21 s`, a JSON `*_seconds` value), percentages and ratios
-  masked, since they change from run to run;
+- what hloscope measured masked, since it changes from run to run: the times of a
+  report's `timings` line (`load 526 ms · lower 1.21 s`), of a JSON `"timings"`
+  object and of a check's measured facts (`compile.seconds`, `runtime.seconds_per_run`),
+  and every time, percentage and ratio of a command that reports what it
+  measured running the program (`profile` without `--for`, `compiles`, `check
+  --runtime` without `--for`). Nothing else is: an estimate (`profile --for`, `check
+  --for --runtime`) is the compiler's answer for one compile, and a size's percentage
+  (`+575%`, `78%` of HBM) is XLA's, so a page showing other numbers than the tool
+  prints fails;
 - the folder of installed packages (`.venv/lib/python3.11/site-packages/`) masked,
   since it depends on where the venv is and on its Python;
 - runs of spaces counted as one, table rules as one width, and trailing spaces
@@ -138,7 +145,7 @@ def by_command(transcripts: list[Transcript]) -> list[list[Transcript]]:
 
 # --------------------------------------------------------------------------- comparing
 
-_MASKS = [
+_MEASURED_MASKS = [
     # JSON: "load_seconds": 1.17 and "load_seconds": [0.69, 0.02]
     (re.compile(r'("\w*seconds"):\s*(?:\[[^\]]*\]|-?[\d.e+-]+)'), r"\1: <seconds>"),
     (re.compile(r"\b\d+(?:\.\d+)? (?:ns|µs|ms|s)\b"), "<time>"),
@@ -148,6 +155,16 @@ _MASKS = [
     (re.compile(r',?\s*"compile_cached":\s*(?:true|false)'), ""),
     (re.compile(r"\b\d+(?:\.\d+)?%"), "<percent>"),
     (re.compile(r"\b\d+(?:\.\d+)?x\b"), "<ratio>"),
+]
+"""What a measurement prints: masked in a command that measures, and on the lines of
+hloscope's own timings in every command."""
+_TIMINGS_LINE = re.compile(r"^(?:timings|compile\.seconds|runtime\.seconds_per_run)\s")
+"""A text report's line of hloscope's own stage times (`timings  load 526 ms · ...`), and
+a check's row of a measured fact (the compile time, the run time)."""
+_JSON_TIMINGS = re.compile(r'"timings":\s*\{[^{}]*\}')
+"""A one-line JSON `"timings"` object (`jq -c`)."""
+_JSON_TIMINGS_OPENS = re.compile(r'^"timings":\s*\{$')
+_MASKS = [
     # Where the venv is (a clone's own .venv, a shared one elsewhere) and its Python.
     (re.compile(r"[\w./-]*/(?:site|dist)-packages/"), "<site-packages>/"),
     # A table's rule is as wide as its columns, which a longer time widens.
@@ -156,11 +173,55 @@ _MASKS = [
 ]
 
 
-def masked(line: str) -> str:
+def measures(command: str) -> bool:
+    """Whether the command reports what it measured running the program: `profile`
+    (but `profile --for`, an estimate), `compiles`, and `check --runtime` (but with
+    `--for`, an estimate)."""
+    words = shlex.split(command.replace("\\\n", " "))
+    words = words[: words.index("|")] if "|" in words else words
+    name = words[1] if len(words) > 1 else ""
+    estimated = "--for" in words or any(w.startswith("--for=") for w in words)
+    if name == "compiles":
+        return True
+    if name == "profile":
+        return not estimated
+    return name == "check" and "--runtime" in words and not estimated
+
+
+def _measured(line: str) -> str:
+    for pattern, replacement in _MEASURED_MASKS:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def masked(line: str, measured: bool = False, in_timings: bool = False) -> str:
+    """The line as compared: what was measured masked (every time, percentage and
+    ratio where `measured`; else a timings line's, or a JSON timings object's, and
+    `in_timings`: the line is inside a printed JSON `"timings"` object), the spacing
+    and the folder of installed packages made alike."""
     line = line.strip()
+    if measured or in_timings or _TIMINGS_LINE.match(line):
+        line = _measured(line)
+    else:
+        line = _JSON_TIMINGS.sub(lambda found: _measured(found.group()), line)
     for pattern, replacement in _MASKS:
         line = pattern.sub(replacement, line)
     return line
+
+
+def masked_lines(lines: list[str] | tuple[str, ...], measured: bool) -> list[str]:
+    """`masked` over printed lines, a pretty-printed JSON `"timings"` object's lines
+    (up to the line closing it) masked as timings."""
+    out: list[str] = []
+    in_timings = False
+    for line in lines:
+        out.append(masked(line, measured, in_timings))
+        stripped = line.strip()
+        if _JSON_TIMINGS_OPENS.match(stripped):
+            in_timings = True
+        elif in_timings and stripped.startswith("}"):
+            in_timings = False
+    return out
 
 
 def matches(expected: list[str], actual: list[str]) -> bool:
@@ -274,8 +335,9 @@ def test_the_renamed_sample_is_the_mlp_renamed() -> None:
 
 def shows(transcript: Transcript, code: int, printed: str) -> str | None:
     """Why the transcript does not show what the command printed; None when it does."""
-    expected = _trimmed([masked(line) for line in transcript.expected])
-    actual = _trimmed([masked(line) for line in printed.splitlines()])
+    measured = measures(transcript.command)
+    expected = _trimmed(masked_lines(transcript.expected, measured))
+    actual = _trimmed(masked_lines(printed.splitlines(), measured))
     # Line by line; failing that, word by word: a longer time (`12.34 s` where the
     # page has `9.81 s`) makes its column wider and the last column narrower, so
     # that column's text, or a paragraph, may break at another word.
@@ -345,11 +407,16 @@ def test_the_programs_piped_into_are_found() -> None:
     assert piped_to(command) == ["jq", "head"]
 
 
-def test_times_percentages_and_spacing_are_masked() -> None:
+def test_what_was_measured_is_masked_and_spacing_made_alike() -> None:
     assert masked("timings  load 526 ms · lower 1.21 s  ") == "timings load <time> · lower <time>"
-    assert masked("compiling (92% of 5.48 s)") == "compiling (<percent> of <time>)"
+    assert masked("timings  compile 21.38 s (cached)") == "timings compile <time>"
+    assert masked("compile.seconds  0.20 s  3.00 s  +2.80 s +1400%  200% or 2s") == (
+        "compile.seconds <time> <time> +<time> +<percent> <percent> or 2s"
+    )
+    # A command that measures: every time, percentage and ratio.
+    assert masked("compiling (92% of 5.48 s)", measured=True) == "compiling (<percent> of <time>)"
     # The time around a profile's instructions rounds to nanoseconds when they cover the run.
-    assert masked("around them 0 ns (dispatch)") == "around them <time> (dispatch)"
+    assert masked("around them 0 ns (dispatch)", measured=True) == "around them <time> (dispatch)"
     assert masked('"timings": {"load_seconds": [0.69, 0.02], "diff_seconds": 0.002}') == (
         '"timings": {"load_seconds": <seconds>, "diff_seconds": <seconds>}'
     )
@@ -357,7 +424,50 @@ def test_times_percentages_and_spacing_are_masked() -> None:
         '"<site-packages>/optax/_src/update.py:42",'
     )
     # Sizes and counts are not times.
-    assert masked("8.0 MiB at position 5 of 7 · 3 ops") == "8.0 MiB at position 5 of 7 · 3 ops"
+    assert masked("8.0 MiB at position 5 of 7 · 3 ops", measured=True) == (
+        "8.0 MiB at position 5 of 7 · 3 ops"
+    )
+
+
+def test_an_estimate_and_a_size_s_share_are_not_masked() -> None:
+    # The compiler's estimate, and XLA's sizes, are one answer for one compile: a page
+    # showing other numbers than the tool prints fails.
+    estimate = "estimate  1.44 ms a step (estimated, not measured): compute 891 µs · MFU 5.7%"
+    assert masked(estimate) == " ".join(estimate.split())
+    assert masked("memory.peak_bytes  31.3 MiB  211.0 MiB  +179.8 MiB +575%") == (
+        "memory.peak_bytes 31.3 MiB 211.0 MiB +179.8 MiB +575%"
+    )
+    assert masked('{"seconds": 0.00144, "compute_seconds": 0.000891}') == (
+        '{"seconds": 0.00144, "compute_seconds": 0.000891}'
+    )
+
+
+def test_a_pretty_printed_timings_object_is_masked_to_its_end() -> None:
+    printed = ['  "timings": {', '    "load_seconds": 1.47,', "  },", '  "seconds": 0.25']
+    assert masked_lines(printed, measured=False) == [
+        '"timings": {',
+        '"load_seconds": <seconds>,',
+        "},",
+        '"seconds": 0.25',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "measured"),
+    [
+        ("hloscope profile a.py:f --runs 5", True),
+        ("hloscope profile a.py 5 --json | jq -c '.functions[] | {function}'", True),
+        ("hloscope profile a.py:f --for tpu:v5e:2x4", False),
+        ("hloscope compiles a.py --print", True),
+        ("hloscope check a.py:f --baseline b.json --runtime", True),
+        ("hloscope check a.py:f --baseline b.json --runtime --for tpu:v5e:2x4", False),
+        ("hloscope check a.py:f --baseline b.json", False),
+        ("hloscope memory a.py:f \\\n    --for tpu:v5e:2x4", False),
+        ("hloscope inspect a.py:f --print", False),
+    ],
+)
+def test_which_commands_measure(command: str, measured: bool) -> None:
+    assert measures(command) is measured
 
 
 def test_an_elision_stands_for_any_lines() -> None:

@@ -86,6 +86,18 @@ def test_jax_private_apis_still_exist():
     assert private_api_ok() == []
 
 
+def test_jits_compiler_options_are_still_read():
+    # What --for compiles with (`_compiler_options_kvs`): as given, a bool a bool.
+    import jax
+    import numpy as np
+
+    from hloscope.sources.jax.private import private_compile_devices
+
+    jitted = jax.jit(lambda a: a, compiler_options={"xla_embed_ir_in_executable": True})
+    options = private_compile_devices(jitted.lower(np.float32(1)))[1]
+    assert options == (("xla_embed_ir_in_executable", True),)
+
+
 def import_graph() -> dict[str, set[str]]:
     """hloscope's modules and the hloscope modules each imports: at the top, inside
     functions (lazy imports) and for type checking alike."""

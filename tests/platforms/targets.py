@@ -173,3 +173,19 @@ def too_big_args():
         jax.ShapeDtypeStruct((65536, 32768), jnp.float32),
         jax.ShapeDtypeStruct((32768, 32768), jnp.float32),
     )
+
+
+def _bf16_block(x):
+    y = x * 1.0 + 0.0
+    return jnp.tanh(jnp.sin(y) * 2.0 + 1.0) @ x.T
+
+
+bf16_block = jax.jit(_bf16_block)
+exact_bf16_block = jax.jit(_bf16_block, compiler_options={"xla_allow_excess_precision": False})
+"""XLA may keep a bf16 value in f32 between ops unless told not to: told, it rounds
+them to bf16 (reduce-precision), on the TPU too."""
+unknown_option_block = jax.jit(_bf16_block, compiler_options={"xla_no_such_option": "1"})
+
+
+def bf16_block_args():
+    return (jax.ShapeDtypeStruct((256, 256), jnp.bfloat16),)

@@ -155,3 +155,26 @@ def test_on_the_cpu_the_offloaded_residual_stays_on_the_device() -> None:
     assert [r["memory_kind"] for r in doc["residuals"] if r["name"] == "projected"] == [
         "pinned_host"
     ]
+
+
+def test_a_sharded_arguments_bytes_are_one_tpus_as_its_buffer() -> None:
+    # Compiled for eight chips, the weights split over `model`: the residuals' sizes
+    # said global and per device, the argument's per-device bytes XLA's buffer of it.
+    _needs_libtpu()
+    args = (
+        "remat",
+        f"{FIXTURE}:scanned",
+        "--args",
+        f"{FIXTURE}:tpu_sharded_args",
+        "--for",
+        SPEC,
+        "--json",
+    )
+    run = _child("-m", "hloscope", *args)
+    assert run.returncode == 0, run.stderr[-4000:]
+    doc = json.loads(run.stdout)
+    validate(doc, "hloscope " + " ".join(args))
+    assert doc["devices"] == 8
+    (ws,) = [r for r in doc["residuals"] if r["path"] == "ws"]
+    (buffer,) = [p for p in doc["peak"]["by_line"] if p["path"] == "ws"]
+    assert ws["bytes_per_device"] == buffer["bytes"] == ws["bytes"] // 2

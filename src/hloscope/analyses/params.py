@@ -109,6 +109,9 @@ class Parameter:
     """The other paths by which the call reaches this leaf, which is passed once: a
     Flax Variable that the model and the optimizer both hold is named by its first
     path (`model.w`) and is also `optimizer.params.w`."""
+    sharding_source: str | None = None
+    """`file.py:LINE` of the user's code that built the sharding the caller gave it
+    (an `--args` factory's `jax.device_put`); None where unknown."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -438,6 +441,7 @@ def _leaf_parameter(
             sharding_attribute=None,
             memory_kind=leaf.memory_kind,
             also=leaf.also,
+            sharding_source=leaf.sharding_source,
         )
     ir = _ir_facts(live, uses, argument, meshes, aliases)
     return Parameter(
@@ -457,6 +461,7 @@ def _leaf_parameter(
         sharding_attribute=ir.sharding_attribute,
         memory_kind=ir.memory_kind or leaf.memory_kind,
         also=leaf.also,
+        sharding_source=leaf.sharding_source,
     )
 
 

@@ -41,6 +41,7 @@ class Residual:
 
     type: str
     bytes: int
+    """Of the whole array (`type`), over every device that holds a part of it."""
     kind: ResidualKind
     """`argument` (of the differentiated function), `offloaded` (to the host by a
     policy) or `saved` (every other residual: `detail` says how)."""
@@ -64,6 +65,10 @@ class Residual:
     primitive: str | None
     """What JAX's `print_saved_residuals` names: the primitive it saves the output of."""
     primitive_source: str | None
+    bytes_per_device: int | None = None
+    """Of one device's shard: as its sharding says (an argument's; a value's on a mesh of
+    explicit axes), `bytes` on one device; None where XLA chooses the sharding as it
+    compiles (a value on `Auto` mesh axes)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +85,9 @@ class ResidualGroup:
     """How they got there (`Residual.detail`), each once."""
     count: int
     bytes: int
+    """Global: of the whole arrays."""
+    bytes_per_device: int | None = None
+    """Of one device's shards; None where one residual's sharding is XLA's choice."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +97,10 @@ class Region:
     fact: RegionFact
     saved: int
     saved_bytes: int
+    """Global: of the whole arrays."""
     offloaded_bytes: int
+    saved_bytes_per_device: int | None = None
+    """Of one device's shards; None where one residual's sharding is XLA's choice."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +127,8 @@ class PeakLine:
 
 @dataclasses.dataclass(frozen=True)
 class RematPeak:
-    """Of the bytes live at the compiled program's memory peak, the residuals'."""
+    """Of the bytes live at the compiled program's memory peak, the residuals': of one
+    device (a partitioned program's buffers are each device's own)."""
 
     peak_bytes: int
     residual_bytes: int
@@ -132,11 +144,25 @@ class RematAnalysis:
     residuals: tuple[Residual, ...]
     groups: tuple[ResidualGroup, ...]
     device_bytes: int
+    """Global: the whole arrays of the residuals on the device."""
     host_bytes: int
+    """Global: the whole arrays of the residuals offloaded to the host."""
     regions: tuple[Region, ...]
     names: tuple[str, ...]
     unmatched: tuple[UnmatchedName, ...]
     peak: RematPeak | None = None
+    devices: int = 1
+    """The devices the program is partitioned over (its arguments' shardings, or the
+    compiled program's partitions): above 1, global and per-device bytes differ."""
+    device_bytes_per_device: int | None = None
+    """One device's shards of the residuals on the device; None where one's sharding is
+    XLA's choice (`known_bytes_per_device` has those known)."""
+    host_bytes_per_device: int | None = None
+    """One device's shards of the residuals on the host; None as above."""
+    known_bytes_per_device: int = 0
+    """One device's shards of the residuals whose sharding is known, wherever they are."""
+    known_per_device: int = 0
+    """How many residuals have a known per-device size."""
 
 
 def _kind(fact: ResidualFact) -> ResidualKind:
@@ -157,8 +183,10 @@ def _how(fact: ResidualFact) -> How:
     return "checkpoint output" if fact.region_output else "saved by policy"
 
 
-def analyze_remat(facts: RematFacts) -> RematAnalysis:
-    """The residuals of `facts`, grouped and totalled, with the regions' policies."""
+def analyze_remat(facts: RematFacts, devices: int = 1) -> RematAnalysis:
+    """The residuals of `facts`, grouped and totalled, with the regions' policies;
+    `devices`: the partitions of the compiled program, where it was compiled."""
+    devices = max(devices, facts.devices)
     residuals = tuple(
         Residual(
             type=f.type,
@@ -176,6 +204,7 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
             region=f.region,
             primitive=f.primitive,
             primitive_source=f.primitive_line,
+            bytes_per_device=f.shard_bytes if f.shard_bytes is not None or devices > 1 else f.bytes,
         )
         for f in facts.residuals
     )
@@ -194,6 +223,7 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
                     details=tuple(dict.fromkeys(r.detail for r in members)),
                     count=len(members),
                     bytes=sum(r.bytes for r in members),
+                    bytes_per_device=_per_device(members),
                 )
                 for (source, path, name, memory_kind), members in groups.items()
             ),
@@ -208,6 +238,7 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
             offloaded_bytes=sum(
                 r.bytes for r in residuals if r.region == fact.index and r.kind == "offloaded"
             ),
+            saved_bytes_per_device=_per_device([r for r in residuals if r.region == fact.index]),
         )
         for fact in facts.regions
     )
@@ -221,7 +252,18 @@ def analyze_remat(facts: RematFacts) -> RematAnalysis:
         regions=regions,
         names=facts.names,
         unmatched=unmatched_names(facts.regions, facts.names),
+        devices=devices,
+        device_bytes_per_device=_per_device([r for r in residuals if r.memory_kind == "device"]),
+        host_bytes_per_device=_per_device([r for r in residuals if r.memory_kind != "device"]),
+        known_bytes_per_device=sum(r.bytes_per_device or 0 for r in residuals),
+        known_per_device=sum(1 for r in residuals if r.bytes_per_device is not None),
     )
+
+
+def _per_device(residuals: Sequence[Residual]) -> int | None:
+    """One device's bytes of `residuals`, None where one's is not known."""
+    sizes = [r.bytes_per_device for r in residuals]
+    return None if None in sizes else sum(s or 0 for s in sizes)
 
 
 def unmatched_names(

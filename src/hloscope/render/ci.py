@@ -3,10 +3,12 @@ markdown`.
 
 `github` prints one GitHub Actions workflow command per regression, an `::error`
 annotation at the line of the user's code it comes from (the line the text report
-names first for it), and appends the Markdown table of the changes to the job's
-summary (`$GITHUB_STEP_SUMMARY`) when there is one. `markdown` prints that same
-table, for a pull request's comment. The words of each change (how it moved, the
-verdict) are the text report's (`render.check_rows`).
+names first for it), led by one per cause (an argument's sharding changed, its
+donation dropped: `Comparison.causes`) at the line that built it, and appends the
+Markdown table of the changes to the job's summary (`$GITHUB_STEP_SUMMARY`) when
+there is one. `markdown` prints that same table, the causes above it, for a pull
+request's comment. The words of each change (how it moved, the verdict) are the text
+report's (`render.check_rows`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import IO
 
-from hloscope.analyses.baseline.compare import Change
+from hloscope.analyses.baseline.compare import Cause, Change
 from hloscope.errors import HloscopeError
 from hloscope.render.check_rows import (
     amount_text,
@@ -66,6 +68,11 @@ def github_commands(report: CheckReport, root: str) -> list[str]:
     for check in report.checks:
         named = f"{check.name}: " if len(report.checks) > 1 else ""
         comparison = check.comparison
+        for cause in comparison.causes if comparison is not None else ():
+            # The cause first, at its line: what the regressions under it come from.
+            location = _file_and_line(cause.source, root) if cause.source is not None else None
+            properties = {"file": location[0], "line": str(location[1])} if location else {}
+            lines.append(workflow_command("error", properties, named + cause_message(cause)))
         for change in comparison.regressions if comparison is not None else ():
             source = change_source(change)
             location = _file_and_line(source, root) if source is not None else None
@@ -78,19 +85,31 @@ def github_commands(report: CheckReport, root: str) -> list[str]:
     return lines
 
 
+def cause_message(cause: Cause) -> str:
+    """`params['w1']'s sharding: P('data', 'model') over … → replicated; it moves
+    memory.argument_bytes, memory.peak_bytes`."""
+    moved = f"; it moves {', '.join(cause.facts)}" if cause.facts else ""
+    return f"{cause.words}{moved}"
+
+
 def regression_message(change: Change, check: TargetCheck, source: str | None) -> str:
     """The fact and its move (`collectives.all-gather.count - → 1 (new, tolerance
     exact)`), how much of it the line makes, and why a collective is there
     (`placement --why`'s sentence) where that is known."""
     fact = change.fact
+    causes = check.comparison.causes if check.comparison is not None else ()
     before = amount_text(fact, change.before)
     after = amount_text(fact, change.after)
     message = f"{fact} {before} → {after} ({move_text(change)}, tolerance {change.tolerance})"
+    cause = next((c for c in causes if fact in c.facts), None)
+    if cause is not None:
+        message += f"; moved by {cause.argument}'s {cause.kind}"
     others = [s for s in change.sources if s != source]
     if others:
         message += f"; also from {', '.join(others)}"
-    for sentence in check.origins.get(source or "", ()) if fact.startswith("collectives.") else ():
-        message += f"\nwhy: {_relative_sentence(sentence)}"
+    if source is not None:
+        for sentence in check.why(fact, (source,)):
+            message += f"\nwhy: {_relative_sentence(sentence)}"
     return message
 
 
@@ -136,6 +155,10 @@ def _markdown_target(check: TargetCheck) -> str:
         "",
     ]
     comparison = check.comparison
+    for cause in comparison.causes if comparison is not None else ():
+        where = f" (`{cause.source}`)" if cause.source else ""
+        lines.append(f"**Cause**: {_cell(cause_message(cause))}{where}")
+        lines.append("")
     if comparison is not None and comparison.changes:
         lines.append("| | fact | before | after | change | tolerance | line |")
         lines.append("|---|---|---:|---:|---|---|---|")

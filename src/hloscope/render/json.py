@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         ParamsReport,
         PlacementReport,
     )
-    from hloscope.reports.check import CheckReport
+    from hloscope.reports.check import CheckReport, TargetCheck
     from hloscope.reports.profile import ProfileReport, ScriptProfileReport
     from hloscope.stages import Source
 
@@ -645,9 +645,8 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
     return document("memory", report.source.target, body)
 
 
-def _change_json(
-    change: Change, target: str, origins: Mapping[str, tuple[str, ...]]
-) -> dict[str, Any]:
+def _change_json(change: Change, check: TargetCheck) -> dict[str, Any]:
+    causes = check.comparison.causes if check.comparison is not None else ()
     return {
         "fact": change.fact,
         "before": change.before,
@@ -656,8 +655,11 @@ def _change_json(
         "regression": change.regression,
         "detail": change.detail,
         "sources": list(change.sources),
-        "target": target,
-        "origins": [s for line in change.sources for s in origins.get(line, ())],
+        "target": check.name,
+        # The argument whose sharding or donation changed and moved it; null if none.
+        "cause": next((c.argument for c in causes if change.fact in c.facts), None),
+        # Why its own collective is at its lines (`placement --why`), for a regression.
+        "origins": list(check.why(change.fact, change.sources)) if _explained(change) else [],
     }
 
 
@@ -670,10 +672,7 @@ def check_json(report: CheckReport) -> dict[str, Any]:
     changes: list[dict[str, Any]] = []
     for check in report.checks:
         comparison = check.comparison
-        changes.extend(
-            _change_json(c, check.name, check.origins if _explained(c) else {})
-            for c in (comparison.changes if comparison else ())
-        )
+        changes.extend(_change_json(c, check) for c in (comparison.changes if comparison else ()))
         recorded = check.baseline.backend if check.baseline is not None else None
         targets.append(
             {
@@ -692,6 +691,10 @@ def check_json(report: CheckReport) -> dict[str, Any]:
                     for g in (comparison.grown_at_peak if comparison else ())
                 ],
                 "notes": list(check.notes),
+                "causes": [
+                    dataclasses.asdict(c) | {"facts": list(c.facts)}
+                    for c in (comparison.causes if comparison else ())
+                ],
             }
         )
     label = report.checks[0].target if len(report.checks) == 1 else report.baseline

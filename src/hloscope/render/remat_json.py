@@ -17,6 +17,11 @@ def remat_json(report: RematReport) -> dict[str, Any]:
         "groups": plain(a.groups),
         "device_bytes": a.device_bytes,
         "host_bytes": a.host_bytes,
+        "devices": a.devices,
+        "device_bytes_per_device": a.device_bytes_per_device,
+        "host_bytes_per_device": a.host_bytes_per_device,
+        "known_bytes_per_device": a.known_bytes_per_device,
+        "known_per_device": a.known_per_device,
         "regions": [
             {
                 **plain(r.fact),
@@ -24,6 +29,7 @@ def remat_json(report: RematReport) -> dict[str, Any]:
                 "saved": r.saved,
                 "saved_bytes": r.saved_bytes,
                 "offloaded_bytes": r.offloaded_bytes,
+                "saved_bytes_per_device": r.saved_bytes_per_device,
             }
             for r in a.regions
         ],

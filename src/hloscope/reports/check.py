@@ -32,6 +32,16 @@ if TYPE_CHECKING:
 
 
 @dataclasses.dataclass(frozen=True)
+class CollectiveOrigin:
+    """Why one collective at a line is there, as `placement --why` says it."""
+
+    kind: str
+    """The collective's kind as check's facts name it (`all-gather`,
+    `collective-permute`): a fact's why is its own collective's."""
+    sentence: str
+
+
+@dataclasses.dataclass(frozen=True)
 class TargetCheck:
     """One target checked (or recorded) against its baseline."""
 
@@ -51,7 +61,7 @@ class TargetCheck:
     notes: tuple[str, ...]
     line_texts: Mapping[str, str]
     """The code of each line a change names (`file.py:LINE` -> text), where readable."""
-    origins: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    origins: Mapping[str, tuple[CollectiveOrigin, ...]] = dataclasses.field(default_factory=dict)
     """Where a collective fact regressed: per line a change names (`file.py:LINE`),
     the cause of each collective there, as `placement --why` says it (Shardy's
     origins: the argument, result or constraint that sharded or asked for it)."""
@@ -59,6 +69,22 @@ class TargetCheck:
     @property
     def passed(self) -> bool:
         return self.updated or (self.comparison is not None and not self.comparison.regressions)
+
+    def why(self, fact: str, lines: tuple[str, ...]) -> tuple[str, ...]:
+        """Why the collective a fact counts is at `lines`, as `placement --why` says it:
+        that collective's sentences, not those of other collectives on those lines."""
+        kind = collective_kind(fact)
+        said = (o.sentence for line in lines for o in self.origins.get(line, ()) if o.kind == kind)
+        return tuple(dict.fromkeys(said)) if kind is not None else ()
+
+
+def collective_kind(fact: str) -> str | None:
+    """`all-gather` of `collectives.all-gather.count` (and of
+    `collectives.dcn.all-gather.bytes`); None for a fact of no collective."""
+    parts = fact.split(".")
+    if parts[0] != "collectives" or len(parts) < 3:
+        return None
+    return parts[2] if parts[1] == "dcn" and len(parts) > 3 else parts[1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,12 +257,12 @@ def with_collective_origins(check: TargetCheck, lowered: Loaded | None) -> Targe
         return check  # the check stands without them
     if why is None or not why.available:
         return check
-    origins: dict[str, tuple[str, ...]] = {}
+    origins: dict[str, tuple[CollectiveOrigin, ...]] = {}
     for line in sorted(lines):
         # The check's lines are relative to the working directory, --why's as JAX
         # recorded them.
         said = [
-            site.sentence
+            CollectiveOrigin(site.op.replace("_", "-"), site.sentence)
             for site in why.sites
             if site.source and not site.note and _same_line(site.source, line)
         ]

@@ -40,14 +40,15 @@ def remat_report(source: RematSource) -> RematReport:
     from hloscope.analyses.remat import analyze_remat, residuals_at_peak
     from hloscope.reports.memory import memory_report
 
-    analysis = analyze_remat(source.facts)
     notes = list(source.notes)
     compiled_for = None
+    # The compiled program's partitions, where it was compiled.
+    devices = (source.buffers.loaded.module.num_partitions or 1) if source.buffers else 1
+    analysis = analyze_remat(source.facts, devices)
     if source.buffers is not None:
         compiled_for = source.buffers.loaded.source.compiled_for
         memory = memory_report(source.buffers).analysis
         # One device's buffers of a partitioned program: its residuals' shards.
-        devices = source.buffers.loaded.module.num_partitions or 1
         peak = residuals_at_peak(analysis, memory.peak_bytes, memory.buffers_at_peak, devices)
         analysis = dataclasses.replace(analysis, peak=peak)
     lines = {r.source for r in analysis.residuals if r.source}

@@ -380,6 +380,9 @@ class _Entrypoint:
     """Whether the user gave example arguments (`--arg` or `--args`)."""
     notes: tuple[str, ...]
     """What importing printed or warned."""
+    sharding_lines: Mapping[int, str] = dataclasses.field(default_factory=dict)
+    """Per argument leaf's position, the line of the `--args` factory that built its
+    sharding (`arguments.factory_arguments`)."""
 
 
 def _import_entrypoint(
@@ -435,14 +438,15 @@ def _import_entrypoint(
 
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = {}
+    sharding_lines: dict[int, str] = {}
     if call is not None:
         args, kwargs = tuple(call.args), dict(call.kwargs)
     elif factory is not None:
-        args, kwargs = factory_arguments(factory, options.args_factory or "")
+        args, kwargs = factory_arguments(factory, options.args_factory or "", sharding_lines)
     elif specs:
         args = example_arguments(specs)
     given = call.given if call is not None else bool(specs or factory is not None)
-    entrypoint = _Entrypoint(obj, args, kwargs, given, tuple(import_notes))
+    entrypoint = _Entrypoint(obj, args, kwargs, given, tuple(import_notes), sharding_lines)
     return entrypoint, extra_obj
 
 
@@ -495,6 +499,16 @@ def _lower_entrypoint(
         arguments_hint=_hint(call),
         platform=platform,
     )
+    if entrypoint.sharding_lines:
+        lowering = dataclasses.replace(
+            lowering,
+            arguments=tuple(
+                dataclasses.replace(
+                    leaf, sharding_source=entrypoint.sharding_lines.get(leaf.position)
+                )
+                for leaf in lowering.arguments
+            ),
+        )
     notes = entrypoint.notes + lowering.notes
     program = LoweringProgram(lowering, options.compile_for)
     stage: Stage

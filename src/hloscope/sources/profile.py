@@ -97,10 +97,16 @@ def check_estimate_options(
     check_model_flops(compile_for, model_flops)
     if compile_for is None:
         return
-    if is_script(target) or argv:
+    if is_script(target):
         raise HloscopeError(
             "profile --for estimates a function compiled for the platform; a script runs "
             "on this machine (profile it without --for)",
+            where=target,
+        )
+    if argv:
+        raise HloscopeError(
+            f"unexpected arguments {' '.join(argv)}: a function's example arguments come "
+            "from --arg or --args",
             where=target,
         )
     if runs is not None or trace_dir is not None:

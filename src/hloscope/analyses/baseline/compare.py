@@ -75,6 +75,32 @@ class GrownBuffers:
 
 
 @dataclasses.dataclass(frozen=True)
+class Cause:
+    """One change of how the program is called that moved facts: an argument's
+    sharding, or its donation dropped. The facts it moved are listed under it, and
+    pinned to its line."""
+
+    kind: str
+    """`sharding` or `donation`."""
+    argument: str
+    """The argument leaf's path (`params['w1']`)."""
+    before: str
+    """Its sharding (`P('data', 'model') over mesh(data=2, model=4)`), `replicated`
+    where it had none, or `donated`."""
+    after: str
+    source: str | None
+    """`file.py:LINE` of the user's code that built the argument's sharding now."""
+    facts: tuple[str, ...]
+    """The changes it moved (`Change.fact`), in the comparison's order."""
+
+    @property
+    def words(self) -> str:
+        """`params['w1']'s sharding P('data', 'model') over ... → replicated`."""
+        what = "sharding" if self.kind == "sharding" else "donation"
+        return f"{self.argument}'s {what}: {self.before} → {self.after}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Comparison:
     """Every change between a baseline and a program, regressions first."""
 
@@ -86,6 +112,9 @@ class Comparison:
     not_compared: tuple[str, ...] = ()
     """Facts measured here that the baseline has no value to compare with, and so were
     not compared (the run time, against a baseline recorded without `--runtime`)."""
+    causes: tuple[Cause, ...] = ()
+    """The changes of the call (an argument's sharding, a dropped donation) and the
+    facts each moved, the one that moved most regressions first."""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -153,12 +182,71 @@ def compare(before: Measurement, after: Measurement, tolerances: Tolerances) -> 
             )
         )
     changes.sort(key=lambda c: (not c.regression, _rank(c.fact)))
+    causes = argument_causes(before, after, changes)
+    changes = [_pinned(change, causes) for change in changes]
     return Comparison(
         changes=tuple(changes),
         grown_at_peak=grown,
         compared=compared,
         not_compared=tuple(not_compared),
+        causes=causes,
     )
+
+
+_MOVED_BY_SHARDING = ("memory.", "params.bytes_passed")
+"""What an argument's sharding moves: each device's share of it, so the memory."""
+_MOVED_BY_DONATION = ("params.donat", "params.aliases.", "memory.alias_bytes")
+"""What a dropped donation moves (and, with no sharding change, the memory)."""
+
+
+def argument_causes(
+    before: Measurement, after: Measurement, changes: Sequence[Change]
+) -> tuple[Cause, ...]:
+    """The arguments whose sharding changed or whose donation was dropped between the
+    measurements, each with the changes it moved: a donation the facts of donation,
+    a sharding the memory (and, without a sharding change, a donation the memory)."""
+    old = {a.path: a for a in before.arguments}
+    sharded: list[tuple[str, str, str, str | None]] = []
+    undonated: list[tuple[str, str | None]] = []
+    for argument in after.arguments:
+        was = old.get(argument.path)
+        if was is None:
+            continue
+        if was.sharding != argument.sharding:
+            sharded.append(
+                (
+                    argument.path,
+                    was.sharding or "replicated",
+                    argument.sharding or "replicated",
+                    argument.source,
+                )
+            )
+        if was.donated and not argument.donated:
+            undonated.append((argument.path, argument.source))
+    facts = [c.fact for c in changes]
+    causes: list[Cause] = []
+    # The donation facts count every argument together: each dropped donation moved them.
+    moved = _MOVED_BY_DONATION if sharded else (*_MOVED_BY_DONATION, "memory.")
+    for path, source in undonated:
+        grouped = tuple(f for f in facts if f.startswith(moved))
+        causes.append(Cause("donation", path, "donated", "not donated", source, grouped))
+    taken = {f for cause in causes for f in cause.facts}
+    for path, sharding_before, now, source in sharded:
+        grouped = tuple(f for f in facts if f.startswith(_MOVED_BY_SHARDING) and f not in taken)
+        taken.update(grouped)
+        causes.append(Cause("sharding", path, sharding_before, now, source, grouped))
+    regressed = {c.fact for c in changes if c.regression}
+    causes.sort(key=lambda c: -len(regressed.intersection(c.facts)))
+    return tuple(causes)
+
+
+def _pinned(change: Change, causes: Sequence[Cause]) -> Change:
+    """`change` with the line of the cause that moved it first among its sources."""
+    cause = next((c for c in causes if change.fact in c.facts), None)
+    if cause is None or cause.source is None:
+        return change
+    others = tuple(s for s in change.sources if s != cause.source)
+    return dataclasses.replace(change, sources=(cause.source, *others)[:SOURCES_SHOWN])
 
 
 OPTIMIZED_KINDS = "ops.optimized."
@@ -187,11 +275,16 @@ def in_one_form(before: Measurement, after: Measurement) -> tuple[Measurement, M
 
 def _read_in_xla_form(measurement: Measurement) -> bool | None:
     """Whether the optimized module's op kinds are XLA's own form's; None where no
-    kind is counted."""
+    kind is counted. Decided by the converted form's dialects, since the converted form
+    names some ops by XLA's opcode too (an async wrapper is `hlo.copy-start`)."""
     kinds = [f for f in measurement.facts if f.startswith(OPTIMIZED_KINDS) and f != _TOTAL]
     if not kinds:
         return None
-    return any(f.startswith(_XLA_FORM_KINDS) for f in kinds)
+    return not any(
+        converted_opcode(f[len(OPTIMIZED_KINDS) :]) is not None
+        and not f.startswith(_XLA_FORM_KINDS)
+        for f in kinds
+    )
 
 
 def _kind_by_opcode(fact: str, xla: bool) -> str | None:

@@ -90,6 +90,21 @@ class PeakBuffer:
 
 
 @dataclasses.dataclass(frozen=True)
+class ArgumentState:
+    """How the program takes one argument leaf: what a change of the call moves (a
+    sharding, a donation), kept to name it as the cause of the facts it moves."""
+
+    path: str
+    """Its pytree path (`params['w1']`)."""
+    sharding: str | None
+    """As `params` reads it (`P('data', 'model') over mesh(data=2, model=4)`)."""
+    donated: bool
+    source: str | None
+    """`file.py:LINE` of the user's code that built its sharding (the `--args`
+    factory's `jax.device_put`); None where unknown."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Measurement:
     """The facts of one compiled program, and what explains them."""
 
@@ -101,6 +116,9 @@ class Measurement:
     peak_buffers: tuple[PeakBuffer, ...]
     """The largest buffers live at the memory peak, largest first (empty without a
     buffer assignment)."""
+    arguments: tuple[ArgumentState, ...] = ()
+    """The program's argument leaves, in order (empty for a dump, and in a baseline
+    recorded before they were kept)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,7 +261,11 @@ def measure(compiled: Compiled) -> Measurement:
     if compiled.compile_seconds is not None:
         facts["compile.seconds"] = _seconds(compiled.compile_seconds)
 
-    return _measurement(facts, sites, peak)
+    arguments = tuple(
+        ArgumentState(p.path, p.sharding, p.donated, p.sharding_source)
+        for p in compiled.params.parameters
+    )
+    return _measurement(facts, sites, peak, arguments)
 
 
 def program_facts(compiles: Iterable[tuple[str, float | None]]) -> Measurement:
@@ -288,7 +310,7 @@ def with_runtime(measurement: Measurement, profile: ProfileAnalysis) -> Measurem
     for line in profile.lines[:RUNTIME_LINES_KEPT]:
         lines[line.source or UNKNOWN_SITE] += round(line.seconds * 1e6)
     sites = {**{k: Counter(v) for k, v in measurement.sites.items()}, RUNTIME_SECONDS: lines}
-    return _measurement(facts, sites, measurement.peak_buffers)
+    return _measurement(facts, sites, measurement.peak_buffers, measurement.arguments)
 
 
 def with_estimate(measurement: Measurement, estimate: EstimateAnalysis) -> Measurement:
@@ -312,13 +334,14 @@ def with_estimate(measurement: Measurement, estimate: EstimateAnalysis) -> Measu
         ESTIMATED_SECONDS: lines,
         EXPOSED_SECONDS: exposed,
     }
-    return _measurement(facts, sites, measurement.peak_buffers)
+    return _measurement(facts, sites, measurement.peak_buffers, measurement.arguments)
 
 
 def _measurement(
     facts: Mapping[str, FactValue],
     sites: Mapping[str, Counter[str]],
     peak: tuple[PeakBuffer, ...],
+    arguments: tuple[ArgumentState, ...] = (),
 ) -> Measurement:
     """Facts sorted by name, and each fact's sites most ops first: the order a
     baseline file is written in, so that recording again changes no line needlessly."""
@@ -326,6 +349,7 @@ def _measurement(
         facts=MappingProxyType(dict(sorted(facts.items()))),
         sites=MappingProxyType({name: _sorted(counter) for name, counter in sorted(sites.items())}),
         peak_buffers=peak,
+        arguments=arguments,
     )
 
 

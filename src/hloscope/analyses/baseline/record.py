@@ -8,7 +8,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from hloscope.analyses.baseline.facts import FactValue, Measurement, PeakBuffer, line_site
+from hloscope.analyses.baseline.facts import (
+    ArgumentState,
+    FactValue,
+    Measurement,
+    PeakBuffer,
+    line_site,
+)
 from hloscope.errors import HloscopeError
 
 FORMAT_VERSION = 1
@@ -76,6 +82,7 @@ def baseline_json(baseline: Baseline) -> dict[str, Any]:
         "facts": dict(measurement.facts),
         "sites": {fact: dict(sites) for fact, sites in measurement.sites.items()},
         "peak_buffers": [dataclasses.asdict(b) for b in measurement.peak_buffers],
+        "arguments": [dataclasses.asdict(a) for a in measurement.arguments],
     }
 
 
@@ -102,6 +109,7 @@ def read_baseline(document: Any, where: str) -> Baseline:
             for fact, counts in document.get("sites", {}).items()
         }
         peak = tuple(PeakBuffer(**b) for b in document.get("peak_buffers", []))
+        arguments = tuple(ArgumentState(**a) for a in document.get("arguments", []))
         target = str(document["target"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise HloscopeError(
@@ -115,6 +123,7 @@ def read_baseline(document: Any, where: str) -> Baseline:
             facts=MappingProxyType(facts),
             sites=MappingProxyType(sites),
             peak_buffers=peak,
+            arguments=arguments,
         ),
     )
 

@@ -45,7 +45,11 @@ def rebase_measurement(measurement: Measurement, frm: str, to: str) -> Measureme
         dataclasses.replace(b, source=rebase_site(b.source, frm, to)) if b.source is not None else b
         for b in measurement.peak_buffers
     )
-    return dataclasses.replace(measurement, sites=sites, peak_buffers=buffers)
+    arguments = tuple(
+        dataclasses.replace(a, source=rebase_site(a.source, frm, to)) if a.source is not None else a
+        for a in measurement.arguments
+    )
+    return dataclasses.replace(measurement, sites=sites, peak_buffers=buffers, arguments=arguments)
 
 
 def rebase_comparison(comparison: Comparison, frm: str, to: str) -> Comparison:
@@ -64,7 +68,11 @@ def rebase_comparison(comparison: Comparison, frm: str, to: str) -> Comparison:
     grown = tuple(
         dataclasses.replace(g, site=rebase_site(g.site, frm, to)) for g in comparison.grown_at_peak
     )
-    return dataclasses.replace(comparison, changes=changes, grown_at_peak=grown)
+    causes = tuple(
+        dataclasses.replace(c, source=rebase_site(c.source, frm, to)) if c.source else c
+        for c in comparison.causes
+    )
+    return dataclasses.replace(comparison, changes=changes, grown_at_peak=grown, causes=causes)
 
 
 def _rebased_detail(change: Change, frm: str, to: str) -> str:

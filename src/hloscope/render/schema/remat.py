@@ -34,8 +34,15 @@ def remat_body() -> dict[str, Schema]:
                 "`recomputed`, summed).",
             },
             "saved": {**INT, "description": "Residuals its body made."},
-            "saved_bytes": INT,
+            "saved_bytes": {**INT, "description": "Global: of the whole arrays."},
             "offloaded_bytes": INT,
+            "saved_bytes_per_device": nullable(
+                {
+                    **INT,
+                    "description": "Of one device's shards; null where a residual's "
+                    "sharding is XLA's choice.",
+                }
+            ),
         },
         title="Region",
     )
@@ -43,7 +50,16 @@ def remat_body() -> dict[str, Schema]:
         **fields(RematAnalysis, "function", "differentiated"),
         "residuals": array(dataclass_schema(Residual)),
         "groups": array(dataclass_schema(ResidualGroup)),
-        **fields(RematAnalysis, "device_bytes", "host_bytes"),
+        **fields(
+            RematAnalysis,
+            "device_bytes",
+            "host_bytes",
+            "devices",
+            "device_bytes_per_device",
+            "host_bytes_per_device",
+            "known_bytes_per_device",
+            "known_per_device",
+        ),
         "regions": array(region),
         "names": array(STR),
         "unmatched_names": array(dataclass_schema(UnmatchedName)),

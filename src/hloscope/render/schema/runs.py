@@ -280,9 +280,24 @@ def check_body() -> dict[str, Schema]:
                 Change, "fact", "before", "after", "tolerance", "regression", "detail", "sources"
             ),
             "target": STR,
-            "origins": STRS,
+            "origins": {
+                **STRS,
+                "description": "For a regressed collective: why that collective is at its "
+                "lines, as placement --why says it.",
+            },
+            "cause": {
+                **nullable(STR),
+                "description": "The argument (its path) whose sharding changed or whose "
+                "donation was dropped and moved this fact; null when none did.",
+            },
         },
         title="FactChange",
+    )
+    cause = obj(
+        fields(
+            element(Comparison, "causes"), "kind", "argument", "before", "after", "source", "facts"
+        ),
+        title="Cause",
     )
     target = obj(
         {
@@ -309,6 +324,7 @@ def check_body() -> dict[str, Schema]:
                 obj(fields(grown, "site", "before", "after", "shapes"), title="GrownAtPeak")
             ),
             "notes": STRS,
+            "causes": array(cause),
         },
         title="TargetCheck",
     )

@@ -10,7 +10,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from hloscope.analyses.baseline.compare import Change, GrownBuffers
+from hloscope.analyses.baseline.compare import Cause, Change, GrownBuffers
 from hloscope.analyses.baseline.tolerance import describe_site_delta
 from hloscope.render.check_rows import change_rows, verdict_words
 from hloscope.render.text.common import (
@@ -22,7 +22,7 @@ from hloscope.render.text.common import (
     source_text,
 )
 from hloscope.render.text.memory import shape_text
-from hloscope.reports.check import CheckReport, TargetCheck
+from hloscope.reports.check import CheckReport, CollectiveOrigin, TargetCheck
 from hloscope.units import counted, human_bytes
 
 MAX_GROWN_ROWS = 8
@@ -58,11 +58,17 @@ def _render_target(check: TargetCheck, console: Console) -> None:
     console.print(f"backend: {check.backend.words()}", soft_wrap=True)
     comparison = check.comparison
     if comparison is not None:
+        for cause in comparison.causes:
+            console.print(_cause_text(cause), soft_wrap=True)
         regressions, improvements = comparison.regressions, comparison.improvements
         if regressions:
             console.print(_changes_table("Regressions", regressions))
             lines = _lines_table(
-                regressions, comparison.grown_at_peak, check.line_texts, check.origins
+                regressions,
+                comparison.grown_at_peak,
+                check.line_texts,
+                check.origins,
+                comparison.causes,
             )
             if lines.row_count:  # none where no regression names a line
                 console.print(lines)
@@ -76,6 +82,16 @@ def _render_target(check: TargetCheck, console: Console) -> None:
         console.print(notes)
     console.print(_verdict(check), soft_wrap=True)
     console.print()
+
+
+def _cause_text(cause: Cause) -> Text:
+    """`cause: params['w1']'s sharding: … → replicated (model.py:21); it moves …`."""
+    text = Text.assemble(("cause: ", "bold"), (cause.words, "bold yellow"))
+    if cause.source:
+        text.append(f" ({short_source(cause.source)})")
+    if cause.facts:
+        text.append(f"; it moves {', '.join(cause.facts)}")
+    return text
 
 
 def _verdict(check: TargetCheck) -> Text:
@@ -110,12 +126,18 @@ def _lines_table(
     regressions: tuple[Change, ...],
     grown: tuple[GrownBuffers, ...],
     texts: Mapping[str, str],
-    origins: Mapping[str, tuple[str, ...]],
+    origins: Mapping[str, tuple[CollectiveOrigin, ...]],
+    causes: tuple[Cause, ...] = (),
 ) -> Table:
     """The regressions grouped by the line of the user's code they come from: the ops
     each line gained, the bytes its buffers hold at the memory peak, and why each
     collective there is there (`placement --why`)."""
     by_site: dict[str, list[str]] = {}
+    for cause in causes:  # first: the line that built what moved the rest
+        if cause.source is not None:
+            by_site.setdefault(cause.source, []).append(
+                f"{cause.words}: moves {', '.join(cause.facts) or 'no fact'}"
+            )
     for entry in grown[:MAX_GROWN_ROWS]:
         shapes = clip(", ".join(shape_text(s) for s in entry.shapes), 48)
         by_site.setdefault(entry.site, []).append(
@@ -129,7 +151,7 @@ def _lines_table(
                 f"{change.fact} {describe_site_delta(change.fact, delta)}"
             )
     for site, said in origins.items():
-        by_site.setdefault(site, []).extend(f"why: {sentence}" for sentence in said)
+        by_site.setdefault(site, []).extend(f"why: {origin.sentence}" for origin in said)
     table = simple_table(
         "Where they come from",
         [("line", "left", True), ("what it adds", "left", False)],

@@ -41,23 +41,59 @@ def unmatched_text(analysis: RematAnalysis) -> list[Text]:
     return out
 
 
+def residual_totals(a: RematAnalysis) -> str:
+    """`25 residuals: 92.0 MiB on the device`, saying `global` (the whole arrays) where
+    the program is partitioned and one device holds less."""
+    totals = f"{plural(len(a.residuals), 'residual')}: {human_bytes(a.device_bytes)} on the device"
+    totals += f" · {human_bytes(a.host_bytes)} on the host" if a.host_bytes else ""
+    if a.devices > 1:
+        totals += f", global (the whole arrays, over {a.devices} devices)"
+    return totals
+
+
+def per_device_totals(a: RematAnalysis, at_peak: bool) -> str | None:
+    """One device's bytes of the residuals, as far as their shardings are known (None
+    on one device, where they are the global ones)."""
+    if a.devices <= 1:
+        return None
+    if a.device_bytes_per_device is not None and a.host_bytes_per_device is not None:
+        text = f"{human_bytes(a.device_bytes_per_device)} on the device"
+        return text + (
+            f" · {human_bytes(a.host_bytes_per_device)} on the host" if a.host_bytes else ""
+        )
+    others = len(a.residuals) - a.known_per_device
+    return (
+        f"{human_bytes(a.known_bytes_per_device)} of the {a.known_per_device} whose sharding "
+        f"is known; XLA shards the other {others} as it compiles"
+        + (": see at the peak" if at_peak else " (--compile or --for: at the peak)")
+    )
+
+
+def _size(size: int | None) -> str:
+    return human_bytes(size) if size is not None else "-"
+
+
 def render_remat(report: RematReport, console: Console) -> None:
     a = report.analysis
     parts: list[RenderableType] = []
-    totals = f"{plural(len(a.residuals), 'residual')}: {human_bytes(a.device_bytes)} on the device"
-    totals += f" · {human_bytes(a.host_bytes)} on the host" if a.host_bytes else ""
+    sharded = a.devices > 1
     rows: list[tuple[str, RenderableType]] = [
         ("target", Text(report.target)),
         ("function", Text(a.function or "-")),
         ("differentiated", Text(", ".join(a.differentiated) or "-")),
-        ("residuals", Text(totals)),
-        ("regions", Text(plural(len(a.regions), "jax.checkpoint region"))),
+        ("residuals", Text(residual_totals(a))),
     ]
+    per_device = per_device_totals(a, a.peak is not None)
+    if per_device is not None:
+        rows.append(("per device", Text(per_device)))
+    rows.append(("regions", Text(plural(len(a.regions), "jax.checkpoint region"))))
     if a.peak is not None:
         share = a.peak.residual_bytes / a.peak.peak_bytes if a.peak.peak_bytes else 0.0
         at_peak = (
             f"{human_bytes(a.peak.residual_bytes)} of {human_bytes(a.peak.peak_bytes)} "
-            f"live at the compiled program's peak are residuals ({share:.0%})"
+            f"live at the compiled program's peak"
+            + (" on one device" if sharded else "")
+            + f" are residuals ({share:.0%})"
         )
         if a.peak.host_bytes:
             at_peak += f"; {human_bytes(a.peak.host_bytes)} on the host"
@@ -68,10 +104,12 @@ def render_remat(report: RematReport, console: Console) -> None:
     parts.append(header_table(rows))
     parts.extend(unmatched_text(a))
 
+    # Partitioned: the whole arrays' bytes and one device's, each column named.
+    sizes = [("global", "right", True), ("per device", "right", True)] if sharded else []
     table = simple_table(
         f"Residuals ({len(a.residuals)})",
         [
-            ("bytes", "right", True),
+            *(sizes or [("bytes", "right", True)]),
             ("type", "left", True),
             ("memory", "left", True),
             ("how", "left", True),
@@ -87,6 +125,7 @@ def render_remat(report: RematReport, console: Console) -> None:
             where.append(f" (stacked by the loop at {_near(r.stacked_by, r.source)})", style="dim")
         table.add_row(
             human_bytes(r.bytes),
+            *([_size(r.bytes_per_device)] if sharded else []),
             r.type,
             r.memory_kind,
             Text(r.detail, style=HOW_STYLES.get(r.detail, "")),
@@ -98,7 +137,7 @@ def render_remat(report: RematReport, console: Console) -> None:
     groups = simple_table(
         "By line and name",
         [
-            ("bytes", "right", True),
+            *(sizes or [("bytes", "right", True)]),
             ("count", "right", True),
             ("memory", "left", True),
             ("name", "left", True),
@@ -110,7 +149,14 @@ def render_remat(report: RematReport, console: Console) -> None:
         text = report.line_texts.get(g.source or "")
         if text:
             where.append(f"  {text}", style="dim")
-        groups.add_row(human_bytes(g.bytes), str(g.count), g.memory_kind, g.name or "-", where)
+        groups.add_row(
+            human_bytes(g.bytes),
+            *([_size(g.bytes_per_device)] if sharded else []),
+            str(g.count),
+            g.memory_kind,
+            g.name or "-",
+            where,
+        )
     parts.append(groups)
 
     if a.regions:
@@ -132,6 +178,12 @@ def render_remat(report: RematReport, console: Console) -> None:
         saves = f"{plural(region.saved, 'residual')}, {human_bytes(region.saved_bytes)}"
         if region.offloaded_bytes:
             saves += f" ({human_bytes(region.offloaded_bytes)} offloaded)"
+        if sharded:
+            saves += " global" + (
+                f", {human_bytes(region.saved_bytes_per_device)} per device"
+                if region.saved_bytes_per_device is not None
+                else ", per device as XLA shards them"
+            )
         recomputes = (
             ", ".join(
                 f"{op.primitive}{f' ×{op.count}' if op.count > 1 else ''}"
@@ -155,9 +207,9 @@ def render_remat(report: RematReport, console: Console) -> None:
         on_host = any(p.memory_kind != "device" for p in a.peak.by_line)
         columns = [("bytes", "right", True), ("buffers", "right", True)]
         columns += [("memory", "left", True)] if on_host else []
-        peak = simple_table(
-            "Residuals live at the peak, by line", [*columns, ("line", "left", False)]
-        )
+        whose = "one device's" if sharded else "the"
+        title = f"Residuals live at {whose} peak, by line"
+        peak = simple_table(title, [*columns, ("line", "left", False)])
         for p in a.peak.by_line:
             memory = [p.memory_kind] if on_host else []
             peak.add_row(human_bytes(p.bytes), str(p.buffers), *memory, _line_or(p.source, p.path))

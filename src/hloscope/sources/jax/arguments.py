@@ -9,15 +9,20 @@ an `(args, kwargs)` tree.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Sequence
+import os
+import sys
+import types
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
 from hloscope.errors import HloscopeError, describe_exception
+from hloscope.ir.locations import is_user_file
 from hloscope.sources.entrypoint import user_code
 from hloscope.sources.target import KEY_IMPLS, ArgSpec, hlo_dtype
 from hloscope.units import with_article
@@ -43,13 +48,81 @@ def example_arguments(specs: Sequence[ArgSpec]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def factory_arguments(factory: Any, label: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Call an `--args` factory; accept a tuple of arguments or `(args, kwargs)`."""
+_SHARDING_TAKERS = frozenset(
+    ("device_put", "make_array_from_callback", "make_array_from_single_device_arrays", "__init__")
+)
+"""JAX's public functions that give an array its sharding (`__init__`: a
+`ShapeDtypeStruct(..., sharding=)`), whose caller's line built the sharding."""
+
+
+@contextlib.contextmanager
+def sharding_lines() -> Iterator[dict[int, str]]:
+    """While the block runs, each sharding handed to one of JAX's `_SHARDING_TAKERS`,
+    by `id`, and the line of the user's code that handed it (`file.py:LINE`, relative
+    to the working directory where below it): where the user built an argument's
+    sharding, which no module records. Read by Python's profiler hook, which sees the
+    calls into JAX's Python functions with their arguments."""
+    found: dict[int, str] = {}
+    jax_folder = os.path.dirname(jax.__file__) + os.sep
+
+    def hook(frame: types.FrameType, event: str, _arg: object) -> None:
+        code = frame.f_code
+        if event != "call" or code.co_name not in _SHARDING_TAKERS:
+            return
+        if not code.co_filename.startswith(jax_folder):
+            return
+        for value in frame.f_locals.values():
+            if isinstance(value, jax.sharding.Sharding) and id(value) not in found:
+                line = _user_line(frame.f_back)
+                if line is not None:
+                    found[id(value)] = line
+
+    before = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        yield found
+    finally:
+        sys.setprofile(before)
+
+
+def _user_line(frame: types.FrameType | None) -> str | None:
+    """`file.py:LINE` of the innermost frame from `frame` out that is the user's."""
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if is_user_file(path) and not path.startswith("<"):
+            relative = os.path.relpath(path)
+            shown = path if relative.startswith(os.pardir) else relative
+            return f"{shown}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def leaf_sharding_lines(
+    args: tuple[Any, ...], kwargs: dict[str, Any], lines: Mapping[int, str]
+) -> dict[int, str]:
+    """Per position among the flattened leaves of `(args, kwargs)`, the line that
+    built the leaf's sharding (`sharding_lines`), where one did."""
+    leaves = jax.tree_util.tree_leaves((args, kwargs))
+    found = {}
+    for position, leaf in enumerate(leaves):
+        line = lines.get(id(getattr(leaf, "sharding", None)))
+        if line is not None:
+            found[position] = line
+    return found
+
+
+def factory_arguments(
+    factory: Any, label: str, lines: dict[int, str] | None = None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Call an `--args` factory; accept a tuple of arguments or `(args, kwargs)`.
+    `lines`, when given, gets where the factory built each leaf's sharding (by leaf
+    position, `leaf_sharding_lines`)."""
+    built: dict[int, str] = {}
     if not callable(factory):
         value = factory
     else:
         try:
-            with user_code():
+            with user_code(), sharding_lines() as built:
                 value = factory()
         except HloscopeError:
             raise
@@ -63,7 +136,10 @@ def factory_arguments(factory: Any, label: str) -> tuple[tuple[Any, ...], dict[s
         and isinstance(value[0], (tuple, list))
         and isinstance(value[1], dict)
     ):
-        return tuple(value[0]), dict(value[1])
+        args, kwargs = tuple(value[0]), dict(value[1])
+        if lines is not None:
+            lines.update(leaf_sharding_lines(args, kwargs, built))
+        return args, kwargs
     if isinstance(value, list):
         value = tuple(value)
     if not isinstance(value, tuple):
@@ -73,6 +149,8 @@ def factory_arguments(factory: Any, label: str) -> tuple[tuple[Any, ...], dict[s
             "positional arguments or a pair (args_tuple, kwargs_dict)",
             where=label,
         )
+    if lines is not None:
+        lines.update(leaf_sharding_lines(value, {}, built))
     return value, {}
 
 
@@ -221,6 +299,49 @@ def example_value(shape: Any, seed: int = 0) -> Any:
     else:
         value = np.zeros(dims, shape.dtype)
     return jax.device_put(value, sharding) if sharding is not None else jax.device_put(value)
+
+
+def shard_bytes(shape: Sequence[int], nbytes: int, sharding: Any) -> int | None:
+    """Bytes of one device's shard of an array of `shape` (`nbytes` in all) placed by
+    `sharding`, from JAX's `Sharding.shard_shape`; None without a sharding."""
+    if not isinstance(sharding, jax.sharding.Sharding):
+        return None
+    try:
+        shard = sharding.shard_shape(tuple(shape))
+    except Exception:
+        return None  # a sharding that does not fit the shape: JAX refuses it elsewhere
+    whole = int(np.prod(shape, dtype=np.int64))
+    return nbytes * int(np.prod(shard, dtype=np.int64)) // whole if whole else 0
+
+
+def leaf_sharding(leaf: Any) -> Any:
+    """The sharding an argument leaf is placed with (a `jax.Array`'s, a
+    `ShapeDtypeStruct`'s), or None where it has none and jit chooses; None for a
+    tracer, whose sharding is its trace's mesh, not where it is placed."""
+    if isinstance(leaf, jax.core.Tracer):
+        return None
+    try:
+        sharding = getattr(leaf, "sharding", None)
+    except Exception:
+        return None  # an array already deleted, or donated
+    return sharding if isinstance(sharding, jax.sharding.Sharding) else None
+
+
+def explicit_sharding(aval: Any) -> Any:
+    """A traced value's sharding where JAX decides it (every axis of its mesh that splits
+    anything is `Explicit`), else None: on `Auto` axes, or outside any mesh, XLA chooses
+    as it compiles."""
+    sharding = getattr(aval, "sharding", None)
+    mesh = getattr(sharding, "mesh", None)
+    try:
+        axes = zip(mesh.axis_names, mesh.axis_types, strict=True)  # type: ignore[union-attr]
+        sizes = dict(mesh.shape)  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return None
+    explicit = jax.sharding.AxisType.Explicit
+    if not sizes or any(sizes[name] > 1 and kind != explicit for name, kind in axes):
+        return None
+    return sharding
 
 
 def aval_memory_kind(aval: Any) -> str | None:

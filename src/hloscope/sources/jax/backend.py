@@ -8,12 +8,21 @@ import jax
 import jax.extend
 
 from hloscope.errors import one_line
+from hloscope.ir.xla_flags import xla_flags_checked
 from hloscope.native_stderr import native_stderr_captured
 from hloscope.sources.jax.private import (
     private_accelerators_here,
     private_backends_started,
     private_load_plugins,
 )
+
+
+def flags_checked() -> None:
+    """Before JAX's backends start: a flag of `XLA_FLAGS` or `LIBTPU_INIT_ARGS` that XLA
+    or libtpu does not know refused in one line (`ir.xla_flags`; libtpu started there as
+    JAX starts it). Once they started, XLA and libtpu have read them already."""
+    if not private_backends_started():
+        xla_flags_checked(private_load_plugins)
 
 
 def default_backend(*, start: bool) -> str | None:
@@ -23,6 +32,7 @@ def default_backend(*, start: bool) -> str | None:
     in one line (`unavailable: ...`)."""
     if not start and not private_backends_started():
         return None
+    flags_checked()
     try:
         # Quietly: starting the backends loads the installed plugins, and libtpu and
         # the CUDA plugin log their start-up on a machine without their device.
@@ -36,6 +46,7 @@ def local_backend() -> Any:
     """JAX's default backend, started here if it was not: quietly, since starting it
     logs the device count to the native stderr (pjrt_client.cc). Starting it also
     registers JAX's custom calls (LAPACK, callbacks) with XLA."""
+    flags_checked()
     with native_stderr_captured():
         return jax.extend.backend.get_backend()
 
@@ -56,6 +67,7 @@ def plugins_loaded_quietly() -> None:
     backend is started (the script may still configure JAX); on a machine with a TPU or
     a GPU, nothing is done (a script may set LIBTPU_INIT_ARGS before its backend
     starts)."""
+    flags_checked()
     try:
         if private_accelerators_here():
             return
@@ -69,5 +81,6 @@ def cpu_client() -> Any:
     """JAX's CPU client: what XLA's cost analysis of a module is asked through
     (`profile --for`; the analysis counts an HLO module's flops and bytes, it runs
     nothing)."""
+    flags_checked()
     with native_stderr_captured():
         return jax.extend.backend.get_backend("cpu")

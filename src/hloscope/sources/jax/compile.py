@@ -138,7 +138,7 @@ def _lowered_key(lowering: Lowering, compiler_options: CompilerOptions) -> str |
         lowering.mlir_bytecode,
         _local_target(),
         devices,
-        (*compiler_options, *((f"jit:{k}", v) for k, v in jit_options)),
+        (*compiler_options, *sorted((f"jit:{k}", str(v)) for k, v in jit_options)),
         private_module_devices(handle)[0],
         1,
         private_propagation(handle),
@@ -224,6 +224,7 @@ def _compile_lowering_for(
 
     handle = lowering.handle
     order = None
+    jit_options: tuple[tuple[str, Any], ...] = ()
     if isinstance(handle, jax.stages.Compiled):
         raise HloscopeError(
             f"this is a jax.stages.Compiled, compiled already for this machine: give the "
@@ -232,6 +233,8 @@ def _compile_lowering_for(
         )
     if isinstance(handle, jax.stages.Lowered):
         module: Any = handle.compiler_ir("stablehlo")
+        # jax.jit's compiler_options, applied as JAX applies them: before the view's own.
+        jit_options = private_compile_devices(handle)[1]
         partitions, devices = private_module_devices(handle)
         propagation = private_propagation(handle)
         # The slice's devices in the order the program's mesh holds them: a value of
@@ -248,7 +251,7 @@ def _compile_lowering_for(
             label,
             partitions,
             1,
-            compiler_options,
+            (*compiler_options, *((f"jit:{k}", str(v)) for k, v in jit_options)),
             target,
             propagation,
             order,
@@ -256,7 +259,7 @@ def _compile_lowering_for(
 
     def compile_on_platform(options: CompilerOptions) -> Compilation:
         executable, elapsed, compiled_for = compile_for_platform(
-            module, target, label, partitions, 1, options, propagation, order
+            module, target, label, partitions, 1, options, propagation, order, jit_options
         )
         return executable_compilation(executable, elapsed, target.platform, compiled_for)
 
@@ -266,11 +269,15 @@ def _compile_lowering_for(
         raise
     except HloscopeError as exc:
         # A program lowered for this machine's platform may fail for that reason alone
-        # (a CPU-only custom call): the refusal says so too.
-        fell_back = [n for n in lowering.notes if LOCAL_LOWERING in n]
-        if not fell_back:
+        # (a CPU-only custom call), or for an option of its jit the platform's compiler
+        # does not know: the refusal says so too.
+        why = [n for n in lowering.notes if LOCAL_LOWERING in n][:1]
+        named = [k for k, _ in jit_options if repr(k) in exc.message or f" {k}" in exc.message]
+        if named:
+            why.append(f"{', '.join(named)}: from its jax.jit(..., compiler_options=...)")
+        if not why:
             raise
-        raise HloscopeError(f"{exc.message} ({fell_back[0]})", where=exc.where) from exc
+        raise HloscopeError(f"{exc.message} ({'; '.join(why)})", where=exc.where) from exc
 
 
 def compile_module(

@@ -73,6 +73,9 @@ def platform_devices(target: CompileFor) -> tuple[Any, ...]:
             )
     from jax.experimental import topologies
 
+    from hloscope.sources.jax.backend import flags_checked
+
+    flags_checked()  # libtpu reads LIBTPU_INIT_ARGS as it makes the topology
     try:
         with native_stderr_captured():
             if target.platform == "tpu":
@@ -152,13 +155,16 @@ def compile_for_platform(
     compiler_options: CompilerOptions = (),
     propagation: tuple[tuple[bool, ...], tuple[bool, ...]] | None = None,
     device_order: DeviceOrder | None = None,
+    jit_options: tuple[tuple[str, Any], ...] = (),
 ) -> tuple[Any, float, CompiledFor]:
     """Compile a StableHLO module (an `ir.Module` of JAX's context, bytecode or text)
     for `target` with its platform's compiler, over partitions x replicas of its
     devices in `device_order` (the program's device assignment, `slice_mesh`), or
     over the first of them without one: the executable (not loaded: there is no
-    device), the seconds XLA took, and what it was compiled for. XLA refusing a
-    program that does not fit the device's memory is a `DoesNotFit`."""
+    device), the seconds XLA took, and what it was compiled for. `jit_options`: the
+    program's `jax.jit(..., compiler_options=...)`, as given (XLA takes a bool only
+    as a bool), applied before `compiler_options`, as JAX applies them. XLA refusing
+    a program that does not fit the device's memory is a `DoesNotFit`."""
     devices = platform_devices(target)
     chosen, device_order = compile_devices(target, partitions, replicas, label, device_order)
     client = chosen[0].client
@@ -166,7 +172,7 @@ def compile_for_platform(
         num_replicas=replicas,
         num_partitions=partitions,
         backend=client,
-        env_options_overrides=dict(compiler_options),
+        env_options_overrides={**dict(jit_options), **dict(compiler_options)},
         device_assignment=np.array(chosen, dtype=object).reshape(replicas, partitions),
     )
     if propagation is not None:

@@ -115,11 +115,11 @@ def private_module_devices(lowered: Any) -> tuple[int, tuple[Any, ...] | None]:
         return 1, None
 
 
-def private_compile_devices(lowered: Any) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
-    """Ids of the devices JAX compiles `lowered` over, in order; `jax.jit`'s compiler_options."""
+def private_compile_devices(lowered: Any) -> tuple[tuple[int, ...], tuple[tuple[str, Any], ...]]:
+    """Ids of the devices JAX compiles `lowered` over, in order; its jit's compiler_options."""
     kvs = getattr(getattr(lowered, "_lowering", None), "_compiler_options_kvs", None) or ()
     ids = tuple(int(d.id) for d in private_module_devices(lowered)[1] or ())
-    return ids, tuple(sorted((str(k), str(v)) for k, v in kvs))
+    return ids, tuple((str(k), v) for k, v in kvs)
 
 
 def private_parse_module(module: bytes | str) -> Any:

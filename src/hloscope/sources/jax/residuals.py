@@ -30,7 +30,14 @@ from hloscope.errors import HloscopeError, describe_exception, one_line
 from hloscope.ir.locations import Frame, is_user_file, user_frame
 from hloscope.remat_facts import RecomputedOp, RegionFact, RematFacts, ResidualFact
 from hloscope.sources.entrypoint import user_code
-from hloscope.sources.jax.arguments import aval_bytes, aval_memory_kind, aval_shape
+from hloscope.sources.jax.arguments import (
+    aval_bytes,
+    aval_memory_kind,
+    aval_shape,
+    explicit_sharding,
+    leaf_sharding,
+    shard_bytes,
+)
 from hloscope.sources.jax.libraries import argument_leaf_names
 from hloscope.sources.jax.private import (
     private_argument_names,
@@ -129,11 +136,13 @@ def loss_facts(
     filtered: bool = False,
     has_aux: bool = False,
     unwrapped: str | None = None,
+    shardings: list[Any] | None = None,
 ) -> RematFacts:
     """The residuals and checkpoint regions of the loss `obj` on `args`, `kwargs`,
     differentiated with respect to the inexact leaves of the arguments `argnums` (every
     argument's when None; of the first only, `filtered`, as Equinox does); `has_aux`:
-    it returns `(loss, aux)`."""
+    it returns `(loss, aux)`; `shardings`: each leaf's, where its own does not say (a
+    tracer of the step that calls the loss)."""
     leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
     # Named as params names arguments; JAX's own names where those do not line up.
     names = (
@@ -179,13 +188,23 @@ def loss_facts(
             where=label,
         ) from exc
     invar_names = [names[i] if i < len(names) else f"leaf {i}" for i in [*diff_at, *arrays]]
+    placed = shardings or [None] * len(leaves)
+    invar_shardings = [
+        leaf_sharding(leaves[i]) or _a_sharding(placed[i]) for i in [*diff_at, *arrays]
+    ]
     regions, region_frames, output_frames = _regions(loss_jaxpr)
     # In the order JAX lists them (`saved_residuals`): literals, constants, arguments
     # in argument order, then by the equation that made them.
-    position = {v: (i, 0) for i, v in enumerate(jaxpr.invars)}
-    position.update({v: (i, j) for i, e in enumerate(jaxpr.eqns) for j, v in enumerate(e.outvars)})
-    made = [_residual(v, jaxpr, invar_names, region_frames, output_frames) for v in residual_vars]
-    order = {id(r): position.get(v, (0, 0)) for r, v in zip(made, residual_vars, strict=True)}
+    # By identity: a literal residual (a constant factor's, `* 2.0`) is unhashable.
+    position = {id(v): (i, 0) for i, v in enumerate(jaxpr.invars)}
+    position.update(
+        {id(v): (i, j) for i, e in enumerate(jaxpr.eqns) for j, v in enumerate(e.outvars)}
+    )
+    made = [
+        _residual(v, jaxpr, invar_names, invar_shardings, region_frames, output_frames)
+        for v in residual_vars
+    ]
+    order = {id(r): position.get(id(v), (0, 0)) for r, v in zip(made, residual_vars, strict=True)}
     residuals = tuple(sorted(made, key=lambda r: _jax_order(r, order)))
     return RematFacts(
         function=getattr(obj, "__name__", None),
@@ -194,7 +213,24 @@ def loss_facts(
         residuals=residuals,
         regions=tuple(regions),
         names=tuple(sorted(set(_names(loss_jaxpr)))),
+        devices=_devices([*invar_shardings, *(explicit_sharding(v.aval) for v in residual_vars)]),
     )
+
+
+def _a_sharding(value: Any) -> Any:
+    return value if isinstance(value, jax.sharding.Sharding) else None
+
+
+def _devices(shardings: list[Any]) -> int:
+    """The most devices any of `shardings` spans (1 with none)."""
+    return max((_span(s) for s in shardings if s is not None), default=1)
+
+
+def _span(sharding: Any) -> int:
+    # A traced value's mesh is abstract: its size, as it has no devices.
+    mesh = getattr(sharding, "mesh", None)
+    size = getattr(mesh, "size", None)
+    return int(size) if size is not None else len(sharding.device_set)
 
 
 def gradient_of(
@@ -370,11 +406,15 @@ def _regions(
                     )
                 )
                 made = {v: e for e in body.eqns for v in e.outvars}
+                # An equation with none of the user's frames (the body of a jitted
+                # library function, `jnp.where`'s) says nothing of where it is: every
+                # such body outside the region has the same empty key.
                 for e in _eqns(body):
-                    inside.setdefault(_user_key(e), index)
+                    if key := _user_key(e):
+                        inside.setdefault(key, index)
                 for v in body.outvars:
-                    if v in made:
-                        outputs.add(_user_key(made[v]))
+                    if v in made and (key := _user_key(made[v])):
+                        outputs.add(key)
                 walk(body, loop)
                 continue
             inner_loop = _line(eqn)[0] if eqn.primitive.name in ("scan", "while") else loop
@@ -390,12 +430,16 @@ def _caller_line(body: Any, function: str | None) -> str | None:
     first equation inside it (where JAX records none on the region itself)."""
     for eqn in body.eqns:
         frames = _frames_of(tuple(private_eqn_frames(eqn)))
-        from hloscope.ir.locations import is_user_file
-
         user = [f for f in frames if is_user_file(f.file)]
-        for frame in user:
-            if frame.function != function:
-                return _source(frame)
+        # Innermost first: the caller is the frame outside the checkpointed function's
+        # (a helper it calls, rms_norm, is inside it); a body traced on its own, in a
+        # loop's, has none.
+        at = [i for i, f in enumerate(user) if f.function == function]
+        outside = user[at[-1] + 1 :] if at else [f for f in user if f.function != function]
+        if outside:
+            return _source(outside[0])
+        if at:
+            return None
     return None
 
 
@@ -410,6 +454,7 @@ def _residual(
     var: Any,
     jaxpr: Any,
     invar_names: list[str],
+    invar_shardings: list[Any],
     region_frames: dict[tuple[Any, ...], int],
     output_frames: set[tuple[Any, ...]],
 ) -> ResidualFact:
@@ -417,12 +462,22 @@ def _residual(
     kind = aval_memory_kind(aval)
     # JAX's MemorySpace.Host is the `pinned_host` memory kind (`core.mem_space_to_kind`).
     memory = "device" if kind is None else "pinned_host" if kind == "host" else kind
+    nbytes = aval_bytes(aval) or 0
     base: dict[str, Any] = {
         "type": aval_shape(aval),
-        "bytes": aval_bytes(aval) or 0,
+        "bytes": nbytes,
         "memory": memory,
+        # An argument is placed as its leaf's sharding says (the trace's aval keeps no
+        # more than its mesh); any other value where its mesh's axes are explicit.
+        "shard_bytes": shard_bytes(
+            aval.shape,
+            nbytes,
+            invar_shardings[jaxpr.invars.index(var)]
+            if var in jaxpr.invars
+            else explicit_sharding(aval),
+        ),
     }
-    if not hasattr(var, "count") and hasattr(var, "val"):
+    if _is_literal(var):
         return ResidualFact(**base, **_nothing("literal"))
     if var in jaxpr.constvars:
         return ResidualFact(**base, **_nothing("constant"))
@@ -435,6 +490,9 @@ def _residual(
     primitive_line, primitive_function = _line(top)
     # Looked through to the op that made the value, as JAX looks through reduce_precision.
     eqn, offloaded, stacked_by = top, False, None
+    # The innermost equation on the way down that has the user's frames: where the
+    # value was made, for its region (a jitted library function's body has none).
+    located = top
     while True:
         prim = eqn.primitive.name
         if prim in _LOOK_THROUGH or (prim == "device_put" and _to_host(eqn)):
@@ -455,14 +513,16 @@ def _residual(
         if var not in made:
             break
         eqn = made[var]
+        if _user_key(eqn):
+            located = eqn
     line, function = _line(eqn)
     if line is None:
         # A body traced on its own (a custom_jvp's: jax.nn.relu's) keeps no frame of the
         # user's: the value is made on the line that called it, as JAX's
         # print_saved_residuals says.
         line, function = primitive_line, primitive_function
-    key = _user_key(eqn)
-    region = region_frames.get(key)
+    key = _user_key(located)
+    region = region_frames.get(key) if key else None
     return ResidualFact(
         **base,
         made_by="op",
@@ -478,6 +538,11 @@ def _residual(
         region=region,
         region_output=region is not None and key in output_frames,
     )
+
+
+def _is_literal(var: Any) -> bool:
+    """A jaxpr's literal (a constant written in it), not a variable."""
+    return not hasattr(var, "count") and hasattr(var, "val")
 
 
 def _to_host(eqn: Any) -> bool:

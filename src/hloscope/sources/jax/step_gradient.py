@@ -30,6 +30,7 @@ from hloscope.errors import HloscopeError, describe_exception, one_line
 from hloscope.ir.locations import Frame, user_frame
 from hloscope.remat_facts import RematFacts
 from hloscope.sources.entrypoint import user_code
+from hloscope.sources.jax.arguments import leaf_sharding
 
 # (module, attribute, filtered as Equinox filters): the transforms wrapped.
 _TRANSFORMS = (
@@ -53,12 +54,16 @@ class _Taken:
     inside: int = 0
     """How deep the trace is inside a gradient being read or run: a transform called
     there (`nnx.grad` calls `jax.grad`; `loss_facts` differentiates) is not wrapped."""
+    shardings: dict[int, Any] = dataclasses.field(default_factory=dict)
+    """The sharding of each of the step's arguments, by the id of its tracer: the trace
+    keeps only its mesh, and the loss is often called on them as they came."""
 
 
 Read = Callable[..., RematFacts]
 """How the loss is read (`residuals._step_loss_facts`): `read(fun, args, kwargs,
-argnums=, filtered=, has_aux=, transform=, called_at=)`, `transform` the one called
-(`jax.value_and_grad`), `called_at` the user's frame that called its gradient."""
+argnums=, filtered=, has_aux=, transform=, called_at=, shardings=)`, `transform` the
+one called (`jax.value_and_grad`), `called_at` the user's frame that called its
+gradient, `shardings` each argument leaf's sharding where it is one of the step's."""
 
 
 def step_gradient_facts(
@@ -73,9 +78,21 @@ def step_gradient_facts(
     transforms, (None, None) where it cannot be traced (its failure is said when it is
     differentiated). Reading the gradient failed: that error."""
     taken = _Taken()
+    given = jax.tree_util.tree_leaves((args, kwargs))
+
+    # A function of this trace's own: JAX keeps the jaxpr of a function it traced on
+    # these arguments before (the browser lowers the step first), and a trace read from
+    # that cache calls no gradient transform.
+    def traced(*t_args: Any, **t_kwargs: Any) -> Any:
+        tracers = jax.tree_util.tree_leaves((t_args, t_kwargs))
+        taken.shardings = {
+            id(tracer): leaf_sharding(leaf) for tracer, leaf in zip(tracers, given, strict=False)
+        }
+        return step(*t_args, **t_kwargs)
+
     try:
         with user_code(), _wrapped(taken, label, read):
-            closed = jax.make_jaxpr(step)(*args, **kwargs)
+            closed = jax.make_jaxpr(functools.wraps(step)(traced))(*args, **kwargs)
     except Exception:
         return taken.facts, None
     if taken.facts is None and taken.error is not None:
@@ -186,6 +203,9 @@ def _read(
             has_aux=bool(options["has_aux"]),
             transform=attribute,
             called_at=_caller(),
+            shardings=[
+                taken.shardings.get(id(leaf)) for leaf in jax.tree_util.tree_leaves((args, kwargs))
+            ],
         )
     except HloscopeError as exc:
         taken.error = exc

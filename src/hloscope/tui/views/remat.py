@@ -21,7 +21,7 @@ from textual.widgets import Static
 from hloscope.analyses.remat import Residual
 from hloscope.ir.model import Module, Op
 from hloscope.render.text.common import plural, short_source
-from hloscope.render.text.remat import HOW_STYLES
+from hloscope.render.text.remat import HOW_STYLES, per_device_totals, residual_totals
 from hloscope.reports import RematReport, remat_report
 from hloscope.sources import loader
 from hloscope.sources.loader import Loaded
@@ -43,10 +43,17 @@ from hloscope.units import human_bytes
 
 
 def build_remat(loaded: Loaded) -> RematReport:
-    """Differentiate the target on the example arguments it was loaded with."""
+    """Differentiate the target on the example arguments it was loaded with, as
+    `hloscope remat` does with the browser's target options: under `--for`, in the
+    slice's meshes (a step's gradient is found only there) and compiled for it."""
     from hloscope.sources.remat import remat_source
 
-    options = loader.LoadOptions(args=loaded.options.args, args_factory=loaded.options.args_factory)
+    options = loader.LoadOptions(
+        args=loaded.options.args,
+        args_factory=loaded.options.args_factory,
+        optimized=loaded.options.optimized,
+        compile_for=loaded.options.compile_for,
+    )
     return remat_report(remat_source(loaded.source.target, options))
 
 
@@ -61,13 +68,14 @@ def _made_on(line: str) -> Callable[[Op], bool]:
     return match
 
 
-def _residual_row(residual: Residual, module: Module) -> Row:
+def _residual_row(residual: Residual, module: Module, sharded: bool) -> Row:
     where = short_source(residual.source) if residual.source else residual.path or "-"
     if residual.stacked_by and residual.stacked_by != residual.source:
         where += f" (stacked by the loop at {short_source(residual.stacked_by)})"
     return Row(
         [
             human_bytes(residual.bytes),
+            *([_size(residual.bytes_per_device)] if sharded else []),
             residual.type,
             residual.memory_kind,
             Text(residual.detail, style=HOW_STYLES.get(residual.detail, "")),
@@ -83,21 +91,28 @@ def _residual_row(residual: Residual, module: Module) -> Row:
     )
 
 
+def _size(size: int | None) -> str:
+    return human_bytes(size) if size is not None else "-"
+
+
 def remat_lines(report: RematReport, module: Module) -> list[Line]:
     a = report.analysis
-    totals = f"{human_bytes(a.device_bytes)} on the device"
-    if a.host_bytes:
-        totals += f" · {human_bytes(a.host_bytes)} on the host"
+    sharded = a.devices > 1
     lines: list[Line] = [
         text_line(f"function        {a.function or '-'}"),
         text_line(f"differentiated  {', '.join(a.differentiated) or '-'}"),
-        text_line(Text(f"residuals       {plural(len(a.residuals), 'residual')}: {totals}")),
+        text_line(Text(f"residuals       {residual_totals(a)}")),
     ]
+    per_device = per_device_totals(a, a.peak is not None)
+    if per_device is not None:
+        lines.append(text_line(f"per device      {per_device}"))
     if a.peak is not None:
         lines.append(
             text_line(
                 f"at the peak     {human_bytes(a.peak.residual_bytes)} of "
-                f"{human_bytes(a.peak.peak_bytes)} live at the peak are residuals"
+                f"{human_bytes(a.peak.peak_bytes)} live at the peak"
+                + (" on one device" if sharded else "")
+                + " are residuals"
             )
         )
     for unmatched in a.unmatched:
@@ -113,14 +128,18 @@ def remat_lines(report: RematReport, module: Module) -> list[Line]:
     lines += table(
         f"Residuals ({len(a.residuals)})",
         [
-            Column("bytes", right=True, width=12),
+            *(
+                [Column("global", right=True, width=12), Column("per device", right=True, width=12)]
+                if sharded
+                else [Column("bytes", right=True, width=12)]
+            ),
             Column("type", width=28),
             Column("memory", width=12),
             Column("how", width=18),
             Column("name", width=24),
             Column("line", width=80),
         ],
-        [_residual_row(r, module) for r in a.residuals],
+        [_residual_row(r, module, sharded) for r in a.residuals],
     )
     if a.regions:
         lines += [blank(), heading("Checkpoint regions")]
@@ -134,6 +153,12 @@ def remat_lines(report: RematReport, module: Module) -> list[Line]:
         if f.offload_to:
             policy += f" → offloads to {f.offload_to}"
         saves = f"{plural(region.saved, 'residual')}, {human_bytes(region.saved_bytes)}"
+        if sharded:
+            saves += " global" + (
+                f", {human_bytes(region.saved_bytes_per_device)} per device"
+                if region.saved_bytes_per_device is not None
+                else ", per device as XLA shards them"
+            )
         recomputes = ", ".join(
             f"{op.primitive}{f' ×{op.count}' if op.count > 1 else ''}"
             + (f" ({op.source.rpartition(':')[2]})" if op.source else "")
@@ -163,8 +188,9 @@ class RematView(Vertical):
         summary = (
             f"remat  {plural(len(a.residuals), 'residual')} · "
             f"{human_bytes(a.device_bytes)} on the device · "
-            f"{human_bytes(a.host_bytes)} on the host · "
-            f"{plural(len(a.regions), 'checkpoint region')}"
+            f"{human_bytes(a.host_bytes)} on the host"
+            + (f" (global, over {a.devices} devices)" if a.devices > 1 else "")
+            + f" · {plural(len(a.regions), 'checkpoint region')}"
         )
         yield Static(Text(summary, style="bold"), classes="report-header")
         yield ReportList(remat_lines(self.report, self.module), id="remat-list")
