@@ -382,21 +382,29 @@ class Inspection(Displayed):
         return self._remat[compile]
 
     def profile(
-        self, runs: int | None = None, warmup: int = 1, trace_dir: str | None = None
+        self,
+        runs: int | None = None,
+        warmup: int = 1,
+        trace_dir: str | None = None,
+        model_flops: float | None = None,
     ) -> ProfileReport | EstimateReport:
         """Where the run time goes, by XLA instruction and by line (`hloscope
         profile`): compiles, then runs the program under JAX's profiler, `warmup`
         times and then `runs` times (by default as many as fit in about two seconds),
         each time it is asked (times differ from run to run). The trace stays in
         `trace_dir` when given. On an inspection made by `compile_for(spec)`: the
-        estimate of a step on that platform (`profile --for`), nothing run."""
+        estimate of a step on that platform (`profile --for`), nothing run, its MFU of
+        `model_flops` (the model's flops for one step, all devices together) where
+        given."""
         from hloscope import reports
-        from hloscope.sources.profile import profiled
+        from hloscope.sources.profile import check_model_flops, profiled
 
-        if self.loaded.options.compile_for is not None:
+        compile_for = self.loaded.options.compile_for
+        check_model_flops(compile_for, model_flops)
+        if compile_for is not None:
             if runs is not None or trace_dir is not None:
                 raise HloscopeError("an estimate runs nothing: runs and trace_dir do not apply")
-            return shown(reports.estimate_report(self.loaded))
+            return shown(reports.estimate_report(self.loaded, model_flops=model_flops))
 
         program = profiled(self.loaded, runs=runs, warmup=warmup, trace_dir=trace_dir)
         return shown(reports.profile_report(program.lowered, program.loaded, program.runs))

@@ -166,7 +166,9 @@ def _with_runtime(
         # Nothing runs without the device: the step is estimated for it.
         from hloscope.reports.estimate import estimate_report
 
-        return with_estimate(measurement, estimate_report(program.optimized).analysis)
+        # check records no utilization: the step's MFU needs no second compile here.
+        estimate = estimate_report(program.optimized, saving_everything=False)
+        return with_estimate(measurement, estimate.analysis)
     runs = profiled(program.optimized)
     report = profile_report(program.lowered, runs.loaded, runs.runs)
     return with_runtime(measurement, report.analysis)

@@ -20,6 +20,7 @@ from hloscope.cli_options import (
     CallsCheckOption,
     DebugOption,
     JsonOption,
+    ModelFlopsOption,
     PrintedAnywayOption,
     PrintOption,
     ProfileTargetArg,
@@ -787,6 +788,7 @@ def profile(
     runs: RunsOption = None,
     warmup: WarmupOption = 1,
     trace_dir: TraceDirOption = None,
+    model_flops: ModelFlopsOption = None,
     json: JsonOption = False,
     print_: PrintedAnywayOption = False,
     debug: DebugOption = False,
@@ -803,11 +805,11 @@ def profile(
         from hloscope import reports
         from hloscope.sources.profile import check_estimate_options, profile_target
 
+        check_estimate_options(target, argv, runs, trace_dir, options.compile_for, model_flops)
         if options.compile_for is not None:  # an estimate: nothing runs
             from hloscope.reports.estimate import estimate_target
 
-            check_estimate_options(target, argv, runs, trace_dir)
-            return estimate_target(target, options)
+            return estimate_target(target, options, model_flops)
         profiled = profile_target(
             target, argv, options, runs=runs, warmup=warmup, trace_dir=trace_dir, quiet=json
         )

@@ -147,6 +147,18 @@ TraceDirOption = Annotated[
         show_default=False,
     ),
 ]
+ModelFlopsOption = Annotated[
+    float | None,
+    typer.Option(
+        "--model-flops",
+        metavar="N",
+        help="With --for: the model's flops for one step, all devices together, without "
+        "recomputation (6 x parameters x tokens for a transformer's training step, "
+        "1.2e15): the estimate's MFU. Without it MFU is known only for a step with no "
+        "jax.checkpoint region; HFU (the flops executed) always is.",
+        show_default=False,
+    ),
+]
 
 # `remat`'s own option.
 StrictOption = Annotated[

@@ -112,6 +112,10 @@ class Lowering:
     """The jitted callable and the example arguments it was lowered on, `(jitted,
     args, kwargs)`, for running the program as it is called (`profile`); None for a
     stage given as it is (nothing to call it with)."""
+    checkpointed: bool | None = None
+    """Whether the traced function holds a `jax.checkpoint` region (its backward pass
+    then recomputes what the region's policy does not save); None where not known (a
+    stage given as it is, a lowering for the local platform)."""
 
     @functools.cached_property
     def cost(self) -> Mapping[str, float] | None:

@@ -3,7 +3,8 @@ async all-gather with independent compute scheduled between its start and its do
 is hidden, without it exposed, read in either form of the module; a GPU kernel's
 roofline is the larger of its flops (XLA's own cost analysis, checked against the
 matmul's 2*M*N*K) over the peak and its bytes over the memory bandwidth; the ring
-algorithm's bytes; the published figures' refusals."""
+algorithm's bytes; the published figures' refusals; HFU of the flops executed and
+MFU of the model's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analyses.estimate import analyze_estimate, ring_bytes, ring_link_bytes
+from hloscope.analyses.estimate import (
+    analyze_estimate,
+    ring_bytes,
+    ring_link_bytes,
+    step_flops,
+)
 from hloscope.analyses.fusions import analyze_fusions
 from hloscope.analyses.kernels import program_kernels
 from hloscope.compile_for import parse_compile_for
@@ -187,3 +193,70 @@ def test_a_cost_xla_does_not_know_is_null_and_counts_nothing():
     assert dot.seconds == 0 and dot.share == 0
     assert again.unknown_costs == ("dot",)
     assert again.flops == pytest.approx(analysis.flops - DOT_FLOPS)
+
+
+def test_hfu_is_of_the_flops_executed_and_mfu_of_the_models():
+    # HFU is of the flops the step executes (recomputation included), MFU of the
+    # model's: those given (per device), or the executed ones where nothing is
+    # recomputed; with jax.checkpoint regions and no model flops, MFU is not known.
+    loaded = load(str(FIXTURES / "async_overlap.hlo"), LoadOptions())
+    computations = program_kernels(loaded.module)
+    wanted = [
+        k.name for c in computations for k in c.kernels if k.runs_kernel and not k.collectives
+    ]
+    text = (FIXTURES / "async_overlap.hlo").read_text()
+    proto = xla_hlo().hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    costs = kernel_costs(proto, wanted, cpu_client())
+    target = parse_compile_for("gpu:h100x8")
+    assert target is not None
+    figures = figures_for(target)
+
+    def estimated(**how):
+        return analyze_estimate(
+            loaded.module, computations, costs, figures, analyze_fusions(loaded.module), **how
+        )
+
+    capacity = estimated().seconds * figures.peak_flops
+    recomputing = estimated(recomputes=True)
+    assert recomputing.flops >= DOT_FLOPS
+    assert recomputing.hfu == pytest.approx(recomputing.flops / capacity)
+    assert recomputing.mfu is None and recomputing.model_flops is None
+    assert recomputing.model_flops_from is None
+    unknown = estimated()  # a dump: whether it recomputes is not known
+    assert unknown.mfu is None and unknown.hfu == recomputing.hfu
+    nothing_recomputed = estimated(recomputes=False)
+    assert nothing_recomputed.model_flops_from == "no recomputation"
+    assert nothing_recomputed.mfu == nothing_recomputed.hfu
+    assert nothing_recomputed.model_flops == nothing_recomputed.flops
+    given = estimated(recomputes=True, given_model_flops=DOT_FLOPS / 2)
+    assert given.model_flops_from == "given" and given.model_flops == DOT_FLOPS / 2
+    assert given.mfu == pytest.approx(DOT_FLOPS / 2 / capacity)
+    assert given.hfu is not None and given.mfu < given.hfu
+    saved = estimated(
+        recomputes=True, given_model_flops=DOT_FLOPS, model_flops_from="saving everything"
+    )
+    assert saved.model_flops_from == "saving everything"
+    # The flops of a program compiled again for MFU are counted as the step's are.
+    assert step_flops(loaded.module, computations, costs) == pytest.approx(given.flops)
+
+
+def test_a_step_recomputes_where_its_jaxpr_holds_a_checkpoint_region():
+    # What MFU reads of the traced step: a jax.checkpoint region anywhere, a scan's
+    # body included, and none in the same gradient without it.
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope.sources.jax.residuals import has_checkpoint_region
+
+    def layer(x, w):
+        return jnp.tanh(x @ w), None
+
+    def loss(ws, x, checkpointed):
+        y, _ = jax.lax.scan(jax.checkpoint(layer) if checkpointed else layer, x, ws)
+        return jnp.sum(y)
+
+    ws, x = jnp.ones((3, 8, 8)), jnp.ones((4, 8))
+    for checkpointed in (True, False):
+        step = jax.jit(jax.grad(lambda w, v, c=checkpointed: loss(w, v, c)))
+        jaxpr = step.trace(ws, x).jaxpr.jaxpr
+        assert has_checkpoint_region(jaxpr) is checkpointed

@@ -20,7 +20,7 @@ from hloscope.ir import hlo_native
 from hloscope.ir.context import bytecode_producer, hlo_computations, release_note, xla_hlo
 from hloscope.ir.hlo_listing import instruction_texts, listed_computations
 from hloscope.sources.jax.capture import parse_explanation
-from hloscope.sources.jax.private import explanation_in_current_words
+from hloscope.sources.jax.explain_words import explanation_in_current_words
 
 HLO_DUMPS = sorted(p for p in DUMPS.iterdir() if p.name.endswith((".hlo", ".hlo.pb")))
 

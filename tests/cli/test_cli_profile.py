@@ -182,6 +182,22 @@ def test_bad_counts(cli, option, message):
     assert message in run.stderr
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--model-flops", "lots"], "'lots' is not a valid float"),
+        (["--model-flops", "1.2e12"], "--model-flops gives an estimate's MFU: it needs --for"),
+        (["--model-flops", "-1", "--for", "tpu:v5e:2x4"], "--model-flops -1: expected"),
+        (["--model-flops", "nan", "--for", "tpu:v5e:2x4"], "--model-flops nan: expected"),
+    ],
+)
+def test_bad_model_flops_is_one_line_before_anything_is_compiled(cli, option, message):
+    run = cli("profile", *sample("profile_step", "step"), *option)
+    assert run.code == 2
+    (line,) = run.stderr.splitlines()
+    assert message in line and run.stdout == ""
+
+
 def test_nothing_is_written_beside_the_users_files(cli, tmp_path):
     before = sorted(p.name for p in SAMPLES.iterdir())
     run = cli("profile", *sample("profile_step", "step"), "--runs", "1", "--json")

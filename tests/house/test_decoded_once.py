@@ -63,7 +63,7 @@ REGEX_ALLOWED = {
     "sources/target.py": "targets and `--arg` specs on the command line",
     "compile_for.py": "`--for` specs on the command line (a topology `2x4`, `h100x8`)",
     "sources/jax/platforms.py": "the device count in the program's XLA_FLAGS",
-    "sources/jax/private.py": "JAX 0.8's words in its explanation of a recompilation",
+    "sources/jax/explain_words.py": "JAX 0.8's words in its explanation of a recompilation",
     "render/text/memory.py": "layouts in shapes of XLA's buffer-assignment report",
     "sources/dumps.py": "sniffing a file's format, and XLA's and JAX's dump file names",
     "sources/loader.py": "sniffing whether HLO text is scheduled, before it is parsed",

@@ -4,7 +4,9 @@ a child process): each TPU kernel's cycles are the `estimated_cycles` libtpu wro
 `compiled.as_text()` of the same program, its time those cycles over the clock; the
 kernels' flops per call add up to `compiled.cost_analysis()["flops"]` (which counts a
 loop's body once; the step counts every iteration); a large bf16 matmul on one v5e
-chip lands near its flops over the published peak. Bad input exits 2 in one line."""
+chip lands near its flops over the published peak; HFU counts what a checkpointed
+gradient recomputes, MFU the flops of the same gradient without checkpoints, as JAX
+compiles it. Bad input exits 2 in one line."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ STEP = "samples/llm_step.py"
 STEP_TARGET = [f"{STEP}:train_step", "--args", f"{STEP}:example_args"]
 ESTIMATE = "tests/fixtures/estimate_targets.py"
 MATMUL = [f"{ESTIMATE}:matmul", "--args", f"{ESTIMATE}:matmul_args"]
+MODEL_FLOPS = "tests/fixtures/model_flops_targets.py"
+REMAT = "samples/remat_policies.py"
 
 
 def jax_truth(case: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +70,7 @@ def test_tpu_step_cycles_are_the_compilers_and_flops_its_cost_analysis():
     per_step = sum(op["flops"] or 0 for op in document["ops"])
     assert estimate["flops"] == pytest.approx(per_step)
     assert estimate["flops"] > truth["cost_flops"]  # the scan's layers run twice
-    assert estimate["mfu"] == pytest.approx(
+    assert estimate["hfu"] == pytest.approx(
         estimate["flops"] / (estimate["seconds"] * document["figures"]["peak_flops"])
     )
     assert 0 <= estimate["exposed_communication_seconds"] <= estimate["communication_seconds"]
@@ -93,6 +97,68 @@ def test_tpu_step_cycles_are_the_compilers_and_flops_its_cost_analysis():
     for op in document["ops"]:
         assert op["seconds"] >= 0 and op["share"] >= 0, op["name"]
         assert (op["flops"] or 0) >= 0 and (op["bytes"] or 0) >= 0, op["name"]
+
+
+def estimated(*args: str) -> dict[str, Any]:
+    """`hloscope profile ARGS --for tpu:v5e:2x4 --json`'s document."""
+    run = hloscope("profile", *args, "--for", "tpu:v5e:2x4", "--json")
+    assert run.code == 0, run.stderr[-2000:]
+    document: dict[str, Any] = run.json()
+    return document
+
+
+def test_hfu_counts_the_recomputed_forward_and_mfu_the_models_flops():
+    # The truth: each sample's gradient without jax.checkpoint (model_flops_targets.py),
+    # compiled by JAX itself for the slice; it recomputes nothing, so MFU = HFU, and its
+    # kernels' flops per call add up to XLA's cost analysis of it. The same gradient
+    # with checkpoints executes more (HFU's); its model flops (MFU's), from the step
+    # compiled again with every checkpoint saving everything, are the truth's.
+    needs("tpu")
+    remat_args = ["--args", f"{MODEL_FLOPS}:remat_args"]
+    truth = jax_truth(
+        {
+            "platform": "tpu",
+            "topology": "v5e:2x4",
+            "module": MODEL_FLOPS,
+            "function": "remat_grad",
+            "args": "remat_args",
+            "cycles": True,
+        }
+    )
+    plain = estimated(f"{MODEL_FLOPS}:remat_grad", *remat_args)
+    without = plain["estimate"]
+    assert without["model_flops_from"] == "no recomputation"
+    assert without["mfu"] == without["hfu"] and without["model_flops"] == without["flops"]
+    per_call = sum((op["flops"] or 0) / op["calls"] for op in plain["ops"])
+    assert per_call == pytest.approx(truth["cost_flops"], rel=0.01)
+    peak = plain["figures"]["peak_flops"]
+    for target in (f"{REMAT}:grad_step", f"{MODEL_FLOPS}:typo_grad"):
+        estimate = estimated(target, *remat_args)["estimate"]
+        assert estimate["model_flops_from"] == "saving everything", target
+        assert estimate["model_flops"] == pytest.approx(without["flops"], rel=0.01), target
+        assert estimate["mfu"] == pytest.approx(
+            estimate["model_flops"] / (estimate["seconds"] * peak)
+        )
+        assert estimate["hfu"] > estimate["mfu"], target
+    # loss_typo's policy saves nothing: its backward runs every layer's two matmuls
+    # again, 2 more of 6 a layer.
+    assert estimate["flops"] > 1.25 * estimate["model_flops"]
+
+    # The LLM step: its decoder layers checkpointed (dots saved), and without.
+    plain = estimated(f"{MODEL_FLOPS}:train_step", "--args", f"{MODEL_FLOPS}:example_args")
+    plain = plain["estimate"]
+    assert plain["model_flops_from"] == "no recomputation" and plain["mfu"] == plain["hfu"]
+    checkpointed = estimated(*STEP_TARGET)["estimate"]
+    assert checkpointed["model_flops_from"] == "saving everything"
+    assert checkpointed["model_flops"] == pytest.approx(plain["flops"], rel=0.01)
+    assert checkpointed["flops"] > 1.02 * checkpointed["model_flops"]
+    assert checkpointed["hfu"] > checkpointed["mfu"]
+    # The model's flops given, for the step on all 8 devices (the compile is cached).
+    given = estimated(*STEP_TARGET, "--model-flops", str(8 * plain["flops"]))["estimate"]
+    assert given["model_flops_from"] == "given"
+    assert given["model_flops"] == pytest.approx(plain["flops"])
+    assert given["mfu"] == pytest.approx(plain["flops"] / (given["seconds"] * peak))
+    assert given["hfu"] == pytest.approx(checkpointed["hfu"])
 
 
 def test_a_large_bf16_matmul_on_one_v5e_chip_is_near_its_flops_over_the_peak():

@@ -33,12 +33,21 @@ figure (`hloscope.hardware_figures`).
   once per iteration (`RunsPerCall`); with no trip count known it counts once, and
   the report says so.
 
-The step's time is the kernels' time plus the exposed communication. MFU is the
-step's flops over the time times the bf16 peak; the step's flops are XLA's cost
-analysis of each kernel times its runs per step (per device, as the SPMD module is):
-XLA's cost analysis of the whole program counts a loop's body once, whatever its trip
-count, and is kept beside it (`cost_analysis_flops`); the two agree on a program
-without loops, and with loops the kernels' flops per call add up to it.
+The step's time is the kernels' time plus the exposed communication. The step's
+flops are XLA's cost analysis of each kernel times its runs per step (per device, as
+the SPMD module is): XLA's cost analysis of the whole program counts a loop's body
+once, whatever its trip count, and is kept beside it (`cost_analysis_flops`); the two
+agree on a program without loops, and with loops the kernels' flops per call add up
+to it.
+
+Utilization, as PaLM (Chowdhery et al. 2022, appendix B) names it, over the time
+times the bf16 peak: HFU (hardware FLOPs utilization) of the flops the step executes,
+a `jax.checkpoint` region's recomputed forward included; MFU (model FLOPs
+utilization) of the model's flops, what the step computes without recomputing
+anything. The model's flops are the user's (`--model-flops`); for a step with no
+`jax.checkpoint` region (nothing recomputed), the executed flops; else the executed
+flops (`step_flops`) of the same step compiled with every checkpoint saving
+everything, where that could be compiled; else they are not known and MFU is None.
 """
 
 from __future__ import annotations
@@ -56,6 +65,10 @@ from hloscope.ir.model import Module
 
 Basis = Literal["compiler", "roofline", "interconnect"]
 Bound = Literal["compute", "memory", "network"]
+ModelFlopsFrom = Literal["given", "no recomputation", "saving everything"]
+"""Where the model's flops come from: the user's `--model-flops`; the executed flops
+of a step that recomputes nothing; those of the same step compiled with every
+`jax.checkpoint` saving everything (`step_flops` of that program)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +164,9 @@ class EstimateAnalysis:
     counts a loop's body once, not once per iteration, so it is below `flops` for a
     program with loops (equal without)."""
     mfu: float | None
+    """Model FLOPs utilization: `model_flops` over the step's time times the bf16
+    peak; None where the model's flops are not known (a step with `jax.checkpoint`
+    regions, without `--model-flops`)."""
     ops: tuple[EstimatedOp, ...]
     """Kernels and collectives, most time first."""
     lines: tuple[EstimatedLine, ...]
@@ -165,6 +181,12 @@ class EstimateAnalysis:
     unknown_costs: tuple[str, ...] = ()
     """Kernels whose cost XLA's cost analysis does not know (it says -1): their flops
     and bytes are None, and count nothing."""
+    hfu: float | None = None
+    """Hardware FLOPs utilization: `flops` (executed, recomputation included) over the
+    step's time times the bf16 peak; None for a step of no time."""
+    model_flops: float | None = None
+    """The step's flops without recomputation, per device; None where not known."""
+    model_flops_from: ModelFlopsFrom | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,11 +296,16 @@ def analyze_estimate(
     fusions: FusionAnalysis,
     program_flops: float | None = None,
     slices: int = 1,
+    given_model_flops: float | None = None,
+    recomputes: bool | None = None,
+    model_flops_from: ModelFlopsFrom = "given",
 ) -> EstimateAnalysis:
     """Estimate each kernel and collective of the compiled module (module doc), on
     `slices` TPU slices: `computations` its control computations
     (`kernels.program_kernels`), `costs` XLA's cost analysis of each kernel alone, by
-    name."""
+    name. MFU's flops are `given_model_flops` (per device; from where
+    `model_flops_from` says) where given, else the executed flops where the step
+    `recomputes` nothing (False; None: not known)."""
     info = _info(fusions)
     runs = RunsPerCall(module)
     unknown_trips: list[str] = []
@@ -406,6 +433,12 @@ def analyze_estimate(
     ]
     ops.sort(key=lambda op: (-op.seconds, op.name))
     flops = sum(op.flops or 0.0 for op in ops)
+    model_flops: float | None = None
+    if given_model_flops is not None:
+        model_flops = given_model_flops
+    elif recomputes is False:
+        model_flops, model_flops_from = flops, "no recomputation"
+    capacity = step * figures.peak_flops
     return EstimateAnalysis(
         seconds=step,
         compute_seconds=compute,
@@ -413,7 +446,10 @@ def analyze_estimate(
         exposed_communication_seconds=exposed,
         flops=flops,
         cost_analysis_flops=program_flops,
-        mfu=flops / (step * figures.peak_flops) if step > 0 else None,
+        mfu=model_flops / capacity if model_flops is not None and step > 0 else None,
+        hfu=flops / capacity if step > 0 else None,
+        model_flops=model_flops,
+        model_flops_from=model_flops_from if model_flops is not None else None,
         ops=tuple(ops),
         lines=_lines(ops, exposed_of, step),
         collectives=tuple(collectives),
@@ -422,6 +458,26 @@ def analyze_estimate(
         uncosted=tuple(dict.fromkeys(uncosted)),
         unknown_costs=tuple(dict.fromkeys(unknown)),
     )
+
+
+def step_flops(
+    module: Module,
+    computations: Sequence[ControlComputation],
+    costs: Mapping[str, Mapping[str, float]],
+) -> float:
+    """The flops a step executes, per device, as `analyze_estimate` counts them: XLA's
+    cost analysis of each kernel alone times its runs per step (once in a loop of no
+    known trip count; nothing where the cost is not known)."""
+    runs = RunsPerCall(module)
+    total = 0.0
+    for computation in computations:
+        for kernel in computation.kernels:
+            cost = costs.get(kernel.name)
+            if kernel.collectives or not kernel.runs_kernel or cost is None:
+                continue
+            flops = _known(cost.get("flops", 0.0)) or 0.0
+            total += flops * (runs.of(module.ops[kernel.op_id]) or 1)
+    return total
 
 
 def _kernel(

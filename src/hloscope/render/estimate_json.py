@@ -50,6 +50,9 @@ def estimate_json(report: EstimateReport) -> dict[str, Any]:
             "flops": analysis.flops,
             "cost_analysis_flops": analysis.cost_analysis_flops,
             "mfu": analysis.mfu,
+            "hfu": analysis.hfu,
+            "model_flops": analysis.model_flops,
+            "model_flops_from": analysis.model_flops_from,
             "target": report.target,
         },
         "figures": {

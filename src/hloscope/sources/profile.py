@@ -10,7 +10,9 @@ script runs as it is, every program it runs traced.
 from __future__ import annotations
 
 import dataclasses
+import math
 
+from hloscope.compile_for import CompileFor
 from hloscope.errors import HloscopeError
 from hloscope.runs import ProfiledRuns, ProfiledScript
 from hloscope.sources.loader import Loaded, LoadOptions, load
@@ -82,10 +84,19 @@ def profile_target(
 
 
 def check_estimate_options(
-    target: str, argv: list[str], runs: int | None, trace_dir: str | None
+    target: str,
+    argv: list[str],
+    runs: int | None,
+    trace_dir: str | None,
+    compile_for: CompileFor | None = None,
+    model_flops: float | None = None,
 ) -> None:
     """Refuse what `profile --for` cannot do: it estimates one program compiled for
-    the platform; nothing runs (no runs, no trace) and a script is not compiled."""
+    the platform; nothing runs (no runs, no trace) and a script is not compiled; and
+    a `--model-flops` it cannot take (`check_model_flops`)."""
+    check_model_flops(compile_for, model_flops)
+    if compile_for is None:
+        return
     if is_script(target):
         raise HloscopeError(
             "profile --for estimates a function compiled for the platform; a script runs "
@@ -102,6 +113,22 @@ def check_estimate_options(
         raise HloscopeError(
             "--runs and --trace-dir measure runs on this machine; profile --for estimates "
             "without running"
+        )
+
+
+def check_model_flops(compile_for: CompileFor | None, model_flops: float | None) -> None:
+    """`--model-flops` (MFU's) is a positive number, and only an estimate takes it."""
+    if model_flops is None:
+        return
+    if compile_for is None:
+        raise HloscopeError(
+            "--model-flops gives an estimate's MFU: it needs --for (a measured profile "
+            "has no utilization)"
+        )
+    if not (math.isfinite(model_flops) and model_flops > 0):
+        raise HloscopeError(
+            f"--model-flops {model_flops:g}: expected the model's flops for one step, a "
+            "positive number such as 1.2e15"
         )
 
 

@@ -38,6 +38,11 @@ def estimate_body() -> dict[str, Schema]:
                 "flops": NUM,
                 "cost_analysis_flops": nullable(NUM),
                 "mfu": nullable(NUM),
+                "hfu": nullable(NUM),
+                "model_flops": nullable(NUM),
+                "model_flops_from": nullable(
+                    {"enum": ["given", "no recomputation", "saving everything"]}
+                ),
                 "target": STR,
             },
             title="Estimate",

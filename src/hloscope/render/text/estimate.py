@@ -52,13 +52,30 @@ def figures_text(analysis: EstimateAnalysis) -> str:
 
 
 def step_text(analysis: EstimateAnalysis) -> str:
-    mfu = f" · MFU {percent(analysis.mfu)}" if analysis.mfu is not None else ""
+    """The step's time, its parts, and its utilization: MFU of the model's flops (not
+    known without them), HFU of the flops it executes."""
+    utilization = ""
+    if analysis.hfu is not None:
+        mfu = percent(analysis.mfu) if analysis.mfu is not None else "not known"
+        utilization = f" · MFU {mfu} · HFU {percent(analysis.hfu)}"
     return (
         f"{duration(analysis.seconds)} a step ({ESTIMATED_NOTE}): compute "
         f"{duration(analysis.compute_seconds)} + exposed communication "
         f"{duration(analysis.exposed_communication_seconds)} (of "
-        f"{duration(analysis.communication_seconds)}){mfu}"
+        f"{duration(analysis.communication_seconds)}){utilization}"
     )
+
+
+def model_flops_text(analysis: EstimateAnalysis) -> str:
+    """The model's flops, MFU's, and where they come from."""
+    if analysis.model_flops is None:
+        return "not known (see the notes): MFU needs them"
+    where = {
+        "given": "given with --model-flops, over the devices",
+        "no recomputation": "the flops executed: the step recomputes nothing",
+        "saving everything": "the step compiled with every jax.checkpoint saving everything",
+    }[analysis.model_flops_from or "given"]
+    return f"{analysis.model_flops:.4g} a step per device ({where})"
 
 
 def from_text(analysis: EstimateAnalysis) -> str:
@@ -92,9 +109,10 @@ def render_estimate(report: EstimateReport, console: Console) -> None:
         ("from", from_text(analysis)),
         (
             "flops",
-            f"{analysis.flops:.4g} a step per device (XLA's cost analysis of each kernel, "
-            "times its runs)",
+            f"{analysis.flops:.4g} a step per device, executed: HFU's (XLA's cost analysis "
+            "of each kernel, times its runs; recomputation included)",
         ),
+        ("model flops", model_flops_text(analysis)),
         ("figures", f"{report.device}: {figures_text(analysis)}"),
         ("cited", analysis.figures.source),
         ("timings", timings_text(report.timings)),

@@ -18,6 +18,7 @@ private APIs are read in `private` alone.
   inputs (`AotRuns`);
 - `capture`: every compilation JAX performs while a program runs, with JAX's
   reasons and timings (`RecordedRun`, for `compiles` and `hloscope.watch()`);
+  `explain_words`: JAX 0.8's explanations of a recompilation in today's words;
 - `private`: every use of `jax._src` and of underscored JAX attributes, and
   `private_api_ok()`, which fails loudly when a JAX release changes them.
 

@@ -53,6 +53,7 @@ from hloscope.ir.model import counts_as_op
 from hloscope.runs import ArgumentChange, ChangeKind, CompiledModule, RecordedCompile, RecordedRun
 from hloscope.sources.jax import private
 from hloscope.sources.jax.arguments import example_value
+from hloscope.sources.jax.explain_words import explanation_in_current_words
 from hloscope.units import with_article
 
 # The modules kept for the browser: the latest ones, up to both bounds.
@@ -121,7 +122,7 @@ class CompileRecorder:
     # JAX's explanation, logged before the function is traced again (after, in JAX
     # 0.8: then it belongs to the trace just seen).
     def on_explanation(self, message: str) -> None:
-        words = private.explanation_in_current_words(message, sys._getframe(1))
+        words = explanation_in_current_words(message, sys._getframe(1))
         explanation = parse_explanation(words)
         if explanation is None:
             return

@@ -12,6 +12,7 @@ kept, donation, shardings, static arguments, timings).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import io
 import time
@@ -53,6 +54,7 @@ from hloscope.sources.jax.private import (
     private_lowering_notes,
     private_static_argnums,
 )
+from hloscope.sources.jax.residuals import has_checkpoint_region
 from hloscope.stages import (
     LOCAL_LOWERING,
     ArgumentLeaf,
@@ -145,7 +147,9 @@ def lower(
     platform_notes: tuple[str, ...] = ()
     try:
         with user_code() as caught, private_caller_frames_hidden(shown):
-            produced_stage, platform_notes = _lower_for(jitted, args, kwargs, platform)
+            produced_stage, platform_notes, checkpointed = _lower_for(
+                jitted, args, kwargs, platform
+            )
     except HloscopeError:
         raise
     except Exception as exc:
@@ -154,7 +158,7 @@ def lower(
     lowered = lowered_stage(produced_stage, label)
     static = static_positional(jitted, args) if kind == "jitted" else ()
     static += library_static(jitted, (args, kwargs))
-    return from_lowered(
+    lowering = from_lowered(
         lowered,
         kind,
         label,
@@ -165,29 +169,33 @@ def lower(
         jitted,
         (args, kwargs),
     )
+    return dataclasses.replace(lowering, checkpointed=checkpointed)
 
 
 def _lower_for(
     jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any], platform: str | None
-) -> tuple[Any, tuple[str, ...]]:
+) -> tuple[Any, tuple[str, ...], bool | None]:
     """`jitted.lower(*args, **kwargs)`, for `platform` when given: traced, then lowered
     with `lowering_platforms` (a jit's `.lower` takes no platform); Equinox's wrapper,
     which has no `.trace`, through the `jax.jit` it holds. Any other jit with no
-    `.trace` is lowered for the local platform, and a note says so."""
+    `.trace` is lowered for the local platform, and a note says so. With it, whether
+    the traced jaxpr holds a `jax.checkpoint` region (`profile --for`'s MFU reads it);
+    None where no jaxpr was traced here."""
     if platform is None:
-        return jitted.lower(*args, **kwargs), ()
+        return jitted.lower(*args, **kwargs), (), None
     trace = getattr(jitted, "trace", None)
     traced = jax_stage(trace(*args, **kwargs)) if callable(trace) else None
     if isinstance(traced, jax.stages.Traced):
-        return traced.lower(lowering_platforms=(platform,)), ()
+        checkpointed = has_checkpoint_region(traced.jaxpr.jaxpr)
+        return traced.lower(lowering_platforms=(platform,)), (), checkpointed
     with lowered_for_platform(jitted, platform) as routed:
         if routed:
-            return jitted.lower(*args, **kwargs), ()
+            return jitted.lower(*args, **kwargs), (), None
     note = (
         f"{type(jitted).__name__} has no .trace: {LOCAL_LOWERING} and compiled for "
         f"{platform} (platform-specific lowering rules took the local path)"
     )
-    return jitted.lower(*args, **kwargs), (note,)
+    return jitted.lower(*args, **kwargs), (note,), None
 
 
 def is_jitted(obj: Any) -> bool:

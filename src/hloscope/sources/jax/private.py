@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import re
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import FrameType
@@ -376,105 +376,13 @@ EXPLAIN_RAISED_MESSAGES = (
 )
 
 
-_OLD_HEADER = re.compile(r"^(?P<head>TRACING CACHE MISS at .*?) costing [\d.]+ ms because:$")
-_OLD_PREAMBLES = (
-    "all previously seen cache keys are different. Closest previous key:",
-    "all previously seen cache keys are different. Several previous keys are closest:",
-)
-_OLD_WEAK_TYPE_HINT = ("where weak_type=True", "weak_type=False means", "See https://")
-_OLD_TREE_PATH = re.compile(r"^(?P<indent>\s*)\* at (?P<side>args|kwargs)(?P<rest>.*)$")
-_STATIC_NODE = "<class 'jax._src.tree_util.Static'> with pytree metadata Static(val={})"
-
-
-def explanation_in_current_words(message: str, frame: FrameType | None = None) -> str:
-    """One of JAX's tracing cache-miss explanations in the words of JAX 0.9 and newer,
-    which `hloscope.sources.jax.capture` reads. JAX 0.8 (`pjit.explain_tracing_cache_miss`)
-    says the same things shaped otherwise: a cost in the first line, each closest key
-    as `* key with ...`, pytree paths as `args[0]...`, static arguments as `now 3 and
-    before 2` (positional, in the order of `static_argnums`, read from the `jax.jit`
-    call on `frame`'s stack) or `now {n: 3} and before {n: 2}` (keywords); those are
-    rewritten, and the words of each difference are kept. A message in the newer words
-    comes back as it is."""
-    lines = message.splitlines()
-    header = _OLD_HEADER.match(lines[0]) if lines else None
-    if header is None:
-        return message
-    out = [header["head"] + ":"]
-    kind = None
-    for line in lines[1:]:
-        text = line.strip()
-        if text in _OLD_PREAMBLES:
-            out.append("  all previously seen cache keys differ. For the closest previous key:")
-            continue
-        if text.startswith("* key with "):
-            if kind is not None:  # several keys are closest: the first, as JAX 0.9 gives one
-                break
-            kind = text.removeprefix("* key with ")
-            if kind not in _OLD_STATIC_KINDS:
-                out.append(f"  {kind}")
-            continue
-        if text.startswith(("types now: ", "now: PyTreeDef", "before: PyTreeDef")):
-            continue
-        if text.startswith(_OLD_WEAK_TYPE_HINT):
-            continue
-        if kind in _OLD_STATIC_KINDS:
-            changes = _static_changes(kind, text, frame)
-            out.extend(["  different input pytree:", *changes] if changes else [f"  {kind}", line])
-            continue
-        tree_path = _OLD_TREE_PATH.match(line)
-        if tree_path:
-            side = "[0]" if tree_path["side"] == "args" else "[1]"
-            out.append(f"  * at input path {side}{tree_path['rest']}")
-            continue
-        out.append(line)
-    return "\n".join(out)
-
-
-_OLD_STATIC_KINDS = ("different value of static args:", "different value of static kwargs:")
-_OLD_STATIC_VALUES = re.compile(r"^now (?P<now>.*) and before (?P<before>.*)$")
-
-
-def _static_changes(kind: str, text: str, frame: FrameType | None) -> list[str]:
-    """JAX 0.8's changed static values as JAX 0.9 says them, one line per argument
-    whose value changed; empty where they cannot be told apart."""
-    values = _OLD_STATIC_VALUES.match(text)
-    if values is None:
-        return []
-    if kind == "different value of static kwargs:":
-        now = _keyword_values(values["now"].removeprefix("{").removesuffix("}"))
-        before = _keyword_values(values["before"].removeprefix("{").removesuffix("}"))
-        paths = {key: f"[1][{key!r}]" for key in dict.fromkeys([*now, *before])}
-    else:
-        # Each value's repr, joined with ', ': one part per static argument, unless a
-        # repr holds ', ' itself (then there are more parts than arguments).
-        argnums = _static_argnums_on_stack(frame)
-        now_parts, before_parts = values["now"].split(", "), values["before"].split(", ")
-        if argnums is None or not len(now_parts) == len(before_parts) == len(argnums):
-            return []
-        now = {str(i): v for i, v in zip(argnums, now_parts, strict=True)}
-        before = {str(i): v for i, v in zip(argnums, before_parts, strict=True)}
-        paths = {str(i): f"[0][{i}]" for i in argnums}
-    return [
-        f"  * at input path {path}, now {_STATIC_NODE.format(now.get(key))} and before "
-        f"{_STATIC_NODE.format(before.get(key))}, so the pytree node metadata does not match"
-        for key, path in paths.items()
-        if now.get(key) != before.get(key)
-    ]
-
-
-def _static_argnums_on_stack(frame: FrameType | None) -> tuple[int, ...] | None:
+def private_static_argnums_on_stack(frame: FrameType | None) -> tuple[int, ...] | None:
     """The `static_argnums` of the `jax.jit` call tracing on `frame`'s stack."""
     jit_info = _jitted_call_locals(frame)[1]
     try:
         return tuple(int(i) for i in jit_info.static_argnums)
     except (AttributeError, TypeError, ValueError):
         return None
-
-
-def _keyword_values(text: str) -> dict[str, str]:
-    """`{n: 3, name: 'a, b'}`'s inside as {"n": "3", "name": "'a, b'"}."""
-    parts = re.split(r"(?:^|, )([A-Za-z_]\w*): ", text)
-    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
 def private_eager_dispatch(frame: FrameType | None) -> bool:
@@ -603,6 +511,7 @@ def private_api_ok() -> list[str]:
         missing.append("jax._src.source_info_util.is_user_filename.cache_clear")
     missing.extend(_compile_capture_missing())
     missing.extend(_remat_missing())
+    missing.extend(_saving_everything_missing())
     missing.extend(_compile_events_missing())
     options = getattr(_jax_compiler, "get_compile_options", None)
     if options is None or "env_options_overrides" not in inspect.signature(options).parameters:
@@ -854,6 +763,56 @@ def private_recomputed(region: Any) -> list[Any]:
         else:
             recomputed.append(eqn)
     return recomputed
+
+
+_SAVING_EVERYTHING = threading.Lock()
+
+
+@contextlib.contextmanager
+def private_checkpoints_saving_everything() -> Iterator[None]:
+    """While inside, every `jax.checkpoint` region traced saves everything
+    (`jax.checkpoint_policies.everything_saveable`, as if its policy said so), so that
+    a gradient recomputes nothing: `remat_p`'s bind, which `jax.checkpoint` calls with
+    its policy, is wrapped, and JAX's caches are cleared on the way in and out, so
+    that nothing traced before is reused with its own policy, nor anything traced
+    here after. Only what this thread traces meanwhile is changed."""
+    remat_p = _jax_ad_checkpoint.remat_p
+    with _SAVING_EVERYTHING:
+        original = remat_p.bind
+        tracing = threading.get_ident()  # another thread (a browser's worker) keeps its own
+
+        def bind(*args: Any, **params: Any) -> Any:
+            if threading.get_ident() == tracing and not params.get("differentiated", True):
+                params = {**params, "policy": jax.checkpoint_policies.everything_saveable}
+            return original(*args, **params)
+
+        jax.clear_caches()
+        remat_p.bind = bind
+        try:
+            yield
+        finally:
+            remat_p.bind = original
+            jax.clear_caches()
+
+
+def _saving_everything_missing() -> list[str]:
+    """The gradient of a checkpointed `sin(sin(v))` runs the inner `sin` again in its
+    backward pass, and inside `private_checkpoints_saving_everything` does not."""
+
+    def sines(w: Any) -> int:
+        twice = jax.checkpoint(lambda v: jax.numpy.sin(jax.numpy.sin(v)))
+        loss = lambda v: jax.numpy.sum(twice(v))  # noqa: E731
+        jaxpr = jax.make_jaxpr(jax.grad(loss))(w)
+        return str(jaxpr).count(" sin ")
+
+    w = np.ones(3, np.float32)
+    try:
+        recomputing = sines(w)
+        with private_checkpoints_saving_everything():
+            saving = sines(w)
+    except Exception as exc:
+        return [f"remat_p.bind: {type(exc).__name__}: {str(exc)[:200]}"]
+    return [] if saving < recomputing else ["remat_p.bind (a policy no longer set at bind)"]
 
 
 def private_grad_target(obj: Any) -> tuple[Any, tuple[int, ...] | None, bool] | None:

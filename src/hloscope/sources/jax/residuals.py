@@ -299,6 +299,13 @@ def _eqns(jaxpr: Any) -> Iterator[Any]:
             yield from _eqns(sub)
 
 
+def has_checkpoint_region(jaxpr: Any) -> bool:
+    """Whether `jaxpr` (a traced step's, nested jaxprs included) holds a
+    `jax.checkpoint` region: where it does, its backward pass may run part of the
+    forward again (what the region's policy does not save)."""
+    return any(private_is_checkpoint(eqn) for eqn in _eqns(jaxpr))
+
+
 def _subjaxprs(eqn: Any) -> Iterator[Any]:
     for value in eqn.params.values():
         for item in value if isinstance(value, tuple | list) else (value,):
