@@ -459,7 +459,7 @@ def _space(
     peak (`at_xla_peak`, sized as `listed`)."""
     live_bytes = _live_bytes(live, spans, length)
     highest = max(range(length), key=lambda i: (live_bytes[i], -i))
-    at_highest, held = live_buffers(
+    at_highest, _ = live_buffers(
         (r.name, spans[r.name][2] - spans[r.name][1])
         for r in live.ranges
         if r.name in spans and r.start <= highest <= r.end
