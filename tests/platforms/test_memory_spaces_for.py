@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from schema_support import validate
-
 from hloscope.units import human_bytes
+from schema_support import validate
 
 pytestmark = pytest.mark.slow
 
