@@ -175,6 +175,19 @@ def fit_text(fit: DeviceFit) -> Text:
     return Text(f"fits: {needed}{of}{share}", style="bold green")
 
 
+FIT_FROM = {
+    "memory analysis": "memory_analysis(): arguments + outputs + temporaries + generated "
+    "code − aliased",
+    "buffer assignment": "the sum of XLA's allocations",
+}
+"""What `fits` reads, in the words of XLA's figures."""
+
+
+def _said_whose(text: str, known: object, whose: str) -> str:
+    """`text (whose)`, where the figures are known."""
+    return f"{text} ({whose})" if known is not None else text
+
+
 def render_memory(report: MemoryReport, console: Console) -> None:
     analysis = report.analysis
     source = report.source
@@ -186,7 +199,7 @@ def render_memory(report: MemoryReport, console: Console) -> None:
             "totals",
             "unknown: XLA refused to compile it, so it made no memory analysis"
             if report.fit is not None and report.fit.refused is not None
-            else totals_text(analysis),
+            else _said_whose(totals_text(analysis), analysis.totals, "memory_analysis()"),
         ),
     ]
     default = analysis.default_space
@@ -221,7 +234,11 @@ def render_memory(report: MemoryReport, console: Console) -> None:
             if space is not default
         ]
     if report.fit is not None:
-        rows.insert(2, ("fits", fit_text(report.fit)))
+        fit = fit_text(report.fit)
+        if report.fit.refused is None:
+            # Which of XLA's figures it is (docs/commands/memory.md says each).
+            fit.append(f" ({FIT_FROM.get(report.fit.required_from, report.fit.required_from)})")
+        rows.insert(2, ("fits", fit))
     if analysis.donated:
         rows.append(("donated", _donated_text(analysis)))
     if report.files:
