@@ -19,6 +19,7 @@ from hloscope.ir.xla_buffers import (
     embedded_live_ranges,
     parse_buffer_assignment,
     parse_live_ranges,
+    parse_memory_usage_report,
 )
 from hloscope.sources import dumps
 
@@ -73,6 +74,29 @@ def test_a_dump_xla_writes_here(tmp_path):
     assert live.schedule_end == int(re.search(r"max (\d+)", live_text)[1])  # type: ignore[index]
     assert len(live.ranges) == len(re.findall(r"^    \S+\{[\d,]*\}:\d+-\d+$", live_text, re.M))
     assert "sort.0" in live.sequence or any(s.startswith("sort") for s in live.sequence)
+
+
+def test_the_memory_usage_report_xla_writes_here(tmp_path):
+    # XLA names its memory spaces there, and sums each one's allocations.
+    files = _dump(tmp_path)
+    assert files.memory_usage_report is not None
+    text = files.memory_usage_report.read_text()
+    spaces = parse_memory_usage_report(text, "usage")
+    assignment = parse_buffer_assignment(files.buffer_assignment.read_text(), "ba")
+    assert [(s.color, s.name) for s in spaces] == [
+        (int(m[2]), m[1]) for m in re.finditer(r"^Memory Space: (\S+) \(color=(\d+)\)", text, re.M)
+    ]
+    assert {s.color: s.total_bytes for s in spaces} == {
+        color: sum(a.size for a in assignment.allocations if a.color == color)
+        for color in {a.color for a in assignment.allocations}
+    }
+    lines = text.splitlines()
+    lines.insert(3, "  something XLA never writes")
+    with pytest.raises(HloscopeError) as refused:
+        parse_memory_usage_report("\n".join(lines), "usage")
+    assert refused.value.where == "usage:4"
+    with pytest.raises(HloscopeError, match="names no memory space"):
+        parse_memory_usage_report("", "usage")
 
 
 def test_the_checked_in_dump():

@@ -80,19 +80,25 @@ def test_memory_numbers_whole_and_donations_counted(slice_program):
     report = slice_program.memory()
     text = report.render(WIDTH)
     analysis = report.analysis
-    rows = section(text, "Buffers live at the peak")
+    # The TPU's memory spaces apart: the default one (HBM) first.
+    default = analysis.default_space
+    assert default is not None
+    rows = section(text, f"Buffers of {default.label} live at its peak")
     # A buffer's row starts with its size (a row of its lines' numbers alone continues
     # the one above).
     sized = [row for row in rows if re.match(r"\s+[\d.]+ (B|KiB|MiB|GiB)\s", row)]
     sizes = [row.split()[0] + " " + row.split()[1] for row in sized]
-    shown = analysis.buffers_at_peak[: len(sizes)]
+    shown = default.buffers_at_peak[: len(sizes)]
     assert sizes == [human_bytes(b.bytes) for b in shown], text
     assert_no_number_cut(text)
     # 22 donated arguments are counted on one line, not listed over 27.
     donated = [line for line in text.splitlines() if line.startswith("donated")]
     assert len(donated) == 1, text
     index = text.splitlines().index(donated[0])
-    assert text.splitlines()[index + 1].startswith("memory spaces"), text
+    others = [s for s in analysis.memory_spaces if s is not default]
+    assert [line.split("  ")[0] for line in text.splitlines()[index - len(others) : index]] == [
+        s.label for s in others
+    ], text
     assert f"{len(analysis.donated)} arguments" in donated[0]
     assert human_bytes(sum(d.bytes for d in analysis.donated)) in donated[0]
 

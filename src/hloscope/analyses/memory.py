@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from hloscope.analyses.fusions import (
@@ -132,14 +132,40 @@ class ProfilePoint:
 
 @dataclasses.dataclass(frozen=True)
 class MemorySpace:
-    """The bytes live at the peak in one memory space."""
+    """One memory space (XLA's color) of its own: where its live bytes peak, and what
+    is live there. Each space is a memory of its own (a TPU's HBM, and its core's
+    on-chip VMEM where XLA's memory-space assignment placed values there): its bytes
+    are never added to another's."""
 
     color: int
-    """XLA's memory space number (0 the default memory; the host's is 5 on GPU/TPU)."""
+    """XLA's memory space number (0 the default memory; `S(n)` in a layout)."""
     bytes: int
-    """Live bytes at the peak in this space."""
+    """Live bytes in this space at the position XLA's live-range dump marks as its
+    peak (`MemoryAnalysis.peak_index`), each byte of an allocation counted once."""
     buffers: int
-    """Buffers live at the peak in this space."""
+    """Buffers of this space live at that position."""
+    name: str | None = None
+    """XLA's name of the space (its memory-usage report): `default` (HBM on a TPU),
+    `vmem` (a TPU core's on-chip memory), `smem`, `host`; None where XLA wrote none."""
+    peak_bytes: int = 0
+    """The most bytes XLA's live ranges hold in this space at any position, each byte
+    of an allocation counted once: the maximum of `profile`."""
+    peak_index: int = 0
+    """The first position where they hold `peak_bytes`."""
+    peak_instruction: str | None = None
+    """The instruction at that position."""
+    buffers_at_peak: tuple[LiveBuffer, ...] = ()
+    """The values of this space live at `peak_index`, largest first."""
+    profile: tuple[ProfilePoint, ...] = ()
+    """This space's live bytes over the schedule, bucketed as `MemoryAnalysis.profile`."""
+    allocated_bytes: int = 0
+    """The sum of XLA's allocations in this space (its memory-usage report's `Total
+    bytes`)."""
+
+    @property
+    def label(self) -> str:
+        """`vmem (space 1)`, `space 3`."""
+        return f"{self.name} (space {self.color})" if self.name else f"space {self.color}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +240,9 @@ class MemoryAnalysis:
     profile_bucket: int
     """Positions per profile point (1: one point per instruction)."""
     memory_spaces: tuple[MemorySpace, ...]
-    """Live bytes at the peak per memory space, when there are several."""
+    """Each memory space apart, when there are several (the first the default
+    memory, space 0); empty when there is one. The fields above then are those of
+    XLA's live-range dump's peak over all spaces together, each byte counted once."""
     donated: tuple[DonatedBuffer, ...]
     """Donated arguments whose buffers hold results."""
     busiest: Busiest | None
@@ -223,6 +251,15 @@ class MemoryAnalysis:
     """The sum of XLA's allocations (every buffer of the program, reuse included)."""
     notes: tuple[str, ...]
     """What is worth knowing about these numbers."""
+    reported_peak_bytes: int | None = None
+    """`memory_analysis()`'s `peak_memory_in_bytes`, where known: the compiler's own
+    figure (on a TPU it counts the on-chip space's bytes too)."""
+
+    @property
+    def default_space(self) -> MemorySpace | None:
+        """The default memory's picture (space 0: a TPU's HBM) when there are several
+        spaces; None when there is one (the fields of the analysis are its own)."""
+        return next((s for s in self.memory_spaces if s.color == 0), None)
 
 
 def analyze_memory(
@@ -234,13 +271,15 @@ def analyze_memory(
     source_root: str | None = None,
     lowered: LoweredFrames | None = None,
     result_names: Mapping[int, str] | None = None,
+    space_names: Mapping[int, str] | None = None,
 ) -> MemoryAnalysis:
     """Name what is live at XLA's peak, and draw the live bytes over the schedule.
     `parameter_paths`: pytree path of each HLO parameter; `totals`: the stats of
     `memory_analysis()` (`argument_size_in_bytes`, ...) where known; `lowered`: the
     lowered module's user frames (`analyses.fusions.lowered_user_frames`), None
     without a lowered module; `result_names`: the path of each result
-    (`jax.result_info`) where the module's own results do not say it."""
+    (`jax.result_info`) where the module's own results do not say it; `space_names`:
+    XLA's name of each memory space (`ir.xla_buffers.NamedSpace`)."""
     values = assignment.values()
     fusions = analyze_fusions(module, source_root=source_root, lowered=lowered)
     makers = _Makers(module, fusions, source_root, lowered)
@@ -318,7 +357,10 @@ def analyze_memory(
     )
     highest = max(range(length), key=lambda i: (live_bytes[i], -i))
     busiest = None
-    if live_bytes[highest] > peak_bytes:
+    colors = sorted({a.color for a in assignment.allocations})
+    several = len(colors) > 1
+    reported = (totals or {}).get("peak_memory_in_bytes")
+    if live_bytes[highest] > peak_bytes and not several:
         at_highest, _ = live_buffers(
             (r.name, sizes.get(r.name, 0)) for r in live.ranges if r.start <= highest <= r.end
         )
@@ -329,11 +371,10 @@ def analyze_memory(
             buffers=tuple(at_highest),
         )
         # XLA gives two peaks: its live-range dump's position, and memory_analysis()'s
-        # bytes, which may be this busier position's.
-        reported = (totals or {}).get("peak_memory_in_bytes")
+        # bytes, which may be this busier position's: said so only where they are equal.
         said = (
             f"the {reported:,} bytes memory_analysis() reports as the peak"
-            if reported is not None and reported >= live_bytes[highest]
+            if reported == live_bytes[highest]
             else f"more ({live_bytes[highest]:,} bytes)"
         )
         notes.append(
@@ -346,13 +387,28 @@ def analyze_memory(
             "is listed too)"
         )
 
-    spaces: dict[int, list[LiveBuffer]] = {}
-    for buffer in buffers:
-        spaces.setdefault(buffer.memory_space, []).append(buffer)
-    memory_spaces = tuple(
-        MemorySpace(color=c, bytes=sum(b.bytes for b in bs), buffers=len(bs))
-        for c, bs in sorted(spaces.items())
-    )
+    memory_spaces: tuple[MemorySpace, ...] = ()
+    if several:
+        # A space's own picture counts the bytes XLA allocated each value (its
+        # listing at the dump's peak gives some values their shape's bytes instead).
+        allocated = {name: v.size for name, (v, _) in values.items()}
+        assigned = _spans(values, {**sizes, **allocated})
+        memory_spaces = tuple(
+            _space(
+                color,
+                (space_names or {}).get(color),
+                assignment,
+                live,
+                {n: sp for n, sp in assigned.items() if _color_of(n, values) == color},
+                length,
+                bucket,
+                live_buffers,
+                [b for b in buffers if b.name in spans and _color_of(b.name, values) == color],
+                spans,
+            )
+            for color in colors
+        )
+        notes.append(_spaces_note(live, peak_bytes, memory_spaces, reported))
     peak_instruction = (
         live.sequence[live.peak_index] if 0 <= live.peak_index < len(live.sequence) else None
     )
@@ -376,12 +432,79 @@ def analyze_memory(
         buffers_at_peak=tuple(buffers),
         profile=profile,
         profile_bucket=bucket,
-        memory_spaces=memory_spaces if len(memory_spaces) > 1 else (),
+        memory_spaces=memory_spaces,
         donated=donated,
         busiest=busiest,
         allocated_bytes=sum(a.size for a in assignment.allocations),
         notes=tuple(notes),
+        reported_peak_bytes=reported,
     )
+
+
+def _color_of(name: str, values: Mapping[str, tuple[AssignedValue, Allocation]]) -> int:
+    """A value's memory space: its allocation's (0 for one the assignment does not
+    place)."""
+    placed = values.get(name)
+    return placed[1].color if placed is not None else 0
+
+
+def _space(
+    color: int,
+    name: str | None,
+    assignment: BufferAssignment,
+    live: LiveRanges,
+    spans: Mapping[str, _Span],
+    length: int,
+    bucket: int,
+    live_buffers: Callable[[Iterable[tuple[str, int]]], tuple[list[LiveBuffer], int]],
+    at_xla_peak: Sequence[LiveBuffer],
+    listed: Mapping[str, _Span],
+) -> MemorySpace:
+    """One space's own picture: its live bytes over the schedule (its values alone,
+    `spans`), their maximum, and what is live there; and its share of XLA's dump's
+    peak (`at_xla_peak`, sized as `listed`)."""
+    live_bytes = _live_bytes(live, spans, length)
+    highest = max(range(length), key=lambda i: (live_bytes[i], -i))
+    at_highest, _ = live_buffers(
+        (r.name, spans[r.name][2] - spans[r.name][1])
+        for r in live.ranges
+        if r.name in spans and r.start <= highest <= r.end
+    )
+    return MemorySpace(
+        color=color,
+        bytes=_covered(listed[b.name] for b in at_xla_peak),
+        buffers=len(at_xla_peak),
+        name=name,
+        peak_bytes=live_bytes[highest],
+        peak_index=highest,
+        peak_instruction=live.sequence[highest] if highest < len(live.sequence) else None,
+        buffers_at_peak=tuple(at_highest),
+        profile=tuple(
+            ProfilePoint(index=start, bytes=max(live_bytes[start : start + bucket]))
+            for start in range(0, length, bucket)
+        ),
+        allocated_bytes=sum(a.size for a in assignment.allocations if a.color == color),
+    )
+
+
+def _spaces_note(
+    live: LiveRanges, peak_bytes: int, spaces: Sequence[MemorySpace], reported: int | None
+) -> str:
+    """Where XLA's own peaks stand beside each space's: its live-range dump's, over
+    all spaces together, and memory_analysis()'s."""
+    note = (
+        f"each memory space is shown apart, at the position its own live bytes peak; "
+        f"XLA's live-range dump marks one peak over all spaces together, at position "
+        f"{live.peak_index} ({peak_bytes:,} bytes, each byte once; --json: peak_bytes)"
+    )
+    default = next((s for s in spaces if s.color == 0), None)
+    if reported is not None and default is not None and reported > default.allocated_bytes:
+        note += (
+            f"; memory_analysis()'s peak_memory_in_bytes, {reported:,}, is more than all "
+            f"of {default.label}'s allocations ({default.allocated_bytes:,} bytes): it "
+            "counts the other spaces' bytes too"
+        )
+    return note
 
 
 def _totals(stats: Mapping[str, int] | None) -> Mapping[str, int] | None:

@@ -15,6 +15,11 @@ With `xla_dump_to`, XLA writes beside the optimized module
   `name{index}:start-end`, both ends included), and `Live ranges at T (peak):`
   listing the values live at XLA's peak with their bytes and the running total.
 
+- `...-memory-usage-report.txt`: per memory space, its name and number
+  (`Memory Space: vmem (color=1)`), the bytes of its allocations (`Total bytes:
+  43947008 (41.91MiB)`), and tables of its largest allocations (read past: the
+  buffer assignment lists them whole).
+
 XLA has no Python API for these, so they are read here: strictly. A line that is
 none of the forms above is refused with its file and line, never guessed at. Pure
 functions of text: the files are found by `sources.dumps`.
@@ -30,6 +35,7 @@ from hloscope.errors import HloscopeError
 
 BUFFER_ASSIGNMENT_SUFFIX = "-buffer-assignment.txt"
 LIVE_RANGE_SUFFIX = "-live-range.txt"
+MEMORY_USAGE_SUFFIX = "-memory-usage-report.txt"
 DUMP_FLAGS_HINT = (
     "XLA writes them with --xla_dump_to=DIR (add --xla_dump_buffer_assignment_analysis=true "
     "where it is off), in XLA_FLAGS or in .compile(compiler_options={'xla_dump_to': DIR})"
@@ -361,6 +367,53 @@ def parse_live_ranges(text: str, where: str) -> LiveRanges:
         peak_index=peak_index,
         peak_values=tuple(peak),
     )
+
+
+# --------------------------------------------------------------------------- memory spaces
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedSpace:
+    """One memory space as XLA's memory-usage report names it."""
+
+    color: int
+    """XLA's number of the space (its color; the `S(n)` of a layout)."""
+    name: str
+    """XLA's name of it: `default` (the device's main memory: HBM on a TPU), `vmem`
+    (the TPU core's on-chip vector memory), `smem`, `host`, `color_6`."""
+    total_bytes: int
+    """`Total bytes`: the sum of the space's allocations."""
+
+
+_SPACE_HEADER = re.compile(r"Memory Space: (\S+) \(color=(\d+)\)")
+_SPACE_TOTAL = re.compile(r"Total bytes: (\d+)(?: \(.*\))?")
+_USAGE_LINE = re.compile(
+    r" +cumulative_size; +size; +offset; +used_by_n_values; +shapes_list"
+    r"| *-+"
+    r"| *\S+\( *\d+%\); +\S+; +\d+; +\d+; .*"
+    r"| +The rest \d+ values are less than .*"
+)
+
+
+def parse_memory_usage_report(text: str, where: str) -> tuple[NamedSpace, ...]:
+    """Read a `-memory-usage-report.txt` file's spaces; `where` names it in errors."""
+    lines = text.splitlines()
+    spaces: list[NamedSpace] = []
+    header: re.Match[str] | None = None
+    for number, raw in enumerate(lines):
+        line = raw.rstrip()
+        if (match := _SPACE_HEADER.fullmatch(line)) is not None:
+            if header is not None:
+                _refuse(where, number, lines, "a memory space without its 'Total bytes'")
+            header = match
+        elif (total := _SPACE_TOTAL.fullmatch(line)) is not None and header is not None:
+            spaces.append(NamedSpace(int(header[2]), header[1], int(total[1])))
+            header = None
+        elif line.strip() and not (spaces and header is None and _USAGE_LINE.fullmatch(line)):
+            _refuse(where, number, lines, "not a line of XLA's memory-usage report")
+    if header is not None or not spaces:
+        raise HloscopeError("the memory-usage report names no memory space", where=where)
+    return tuple(spaces)
 
 
 # --------------------------------------------------------------------------- helpers

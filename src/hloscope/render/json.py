@@ -609,10 +609,16 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
         "memory_spaces": [
             {
                 "memory_space": s.color,
+                "name": s.name,
                 "bytes_at_peak": s.bytes,
                 "buffers_at_peak": [
                     b.name for b in analysis.buffers_at_peak if b.memory_space == s.color
                 ],
+                "peak_bytes": s.peak_bytes,
+                "peak_at": {"index": s.peak_index, "instruction": s.peak_instruction},
+                "buffers": [_live_buffer_json(b) for b in s.buffers_at_peak],
+                "profile": [{"index": p.index, "bytes": p.bytes} for p in s.profile],
+                "allocated_bytes": s.allocated_bytes,
             }
             for s in analysis.memory_spaces
         ],
@@ -638,6 +644,7 @@ def memory_json(report: MemoryReport) -> dict[str, Any]:
             "buffers": [_live_buffer_json(b) for b in analysis.busiest.buffers],
         },
         "allocated_bytes": analysis.allocated_bytes,
+        "reported_peak_bytes": analysis.reported_peak_bytes,
         "files": list(report.files),
         "notes": list(report.notes),
         "fit": plain(report.fit),

@@ -69,6 +69,7 @@ def memory_report(buffers: BufferDumps) -> MemoryReport:
             for b in (
                 *analysis.buffers_at_peak,
                 *(analysis.busiest.buffers if analysis.busiest else ()),
+                *(b for space in analysis.memory_spaces for b in space.buffers_at_peak),
             )
             for s in b.sources
         ),
@@ -118,6 +119,7 @@ def buffers_analysis(
         source_root=os.getcwd(),
         lowered=frames,
         result_names=results,
+        space_names={s.color: s.name for s in buffers.spaces},
     )
 
 

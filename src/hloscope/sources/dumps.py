@@ -561,11 +561,14 @@ class MemoryFiles:
     """`...after_optimizations-buffer-assignment.txt`."""
     live_range: Path | None
     """`...after_optimizations-live-range.txt`, when XLA wrote it."""
+    memory_usage_report: Path | None = None
+    """`...after_optimizations-memory-usage-report.txt` (the memory spaces' names),
+    when XLA wrote it."""
 
 
 _MEMORY_FILE = re.compile(
     r"^(?P<key>module_\d+\.(?P<name>.+?))\.(?P<stage>[\w.]*after_optimizations)"
-    r"-(?P<kind>buffer-assignment|live-range)\.txt$"
+    r"-(?P<kind>buffer-assignment|live-range|memory-usage-report)\.txt$"
 )
 
 
@@ -602,5 +605,7 @@ def memory_files(
         return None
     chosen = found[max(candidates, key=lambda k: int(k.split(".", 1)[0][len("module_") :]))]
     return MemoryFiles(
-        buffer_assignment=chosen["buffer-assignment"], live_range=chosen.get("live-range")
+        buffer_assignment=chosen["buffer-assignment"],
+        live_range=chosen.get("live-range"),
+        memory_usage_report=chosen.get("memory-usage-report"),
     )

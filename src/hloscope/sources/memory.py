@@ -16,9 +16,11 @@ from hloscope.ir.xla_buffers import (
     DUMP_FLAGS_HINT,
     BufferAssignment,
     LiveRanges,
+    NamedSpace,
     embedded_live_ranges,
     parse_buffer_assignment,
     parse_live_ranges,
+    parse_memory_usage_report,
 )
 from hloscope.sources import dumps
 from hloscope.sources.loader import Call, Loaded, LoadOptions, load
@@ -35,6 +37,9 @@ class BufferDumps:
     live: LiveRanges
     files: tuple[str, ...]
     """The dump folder's files read; empty when compiled here (the files are gone)."""
+    spaces: tuple[NamedSpace, ...] = ()
+    """XLA's names of the memory spaces (its memory-usage report); empty where XLA
+    wrote none."""
     refused: DoesNotFit | None = None
     """XLA's refusal to compile the program for a device it does not fit: the files
     are what XLA dumped before refusing."""
@@ -159,7 +164,13 @@ def _read(loaded: Loaded, files: dumps.MemoryFiles, dumped: bool) -> BufferDumps
             "dump again with --xla_dump_buffer_assignment_analysis=true",
             where=assignment_label,
         )
-    return BufferDumps(loaded, assignment, live, read if dumped else ())
+    spaces: tuple[NamedSpace, ...] = ()
+    if files.memory_usage_report is not None:
+        usage_label = display_path(files.memory_usage_report)
+        spaces = parse_memory_usage_report(
+            _text(files.memory_usage_report, usage_label), usage_label
+        )
+    return BufferDumps(loaded, assignment, live, read if dumped else (), spaces)
 
 
 def _text(path: Path, label: str) -> str:

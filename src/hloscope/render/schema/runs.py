@@ -15,6 +15,7 @@ from hloscope.analyses.memory import (
     DonatedBuffer,
     LiveBuffer,
     MemoryAnalysis,
+    MemorySpace,
 )
 from hloscope.analyses.passes import FindChange, PassFind, PassName, PassStep, PassTable
 from hloscope.analyses.profile import (
@@ -176,7 +177,31 @@ def memory_body() -> dict[str, Schema]:
         "buffers_at_peak": array(buffer),
         "memory_spaces": array(
             obj(
-                {"memory_space": INT, "bytes_at_peak": INT, "buffers_at_peak": STRS},
+                {
+                    "memory_space": INT,
+                    **fields(MemorySpace, "name"),
+                    "bytes_at_peak": {
+                        **INT,
+                        "description": "Live bytes in this space at `peak_at` (XLA's "
+                        "live-range dump's peak over all spaces), each byte counted once.",
+                    },
+                    "buffers_at_peak": {
+                        **STRS,
+                        "description": "The values of this space live at `peak_at`.",
+                    },
+                    **fields(MemorySpace, "peak_bytes"),
+                    "peak_at": obj(
+                        fields(MemorySpace, index="peak_index", instruction="peak_instruction"),
+                        title="SpacePeakAt",
+                    ),
+                    "buffers": {
+                        **array(buffer),
+                        "description": "The values of this space live at its own peak "
+                        "(`peak_at` of this entry), largest first.",
+                    },
+                    "profile": array(obj({"index": INT, "bytes": INT}, title="ProfilePoint")),
+                    **fields(MemorySpace, "allocated_bytes"),
+                },
                 title="MemorySpace",
             )
         ),
@@ -203,6 +228,7 @@ def memory_body() -> dict[str, Schema]:
             )
         ),
         **fields(MemoryAnalysis, "allocated_bytes"),
+        **fields(MemoryAnalysis, "reported_peak_bytes"),
         "files": STRS,
         "notes": STRS,
         "fit": nullable(dataclass_schema(DeviceFit)),

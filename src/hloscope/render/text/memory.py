@@ -15,6 +15,7 @@ from hloscope.analyses.memory import (
     DonatedBuffer,
     LiveBuffer,
     MemoryAnalysis,
+    MemorySpace,
     ProfilePoint,
 )
 from hloscope.render.text.common import (
@@ -96,6 +97,18 @@ def peak_text(analysis: MemoryAnalysis) -> str:
     return text
 
 
+def space_peak_text(space: MemorySpace, length: int) -> str:
+    """`5.3 MiB (5,538,816 bytes) at position 69 of 722 (dynamic-slice.68)`: the most a
+    memory space's live ranges hold."""
+    text = (
+        f"{human_bytes(space.peak_bytes)} ({space.peak_bytes:,} bytes) at position "
+        f"{space.peak_index} of {length}"
+    )
+    if space.peak_instruction:
+        text += f" ({space.peak_instruction})"
+    return text
+
+
 def profile_chart(
     profile: Sequence[ProfilePoint],
     peak_index: int,
@@ -162,6 +175,19 @@ def fit_text(fit: DeviceFit) -> Text:
     return Text(f"fits: {needed}{of}{share}", style="bold green")
 
 
+FIT_FROM = {
+    "memory analysis": "memory_analysis(): arguments + outputs + temporaries + generated "
+    "code − aliased",
+    "buffer assignment": "the sum of XLA's allocations",
+}
+"""What `fits` reads, in the words of XLA's figures."""
+
+
+def _said_whose(text: str, known: object, whose: str) -> str:
+    """`text (whose)`, where the figures are known."""
+    return f"{text} ({whose})" if known is not None else text
+
+
 def render_memory(report: MemoryReport, console: Console) -> None:
     analysis = report.analysis
     source = report.source
@@ -173,40 +199,72 @@ def render_memory(report: MemoryReport, console: Console) -> None:
             "totals",
             "unknown: XLA refused to compile it, so it made no memory analysis"
             if report.fit is not None and report.fit.refused is not None
-            else totals_text(analysis),
+            else _said_whose(totals_text(analysis), analysis.totals, "memory_analysis()"),
         ),
-        ("peak", Text(peak_text(analysis), style="bold")),
-        ("allocated", f"{human_bytes(analysis.allocated_bytes)} in XLA's allocations"),
     ]
+    default = analysis.default_space
+    if default is None:
+        rows += [
+            ("peak", Text(peak_text(analysis), style="bold")),
+            ("allocated", f"{human_bytes(analysis.allocated_bytes)} in XLA's allocations"),
+        ]
+    else:
+        # Each memory space is a memory of its own: the default one (a TPU's HBM)
+        # first, each other one apart, never added to it.
+        rows += [
+            (
+                "peak",
+                Text(
+                    f"{default.label}: {space_peak_text(default, analysis.schedule_length)}",
+                    style="bold",
+                ),
+            ),
+            (
+                "allocated",
+                f"{human_bytes(default.allocated_bytes)} in XLA's allocations of {default.label}",
+            ),
+        ]
+        rows += [
+            (
+                space.label,
+                f"peak {space_peak_text(space, analysis.schedule_length)}; "
+                f"{human_bytes(space.allocated_bytes)} allocated",
+            )
+            for space in analysis.memory_spaces
+            if space is not default
+        ]
     if report.fit is not None:
-        rows.insert(2, ("fits", fit_text(report.fit)))
+        fit = fit_text(report.fit)
+        if report.fit.refused is None:
+            # Which of XLA's figures it is (docs/commands/memory.md says each).
+            fit.append(f" ({FIT_FROM.get(report.fit.required_from, report.fit.required_from)})")
+        rows.insert(2, ("fits", fit))
     if analysis.donated:
         rows.append(("donated", _donated_text(analysis)))
-    if analysis.memory_spaces:
-        spaces = ", ".join(
-            f"space {s.color}: {human_bytes(s.bytes)} ({s.buffers})" for s in analysis.memory_spaces
-        )
-        rows.append(("memory spaces", spaces))
     if report.files:
         rows.append(("read", ", ".join(report.files)))
     console.print(header_table(rows))
 
-    chart = profile_chart(analysis.profile, analysis.peak_index, analysis.schedule_length)
-    if chart:
-        console.print()
-        console.print(Text("Live bytes over the schedule", style="bold"))
-        for line in chart:
-            console.print(line)
-
-    console.print()
-    console.print(
-        _buffers_table(
-            f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
-            analysis.buffers_at_peak,
-            report.module,
-            MAX_BUFFER_ROWS,
+    if default is None:
+        _print_picture(
+            console,
+            "Live bytes over the schedule",
+            analysis.profile,
+            analysis.peak_index,
+            analysis.schedule_length,
         )
-    )
+        console.print()
+        console.print(
+            _buffers_table(
+                f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
+                analysis.buffers_at_peak,
+                report.module,
+                MAX_BUFFER_ROWS,
+            )
+        )
+    else:
+        for space in analysis.memory_spaces:
+            _print_space(console, space, analysis.schedule_length, report.module, default)
     busiest = analysis.busiest
     if busiest is not None:
         at_peak = {b.name for b in analysis.buffers_at_peak}
@@ -228,6 +286,46 @@ def render_memory(report: MemoryReport, console: Console) -> None:
     notes = notes_group(report.notes)
     if notes is not None:
         console.print(notes)
+
+
+def _print_picture(
+    console: Console,
+    title: str,
+    profile: Sequence[ProfilePoint],
+    peak_index: int,
+    length: int,
+) -> None:
+    chart = profile_chart(profile, peak_index, length)
+    if chart:
+        console.print()
+        console.print(Text(title, style="bold"))
+        for line in chart:
+            console.print(line)
+
+
+def _print_space(
+    console: Console, space: MemorySpace, length: int, module: str | None, default: MemorySpace
+) -> None:
+    """One memory space's picture: its live bytes over the schedule, and what is live
+    at its own peak (the default space's listed at length, the others' shorter)."""
+    apart = "" if space is default else f", apart from {default.label}"
+    _print_picture(
+        console,
+        f"Live bytes of {space.label} over the schedule{apart}",
+        space.profile,
+        space.peak_index,
+        length,
+    )
+    console.print()
+    console.print(
+        _buffers_table(
+            f"Buffers of {space.label} live at its peak, position {space.peak_index} "
+            f"({len(space.buffers_at_peak)})",
+            space.buffers_at_peak,
+            module,
+            MAX_BUFFER_ROWS if space is default else MAX_BUSIEST_ROWS,
+        )
+    )
 
 
 def _buffers_table(
@@ -348,7 +446,10 @@ def _value_name(name: str) -> str:
 def _lines_group(report: MemoryReport) -> RenderableType | None:
     """The code of the source lines the table names."""
     analysis = report.analysis
-    shown = [*analysis.buffers_at_peak]
+    shown = [*analysis.buffers_at_peak] if not analysis.memory_spaces else []
+    for space in analysis.memory_spaces:
+        limit = MAX_BUFFER_ROWS if space.color == 0 else MAX_BUSIEST_ROWS
+        shown += space.buffers_at_peak[:limit]
     if analysis.busiest is not None:
         at_peak = {b.name for b in analysis.buffers_at_peak}
         more = [b for b in analysis.busiest.buffers if b.name not in at_peak]

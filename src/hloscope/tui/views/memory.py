@@ -1,9 +1,10 @@
 """The Memory tab: what is live at the memory peak, as `hloscope memory` reports it:
 XLA's totals and peak, the live bytes over the schedule as a chart, and the buffers
-live at the peak, largest first. Enter on a buffer shows the op that defines it in
-the IR tab (of the optimized module). The report compiles the target again with XLA
-dumping its buffer assignment (or reads a dump folder's files), so it is built when
-asked for; on a lowered module the tab offers to compile first, as `c` does."""
+live at the peak, largest first (each memory space apart, where there are
+several). Enter on a buffer shows the op that defines it in the IR tab (of the
+optimized module). The report compiles the target again with XLA dumping its
+buffer assignment (or reads a dump folder's files), so it is built when asked for;
+on a lowered module the tab offers to compile first, as `c` does."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from hloscope.render.text.memory import (
     peak_text,
     profile_chart,
     shape_text,
+    space_peak_text,
     totals_text,
 )
 from hloscope.render.text.source_lines import SourceColumn
@@ -105,38 +107,57 @@ def _buffer_table(title: str, buffers: Sequence[LiveBuffer], module: Module) -> 
 
 def memory_lines(report: MemoryReport, module: Module) -> list[Line]:
     analysis = report.analysis
-    lines: list[Line] = [
-        text_line(Text(f"totals  {totals_text(analysis)}")),
-        text_line(Text(f"peak    {peak_text(analysis)}", style="bold")),
-    ]
+    default = analysis.default_space
+    length = analysis.schedule_length
+    lines: list[Line] = [text_line(Text(f"totals  {totals_text(analysis)}"))]
+    if default is None:
+        lines.append(text_line(Text(f"peak    {peak_text(analysis)}", style="bold")))
+    else:
+        # Each memory space apart (`hloscope memory`'s text says why).
+        lines.append(
+            text_line(
+                Text(f"peak    {default.label}: {space_peak_text(default, length)}", style="bold")
+            )
+        )
+        lines += [
+            text_line(f"        {s.label}: {space_peak_text(s, length)}")
+            for s in analysis.memory_spaces
+            if s is not default
+        ]
     if report.fit is not None:
         lines.insert(0, text_line(Text("fits    ").append(fit_text(report.fit))))
     if analysis.donated:
         donated = ", ".join(donated_text(d) for d in analysis.donated)
         lines.append(text_line(f"donated {donated}"))
-    chart = profile_chart(
-        analysis.profile, analysis.peak_index, analysis.schedule_length, width=CHART_WIDTH
+    shown: list[LiveBuffer] = []
+    pictures = (
+        [("", analysis.profile, analysis.peak_index, "the peak", analysis.buffers_at_peak)]
+        if default is None
+        else [
+            (f" of {s.label}", s.profile, s.peak_index, "its peak", s.buffers_at_peak)
+            for s in analysis.memory_spaces
+        ]
     )
-    if chart:
+    for of, profile, peak_index, where, buffers in pictures:
+        chart = profile_chart(profile, peak_index, length, width=CHART_WIDTH)
+        if chart:
+            lines.append(blank())
+            lines.append(heading(f"Live bytes{of} over the schedule"))
+            lines += [text_line(line) for line in chart]
         lines.append(blank())
-        lines.append(heading("Live bytes over the schedule"))
-        lines += [text_line(line) for line in chart]
-    lines.append(blank())
-    lines += _buffer_table(
-        f"Buffers live at the peak ({len(analysis.buffers_at_peak)})",
-        analysis.buffers_at_peak,
-        module,
-    )
-    shown = list(analysis.buffers_at_peak)
+        lines += _buffer_table(f"Buffers{of} live at {where} ({len(buffers)})", buffers, module)
+        shown += buffers
     busiest = analysis.busiest
     if busiest is not None:
         at_peak = {b.name for b in analysis.buffers_at_peak}
         more = [b for b in busiest.buffers if b.name not in at_peak]
         shown += more
-        where = f"{busiest.index} ({busiest.instruction})" if busiest.instruction else busiest.index
+        where_busiest = (
+            f"{busiest.index} ({busiest.instruction})" if busiest.instruction else busiest.index
+        )
         lines.append(blank())
         lines += _buffer_table(
-            f"Also live at position {where}, where XLA's live ranges hold "
+            f"Also live at position {where_busiest}, where XLA's live ranges hold "
             f"{human_bytes(busiest.bytes)} ({len(more)})",
             more,
             module,
@@ -165,9 +186,13 @@ class MemoryView(Vertical):
 
     def compose(self) -> ComposeResult:
         analysis = self.report.analysis
+        default = analysis.default_space
         summary = (
             f"memory  peak {human_bytes(analysis.peak_bytes)} at {analysis.peak_index} · "
             f"{len(analysis.buffers_at_peak)} buffers live there"
+            if default is None
+            else f"memory  peak of {default.label} {human_bytes(default.peak_bytes)} at "
+            f"{default.peak_index} · {len(default.buffers_at_peak)} buffers live there"
         )
         yield Static(Text(summary, style="bold"), classes="report-header")
         yield ReportList(memory_lines(self.report, self.module), id="memory-list")
