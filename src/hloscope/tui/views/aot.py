@@ -65,4 +65,5 @@ VIEW = ReportView(
         ".lower(...).compile() (the AOT path), on the same inputs, and compares what "
         "each compiled and returned."
     ),
+    runs_the_program="aot-check",
 )

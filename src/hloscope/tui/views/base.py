@@ -68,6 +68,10 @@ class ReportView:
     """Set for a report that is built only when the user asks in its tab (it runs
     the user's code): what the tab says it will do. The report is kept for the
     target, whichever module is shown."""
+    runs_the_program: str | None = None
+    """The command an `on_demand` report is (`aot-check`) when building it runs the
+    program: under `--for` the tab says at once that it needs the device, and offers
+    no key."""
     deeper: Deeper | None = None
     """A part built only when asked in the tab (`RunDeeper`)."""
 
