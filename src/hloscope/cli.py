@@ -310,7 +310,7 @@ def diff(
     emit(
         debug,
         json,
-        lambda: reports.diff_loaded(*diff_sides.load_diff_sides(a, b, options)),
+        lambda: reports.diff_loaded(*diff_sides.load_diff_sides(a, b, options), summary=True),
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",
