@@ -6,7 +6,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from hloscope.errors import HloscopeError, one_line
+from hloscope.errors import HloscopeError
 from hloscope.reports.entry import ReportEntry
 from hloscope.stages import OPTIMIZED, Source
 
@@ -93,13 +93,13 @@ def compiled_summary(a: Loaded, b: Loaded) -> CompiledSummary | None:
 
     if a.source.stage != OPTIMIZED or b.source.stage != OPTIMIZED:
         return None
-    notes: list[str] = []
+    unknown: dict[tuple[str, str], list[str]] = {}
 
     def peak(side: str, loaded: Loaded) -> int | None:
         try:
             return loaded_memory_report(loaded).analysis.peak_bytes
         except HloscopeError as error:
-            notes.append(f"{side}: the peak of memory is not known: {one_line(str(error), 300)}")
+            unknown.setdefault(("the peak of memory", error.message), []).append(side)
             return None
 
     def estimate(side: str, loaded: Loaded) -> EstimateAnalysis | None:
@@ -108,7 +108,7 @@ def compiled_summary(a: Loaded, b: Loaded) -> CompiledSummary | None:
         try:
             return estimate_report(loaded).analysis
         except HloscopeError as error:
-            notes.append(f"{side}: the estimate is not known: {one_line(str(error), 300)}")
+            unknown.setdefault(("the estimate", error.message), []).append(side)
             return None
 
     for_platform = a.options.compile_for is not None and b.options.compile_for is not None
@@ -121,7 +121,11 @@ def compiled_summary(a: Loaded, b: Loaded) -> CompiledSummary | None:
             b.module,
             loaded_placement(b).collectives,
         ),
-        notes=tuple(notes),
+        # Said once for both sides where it is the same reason.
+        notes=tuple(
+            f"{' and '.join(sides)}: {what} is not known: {why}"
+            for (what, why), sides in unknown.items()
+        ),
     )
 
 
