@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -124,3 +125,24 @@ def test_an_environment_variable_is_name_equals_value(cli):
     assert run.code == 2
     assert "--env-a MESH: expected NAME=VALUE" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_plain_diff_builds_no_summary_and_loads_none_of_its_views():
+    # In a process of its own: this one has loaded every view already.
+    code = (
+        "import sys\n"
+        "from hloscope.cli import main\n"
+        "try:\n"
+        "    main(['diff', 'samples/dumps/mlp.stablehlo.mlir', 'samples/diff/mlp.renamed.hlo',"
+        " '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = [m for m in ('hloscope.analyses.placement', 'hloscope.reports.memory')"
+        " if m in sys.modules]\n"
+        "print(loaded, file=sys.stderr)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert '"compiled_summary"' not in run.stdout and '"verdict": "different"' in run.stdout
+    assert run.stderr.strip().splitlines()[-1] == "[]", run.stderr[-2000:]

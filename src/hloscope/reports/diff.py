@@ -87,12 +87,12 @@ def compiled_summary(a: Loaded, b: Loaded) -> CompiledSummary | None:
     views: the peak of memory (`memory`'s report), the estimate when both were compiled
     for a platform (`profile --for`'s), and the collectives (`placement`'s). None where
     a side is not an optimized module."""
+    if a.source.stage != OPTIMIZED or b.source.stage != OPTIMIZED:
+        return None  # before any import: a plain diff loads nothing more than it did
     from hloscope.analyses.diff.collectives import collective_changes
     from hloscope.reports.memory import loaded_memory_report
     from hloscope.reports.placement import loaded_placement
 
-    if a.source.stage != OPTIMIZED or b.source.stage != OPTIMIZED:
-        return None
     unknown: dict[tuple[str, str], list[str]] = {}
 
     def peak(side: str, loaded: Loaded) -> int | None:
