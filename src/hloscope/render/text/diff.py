@@ -4,6 +4,7 @@ what changed."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -12,7 +13,6 @@ from rich.text import Text
 
 from hloscope.analyses.diff import Change, ChangeGroup, ModuleDiff
 from hloscope.analyses.diff import Side as DiffSide
-from hloscope.analyses.diff.collectives import CollectiveCount
 from hloscope.render.text.common import (
     Squeezed,
     describe_source,
@@ -22,9 +22,13 @@ from hloscope.render.text.common import (
     seconds,
 )
 from hloscope.reports import DiffReport
-from hloscope.reports.diff import CompiledSummary
 from hloscope.stages import Source
 from hloscope.units import human_bytes
+
+if TYPE_CHECKING:
+    # The summary's types only: a plain diff's text loads no view of the summary.
+    from hloscope.analyses.diff.collectives import CollectiveCount
+    from hloscope.reports.diff import CompiledSummary
 
 MAX_CHANGE_GROUPS = 60
 # Functions named in a group's row (every one is in --json `places`).
