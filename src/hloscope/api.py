@@ -451,7 +451,7 @@ class Inspection(Displayed):
             other = inspect(other, *args, **kwargs)
         elif args or kwargs:
             _refuse_arguments(args, kwargs, "the other side is an Inspection already")
-        return shown(reports.diff_loaded(self.loaded, other.loaded))
+        return shown(reports.diff_loaded(self.loaded, other.loaded, summary=True))
 
     def passes(self, find: str | None = None, diff: str | int | None = None) -> PassesReport:
         """XLA's optimization pipeline pass by pass (`hloscope passes`): compiles the

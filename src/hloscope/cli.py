@@ -19,6 +19,7 @@ from hloscope.cli_options import (
     BaselineOption,
     CallsCheckOption,
     DebugOption,
+    DiffTargetOptions,
     JsonOption,
     ModelFlopsOption,
     PrintedAnywayOption,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from hloscope import reports
     from hloscope.reports.check import CheckReport
     from hloscope.sources import loader
+    from hloscope.sources.diff_sides import DiffOptions
 
 R = TypeVar("R")
 
@@ -289,27 +291,26 @@ def diff(
             metavar="B", help="The module after: a dump or an entrypoint.", show_default=False
         ),
     ],
-    options: TargetOptions,
+    options: DiffTargetOptions,
     json: JsonOption = False,
     print_: PrintOption = False,
     debug: DebugOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
-    """Structural diff of two modules: ops added, removed or changed (exit 1 when they
-    differ). Target options apply to each side they fit: example arguments to
-    entrypoints, --module to dump folders, --compile to both. Opens the diff screen on
-    a terminal (unless --print or --json)."""
+    """Structural diff of two modules (exit 1 when they differ), of compiled ones led by
+    what changed in memory, estimate and collectives. Target options apply to each side
+    they fit (--compile to both); --args-a, --for-b, --env-a NAME=V to one side. Opens
+    the diff screen on a terminal (unless --print or --json)."""
     from hloscope import reports
     from hloscope.sources import diff_sides
 
-    options = _for_compiles(options)
     if not (json or print_) and sys.stdout.isatty() and sys.stdin.isatty():
         _browse_diff(a, b, options, debug)
         return
     emit(
         debug,
         json,
-        lambda: reports.diff_loaded(*diff_sides.load_diff_sides(a, b, options)),
+        lambda: reports.diff_loaded(*diff_sides.load_diff_sides(a, b, options), summary=True),
         lambda report: ExitCode.OK if report.same else ExitCode.DIFFERENT,
         timeout=timeout,
         what=f"diff {a} {b}",
@@ -393,7 +394,7 @@ def aot_check(
     )
 
 
-def _browse_diff(a: str, b: str, options: loader.LoadOptions, debug: bool) -> None:
+def _browse_diff(a: str, b: str, options: DiffOptions, debug: bool) -> None:
     """Run the diff screen; textual is imported here, so no other command loads it."""
     with command_edge(debug):
         from hloscope.tui.diff_app import run_diff

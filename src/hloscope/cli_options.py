@@ -23,6 +23,7 @@ import typer
 from hloscope.errors import HloscopeError, command_edge
 
 if TYPE_CHECKING:
+    from hloscope.sources.diff_sides import DiffOptions
     from hloscope.sources.loader import LoadOptions
 
 TargetArg = Annotated[
@@ -286,6 +287,105 @@ ArgumentOptions = Annotated["LoadOptions", target_group("arg", "args", "compile_
 """--arg, --args, --for and --no-cache: commands that call an entrypoint and compile what
 runs, which the compile cache does not keep (`profile --for` compiles through it,
 `aot-check` refuses --for); --no-cache on every command that compiles."""
+
+
+# `diff`'s options of one side: a side's own replaces what is given for both.
+def _side_option(name: str, side: str, metavar: str, what: str, many: bool = False) -> Any:
+    option = typer.Option(
+        f"{name}-{side}",
+        metavar=metavar,
+        help=f"{what} of {side.upper()} alone{' (repeatable)' if many else ''}.",
+        show_default=False,
+    )
+    if many:
+        return Annotated[list[str] | None, option]
+    return Annotated[str | None, option]
+
+
+EnvOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--env",
+        metavar="NAME=VALUE",
+        help="An environment variable set while each side's program is imported (afresh), "
+        "its arguments built, lowered and compiled (repeatable; --env-a/--env-b for one "
+        "side).",
+        show_default=False,
+    ),
+]
+_DIFF_SIDE_OPTIONS: dict[str, Any] = {
+    f"{option}_{side}": _side_option(f"--{option}", side, metavar, what, many)
+    for side in ("a", "b")
+    for option, metavar, what, many in (
+        ("arg", "SHAPE", "--arg", True),
+        ("args", "FACTORY", "--args", False),
+        ("for", "SPEC", "--for", False),
+        ("env", "NAME=VALUE", "--env", True),
+    )
+}
+
+
+def _env(given: Sequence[str], option: str) -> tuple[tuple[str, str], ...]:
+    pairs: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.partition("=")
+        if not sep or not name or any(c.isspace() for c in name):
+            raise typer.BadParameter(f"{option} {text}: expected NAME=VALUE (LLM_STEP=2,512,256,8)")
+        pairs[name] = value
+    return tuple(pairs.items())
+
+
+def _diff_options(**values: Any) -> DiffOptions:
+    import dataclasses
+
+    from hloscope.sources.diff_sides import DiffOptions
+
+    both = _load_options(**{name: values[name] for name in _TARGET_OPTIONS})
+    env = dict(_env(values["env"] or (), "--env"))
+    sides = []
+    for side in ("a", "b"):
+        own = _load_options(
+            arg=values[f"arg_{side}"],
+            args=values[f"args_{side}"],
+            compile_for=values[f"for_{side}"],
+            no_cache=values["no_cache"],
+        )
+        side_env = env | dict(_env(values[f"env_{side}"] or (), f"--env-{side}"))
+        given = values[f"arg_{side}"] or values[f"args_{side}"]
+        options = dataclasses.replace(
+            both,
+            args=own.args if given else both.args,
+            args_factory=own.args_factory if given else both.args_factory,
+            compile_for=own.compile_for or both.compile_for,
+            env=tuple(side_env.items()) if side_env else None,
+        )
+        # --for reads the program compiled for that platform: it implies --compile.
+        if options.compile_for is not None:
+            options = dataclasses.replace(options, optimized=True)
+        sides.append(options)
+    return DiffOptions(sides[0], sides[1])
+
+
+DiffTargetOptions = Annotated[
+    "DiffOptions",
+    OptionGroup(
+        (
+            *target_group("arg", "args", "module", "compile", "compile_for", "no_cache").parameters,
+            inspect.Parameter(
+                "env", inspect.Parameter.KEYWORD_ONLY, annotation=EnvOption, default=None
+            ),
+            *(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, annotation=alias, default=None
+                )
+                for name, alias in _DIFF_SIDE_OPTIONS.items()
+            ),
+        ),
+        _diff_options,
+    ),
+]
+"""The target options of `diff`, for both sides (--arg, --args, --module, --compile,
+--for, --no-cache, --env) and for one (--arg-a, --args-b, --for-a, --env-b, ...)."""
 
 
 def _group_of(annotation: Any) -> OptionGroup | None:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from hloscope.analyses.aot import ProgramSummary
     from hloscope.analyses.baseline.compare import Change
     from hloscope.analyses.diff import Side as DiffSide
-    from hloscope.analyses.estimate import EstimatedLine, EstimatedOp
+    from hloscope.analyses.diff.collectives import CollectiveCount
+    from hloscope.analyses.estimate import EstimateAnalysis, EstimatedLine, EstimatedOp
     from hloscope.analyses.fusions import FusionSummary
     from hloscope.analyses.memory import LiveBuffer
     from hloscope.analyses.params import ParameterUsage
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         PlacementReport,
     )
     from hloscope.reports.check import CheckReport, TargetCheck
+    from hloscope.reports.diff import CompiledSummary
     from hloscope.reports.profile import ProfileReport, ScriptProfileReport
     from hloscope.stages import Source
 
@@ -502,7 +504,43 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
         },
         "notes": list(report.notes),
     }
+    if report.compiled is not None:
+        body["compiled_summary"] = _compiled_summary_json(report.compiled)
     return document("diff", f"{report.a.target} {report.b.target}", body)
+
+
+def _compiled_summary_json(summary: CompiledSummary) -> dict[str, Any]:
+    def estimate(analysis: EstimateAnalysis | None) -> dict[str, Any] | None:
+        if analysis is None:
+            return None
+        return {
+            "seconds": analysis.seconds,
+            "compute_seconds": analysis.compute_seconds,
+            "communication_seconds": analysis.communication_seconds,
+            "exposed_communication_seconds": analysis.exposed_communication_seconds,
+            "mfu": analysis.mfu,
+            "hfu": analysis.hfu,
+        }
+
+    def count(side: CollectiveCount) -> dict[str, Any]:
+        return {"count": side.count, "bytes": side.bytes, "in_loops": side.in_loops}
+
+    return {
+        "memory": {"a": summary.memory[0], "b": summary.memory[1]},
+        "estimate": None
+        if summary.estimate is None
+        else {"a": estimate(summary.estimate[0]), "b": estimate(summary.estimate[1])},
+        "collectives": [
+            {
+                "op": c.op,
+                "across_slices": c.across_slices,
+                "a": count(c.a),
+                "b": count(c.b),
+                "added_at": [{"source": s, "count": n} for s, n in c.added_at],
+            }
+            for c in summary.collectives
+        ],
+    }
 
 
 def _diff_side_json(source: Source, side: DiffSide) -> dict[str, Any]:

@@ -14,9 +14,10 @@ import difflib
 import importlib
 import importlib.util
 import io
+import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,46 @@ def user_code() -> Iterator[list[str]]:
                 caught.append(
                     f"the code printed {len(lines)} line(s); first: {one_line(lines[0], 200)}"
                 )
+
+
+ProgramEnv = tuple[tuple[str, str], ...]
+"""Environment variables set for one load of a program (`NAME`, `VALUE`)."""
+
+
+@contextlib.contextmanager
+def environment_set(env: ProgramEnv | None) -> Iterator[None]:
+    """`env` in `os.environ` while the block runs (a program reads it when imported,
+    its arguments built or it is traced), each name then as it was before: set to its
+    old value, or unset. None sets nothing."""
+    if not env:
+        yield
+        return
+    before = {name: os.environ.get(name) for name, _ in env}
+    os.environ.update(dict(env))
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def forget_imported(targets: Sequence[EntrypointTarget]) -> None:
+    """Drop the modules `targets` name from `sys.modules`, so that the next import
+    runs them again (under the environment of the moment: a module reads
+    `os.environ` when imported). Their parent packages, and what they import, stay."""
+    for target in targets:
+        if target.module is not None:
+            sys.modules.pop(target.module, None)
+        elif target.file is not None:
+            path = target.file.resolve()
+            for name, module in list(sys.modules.items()):
+                file = getattr(module, "__file__", None)
+                named = name.startswith(("hloscope_entrypoint", path.stem))
+                if file and named and Path(file).resolve() == path:
+                    del sys.modules[name]
 
 
 def import_target(target: EntrypointTarget, notes: list[str] | None = None) -> Any:

@@ -54,6 +54,7 @@ def everything_saved(loaded: Loaded) -> Loaded:
         optimized=True,
         compiler_options=loaded.options.compiler_options,
         compile_for=loaded.options.compile_for,
+        env=loaded.options.env,  # traced again: under the environment it was traced in
     )
     with private_checkpoints_saving_everything():
         return load_object(jitted, loaded.label, options, Call(tuple(args), dict(kwargs)))

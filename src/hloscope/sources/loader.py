@@ -32,7 +32,7 @@ from hloscope.ir.attributes import Mesh
 from hloscope.ir.model import Module
 from hloscope.ir.parsed import ParsedModule
 from hloscope.sources import dumps
-from hloscope.sources.entrypoint import import_target
+from hloscope.sources.entrypoint import ProgramEnv, environment_set, forget_imported, import_target
 from hloscope.sources.programs import LoweringProgram, ModuleProgram, Program
 from hloscope.sources.target import (
     DumpTarget,
@@ -104,6 +104,10 @@ class LoadOptions:
     compile_for: CompileFor | None = None
     """`--for`: compile for this TPU topology or GPU spec, without the device, instead
     of the local backend (it implies `optimized`)."""
+    env: ProgramEnv | None = None
+    """Environment variables set while an entrypoint is imported (afresh), its
+    arguments built, and it is lowered and compiled (`diff --env-a`); None: the
+    process's environment, and a module imported already is not imported again."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -278,7 +282,8 @@ def load(target: str, options: LoadOptions | None = None, call: Call | None = No
     start = time.perf_counter()
     parsed_target = parse_target(target)
     if isinstance(parsed_target, EntrypointTarget):
-        loaded = _load_entrypoint(target, parsed_target, options, call)
+        with environment_set(options.env):
+            loaded = _load_entrypoint(target, parsed_target, options, call)
     else:
         if call is not None and call.given:
             raise HloscopeError(
@@ -310,7 +315,8 @@ def load_object(
                 where=label,
             )
     entrypoint = _Entrypoint(obj, call.args, dict(call.kwargs), call.given, ())
-    loaded = _lower_entrypoint(label, label, PYTHON_OBJECT, entrypoint, options, call)
+    with environment_set(options.env):
+        loaded = _lower_entrypoint(label, label, PYTHON_OBJECT, entrypoint, options, call)
     loaded.load_seconds = time.perf_counter() - start
     return loaded
 
@@ -414,11 +420,13 @@ def _import_entrypoint(
 
         # As many host devices as the platform has, before the program builds a mesh.
         given_devices = give_program_devices(options.compile_for)
+    factory_target = parse_target(options.args_factory) if options.args_factory else None
+    if options.env is not None:
+        forget_imported([t for t in (target, factory_target) if isinstance(t, EntrypointTarget)])
     obj = import_target(target, import_notes)
     extra_obj = import_target(extra, import_notes) if extra is not None else None
     factory = None
     if options.args_factory:
-        factory_target = parse_target(options.args_factory)
         if not isinstance(factory_target, EntrypointTarget):
             raise HloscopeError(
                 f"--args {options.args_factory}: expected module:callable or file.py:callable"

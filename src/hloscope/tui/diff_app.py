@@ -476,7 +476,7 @@ class DiffApp(WorkingApp):
         self,
         target_a: str,
         target_b: str,
-        options: loader.LoadOptions | None = None,
+        options: loader.LoadOptions | diff_sides.DiffOptions | None = None,
         *,
         driver_class: type[Driver] | None = None,
     ) -> None:
@@ -484,6 +484,7 @@ class DiffApp(WorkingApp):
         self.target_a = target_a
         self.target_b = target_b
         self.options = options or loader.LoadOptions()
+        """One side's options for both, or each side's."""
         self.session: DiffSession | None = None
 
     def key_sections(self) -> list[tuple[str, type[DOMNode]]]:
@@ -541,7 +542,11 @@ def diff_key_sections() -> list[tuple[str, type[DOMNode]]]:
 
 
 def run_diff(
-    target_a: str, target_b: str, options: loader.LoadOptions, *, debug: bool = False
+    target_a: str,
+    target_b: str,
+    options: loader.LoadOptions | diff_sides.DiffOptions,
+    *,
+    debug: bool = False,
 ) -> int:
     """Run the diff screen until the user quits; the exit code: 0 when the modules are
     the same, 1 when they differ, 2 when one could not be loaded (after printing why

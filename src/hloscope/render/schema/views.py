@@ -569,8 +569,47 @@ def aot_check_body() -> dict[str, Schema]:
     }
 
 
-def diff_body() -> dict[str, Schema]:
-    return diff_fields()
+def diff_body() -> tuple[dict[str, Schema], tuple[str, ...]]:
+    from hloscope.analyses.diff.collectives import CollectiveChange, CollectiveCount
+    from hloscope.analyses.estimate import EstimateAnalysis
+
+    estimate = obj(
+        fields(
+            EstimateAnalysis,
+            "seconds",
+            "compute_seconds",
+            "communication_seconds",
+            "exposed_communication_seconds",
+            "mfu",
+            "hfu",
+        ),
+        title="DiffEstimate",
+    )
+    count = obj(fields(CollectiveCount, "count", "bytes", "in_loops"), title="CollectiveCount")
+    collective = obj(
+        {
+            **fields(CollectiveChange, "op", "across_slices"),
+            "a": count,
+            "b": count,
+            "added_at": array(obj({"source": STR, "count": INT}, title="AddedAt")),
+        },
+        title="CollectiveChange",
+    )
+    summary = obj(
+        {
+            "memory": obj({"a": nullable(INT), "b": nullable(INT)}, title="DiffMemory"),
+            "estimate": nullable(
+                obj({"a": nullable(estimate), "b": nullable(estimate)}, title="DiffEstimates")
+            ),
+            "collectives": array(collective),
+        },
+        title="CompiledSummary",
+        description="Only in a diff of two compiled programs: what changed in the peak "
+        "of memory (as memory), the estimate (as profile --for; null unless both sides "
+        "were compiled --for) and the collectives by kind (as placement), with the lines "
+        "where B runs more of a kind than A.",
+    )
+    return {**diff_fields(), "compiled_summary": summary}, ("compiled_summary",)
 
 
 # --------------------------------------------------------------------------- platforms

@@ -4,6 +4,7 @@ what changed."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -22,6 +23,12 @@ from hloscope.render.text.common import (
 )
 from hloscope.reports import DiffReport
 from hloscope.stages import Source
+from hloscope.units import human_bytes
+
+if TYPE_CHECKING:
+    # The summary's types only: a plain diff's text loads no view of the summary.
+    from hloscope.analyses.diff.collectives import CollectiveCount
+    from hloscope.reports.diff import CompiledSummary
 
 MAX_CHANGE_GROUPS = 60
 # Functions named in a group's row (every one is in --json `places`).
@@ -88,6 +95,9 @@ def render_diff(report: DiffReport, console: Console) -> None:
         ),
     ]
     console.print(header_table(rows))
+    if report.compiled is not None:
+        console.print()
+        console.print(compiled_table(report.compiled))
     not_ops = ("parameter", "result", "module")
     op_groups = [g for g in result.groups if g.op not in not_ops]
     other_groups = [g for g in result.groups if g.op in not_ops]
@@ -105,6 +115,67 @@ def render_diff(report: DiffReport, console: Console) -> None:
     if notes is not None:
         console.print()
         console.print(notes)
+
+
+def compiled_table(summary: CompiledSummary) -> Table:
+    """The two compiled programs side by side: the peak of memory (as `memory`), the
+    estimate (as `profile --for`), each kind of collective (as `placement`) and the
+    lines where B runs more of it."""
+    from hloscope.render.text.profile import duration, percent
+
+    table = Table(
+        title="Compiled: A → B", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False
+    )
+    table.add_column("", no_wrap=True)
+    table.add_column("a", justify="right", no_wrap=True)
+    table.add_column("b", justify="right", no_wrap=True)
+    table.add_column("", overflow="fold")
+    a_peak, b_peak = summary.memory
+    table.add_row("peak memory", human_bytes(a_peak), human_bytes(b_peak), _ratio(a_peak, b_peak))
+    if summary.estimate is not None:
+        a, b = summary.estimate
+
+        def cells(value: float | None) -> str:
+            return "?" if value is None else duration(value)
+
+        for label, field in (
+            ("step (estimated)", "seconds"),
+            ("  compute", "compute_seconds"),
+            ("  exposed communication", "exposed_communication_seconds"),
+        ):
+            values = [getattr(x, field) if x is not None else None for x in (a, b)]
+            table.add_row(label, cells(values[0]), cells(values[1]), _ratio(*values))
+        mfu = [x.mfu if x is not None else None for x in (a, b)]
+        table.add_row("  MFU", *("?" if m is None else percent(m) for m in mfu), "")
+    for change in summary.collectives:
+        label = change.op.replace("_", "-") + (" (across slices)" if change.across_slices else "")
+        added = ", ".join(f"{_relative(line)} +{count}" for line, count in change.added_at)
+        table.add_row(
+            label,
+            _collectives(change.a),
+            _collectives(change.b),
+            Text(f"more in B at {added}" if added else "", style="dim"),
+        )
+    return table
+
+
+def _collectives(count: CollectiveCount) -> str:
+    """`2 · 64.0 KiB · 1 in loops`, `0`."""
+    if not count.count:
+        return "0"
+    text = f"{count.count} · {human_bytes(count.bytes)}"
+    return text + (f" · {count.in_loops} in loops" if count.in_loops else "")
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    """`-33%`, `+5%`, `=`: B against A."""
+    if a is None or b is None:
+        return ""
+    if a == b:
+        return "="
+    if not a:
+        return ""
+    return f"{(b - a) / a:+.0%}"
 
 
 def _changes_table(title: str, groups: list[ChangeGroup]) -> Table:
