@@ -52,6 +52,11 @@ def test_fsdp_against_tensor_parallel_lists_their_shardings_and_sums_up_as_the_v
     changed = {p["a_name"]: p["detail"] for p in doc["parameters"] if p["status"] == "changed"}
     assert set(changed) == {"params['w1']", "params['w2']", "x", "y"}, doc["parameters"]
     assert all("sharding" in detail for detail in changed.values())
+    # FSDP's step does not convert to MLIR (an all-to-all MHLO refuses): both sides are
+    # read in XLA's form, or every op would differ by its name (hlo.dot, stablehlo.dot).
+    assert doc["a"]["source"]["ir"] == doc["b"]["source"]["ir"] == "hlo-native"
+    assert not [c for c in doc["changes"] if c["op"].startswith(("stablehlo.", "mhlo."))]
+    assert any("as the other side of the diff is" in note for note in doc["notes"])
     summary = doc["compiled_summary"]
     for side, factory in (("a", FSDP), ("b", TP)):
         alone = ["--args", factory]

@@ -11,10 +11,12 @@ whose conversion fails or does not verify is shown in XLA's own form
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hloscope.errors import HloscopeError, one_line
@@ -37,11 +39,38 @@ form LLM-scale TPU programs arrive in); anything else, or unset: convert where X
 converter can."""
 
 XLA_FORM_NOTE = f"shown as XLA's HLO ({XLA_FORM_SWITCH}=xla); op names are HLO opcodes"
+ONE_FORM_NOTE = (
+    "shown as XLA's HLO, as the other side of the diff is (it does not convert to MLIR); "
+    "op names are HLO opcodes"
+)
+
+
+_XLA_FORM_WANTED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "xla_form_wanted", default=False
+)
 
 
 def xla_form_forced() -> bool:
-    """Whether `HLOSCOPE_HLO_FORM=xla` asks for XLA's own form of every HLO module."""
+    """Whether `HLOSCOPE_HLO_FORM=xla`, or a caller in `xla_form()`, asks for XLA's own
+    form of every optimized HLO module."""
+    if _XLA_FORM_WANTED.get():
+        return True
     return os.environ.get(XLA_FORM_SWITCH, "").strip().lower() == "xla"
+
+
+def _forced_note() -> str:
+    return ONE_FORM_NOTE if _XLA_FORM_WANTED.get() else XLA_FORM_NOTE
+
+
+@contextlib.contextmanager
+def xla_form() -> Iterator[None]:
+    """Read the optimized HLO modules parsed inside the block in XLA's own form: a diff
+    reads its two sides in one form when one of them does not convert."""
+    token = _XLA_FORM_WANTED.set(True)
+    try:
+        yield
+    finally:
+        _XLA_FORM_WANTED.reset(token)
 
 
 def parse_hlo_isolated(
@@ -100,7 +129,7 @@ def parsed_from_reply(
         )
         module = xla_module()
         notes = (
-            (XLA_FORM_NOTE,)
+            (_forced_note(),)
             if reader.STAGE_CONVERTED in stages
             else (
                 f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "
@@ -267,7 +296,7 @@ def _from_converted(
             hlo_module = xla_module()
             built = build_hlo_native_model(hlo_module, counts)
             notes: tuple[str, ...] = (
-                (XLA_FORM_NOTE,)
+                (_forced_note(),)
                 if bytecode == XLA_FORM_NOTE
                 else (
                     f"shown as XLA's HLO: converting it to MLIR failed ({reason}); "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from hloscope.errors import HloscopeError, one_line
@@ -168,6 +168,12 @@ def parse_hlo_proto(data: bytes, source_name: str, *, trusted: bool = False) -> 
     if module is None:
         raise HloscopeError("not a valid HLO module proto", where=source_name)
     return hlo.from_hlo_module(module, source_name, [])
+
+
+def in_xla_form() -> AbstractContextManager[None]:
+    """Inside the block, an optimized HLO module is read in XLA's own form, converted
+    or not: a diff whose other side does not convert reads both in one form."""
+    return hlo.xla_form()
 
 
 def parse_compiled_hlo(proto: bytes, printed: str, source_name: str) -> ParsedModule:

@@ -13,6 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from hloscope.errors import HloscopeError
+from hloscope.ir import parse
 from hloscope.sources.loader import Loaded, LoadOptions, load
 from hloscope.sources.target import DumpTarget, EntrypointTarget, parse_target
 
@@ -84,7 +85,29 @@ def load_diff_sides(
 
             forget_traces()
         loaded.append(load(target, diff_options(target, side_options)))
-    return loaded[0], loaded[1]
+    return _one_form(loaded[0], loaded[1], (target_a, target_b), sides)
+
+
+def _one_form(
+    a: Loaded, b: Loaded, targets: tuple[str, str], sides: DiffOptions
+) -> tuple[Loaded, Loaded]:
+    """Both sides in XLA's own form when one of two optimized HLO modules does not
+    convert to MLIR: across forms every op would differ by its name alone
+    (`hlo.dot` against `stablehlo.dot`)."""
+    if {a.source.ir, b.source.ir} != {"hlo", "hlo-native"}:
+        return a, b
+    again = [a, b]
+    for index, side in enumerate(again):
+        if side.source.ir != "hlo":
+            continue
+        target, options = targets[index], (sides.a, sides.b)[index]
+        with parse.in_xla_form():
+            again[index] = (
+                side.reread()
+                if side.compilation is not None
+                else load(target, diff_options(target, options))
+            )
+    return again[0], again[1]
 
 
 def _fresh_imports(sides: DiffOptions) -> DiffOptions:

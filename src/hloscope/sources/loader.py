@@ -177,6 +177,15 @@ class Loaded:
         compilation = self.program.compile(self.label, options.compiler_options)
         return self._with_compilation(compilation, options, start)
 
+    def reread(self) -> Loaded:
+        """The optimized module compiled here, read again from its compilation (in the
+        form the caller's `parse.in_xla_form()` asks for), not compiled again."""
+        assert self.compilation is not None and self.program is not None
+        read = self.parsed.notes
+        kept = self.notes[: -len(read)] if read and self.notes[-len(read) :] == read else self.notes
+        unread = dataclasses.replace(self, notes=kept)
+        return unread._with_compilation(self.compilation, self.options, time.perf_counter())
+
     def profiled(
         self, runs: int | None = None, warmup: int = 1, trace_dir: str | None = None
     ) -> tuple[Loaded, ProfiledRuns]:
