@@ -10,10 +10,17 @@ one answer everywhere, never re-derived here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Literal
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from hloscope.reports.entry import ReportEntry
+
+if TYPE_CHECKING:
+    from hloscope.reports.common import Timings
+    from hloscope.reports.estimate import EstimateReport
+    from hloscope.reports.memory import MemoryReport
+    from hloscope.reports.placement import PlacementReport
 
 CompareSort = Literal["time", "memory", "name"]
 SORTS: tuple[CompareSort, ...] = ("time", "memory", "name")
@@ -97,11 +104,12 @@ class CompareRow:
     estimate: CompareEstimate | None
     """None where the program could not be estimated (it failed, or XLA refused it)."""
     collectives: tuple[CompareCollective, ...]
-    ici_bytes: int | None
-    """Bytes per step per device over the slice's interconnect (ICI, NVLink): the
-    collectives within a slice, loops' trip counts counted; None when a size is unknown."""
-    dcn_bytes: int | None
-    """Bytes per step per device over the data-centre network, between slices."""
+    ici_bytes: float | None
+    """Bytes moved per device per step over the slice's interconnect (ICI, NVLink), as
+    `profile --for` estimates each collective (ring algorithm, loops counted); None
+    without an estimate."""
+    dcn_bytes: float | None
+    """Bytes moved per device per step over the data-centre network, between slices."""
     compile_seconds: float | None
     """The compile's wall time (when read from the cache, that of the compile that
     filled it)."""
@@ -115,6 +123,9 @@ class CompareRow:
     """XLA's sentence when it refused to compile for memory (RESOURCE_EXHAUSTED)."""
     error: str | None
     """Why this configuration has no row (one line); None when it compiled."""
+    compiles: int | None = None
+    """Compiles XLA ran for this row; 0 when every one was read from hloscope's compile
+    cache; None for a row whose child died."""
     notes: tuple[str, ...] = ()
     """What the single views noted of this configuration."""
 
@@ -152,14 +163,108 @@ def config_label(env: Mapping[str, str], compile_for: str, target: str | None) -
     return f"{head} @ {compile_for}" if head else compile_for
 
 
-def _sort_key(sort: CompareSort) -> object:
+def compare_row(
+    config: CompareConfig,
+    memory: MemoryReport,
+    estimate: EstimateReport | None,
+    placement: PlacementReport | None,
+    timings: Timings | None,
+    tokens_per_step: int | None,
+    compiles: int | None,
+) -> CompareRow:
+    """A configuration's row, read from the reports the single views build: `memory
+    --for`'s fit, `profile --for`'s estimate, `placement --for`'s collectives (None:
+    XLA refused the program for memory, so only `memory` has a word)."""
+    fit = memory.fit
+    analysis = estimate.analysis if estimate is not None else None
+    row_estimate = None
+    ici = dcn = None
+    if analysis is not None:
+        row_estimate = CompareEstimate(
+            seconds=analysis.seconds,
+            compute_seconds=analysis.compute_seconds,
+            communication_seconds=analysis.communication_seconds,
+            exposed_communication_seconds=analysis.exposed_communication_seconds,
+            mfu=analysis.mfu,
+            hfu=analysis.hfu,
+            flops=analysis.flops,
+        )
+        ici = sum(c.bytes for c in analysis.collectives if not c.across_slices)
+        dcn = sum(c.bytes for c in analysis.collectives if c.across_slices)
+    collectives = tuple(
+        CompareCollective(
+            op=c.op,
+            count=c.count,
+            bytes=c.bytes,
+            in_loops=c.in_loops,
+            across_slices=c.across_slices,
+            bytes_per_call=c.bytes_per_call,
+        )
+        for c in (placement.placement.collectives if placement is not None else ())
+    )
+    compiled_for = memory.source.compiled_for
+    devices = compiled_for.devices if compiled_for is not None else None
+    per_device = None
+    if tokens_per_step is not None and row_estimate is not None and devices:
+        per_device = (
+            tokens_per_step / devices / row_estimate.seconds if row_estimate.seconds else None
+        )
+    notes = memory.notes + (estimate.notes if estimate is not None else ())
+    return CompareRow(
+        config=config,
+        fits=fit.fits if fit is not None else None,
+        peak_bytes=fit.required_bytes if fit is not None else None,
+        peak_from=fit.required_from if fit is not None else None,
+        capacity_bytes=fit.device_bytes if fit is not None else None,
+        device=fit.device if fit is not None else None,
+        devices=devices,
+        estimate=row_estimate,
+        collectives=collectives,
+        ici_bytes=ici,
+        dcn_bytes=dcn,
+        compile_seconds=timings.compile_seconds if timings is not None else None,
+        compile_cached=timings.compile_cached if timings is not None else False,
+        tokens_per_step=tokens_per_step,
+        tokens_per_second_per_device=per_device,
+        refused=fit.refused if fit is not None else None,
+        error=None,
+        compiles=compiles,
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def failed_row(config: CompareConfig, error: str, compiles: int | None = None) -> CompareRow:
+    """The row of a configuration that could not be compiled or measured: its reason."""
+    return CompareRow(
+        config=config,
+        fits=None,
+        peak_bytes=None,
+        peak_from=None,
+        capacity_bytes=None,
+        device=None,
+        devices=None,
+        estimate=None,
+        collectives=(),
+        ici_bytes=None,
+        dcn_bytes=None,
+        compile_seconds=None,
+        compile_cached=False,
+        tokens_per_step=None,
+        tokens_per_second_per_device=None,
+        refused=None,
+        error=error,
+        compiles=compiles,
+    )
+
+
+def _sort_key(sort: CompareSort) -> Callable[[CompareRow], tuple[object, ...]]:
     def key(row: CompareRow) -> tuple[object, ...]:
         failed = not row.succeeded
         if sort == "time":
-            seconds = row.estimate.seconds if row.estimate is not None else float("inf")
+            seconds = row.estimate.seconds if row.estimate is not None else math.inf
             return (failed, seconds, row.config.label)
         if sort == "memory":
-            peak = row.peak_bytes if row.peak_bytes is not None else float("inf")
+            peak = row.peak_bytes if row.peak_bytes is not None else math.inf
             return (failed, peak, row.config.label)
         return (failed, row.config.label)
 
@@ -174,7 +279,7 @@ def comparison(
 ) -> Comparison:
     """The comparison of `rows`: sorted by `sort`, failed rows last, and the fastest row
     that fits marked."""
-    ordered = tuple(sorted(rows, key=_sort_key(sort)))  # type: ignore[arg-type]
+    ordered = tuple(sorted(rows, key=_sort_key(sort)))
     fitting = [
         (row.estimate.seconds, index)
         for index, row in enumerate(ordered)
