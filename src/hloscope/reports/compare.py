@@ -291,6 +291,6 @@ def comparison(
 
 ENTRY = ReportEntry(
     report=Comparison,
-    json="hloscope.render.json:compare_json",
+    json="hloscope.render.compare_json:compare_json",
     text="hloscope.render.text.compare:render_compare",
 )
