@@ -156,6 +156,10 @@ class Comparison:
         return any(row.succeeded for row in self.rows)
 
 
+CompareReport = Comparison
+"""The report of `hloscope compare`, by the name every report has in the registry."""
+
+
 def config_label(env: Mapping[str, str], compile_for: str, target: str | None) -> str:
     """`LLM_MESH=2x8 LLM_REMAT=dots @ tpu:v5e:4x4`, `target` first when given."""
     words = [f"{name}={value}" for name, value in env.items()]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -37,8 +36,6 @@ from hloscope.reports.compare import (
 CHILD_MODULE = "hloscope.sources.compare_child"
 STAGE_ROW = "row"
 """The child's one frame before `done`: the row, as JSON."""
-
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +62,7 @@ def parse_vary(given: Sequence[str]) -> dict[str, tuple[str, ...]]:
     for text in given:
         name, sep, values = text.partition("=")
         name = name.strip()
-        if not sep or not _VARIABLE.fullmatch(name):
+        if not sep or not (name.isascii() and name.isidentifier()):
             raise HloscopeError(
                 f"--vary {text}: expected NAME=V1,V2,... (an environment variable's name, "
                 "then its values, comma-separated)"
