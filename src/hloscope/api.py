@@ -138,6 +138,7 @@ def compare(
     compile_for: str | Sequence[str],
     *,
     vary: Mapping[str, Sequence[str]] | None = None,
+    env: Mapping[str, str] | None = None,
     args: Sequence[str] = (),
     args_factory: str | None = None,
     tokens_per_step: int | None = None,
@@ -149,7 +150,8 @@ def compare(
     """Configurations of one step side by side on the target, as `hloscope compare`
     makes them: the product of `targets` (entrypoint strings, `file.py:step`: each
     configuration imports its target afresh), the `compile_for` specs and the values of
-    each environment variable of `vary` (`{"LLM_MESH": ["2x8", "4x4"]}`), each loaded
+    each environment variable of `vary` (`{"LLM_MESH": ["2x8", "4x4"]}`), over the
+    variables of `env` every configuration shares, each loaded
     and compiled in a child process of its own, `jobs` at a time (default: the cores).
     `args`/`args_factory` are `--arg`/`--args`; `on_row(row, done, total)` is called as
     each row finishes. Returns the frozen `Comparison`: `rows`, `best` (the index of
@@ -167,7 +169,8 @@ def compare(
         tokens_per_step=tokens_per_step,
         timeout_seconds=timeout,
     )
-    configs = configurations(names, specs, varied)
+    shared = [f"{name}={value}" for name, value in (env or {}).items()]
+    configs = configurations(names, specs, varied, shared)
     return run_comparison(configs, options, jobs or os.cpu_count() or 1, on_row, sort)
 
 

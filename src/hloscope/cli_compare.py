@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -53,6 +54,16 @@ VaryOption = Annotated[
         show_default=False,
     ),
 ]
+EnvOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--env",
+        metavar="NAME=VALUE",
+        help="An environment variable every configuration is loaded with (a value may "
+        "hold commas); repeat for several.",
+        show_default=False,
+    ),
+]
 CompareArgumentOptions = Annotated["LoadOptions", target_group("arg", "args", "no_cache")]
 
 
@@ -61,6 +72,7 @@ def compare(
     targets: CompareTargets,
     compile_for: CompareForOption,
     vary: VaryOption = None,
+    env: EnvOption = None,
     *,
     options: CompareArgumentOptions,
     tokens_per_step: Annotated[
@@ -121,8 +133,9 @@ def compare(
             raise HloscopeError(f"--json and --format {output} disagree: give one of them")
         as_json = json or output == "json"
         xla_flags_checked()
+        environment = (vary or (), env or ())
         report = _run(
-            targets, compile_for, vary or (), options, tokens_per_step, sort, jobs, timeout
+            targets, compile_for, environment, options, tokens_per_step, sort, jobs, timeout
         )
         _print(report, as_json, output == "markdown")
     if not report.any_succeeded:
@@ -133,7 +146,7 @@ def compare(
 def _run(
     targets: list[str],
     specs: list[str],
-    vary: tuple[str, ...] | list[str],
+    environment: tuple[Sequence[str], Sequence[str]],
     options: LoadOptions,
     tokens_per_step: int | None,
     sort: Literal["time", "memory", "name"],
@@ -144,7 +157,8 @@ def _run(
     from hloscope.sources import compile_cache
     from hloscope.sources.compare_run import CompareOptions, configurations, run_comparison
 
-    configs = configurations(targets, specs, vary)
+    vary, env = environment
+    configs = configurations(targets, specs, vary, env)
     compare_options = CompareOptions(
         args=options.args,
         args_factory=options.args_factory,

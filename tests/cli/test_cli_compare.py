@@ -28,6 +28,8 @@ STEP = "samples/llm_step.py:train_step"
         (["--for", "tpu:v5e:2x2", "--vary", "X=a,,b"], "an empty value"),
         (["--for", "tpu:v5e:2x2", "--vary", "X=a", "--vary", "X=b"], "--vary X given twice"),
         (["--for", "tpu:v5e:2x2", "--json", "--format", "markdown"], "disagree"),
+        (["--for", "tpu:v5e:2x2", "--env", "LLM_STEP"], "--env LLM_STEP: expected NAME=VALUE"),
+        (["--for", "tpu:v5e:2x2", "--env", "X=1", "--vary", "X=2,3"], "X is given with --env"),
     ],
 )
 def test_bad_syntax_is_one_line_and_exit_2_before_any_child(argv, says):
@@ -68,6 +70,10 @@ def test_the_rows_are_the_product_of_targets_specs_and_values():
     alone = configurations([STEP], ["tpu:v5e:4x4"], ["MESH=2x8"])
     assert [c.label for c in alone] == ["MESH=2x8 @ tpu:v5e:4x4"]
     assert parse_vary(["X= a , b "]) == {"X": ("a", "b")}
+    # What every configuration shares is in its environment, not in its label.
+    shared = configurations([STEP], ["tpu:v5e:4x4"], ["MESH=2x8"], ["LLM_STEP=1,256,128,16"])
+    assert shared[0].env == {"LLM_STEP": "1,256,128,16", "MESH": "2x8"}
+    assert shared[0].label == "MESH=2x8 @ tpu:v5e:4x4"
 
 
 def _row(label: str, seconds: float | None, fits: bool | None, peak: int | None):

@@ -76,12 +76,28 @@ def parse_vary(given: Sequence[str]) -> dict[str, tuple[str, ...]]:
     return varied
 
 
+def parse_env(given: Sequence[str]) -> dict[str, str]:
+    """`--env NAME=VALUE` options as {NAME: VALUE} (the value as it is, commas too)."""
+    env: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not (name.isascii() and name.isidentifier()):
+            raise HloscopeError(f"--env {text}: expected NAME=VALUE (an environment variable)")
+        env[name] = value
+    return env
+
+
 def configurations(
-    targets: Sequence[str], specs: Sequence[str], vary: Sequence[str]
+    targets: Sequence[str],
+    specs: Sequence[str],
+    vary: Sequence[str],
+    env: Sequence[str] = (),
 ) -> tuple[CompareConfig, ...]:
-    """The product of the targets, the `--for` specs and the `--vary` values, each
-    checked before anything runs: a spec of no known form, a `--vary` of bad syntax or
-    a target that names nothing is a `HloscopeError`."""
+    """The product of the targets, the `--for` specs and the `--vary` values (over the
+    `--env` every configuration shares), each checked before anything runs: a spec of
+    no known form, a `--vary` or `--env` of bad syntax or a target that names nothing
+    is a `HloscopeError`. A configuration's label names what varies only."""
     from hloscope.compile_for import parse_compile_for
     from hloscope.sources.target import parse_target
 
@@ -100,15 +116,19 @@ def configurations(
     for target in targets:
         parse_target(target)
     varied = parse_vary(vary)
+    shared = parse_env(env)
+    both = sorted(set(shared) & set(varied))
+    if both:
+        raise HloscopeError(f"{both[0]} is given with --env and with --vary: give one")
     several = len(dict.fromkeys(targets)) > 1
     names = list(varied)
     configs = []
     for target, spec, values in itertools.product(
         dict.fromkeys(targets), dict.fromkeys(specs), itertools.product(*varied.values())
     ):
-        env = dict(zip(names, values, strict=True))
-        label = config_label(env, spec, target if several else None)
-        configs.append(CompareConfig(target, spec, env, label))
+        chosen = dict(zip(names, values, strict=True))
+        label = config_label(chosen, spec, target if several else None)
+        configs.append(CompareConfig(target, spec, {**shared, **chosen}, label))
     return tuple(configs)
 
 
