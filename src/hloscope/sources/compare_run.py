@@ -146,7 +146,8 @@ def run_configuration(config: CompareConfig, options: CompareOptions) -> Compare
     compile_cache.relay_note(reply.stderr)
     answered = reply.stages.get(STAGE_ROW)
     if answered is None:
-        last = reply.last_message()
+        # What native code said last names a crash, not a hang.
+        last = reply.last_message() if reply.timed_out is None else None
         reason = f"its child process {reply.failure()}" + (f": {last}" if last else "")
         return failed_row(config, one_line(reason))
     return row_from_plain(config, json.loads(answered[1]))

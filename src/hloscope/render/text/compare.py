@@ -41,7 +41,7 @@ def _tokens_text(row: CompareRow) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _cells(row: CompareRow) -> list[str]:
+def _cells(row: CompareRow, dcn: bool) -> list[str]:
     estimate = row.estimate
     if estimate is None:
         step = comm = mfu = "-"
@@ -49,12 +49,24 @@ def _cells(row: CompareRow) -> list[str]:
         step = duration(estimate.seconds)
         comm = duration(estimate.exposed_communication_seconds)
         mfu = percent(estimate.mfu) if estimate.mfu is not None else "?"
-    dcn = human_bytes(row.dcn_bytes) if row.dcn_bytes else "-"
+    peak = human_bytes(row.peak_bytes) if row.peak_bytes is not None else "-"
     ici = human_bytes(row.ici_bytes) if row.ici_bytes is not None else "-"
-    return [fits_text(row), peak_text(row), step, comm, mfu, _tokens_text(row), ici, dcn]
+    cells = [fits_text(row), peak, step, comm, mfu, _tokens_text(row), ici]
+    if dcn:
+        cells.append(human_bytes(row.dcn_bytes) if row.dcn_bytes else "-")
+    return cells
 
 
-COLUMNS = ("fits", "peak HBM / device", "step", "exposed comm", "MFU", "tokens/s/dev", "ICI", "DCN")
+def _columns(dcn: bool) -> list[str]:
+    """The numbers' headers; DCN's only where a row sends over it."""
+    columns = ["fits", "peak", "step", "exposed comm", "MFU", "tokens/s/dev", "ICI/step"]
+    return [*columns, "DCN/step"] if dcn else columns
+
+
+def _capacities(rows: Sequence[CompareRow]) -> str:
+    """`tpu:v5e:4x4 16.0 GiB · gpu:h100x8 79.1 GiB`: each target's memory a device."""
+    seen = {r.config.compile_for: r.capacity_bytes for r in rows if r.capacity_bytes is not None}
+    return " · ".join(f"{spec} {human_bytes(size)}" for spec, size in seen.items()) or "not known"
 
 
 def collectives_text(row: CompareRow) -> str:
@@ -75,6 +87,7 @@ def render_compare(report: Comparison, console: Console) -> None:
     done = sum(1 for r in rows if r.succeeded)
     fitting = sum(1 for r in rows if r.fits)
     best = rows[report.best] if report.best is not None else None
+    dcn = any(r.dcn_bytes for r in rows)
     console.print(
         header_table(
             [
@@ -84,6 +97,7 @@ def render_compare(report: Comparison, console: Console) -> None:
                     f"{counted(len(rows), 'configuration')}: {done} compiled, {fitting} fit, "
                     f"{len(rows) - done} failed; sorted by {report.sort}",
                 ),
+                ("memory", f"a device's: {_capacities(rows)}; peak: XLA's memory analysis"),
                 ("estimate", ESTIMATED),
                 (
                     "best",
@@ -98,12 +112,12 @@ def render_compare(report: Comparison, console: Console) -> None:
     table = simple_table(
         "Configurations",
         [("", "left", True), ("configuration", "left", False)]
-        + [(name, "right", True) for name in COLUMNS],
+        + [(name, "right", True) for name in _columns(dcn)],
     )
     for index, row in enumerate(rows):
         mark = BEST_MARK if index == report.best else ""
         style = "bold green" if index == report.best else ("red" if not row.succeeded else "")
-        table.add_row(mark, Text(row.config.label, style=style), *_cells(row))
+        table.add_row(mark, Text(row.config.label, style=style), *_cells(row, dcn))
     console.print(table)
     measured = [r for r in rows if r.succeeded]
     if measured:
@@ -147,7 +161,8 @@ def compile_times_text(rows: Sequence[CompareRow]) -> str:
 
 def compare_markdown(report: Comparison) -> str:
     """The table as Markdown (`--format markdown`), for a pull request or a notebook."""
-    header = ["", "configuration", *COLUMNS, "collectives"]
+    dcn = any(r.dcn_bytes for r in report.rows)
+    header = ["", "configuration", *_columns(dcn), "collectives"]
     lines = [
         f"**hloscope compare** `{' '.join(report.targets)}` ({ESTIMATED})",
         "",
@@ -158,7 +173,7 @@ def compare_markdown(report: Comparison) -> str:
         mark = BEST_MARK if index == report.best else ""
         label = f"`{row.config.label}`"
         last = collectives_text(row) if row.succeeded else f"failed: {row.error}"
-        cells = [mark, label, *_cells(row), last.replace("|", "\\|")]
+        cells = [mark, label, *_cells(row, dcn), last.replace("|", "\\|")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
