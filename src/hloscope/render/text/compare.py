@@ -15,6 +15,10 @@ from hloscope.reports.compare import CompareRow, Comparison
 from hloscope.units import counted, human_bytes
 
 BEST_MARK = "★"
+COLUMNS_WORDS = (
+    "peak HBM a device; the step, and its communication no kernel hides; tokens a second "
+    "a device; bytes a device moves a step over the slice's interconnect (and the DCN)"
+)
 ESTIMATED = "estimated on the target from its compiler, not measured"
 
 
@@ -59,8 +63,8 @@ def _cells(row: CompareRow, dcn: bool) -> list[str]:
 
 def _columns(dcn: bool) -> list[str]:
     """The numbers' headers; DCN's only where a row sends over it."""
-    columns = ["fits", "peak", "step", "exposed comm", "MFU", "tokens/s/dev", "ICI/step"]
-    return [*columns, "DCN/step"] if dcn else columns
+    columns = ["fits", "peak", "step", "exposed", "MFU", "tok/s/dev", "ICI"]
+    return [*columns, "DCN"] if dcn else columns
 
 
 def _capacities(rows: Sequence[CompareRow]) -> str:
@@ -99,6 +103,7 @@ def render_compare(report: Comparison, console: Console) -> None:
                 ),
                 ("memory", f"a device's: {_capacities(rows)}; peak: XLA's memory analysis"),
                 ("estimate", ESTIMATED),
+                ("columns", COLUMNS_WORDS),
                 (
                     "best",
                     Text(f"{BEST_MARK} {best.config.label}", style="bold green")
@@ -146,17 +151,12 @@ def render_compare(report: Comparison, console: Console) -> None:
 
 
 def compile_times_text(rows: Sequence[CompareRow]) -> str:
-    """`compile 42.4 s · 48.9 s (cached) · -`, in the rows' order: measured, so on a
-    line of its own (the documentation's transcripts mask a timings line)."""
-    times = []
-    for row in rows:
-        if row.compile_seconds is None:
-            times.append("-")
-        else:
-            times.append(
-                duration(row.compile_seconds) + (" (cached)" if row.compile_cached else "")
-            )
-    return "compile " + " · ".join(times)
+    """`compile 76.8 s in all, the longest 16.9 s`: measured, so on a line of its own
+    (the documentation's transcripts mask a timings line); each row's is in the JSON."""
+    times = [r.compile_seconds for r in rows if r.compile_seconds is not None]
+    if not times:
+        return "compile -"
+    return f"compile {duration(sum(times))} in all, the longest {duration(max(times))}"
 
 
 def compare_markdown(report: Comparison) -> str:
@@ -172,7 +172,12 @@ def compare_markdown(report: Comparison) -> str:
     for index, row in enumerate(report.rows):
         mark = BEST_MARK if index == report.best else ""
         label = f"`{row.config.label}`"
-        last = collectives_text(row) if row.succeeded else f"failed: {row.error}"
+        if not row.succeeded:
+            last = f"failed: {row.error}"
+        elif row.refused is not None:
+            last = f"XLA refused: {row.refused}"
+        else:
+            last = collectives_text(row)
         cells = [mark, label, *_cells(row, dcn), last.replace("|", "\\|")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
