@@ -167,3 +167,33 @@ def test_a_child_that_dies_is_a_row_with_its_reason():
     assert run.code == 2
     (row,) = run.json()["rows"]
     assert row["error"] == "its child process did not finish within 1 s"
+
+
+def test_the_python_api_returns_the_frozen_rows_the_command_prints(monkeypatch):
+    needs("tpu")
+    import dataclasses
+
+    import hloscope as api
+
+    # The children take this process's environment: without the suite's 8 host devices.
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    seen = []
+    report = api.compare(
+        f"{FIXTURE}:step",
+        SPEC,
+        vary={"COMPARE_SIZE": ["small", "raise"]},
+        args_factory=f"{FIXTURE}:step_args",
+        on_row=lambda row, done, total: seen.append((done, total)),
+    )
+    assert sorted(seen) == [(1, 2), (2, 2)]
+    from hloscope.reports.compare import Comparison
+
+    assert isinstance(report, Comparison)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.best = None  # type: ignore[misc]
+    small, failing = report.rows
+    assert report.best == 0 and small.fits is True and failing.error is not None
+    run = hloscope("compare", *FIXTURE_TARGET, "--for", SPEC, "--json")
+    (row,) = run.json()["rows"]
+    assert row["peak_bytes"] == small.peak_bytes
+    assert row["estimate"]["seconds"] == small.estimate.seconds
