@@ -47,6 +47,7 @@ SECTIONS = (
     "for",
     "cache",
     "profile --for",
+    "compare",
 )
 
 

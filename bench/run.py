@@ -65,6 +65,8 @@ floor with its goal.
     --json` (the estimate) against `hloscope memory` of the same program and target:
     both compile once; the estimate reads the kernels and XLA's cost of each. Goal:
     1.2x (issue 55). Skipped without libtpu.
+12. compare: `hloscope compare` of 3 configurations against 3 single views, the same
+    comparison again, and the parent's memory flat in N (bench/compare_bench.py).
 
 Results go to bench/results/latest.md and latest.json.
 
@@ -72,7 +74,7 @@ Results go to bench/results/latest.md and latest.json.
 
 --quick skips the 1M-op modules; --only measures some sections (load, startup,
 diff, browser, entrypoint, compiles, passes, profile, placement --why, for, cache,
-profile --for).
+profile --for, compare).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import generate  # noqa: E402
 from bench.against import Tree, checkout, parse_arguments  # noqa: E402
+from bench.compare_bench import compare_rows  # noqa: E402
 from bench.measure import Measurement, measure_command  # noqa: E402
 from bench.table import Row, markdown  # noqa: E402
 
@@ -906,6 +909,7 @@ def main(argv: list[str] | None = None) -> int:
         ("for", for_rows),
         ("cache", cache_rows),
         ("profile --for", profile_for_rows),
+        ("compare", lambda: compare_rows(measure, HLOSCOPE, PYTHON)),
     ):
         if section not in options.sections:
             continue

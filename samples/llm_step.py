@@ -68,8 +68,8 @@ def decoder_layer(x, layer):
 def loss_fn(params, batch):
     x = params["embed"][batch["tokens"]]
     layer = jax.checkpoint(
-        decoder_layer, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable
-    )
+        decoder_layer, policy=REMAT_POLICIES[REMAT]
+    ) if REMAT != "none" else decoder_layer
     x, _ = jax.lax.scan(layer, x, params["layers"])
     logits = rms_norm(x, params["ln_f"]) @ params["embed"].T
     labels = jax.nn.one_hot(batch["targets"], VOCAB, dtype=logits.dtype)
@@ -109,9 +109,9 @@ def make_mesh():
     """`jax.make_mesh` over every device: `model` of `MODEL` where the count allows."""
     count = jax.device_count()
     model = MODEL if count % MODEL == 0 else 1
-    return jax.make_mesh(
-        (count // model, model), ("data", "model"), axis_types=(AxisType.Auto, AxisType.Auto)
-    )
+    # The shape LLM_MESH gives, where it does (`compare --vary LLM_MESH=...`).
+    shape = MESH_SHAPE or (count // model, model)
+    return jax.make_mesh(shape, ("data", "model"), axis_types=(AxisType.Auto, AxisType.Auto))
 
 
 def example_args():
@@ -161,3 +161,21 @@ def _like(tree, specs, mesh):
         tree,
         specs,
     )
+
+
+# What `hloscope compare` varies, read when the module is imported (kept at the end, so
+# that the lines above stay where the documentation's transcripts name them):
+# `LLM_MESH=DATAxMODEL` (`2x8`) the mesh's shape (it must use every device); `LLM_REMAT`
+# the layers' remat policy, `dots` (the default: matmuls' outputs saved), `full` (save
+# nothing) or `none` (no `jax.checkpoint`); `TOKENS_PER_STEP`, the tokens a step trains
+# on (all devices together), what `compare` divides for tokens per second per device.
+MESH = os.environ.get("LLM_MESH")
+MESH_SHAPE = tuple(int(size) for size in MESH.split("x")) if MESH else None
+REMAT = os.environ.get("LLM_REMAT", "dots")
+REMAT_POLICIES = {
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "full": jax.checkpoint_policies.nothing_saveable,
+}
+if REMAT not in (*REMAT_POLICIES, "none"):
+    raise ValueError(f"LLM_REMAT={REMAT}: expected dots, full or none")
+TOKENS_PER_STEP = BATCH * SEQ

@@ -8,6 +8,7 @@ prompt):
     insp = hloscope.inspect(f, x, y)   # a function and its arguments, a Lowered,
     insp.params                        # Compiled or Exported, module text or bytes,
     hloscope.diff(f, g, x, y)          # a path, a dump folder
+    hloscope.compare("step.py:step", ["tpu:v5e:4x4"], vary={"MESH": ["2x8", "4x4"]})
     with hloscope.watch() as w:        # every compilation JAX performs in the block:
         train()                        # why it compiled again, what it cost
 
@@ -23,13 +24,22 @@ from typing import TYPE_CHECKING, Any
 from hloscope.errors import HloscopeError
 
 if TYPE_CHECKING:
-    from hloscope.api import Inspection, Watch, diff, inspect, watch
+    from hloscope.api import Inspection, Watch, compare, diff, inspect, watch
 
 __version__ = "0.1.0"
 
-__all__ = ["HloscopeError", "Inspection", "Watch", "__version__", "diff", "inspect", "watch"]
+__all__ = [
+    "HloscopeError",
+    "Inspection",
+    "Watch",
+    "__version__",
+    "compare",
+    "diff",
+    "inspect",
+    "watch",
+]
 
-_LAZY = {"Inspection", "Watch", "diff", "inspect", "watch"}
+_LAZY = {"Inspection", "Watch", "compare", "diff", "inspect", "watch"}
 
 
 def __getattr__(name: str) -> Any:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,10 +49,11 @@ if TYPE_CHECKING:
         ProfileReport,
         RematReport,
     )
+    from hloscope.reports.compare import CompareRow, CompareSort, Comparison
     from hloscope.sources.loader import Call, Loaded, LoadOptions
     from hloscope.stages import Source
 
-__all__ = ["Inspection", "Watch", "diff", "inspect", "watch"]
+__all__ = ["Inspection", "Watch", "compare", "diff", "inspect", "watch"]
 
 # Labels of module text and bytes given in hand (as Python names source it has no
 # file for: `<string>`).
@@ -128,6 +130,48 @@ def diff(a: Any, b: Any, /, *args: Any, **kwargs: Any) -> DiffReport:
         )
     first = inspect(a, *args, **kwargs) if takes[0] else inspect(a)
     return first.diff(b, *args, **kwargs) if takes[1] else first.diff(b)
+
+
+def compare(
+    targets: str | Sequence[str],
+    /,
+    compile_for: str | Sequence[str],
+    *,
+    vary: Mapping[str, Sequence[str]] | None = None,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+    args_factory: str | None = None,
+    tokens_per_step: int | None = None,
+    sort: CompareSort = "time",
+    jobs: int | None = None,
+    timeout: float | None = None,
+    on_row: Callable[[CompareRow, int, int], None] | None = None,
+) -> Comparison:
+    """Configurations of one step side by side on the target, as `hloscope compare`
+    makes them: the product of `targets` (entrypoint strings, `file.py:step`: each
+    configuration imports its target afresh), the `compile_for` specs and the values of
+    each environment variable of `vary` (`{"LLM_MESH": ["2x8", "4x4"]}`), over the
+    variables of `env` every configuration shares, each loaded
+    and compiled in a child process of its own, `jobs` at a time (default: the cores).
+    `args`/`args_factory` are `--arg`/`--args`; `on_row(row, done, total)` is called as
+    each row finishes. Returns the frozen `Comparison`: `rows`, `best` (the index of
+    the fastest row that fits, or None)."""
+    from hloscope.sources.compare_run import CompareOptions, configurations, run_comparison
+
+    if sort not in ("time", "memory", "name"):
+        raise HloscopeError(f"sort={sort!r}: expected time, memory or name")
+    names = [targets] if isinstance(targets, str) else list(targets)
+    specs = [compile_for] if isinstance(compile_for, str) else list(compile_for)
+    varied = [f"{name}={','.join(values)}" for name, values in (vary or {}).items()]
+    options = CompareOptions(
+        args=tuple(args),
+        args_factory=args_factory,
+        tokens_per_step=tokens_per_step,
+        timeout_seconds=timeout,
+    )
+    shared = [f"{name}={value}" for name, value in (env or {}).items()]
+    configs = configurations(names, specs, varied, shared)
+    return run_comparison(configs, options, jobs or os.cpu_count() or 1, on_row, sort)
 
 
 def object_label(obj: Any) -> str:

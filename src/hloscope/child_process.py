@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -88,11 +88,15 @@ class ChildProcess:
     When the child dies or hangs, the request is answered from what it sent before,
     and the next request starts a new child. `keep_stderr`: the child's stderr goes to
     a temporary file, and each reply carries what the child wrote there during its
-    request (else it is discarded)."""
+    request (else it is discarded). `env`: variables set in the child's environment
+    over this process's (a configuration's, read by the program when imported)."""
 
-    def __init__(self, module: str, *, keep_stderr: bool = False) -> None:
+    def __init__(
+        self, module: str, *, keep_stderr: bool = False, env: Mapping[str, str] | None = None
+    ) -> None:
         self.module = module
         self.keep_stderr = keep_stderr
+        self.env = dict(env or {})
         self._process: Any = None
         self._stderr: Any = None
         # Its own lock, not the native one: a slow request in the child must not hold
@@ -100,7 +104,7 @@ class ChildProcess:
         self._lock = threading.Lock()
 
     def _start(self) -> Any:
-        env = dict(os.environ)
+        env = {**os.environ, **self.env}
         package_root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env[PARENT_PID_VARIABLE] = str(os.getpid())

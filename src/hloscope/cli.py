@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import typer
 
+from hloscope.cli_compare import compare
 from hloscope.cli_options import (
     ArgumentOptions,
     BaselineOption,
@@ -775,9 +776,6 @@ def check(
     )
 
 
-# --------------------------------------------------------------------------- profile
-
-
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
@@ -898,3 +896,6 @@ def cache(
 
     with command_edge(debug):
         sys.stdout.write(compile_cache.clear_text() if clear else compile_cache.describe().text())
+
+
+app.command()(compare)  # its body: cli_compare.py, as check's is check_run.py

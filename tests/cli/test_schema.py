@@ -321,6 +321,31 @@ DESIGN_KEYS: dict[str, list[str]] = {
         "eager.calls",
         "eager.seconds",
     ],
+    # Issue 62's keys: a row per configuration, and the best.
+    "compare": [
+        "targets",
+        "best",
+        *(f"rows[].config.{key}" for key in ("target", "for", "env")),
+        *(
+            f"rows[].{key}"
+            for key in (
+                "fits",
+                "peak_bytes",
+                "capacity_bytes",
+                "collectives",
+                "compile_seconds",
+                "error",
+            )
+        ),
+        *(
+            f"rows[].estimate.{key}"
+            for key in ("seconds", "compute_seconds", "exposed_communication_seconds", "mfu")
+        ),
+        *(
+            f"rows[].collectives[].{key}"
+            for key in ("op", "count", "bytes", "in_loops", "across_slices")
+        ),
+    ],
 }
 
 

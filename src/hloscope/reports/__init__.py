@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from hloscope.reports.aot import AOT_TEXT_ELEMENTS, AotReport, AotTimings, aot_check_report
     from hloscope.reports.check import CheckReport
     from hloscope.reports.common import Timings, lowered_frames, stage_timings
+    from hloscope.reports.compare import CompareReport, Comparison
     from hloscope.reports.compiles import CompilesReport, compiles_report
     from hloscope.reports.diff import DiffReport, diff_loaded
     from hloscope.reports.entry import ReportEntry, entry_of
@@ -62,6 +63,8 @@ _MODULE_OF = {
     "AotReport": "aot",
     "AotTimings": "aot",
     "CheckReport": "check",
+    "CompareReport": "compare",
+    "Comparison": "compare",
     "CompilesReport": "compiles",
     "DiffReport": "diff",
     "EstimateReport": "estimate",
@@ -123,6 +126,8 @@ __all__ = [
     "AotReport",
     "AotTimings",
     "CheckReport",
+    "CompareReport",
+    "Comparison",
     "CompilesReport",
     "DiffReport",
     "EstimateReport",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from hloscope.reports import (
     aot,
     check,
+    compare,
     compiles,
     diff,
     estimate,
@@ -42,4 +43,5 @@ REPORTS: tuple[ReportEntry, ...] = (
     profile.SCRIPT_ENTRY,
     estimate.ENTRY,
     remat.ENTRY,
+    compare.ENTRY,
 )

@@ -147,6 +147,14 @@ def import_target(target: EntrypointTarget, notes: list[str] | None = None) -> A
     return obj
 
 
+def module_attribute(target: EntrypointTarget, name: str) -> Any:
+    """The attribute `name` of the module `target` names an attribute of (None where it
+    has none): a module imported already is found, not run again."""
+    with user_code():
+        module = _import_file(target.file) if target.file is not None else _import_module(target)
+    return getattr(module, name, None)
+
+
 def _suggest(obj: Any, missing: str) -> str:
     """` (did you mean: mlp?)`: the names of `obj` closest to `missing` (a typo, a
     changed case, a shared start), or the names it has when there are few."""

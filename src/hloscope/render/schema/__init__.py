@@ -72,6 +72,7 @@ COMMANDS: dict[str, tuple[str, Callable[[], Body]]] = {
     "profile": ("where the run time goes: a function's or a script's", _runs("profile")),
     "platforms": ("what --for compiles for", _views("platforms")),
     "remat": ("what the backward pass keeps from the forward", lambda: _remat_body()),
+    "compare": ("configurations of one step side by side on the target", lambda: _compare_body()),
 }
 """Every command with `--json`: what its document is, and how to build its body."""
 
@@ -80,6 +81,12 @@ def _remat_body() -> Body:
     from hloscope.render.schema.remat import remat_body
 
     return remat_body(), ()
+
+
+def _compare_body() -> Body:
+    from hloscope.render.schema.compare import compare_body
+
+    return compare_body(), ()
 
 
 def command_names() -> tuple[str, ...]:
