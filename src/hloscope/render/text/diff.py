@@ -131,7 +131,9 @@ def compiled_table(summary: CompiledSummary) -> Table:
     table.add_column("b", justify="right", no_wrap=True)
     table.add_column("", overflow="fold")
     a_peak, b_peak = summary.memory
-    table.add_row("peak memory", human_bytes(a_peak), human_bytes(b_peak), _ratio(a_peak, b_peak))
+    table.add_row(
+        "peak (buffer assignment)", human_bytes(a_peak), human_bytes(b_peak), _ratio(a_peak, b_peak)
+    )
     if summary.estimate is not None:
         a, b = summary.estimate
 
