@@ -200,6 +200,14 @@ class ChildProcess:
         written: bytes = self._stderr.read()
         return written.decode("utf-8", "replace").splitlines()
 
+    def kill(self) -> None:
+        """End the running child now, from any thread: a request waiting on it answers
+        that the child died."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            with suppress(OSError):
+                process.kill()
+
     def close(self) -> None:
         """End the child kept for reuse (at exit: a child still running when Python
         exits is reported on stderr as a `ResourceWarning`, after hloscope's one line)."""

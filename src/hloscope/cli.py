@@ -1,8 +1,7 @@
 """The command line: options in, a renderer out. No analysis happens here.
 
 stdout is data (a report or one JSON document); failures are one line on stderr
-and exit code 2 (see `hloscope.errors`).
-"""
+and exit code 2 (see `hloscope.errors`)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,11 @@ configurations run by `sources.compare_run`, the table or JSON out; no analysis 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -15,14 +17,15 @@ import typer
 from hloscope.cli_options import (
     DebugOption,
     JsonOption,
-    PrintedAnywayOption,
+    PrintOption,
     option_groups,
     target_group,
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
 
 if TYPE_CHECKING:
-    from hloscope.reports.compare import CompareRow, Comparison
+    from hloscope.reports.compare import CompareConfig, CompareRow, Comparison
+    from hloscope.sources.compare_run import CompareOptions
     from hloscope.sources.loader import LoadOptions
 
 CompareTargets = Annotated[
@@ -109,7 +112,7 @@ def compare(
             "--format", help="text, json (as --json) or markdown (the table).", show_default=False
         ),
     ] = None,
-    print_: PrintedAnywayOption = False,
+    print_: PrintOption = False,
     debug: DebugOption = False,
     timeout: Annotated[
         float | None,
@@ -120,58 +123,142 @@ def compare(
             show_default=False,
         ),
     ] = None,
+    diff: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--diff",
+            metavar="ROW ROW",
+            help="Then diff two rows' programs (hloscope diff, each side's --for and "
+            "environment): its position in the table (from 1), or its configuration's label.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Configurations of one step side by side on the target: the product of the
     targets, the --for specs and the --vary values, each loaded and compiled in a child
     process of its own. Each row: fits, peak HBM, the estimated step (as profile --for),
-    MFU, communication, compile time; the fastest that fits marked. Exit 0 while one
-    configuration compiles; 2 when none does."""
+    MFU, communication, compile time; the fastest that fits marked. Opens the browser on
+    a terminal (unless --print, --json or --format). Exit 0 while one configuration
+    compiles; 2 when none does."""
     from hloscope.ir.xla_flags import xla_flags_checked
 
+    code: int | None = None
     with command_edge(debug):
         if json and output not in (None, "json"):
             raise HloscopeError(f"--json and --format {output} disagree: give one of them")
         as_json = json or output == "json"
         xla_flags_checked()
-        environment = (vary or (), env or ())
-        report = _run(
-            targets, compile_for, environment, options, tokens_per_step, sort, jobs, timeout
+        plan = _plan(
+            targets, compile_for, (vary or (), env or ()), options, tokens_per_step, timeout
         )
-        _print(report, as_json, output == "markdown")
-    if not report.any_succeeded:
-        print_error(f"compare: none of the {len(report.rows)} configurations compiled")
-        raise typer.Exit(ExitCode.ERROR)
+        workers = jobs or os.cpu_count() or 1
+        browse = not (as_json or print_ or output or diff) and sys.stdout.isatty()
+        if browse and sys.stdin.isatty():
+            from hloscope.tui.compare_app import run_compare_browser
+
+            _, code = run_compare_browser(
+                plan.configs, _runner(plan, workers, sort), sort, plan.options, debug=debug
+            )
+        else:
+            report = _runner(plan, workers, sort, progress=True)(None, None)
+            if diff is not None:
+                code = _diff_rows(report, diff, plan.options, as_json, print_)
+            else:
+                _print(report, as_json, output == "markdown")
+                if not report.any_succeeded:
+                    print_error(f"compare: none of the {len(report.rows)} configurations compiled")
+                    code = ExitCode.ERROR
+    if code:
+        raise typer.Exit(code)
 
 
-def _run(
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    configs: tuple[CompareConfig, ...]
+    options: CompareOptions
+
+
+def _plan(
     targets: list[str],
     specs: list[str],
     environment: tuple[Sequence[str], Sequence[str]],
     options: LoadOptions,
     tokens_per_step: int | None,
-    sort: Literal["time", "memory", "name"],
-    jobs: int | None,
     timeout: float | None,
-) -> Comparison:
-    from hloscope.render.text.compare import progress_line
+) -> _Plan:
+    """The configurations and what each is loaded with, checked before any child runs."""
     from hloscope.sources import compile_cache
-    from hloscope.sources.compare_run import CompareOptions, configurations, run_comparison
+    from hloscope.sources.compare_run import CompareOptions, configurations
 
     vary, env = environment
-    configs = configurations(targets, specs, vary, env)
-    compare_options = CompareOptions(
-        args=options.args,
-        args_factory=options.args_factory,
-        tokens_per_step=tokens_per_step,
-        timeout_seconds=timeout,
-        no_cache=not compile_cache.enabled(),
+    return _Plan(
+        configurations(targets, specs, vary, env),
+        CompareOptions(
+            args=options.args,
+            args_factory=options.args_factory,
+            tokens_per_step=tokens_per_step,
+            timeout_seconds=timeout,
+            no_cache=not compile_cache.enabled(),
+        ),
     )
 
-    def on_row(row: CompareRow, done: int, total: int) -> None:
-        sys.stderr.write(progress_line(row, done, total) + "\n")
-        sys.stderr.flush()
 
-    return run_comparison(configs, compare_options, jobs or os.cpu_count() or 1, on_row, sort)
+def _runner(
+    plan: _Plan, jobs: int, sort: Literal["time", "memory", "name"], progress: bool = False
+) -> Callable[[Callable[[CompareRow, int, int], None] | None, threading.Event | None], Comparison]:
+    """Runs the plan's configurations, `jobs` at a time, calling back as each finishes
+    (with `progress`, a line on stderr too)."""
+    from hloscope.render.text.compare import progress_line
+    from hloscope.sources.compare_run import run_comparison
+
+    def run(
+        on_row: Callable[[CompareRow, int, int], None] | None, stop: threading.Event | None
+    ) -> Comparison:
+        def each(row: CompareRow, done: int, total: int) -> None:
+            if progress:
+                sys.stderr.write(progress_line(row, done, total) + "\n")
+                sys.stderr.flush()
+            if on_row is not None:
+                on_row(row, done, total)
+
+        return run_comparison(plan.configs, plan.options, jobs, each, sort, stop)
+
+    return run
+
+
+def _diff_rows(
+    report: Comparison, rows: tuple[str, str], options: CompareOptions, as_json: bool, print_: bool
+) -> int:
+    """`--diff ROW ROW`: `hloscope diff` of two rows' programs, its output and exit code
+    (the diff screen on a terminal)."""
+    import subprocess
+
+    from hloscope.sources.compare_run import diff_command
+
+    a, b = (_row_named(report, name) for name in rows)
+    command, env = diff_command(a.config, b.config, options)
+    command += ["--json"] if as_json else (["--print"] if print_ else [])
+    sys.stdout.flush()
+    return subprocess.run(command, env=env, check=False).returncode
+
+
+def _row_named(report: Comparison, name: str) -> CompareRow:
+    """A row by its number in the table (from 1) or its configuration's label."""
+    rows = report.rows
+    if name.isdigit() and 1 <= int(name) <= len(rows):
+        row = rows[int(name) - 1]
+    else:
+        found = [r for r in rows if r.config.label == name]
+        if not found:
+            raise HloscopeError(
+                f"--diff {name}: no such row (a number from 1 to {len(rows)}, or a label: "
+                + "; ".join(r.config.label for r in rows)
+                + ")"
+            )
+        row = found[0]
+    if not row.succeeded:
+        raise HloscopeError(f"--diff {name}: {row.config.label} failed: {row.error}")
+    return row
 
 
 def _print(report: Comparison, as_json: bool, markdown: bool) -> None:

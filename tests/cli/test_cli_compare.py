@@ -106,3 +106,42 @@ def test_the_best_is_the_fastest_that_fits_and_failed_rows_go_last():
     assert by_memory.rows[by_memory.best].config.label == "quick"
     none_fits = comparison(["t.py:f"], rows[:1] + rows[2:3], "name")
     assert none_fits.best is None
+
+
+def test_a_stopped_comparison_ends_its_child_and_starts_no_other():
+    """The browser quit mid-run (`stop` set): the running child is ended, not waited
+    for, and the configurations not started are not run."""
+    import threading
+
+    from hloscope.sources.compare_run import STOPPED, CompareOptions, run_comparison
+
+    fixture = "tests/fixtures/compare_targets.py"
+    configs = configurations([f"{fixture}:step"], ["tpu:v5e:2x2"], ["COMPARE_SIZE=small,big,raise"])
+    stop = threading.Event()
+    # Long before a child has imported JAX, let alone compiled.
+    threading.Timer(0.3, stop.set).start()
+    report = run_comparison(
+        configs, CompareOptions(args_factory=f"{fixture}:step_args"), jobs=1, stop=stop
+    )
+    assert [row.error for row in report.rows] == [STOPPED] * 3
+
+
+def test_diff_of_two_rows_names_a_row_that_is_not_there():
+    """`--diff ROW ROW` takes a row's position or its label; anything else is one line
+    naming the rows there are (the comparison runs first: its rows fail here at once)."""
+    run = run_cli(
+        "compare",
+        "tests/fixtures/compare_targets.py:step",
+        "--args",
+        "tests/fixtures/compare_targets.py:step_args",
+        "--for",
+        "tpu:v5e:2x2",
+        "--vary",
+        "COMPARE_SIZE=raise",
+        "--diff",
+        "1",
+        "7",
+    )
+    assert run.code == 2, run.stderr
+    assert "--diff 1:" in run.stderr or "--diff 7:" in run.stderr
+    assert "Traceback" not in run.stderr

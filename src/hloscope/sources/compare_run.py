@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -34,6 +36,8 @@ from hloscope.reports.compare import (
 )
 
 CHILD_MODULE = "hloscope.sources.compare_child"
+HLOSCOPE = (sys.executable, "-m", "hloscope")
+STOPPED = "not run: the comparison was stopped"
 STAGE_ROW = "row"
 """The child's one frame before `done`: the row, as JSON."""
 
@@ -132,17 +136,62 @@ def configurations(
     return tuple(configs)
 
 
-def run_configuration(config: CompareConfig, options: CompareOptions) -> CompareRow:
+def target_options(options: CompareOptions) -> list[str]:
+    """The command-line options every configuration was loaded with (`--arg`, `--args`,
+    `--no-cache`), for the hloscope commands that open one or two of them."""
+    words = [word for spec in options.args for word in ("--arg", spec)]
+    if options.args_factory is not None:
+        words += ["--args", options.args_factory]
+    return [*words, "--no-cache"] if options.no_cache else words
+
+
+def open_command(
+    config: CompareConfig, options: CompareOptions, command: str = "tui"
+) -> tuple[list[str], dict[str, str]]:
+    """The hloscope command line and environment that show one configuration (`tui`,
+    or another view) as the comparison loaded it: its target `--for` its spec, its
+    environment set, reading the compile cache the comparison filled."""
+    words = [*HLOSCOPE, command, config.target, "--for", config.compile_for]
+    return [*words, *target_options(options)], {**os.environ, **config.env}
+
+
+def diff_command(
+    a: CompareConfig, b: CompareConfig, options: CompareOptions
+) -> tuple[list[str], dict[str, str]]:
+    """The `hloscope diff` command line of two configurations: each side's spec and
+    environment (`--for-a`, `--env-b NAME=V`)."""
+    words = [*HLOSCOPE, "diff", a.target, b.target, "--for-a", a.compile_for]
+    words += ["--for-b", b.compile_for]
+    for side, config in (("a", a), ("b", b)):
+        for name, value in config.env.items():
+            words += [f"--env-{side}", f"{name}={value}"]
+    return [*words, *target_options(options)], dict(os.environ)
+
+
+def run_configuration(
+    config: CompareConfig, options: CompareOptions, stop: threading.Event | None = None
+) -> CompareRow:
     """One configuration's row, from a child process of its own: its environment set
-    before it starts, the target loaded and compiled for `config.compile_for`."""
+    before it starts, the target loaded and compiled for `config.compile_for`. `stop`
+    set: the child is ended (the comparison was abandoned)."""
     from hloscope.sources import compile_cache
 
+    if stop is not None and stop.is_set():
+        return failed_row(config, STOPPED)
     child = ChildProcess(CHILD_MODULE, keep_stderr=True, env=config.env)
     header = {"config": _plain(config), "options": _plain(options)}
+    answered_or_died = threading.Event()
+    if stop is not None:
+        threading.Thread(
+            target=_kill_when_stopped, args=(child, stop, answered_or_died), daemon=True
+        ).start()
     try:
         reply = child.request(header, timeout=options.timeout_seconds)
     finally:
+        answered_or_died.set()
         child.close()
+    if stop is not None and stop.is_set():
+        return failed_row(config, STOPPED)
     compile_cache.relay_note(reply.stderr)
     answered = reply.stages.get(STAGE_ROW)
     if answered is None:
@@ -153,19 +202,28 @@ def run_configuration(config: CompareConfig, options: CompareOptions) -> Compare
     return row_from_plain(config, json.loads(answered[1]))
 
 
+def _kill_when_stopped(child: ChildProcess, stop: threading.Event, over: threading.Event) -> None:
+    while not over.is_set():
+        if stop.wait(0.2):
+            child.kill()
+            return
+
+
 def run_comparison(
     configs: Sequence[CompareConfig],
     options: CompareOptions,
     jobs: int = 1,
     on_row: Callable[[CompareRow, int, int], None] | None = None,
     sort: CompareSort = "time",
+    stop: threading.Event | None = None,
 ) -> Comparison:
     """Every configuration's row, `jobs` children at a time; `on_row(row, done, total)`
-    as each finishes (in the order they finish, one call at a time)."""
+    as each finishes (in the order they finish, one call at a time). `stop` set (the
+    user quit the browser): the running children are ended, the rest not started."""
     lock = threading.Lock()
     rows: list[CompareRow] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_configuration, config, options) for config in configs]
+        futures = [pool.submit(run_configuration, config, options, stop) for config in configs]
         for future in as_completed(futures):
             row = future.result()
             with lock:

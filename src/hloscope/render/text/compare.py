@@ -45,7 +45,8 @@ def _tokens_text(row: CompareRow) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _cells(row: CompareRow, dcn: bool) -> list[str]:
+def row_cells(row: CompareRow, dcn: bool) -> list[str]:
+    """A row's numbers, in `table_columns`' order (the table, Markdown and browser's)."""
     estimate = row.estimate
     if estimate is None:
         step = comm = mfu = "-"
@@ -61,7 +62,7 @@ def _cells(row: CompareRow, dcn: bool) -> list[str]:
     return cells
 
 
-def _columns(dcn: bool) -> list[str]:
+def table_columns(dcn: bool) -> list[str]:
     """The numbers' headers; DCN's only where a row sends over it."""
     columns = ["fits", "peak", "step", "exposed", "MFU", "tok/s/dev", "ICI"]
     return [*columns, "DCN"] if dcn else columns
@@ -117,12 +118,12 @@ def render_compare(report: Comparison, console: Console) -> None:
     table = simple_table(
         "Configurations",
         [("", "left", True), ("configuration", "left", False)]
-        + [(name, "right", True) for name in _columns(dcn)],
+        + [(name, "right", True) for name in table_columns(dcn)],
     )
     for index, row in enumerate(rows):
         mark = BEST_MARK if index == report.best else ""
         style = "bold green" if index == report.best else ("red" if not row.succeeded else "")
-        table.add_row(mark, Text(row.config.label, style=style), *_cells(row, dcn))
+        table.add_row(mark, Text(row.config.label, style=style), *row_cells(row, dcn))
     console.print(table)
     measured = [r for r in rows if r.succeeded]
     if measured:
@@ -162,7 +163,7 @@ def compile_times_text(rows: Sequence[CompareRow]) -> str:
 def compare_markdown(report: Comparison) -> str:
     """The table as Markdown (`--format markdown`), for a pull request or a notebook."""
     dcn = any(r.dcn_bytes for r in report.rows)
-    header = ["", "configuration", *_columns(dcn), "collectives"]
+    header = ["", "configuration", *table_columns(dcn), "collectives"]
     lines = [
         f"**hloscope compare** `{' '.join(report.targets)}` ({ESTIMATED})",
         "",
@@ -178,7 +179,7 @@ def compare_markdown(report: Comparison) -> str:
             last = f"XLA refused: {row.refused}"
         else:
             last = collectives_text(row)
-        cells = [mark, label, *_cells(row, dcn), last.replace("|", "\\|")]
+        cells = [mark, label, *row_cells(row, dcn), last.replace("|", "\\|")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
