@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analyses.baseline.facts import Measurement
 from hloscope.analyses.baseline.record import Backend, Baseline
@@ -25,6 +25,9 @@ from hloscope.reports.check import (
 )
 from hloscope.sources import baselines
 from hloscope.sources.loader import Call, Loaded, LoadOptions
+
+if TYPE_CHECKING:
+    from hloscope.reports.compare import Comparison
 
 ToleranceSpecs = Mapping[str, str | float] | str | float | None
 
@@ -63,6 +66,38 @@ def check_one(
         update,
     )
     check = with_collective_origins(check, lowered)
+    return CheckReport(
+        checks=(check,), baseline=display_path(baseline), backend=backend, updated=update
+    )
+
+
+def check_comparison(
+    report: Comparison,
+    baseline: Path,
+    *,
+    tolerances: ToleranceSpecs = None,
+    update: bool = False,
+) -> CheckReport:
+    """Check a comparison's rows (`compare --baseline`) against the baseline file
+    `baseline`: each row's facts (`row_facts`), so that the chosen configuration
+    stopping to fit or getting slower fails the build; with `update`, record them."""
+    from hloscope.analyses.baseline.facts import comparison_facts
+    from hloscope.reports.compare import row_facts
+
+    stored = baselines.read_baseline_file(baseline)
+    backend = baselines.comparison_backend([r.config.compile_for for r in report.rows])
+    refuse_baseline(stored, backend, display_path(baseline), update)
+    measurement = comparison_facts((row.config.label, row_facts(row)) for row in report.rows)
+    check = _compare(
+        "compare",
+        " ".join(report.targets),
+        baseline,
+        stored,
+        measurement,
+        backend,
+        Tolerances.from_specs(tolerances, "tolerance"),
+        update,
+    )
     return CheckReport(
         checks=(check,), baseline=display_path(baseline), backend=backend, updated=update
     )

@@ -18,6 +18,8 @@ from hloscope.cli_options import (
     DebugOption,
     JsonOption,
     PrintOption,
+    ToleranceOption,
+    UpdateOption,
     option_groups,
     target_group,
 )
@@ -107,9 +109,12 @@ def compare(
     ] = None,
     json: JsonOption = False,
     output: Annotated[
-        Literal["text", "json", "markdown"] | None,
+        Literal["text", "json", "markdown", "github"] | None,
         typer.Option(
-            "--format", help="text, json (as --json) or markdown (the table).", show_default=False
+            "--format",
+            help="text, json (as --json) or markdown (the table); with --baseline, github "
+            "too (the check's annotations).",
+            show_default=False,
         ),
     ] = None,
     print_: PrintOption = False,
@@ -123,6 +128,19 @@ def compare(
             show_default=False,
         ),
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="Check the rows against this baseline file (as hloscope check does: exit 1 "
+            "when a configuration stops fitting or compiling, or gets slower or bigger); "
+            "--update records it.",
+            show_default=False,
+        ),
+    ] = None,
+    update: UpdateOption = False,
+    tolerance: ToleranceOption = None,
     diff: Annotated[
         tuple[str, str] | None,
         typer.Option(
@@ -147,12 +165,14 @@ def compare(
         if json and output not in (None, "json"):
             raise HloscopeError(f"--json and --format {output} disagree: give one of them")
         as_json = json or output == "json"
+        if baseline is None and (update or tolerance or output == "github"):
+            raise HloscopeError("--update, --tolerance and --format github go with --baseline")
         xla_flags_checked()
         plan = _plan(
             targets, compile_for, (vary or (), env or ()), options, tokens_per_step, timeout
         )
         workers = jobs or os.cpu_count() or 1
-        browse = not (as_json or print_ or output or diff) and sys.stdout.isatty()
+        browse = not (as_json or print_ or output or diff or baseline) and sys.stdout.isatty()
         if browse and sys.stdin.isatty():
             from hloscope.tui.compare_app import run_compare_browser
 
@@ -161,7 +181,9 @@ def compare(
             )
         else:
             report = _runner(plan, workers, sort, progress=True)(None, None)
-            if diff is not None:
+            if baseline is not None:
+                code = _check(report, baseline, update, tolerance, as_json, output)
+            elif diff is not None:
                 code = _diff_rows(report, diff, plan.options, as_json, print_)
             else:
                 _print(report, as_json, output == "markdown")
@@ -224,6 +246,43 @@ def _runner(
         return run_comparison(plan.configs, plan.options, jobs, each, sort, stop)
 
     return run
+
+
+def _check(
+    report: Comparison,
+    baseline: str,
+    update: bool,
+    tolerance: list[str] | None,
+    as_json: bool,
+    output: str | None,
+) -> int:
+    """`--baseline FILE`: the rows' facts against the baseline (recorded with `update`),
+    printed as `hloscope check` prints its report; 1 when one regressed."""
+    from pathlib import Path
+
+    from hloscope import reports
+    from hloscope.check_run import check_comparison
+    from hloscope.cli_options import tolerance_specs
+
+    checked = check_comparison(
+        report, Path(baseline), tolerances=tolerance_specs(tolerance or ()), update=update
+    )
+    entry = reports.entry_of(checked)
+    if output in ("github", "markdown"):
+        from hloscope.render.ci import PRINTERS
+
+        PRINTERS[output](checked)
+    elif as_json:
+        from hloscope.environment import environment_json
+        from hloscope.render import json as json_render
+
+        document = {**entry.json_renderer()(checked), "environment": environment_json()}
+        sys.stdout.write(json_render.dumps(document) + "\n")
+    else:
+        from hloscope.render.text.common import make_console
+
+        entry.text_renderer()(checked, make_console())
+    return ExitCode.OK if checked.passed else ExitCode.DIFFERENT
 
 
 def _diff_rows(

@@ -160,6 +160,30 @@ CompareReport = Comparison
 """The report of `hloscope compare`, by the name every report has in the registry."""
 
 
+def row_facts(row: CompareRow) -> dict[str, int | float]:
+    """What `compare --baseline` records of a row: whether it failed and fits (1 or 0),
+    its peak, its estimated step and exposed communication, the bytes it moves and its
+    collectives (a row that failed: `failed` alone)."""
+    facts: dict[str, int | float] = {"failed": 0 if row.succeeded else 1}
+    if not row.succeeded:
+        return facts
+    if row.fits is not None:
+        facts["fits"] = int(row.fits)
+    if row.peak_bytes is not None:
+        facts["peak_bytes"] = row.peak_bytes
+    if row.estimate is not None:
+        facts["estimate.seconds"] = round(row.estimate.seconds, 9)
+        facts["estimate.exposed_communication_seconds"] = round(
+            row.estimate.exposed_communication_seconds, 9
+        )
+    if row.ici_bytes is not None:
+        facts["ici_bytes"] = round(row.ici_bytes)
+    if row.dcn_bytes:
+        facts["dcn_bytes"] = round(row.dcn_bytes)
+    facts["collectives.count"] = sum(c.count for c in row.collectives)
+    return facts
+
+
 def config_label(env: Mapping[str, str], compile_for: str, target: str | None) -> str:
     """`LLM_MESH=2x8 LLM_REMAT=dots @ tpu:v5e:4x4`, `target` first when given."""
     words = [f"{name}={value}" for name, value in env.items()]

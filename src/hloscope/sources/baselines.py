@@ -24,7 +24,7 @@ import dataclasses
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -241,6 +241,23 @@ def backend_record(compiled_for: CompiledFor | None = None) -> Backend:
         device_count=count,
         jax=package_version("jax"),
         jaxlib=package_version("jaxlib"),
+    )
+
+
+def comparison_backend(specs: Sequence[str]) -> Backend:
+    """What a comparison's baseline is comparable on: its rows' `--for` specs, in order
+    (the parent of a comparison never starts JAX: the versions are the installed ones)."""
+    from hloscope.analyses.baseline.record import COMPARISON_PLATFORM, Backend
+    from hloscope.environment import package_version
+
+    unique = list(dict.fromkeys(specs))
+    return Backend(
+        platform=COMPARISON_PLATFORM,
+        device_kind="configurations",
+        device_count=len(unique),
+        jax=package_version("jax"),
+        jaxlib=package_version("jaxlib"),
+        compiled_for=" + ".join(unique),
     )
 
 

@@ -285,6 +285,14 @@ def program_facts(compiles: Iterable[tuple[str, float | None]]) -> Measurement:
     return _measurement(facts, {}, ())
 
 
+def comparison_facts(rows: Iterable[tuple[str, Mapping[str, FactValue]]]) -> Measurement:
+    """A comparison's rows as facts, `compare.<label>.<fact>` (`compare.LLM_MESH=4x4 @
+    tpu:v5e:4x4.estimate.seconds`): a configuration that stops fitting or compiling, or
+    gets slower or bigger, regresses (`compare --baseline`)."""
+    facts = {f"compare.{label}.{name}": value for label, row in rows for name, value in row.items()}
+    return _measurement(facts, {}, ())
+
+
 RUNTIME_SECONDS = "runtime.seconds_per_run"
 RUNTIME_SPREAD = "runtime.spread"
 """How far the runs measured with it spread ((max - min) / median): not a fact to

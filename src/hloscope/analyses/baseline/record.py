@@ -21,6 +21,11 @@ FORMAT_VERSION = 1
 """`hloscope_baseline` in the file: the format's version."""
 
 
+COMPARISON_PLATFORM = "compare"
+"""The platform of a comparison's baseline (`compare --baseline`): its rows' specs are
+its `compiled_for`."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """Where a program was compiled: what a baseline is only comparable on."""
@@ -41,6 +46,8 @@ class Backend:
     deviceless: bool = False
 
     def words(self) -> str:
+        if self.platform == COMPARISON_PLATFORM:
+            return f"a comparison on {self.compiled_for}, jax {self.jax}, jaxlib {self.jaxlib}"
         where = self.platform
         if self.compiled_for is not None:
             where = f"{self.compiled_for}, compiled without the device"

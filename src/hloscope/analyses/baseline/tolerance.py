@@ -57,7 +57,7 @@ NOISE_FLOORS: Mapping[str, float] = {"compile.seconds": 1.0}
 baseline's is the clock's noise (a small program's is recorded as 0.0 or 0.1 s, and a
 loaded machine takes a few tenths more), whatever relative tolerance is written."""
 
-_DOWN_IS_WORSE = ("params.donated",)
+_DOWN_IS_WORSE = ("params.donated", "compare.*.fits")
 DONATION_BYTES = ("params.donated_bytes", "memory.alias_bytes")
 """Fewer of these bytes is worse only with an argument that stopped being donated
 (`params.donated` fell, a `params.aliases.<path>` went): a step moved to bf16 donates
@@ -71,7 +71,7 @@ _ANY_IS_WORSE = (
     "remat.device_bytes",
     "remat.host_bytes",
 )
-_MEASURED = ("memory.*", "cost.*", "compile.*")
+_MEASURED = ("memory.*", "cost.*", "compile.*", "compare.*")
 """Facts a single number `tolerance=` applies to (structural facts stay exact)."""
 
 _BYTE_UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "kb": 1000, "mb": 1000**2}
@@ -93,7 +93,7 @@ def runtime_tolerance(spreads: tuple[float, ...]) -> Tolerance:
 
 
 def worse_direction(fact: str) -> Worse:
-    if fact in _DOWN_IS_WORSE or fact in DONATION_BYTES:
+    if fact in DONATION_BYTES or any(fnmatch.fnmatchcase(fact, p) for p in _DOWN_IS_WORSE):
         return "down"
     if any(fnmatch.fnmatchcase(fact, pattern) for pattern in _ANY_IS_WORSE):
         return "any"
@@ -186,7 +186,7 @@ def describe_amount(fact: str, value: float) -> str:
     if "bytes" in fact.rsplit(".", 1)[-1].split("_"):
         # memory.temp_bytes, params.bytes_passed, collectives.x.bytes_per_call
         return human_bytes(value)
-    if fact.startswith("runtime.") and fact.endswith(("seconds_per_run", "_seconds")):
+    if fact.startswith(("runtime.", "compare.")) and fact.endswith(("seconds_per_run", "seconds")):
         return f"{value * 1000:.3g} ms"
     if fact.endswith("seconds"):
         return f"{value:.2f} s"
