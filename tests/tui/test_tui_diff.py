@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import subprocess
 import sys
 
+from rich.console import Console
 from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
 from conftest import DOCS, DUMPS, ROOT, rename_hlo
 from hloscope import reports
 from hloscope.analyses.diff import ADDED, CHANGED
-from hloscope.sources import loader
+from hloscope.render.text.diff import compiled_table
+from hloscope.sources import diff_sides, loader
 from hloscope.tui.diff_app import STYLES, DiffApp, DiffPane, diff_key_sections
 from hloscope.tui.keys import key_rows
 from hloscope.tui.screens.changes import ChangesScreen
 from hloscope.tui.screens.help import HelpScreen
 from hloscope.tui.screens.message import ErrorScreen
 from hloscope.tui.widgets.ir_view import IRView
+from hloscope.units import human_bytes
 from tui_support import SIZE, loaded, plain, quiet, sync
 
 COMPUTE_ON = loader.LoadOptions(args_factory="samples/compute_on.py:example_args")
@@ -58,6 +64,9 @@ async def test_the_diff_screen_shows_both_modules_aligned_with_a_summary():
         assert app.failure is None
         summary = text_of(app, "#diff-summary")
         assert f"A  {INSIDE}" in summary and f"B  {OUTSIDE}" in summary
+        # Two lowered modules: no summary of compiled programs.
+        assert app.session is not None and app.session.report.compiled is None
+        assert not app.query_one("#diff-compiled").display
         assert "verdict different · 1 added · 0 removed · 1 changed · 6 unchanged" in summary
         a, b = sides(app)
         assert a.row_count == b.row_count
@@ -234,6 +243,55 @@ async def test_scrolling_one_side_scrolls_the_other(tmp_path):
         b.scroll_to(y=b.scroll_y + 7, animate=False, immediate=True)
         await quiet(pilot)
         assert a.scroll_y == b.scroll_y
+
+
+STEP = "samples/sharding_choice.py:train_step"
+FSDP_AGAINST_TP = diff_sides.DiffOptions(
+    loader.LoadOptions(args_factory="samples/sharding_choice.py:fsdp_args", optimized=True),
+    loader.LoadOptions(args_factory="samples/sharding_choice.py:tp_args", optimized=True),
+)
+
+
+def shown_lines(widget: Widget) -> list[str]:
+    """The lines a widget shows on the screen, trailing blanks dropped."""
+    return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
+
+
+@sync
+async def test_two_compiled_programs_open_with_the_commands_summary():
+    # `hloscope diff STEP STEP --args-a fsdp --args-b tp --compile` on a terminal: the
+    # "Compiled: A → B" rows above the modules are the command's (`diff_loaded(...,
+    # summary=True)`, whose figures tests/cli/test_diff_sides.py holds to the single
+    # views and to XLA's own compile), and the modules keep most of 120x40.
+    app = DiffApp(STEP, STEP, FSDP_AGAINST_TP)
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(app, pilot)
+        assert app.failure is None, app.failure
+        panel = app.query_one("#diff-compiled")
+        assert panel.display
+        table = app.query_one("#diff-compiled-table", Static)
+        shown, width = shown_lines(table), table.size.width
+        sides_height = app.query_one("#diff-sides").size.height
+    expected = reports.diff_loaded(
+        *diff_sides.load_diff_sides(STEP, STEP, FSDP_AGAINST_TP), summary=True
+    )
+    compiled = expected.compiled
+    assert compiled is not None
+    printed = io.StringIO()
+    Console(file=printed, width=width, color_system=None).print(compiled_table(compiled))
+    assert shown == [line.rstrip() for line in printed.getvalue().splitlines()]
+    # The numbers themselves, row by row.
+    peak = next(row for row in shown if row.lstrip().startswith("peak (buffer assignment)"))
+    assert re.split(r"\s{2,}", peak.strip())[1:3] == [human_bytes(x) for x in compiled.memory]
+    assert {change.op for change in compiled.collectives} >= {"all_reduce", "all_gather"}
+    for change in compiled.collectives:
+        row = next(row for row in shown if row.lstrip().startswith(change.op.replace("_", "-")))
+        for count in (change.a, change.b):
+            assert (f"{count.count} · {human_bytes(count.bytes)}" if count.count else "0") in row
+    added = next(change for change in compiled.collectives if change.added_at)
+    row = next(row for row in shown if row.lstrip().startswith(added.op.replace("_", "-")))
+    assert "more in B at samples/sharding_choice.py:41 +1" in row
+    assert sides_height >= 12
 
 
 def renamed_mlp(tmp_path, minimum: bool = False) -> str:

@@ -104,7 +104,7 @@ class LoadedDiffApp(DiffApp):
     @work(thread=True, group="load")
     def _load(self) -> None:
         try:
-            session = diff_session(self.loaded_a, self.loaded_b, self)
+            session = diff_session(self.loaded_a, self.loaded_b, self, summary=True)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
             self.post_message(self.Failed("Could not diff", describe_failure(exc), fatal=True))

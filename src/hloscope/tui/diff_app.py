@@ -1,6 +1,7 @@
 """The diff screen: `hloscope diff A B` on a terminal.
 
-A summary header (the verdict and the op counts), the two modules printed side by
+A summary header (the verdict and the op counts; of two compiled programs, below it
+the command's own "Compiled: A → B" table, its height capped), the two modules printed side by
 side on the rows `tui.diff_align.align_printed` lays out (matched ops on one row, a
 blank row facing what one side has alone, a pair that crosses the others' order
 beside a copy of A's line marked `»`), one cursor row for both, added lines in
@@ -26,7 +27,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.dom import DOMNode
 from textual.driver import Driver
 from textual.message import Message
@@ -43,7 +44,7 @@ from hloscope.analyses.diff import (
 )
 from hloscope.errors import ExitCode
 from hloscope.render.text.common import describe_source
-from hloscope.render.text.diff import change_where
+from hloscope.render.text.diff import change_where, compiled_table
 from hloscope.sources import diff_sides, loader
 from hloscope.tui.app import WorkingApp, run_app
 from hloscope.tui.diff_align import MOVED, AlignedLines, align_printed, group_rows
@@ -96,16 +97,22 @@ class DiffSession:
 
 
 def diff_session(
-    a: loader.Loaded, b: loader.Loaded, progress: WorkingApp | None = None
+    a: loader.Loaded,
+    b: loader.Loaded,
+    progress: WorkingApp | None = None,
+    *,
+    summary: bool = False,
 ) -> DiffSession:
-    """Diff two loaded targets and lay them out side by side (in a worker)."""
+    """Diff two loaded targets and lay them out side by side (in a worker); with
+    `summary`, two compiled programs' diff carries their `compiled_summary`, as the
+    command's does (built here, in the worker: it compiles each again)."""
 
     def step(text: str) -> None:
         if progress is not None:
             progress._report_step(text)
 
     step("diffing")
-    report = reports.diff_loaded(a, b)
+    report = reports.diff_loaded(a, b, summary=summary)
     step(f"printing A ({len(a.module.ops):,} ops)")
     printed_a = print_module(a, locations=False)
     step(f"printing B ({len(b.module.ops):,} ops)")
@@ -230,6 +237,10 @@ class DiffPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="diff-summary")
+        # Capped in height (app.tcss) so that the modules keep the screen; the wheel
+        # scrolls what does not fit.
+        with VerticalScroll(id="diff-compiled", can_focus=False):
+            yield Static(id="diff-compiled-table")
         with Horizontal(id="diff-sides"):
             yield DiffSideView(id="diff-a")
             yield DiffSideView(id="diff-b")
@@ -243,6 +254,11 @@ class DiffPane(Vertical):
     def show(self, session: DiffSession) -> None:
         self.session = session
         self.query_one("#diff-summary", Static).update(summary_text(session.report))
+        compiled = session.report.compiled
+        # The command's own table, so the screen and `--print` give one answer.
+        self.query_one("#diff-compiled", VerticalScroll).display = compiled is not None
+        if compiled is not None:
+            self.query_one("#diff-compiled-table", Static).update(compiled_table(compiled))
         aligned = session.aligned
         view_a, view_b = self.views
         for view, loaded, printed, statuses, lines, copied in (
@@ -510,7 +526,7 @@ class DiffApp(WorkingApp):
                 f"A: {steps[0]}; B: {steps[1]}" if steps[0] != steps[1] else f"A and B: {steps[0]}"
             )
             a, b = diff_sides.load_diff_sides(self.target_a, self.target_b, self.options)
-            session = diff_session(a, b, self)
+            session = diff_session(a, b, self, summary=True)
         except BaseException as exc:
             self.failure_traceback = traceback.format_exc()
             self.post_message(self.Failed("Could not diff", describe_failure(exc), fatal=True))
