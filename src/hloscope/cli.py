@@ -36,6 +36,7 @@ from hloscope.cli_options import (
     UpdateOption,
     WarmupOption,
     option_groups,
+    print_report,
     script_arguments,
     tolerance_specs,
 )
@@ -105,26 +106,13 @@ def emit(
     or text with the renderers its registry entry names (or with `render`), exit with the
     report's code (0 unless a check differs). Building stops after `timeout` seconds
     (`--timeout`), naming `what`. Analyses load to build, text renderers (rich) to print."""
-    from hloscope import reports
     from hloscope.ir.xla_flags import xla_flags_checked
 
     with command_edge(debug), gc_paused(keep_for_exit=True):
         xla_flags_checked()  # before XLA reads XLA_FLAGS, and aborts on a flag it does not know
         with time_limit(timeout, what):
             report = build()
-        entry = reports.entry_of(report)
-        if render is not None:
-            render(report)
-        elif as_json:
-            from hloscope.environment import environment_json
-            from hloscope.render import json as json_render
-
-            document = {**entry.json_renderer()(report), "environment": environment_json()}
-            sys.stdout.write(json_render.dumps(document) + "\n")
-        else:
-            from hloscope.render.text.common import make_console
-
-            entry.text_renderer()(report, make_console())
+        print_report(report, as_json, render)
     code = exit_code(report) if exit_code is not None else ExitCode.OK
     if code != ExitCode.OK:
         raise typer.Exit(code)

@@ -21,6 +21,7 @@ from hloscope.cli_options import (
     ToleranceOption,
     UpdateOption,
     option_groups,
+    print_report,
     target_group,
 )
 from hloscope.errors import ExitCode, HloscopeError, command_edge, print_error
@@ -260,28 +261,18 @@ def _check(
     printed as `hloscope check` prints its report; 1 when one regressed."""
     from pathlib import Path
 
-    from hloscope import reports
     from hloscope.check_run import check_comparison
     from hloscope.cli_options import tolerance_specs
 
     checked = check_comparison(
         report, Path(baseline), tolerances=tolerance_specs(tolerance or ()), update=update
     )
-    entry = reports.entry_of(checked)
+    render = None
     if output in ("github", "markdown"):
         from hloscope.render.ci import PRINTERS
 
-        PRINTERS[output](checked)
-    elif as_json:
-        from hloscope.environment import environment_json
-        from hloscope.render import json as json_render
-
-        document = {**entry.json_renderer()(checked), "environment": environment_json()}
-        sys.stdout.write(json_render.dumps(document) + "\n")
-    else:
-        from hloscope.render.text.common import make_console
-
-        entry.text_renderer()(checked, make_console())
+        render = PRINTERS[output]
+    print_report(checked, as_json, render)
     return ExitCode.OK if checked.passed else ExitCode.DIFFERENT
 
 
@@ -321,19 +312,11 @@ def _row_named(report: Comparison, name: str) -> CompareRow:
 
 
 def _print(report: Comparison, as_json: bool, markdown: bool) -> None:
-    if as_json:
-        from hloscope.environment import environment_json
-        from hloscope.render import json as json_render
-        from hloscope.render.compare_json import compare_json
-
-        document = {**compare_json(report), "environment": environment_json()}
-        sys.stdout.write(json_render.dumps(document) + "\n")
-    elif markdown:
+    render = None
+    if markdown:
         from hloscope.render.text.compare import compare_markdown
 
-        sys.stdout.write(compare_markdown(report))
-    else:
-        from hloscope.render.text.common import make_console
-        from hloscope.render.text.compare import render_compare
+        def render(report: Comparison) -> None:
+            sys.stdout.write(compare_markdown(report))
 
-        render_compare(report, make_console())
+    print_report(report, as_json, render)

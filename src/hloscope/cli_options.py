@@ -460,3 +460,25 @@ def no_such_option(ctx: typer.Context, word: str) -> str:
     close = difflib.get_close_matches(name, options)
     possible = f" (Possible options: {', '.join(sorted(close))})" if close else ""
     return f"No such option: {name}{possible}"
+
+
+def print_report(report: Any, as_json: bool, render: Callable[[Any], None] | None = None) -> None:
+    """Print a report with its registry entry's renderers (or with `render`): one JSON
+    document on stdout, with the environment, or the text report."""
+    import sys
+
+    from hloscope import reports
+
+    entry = reports.entry_of(report)
+    if render is not None:
+        render(report)
+    elif as_json:
+        from hloscope.environment import environment_json
+        from hloscope.render import json as json_render
+
+        document = {**entry.json_renderer()(report), "environment": environment_json()}
+        sys.stdout.write(json_render.dumps(document) + "\n")
+    else:
+        from hloscope.render.text.common import make_console
+
+        entry.text_renderer()(report, make_console())
