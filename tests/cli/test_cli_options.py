@@ -28,6 +28,26 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "params": (*TARGET, "--json", "--print", "--fail-on", *TAIL),
     "placement": (*TARGET, "--json", "--print", "--why", *TAIL),
     "diff": (*TARGET, "--json", "--print", *TAIL),
+    "compare": (
+        "--for",
+        "--vary",
+        "--env",
+        "--arg",
+        "--args",
+        "--no-cache",
+        "--tokens-per-step",
+        "--sort",
+        "--jobs",
+        "--json",
+        "--format",
+        "--print",
+        "--debug",
+        "--timeout",
+        "--baseline",
+        "--update",
+        "--tolerance",
+        "--diff",
+    ),
     "tui": (*TARGET, *TAIL),
     "aot-check": ("--arg", "--args", "--for", "--no-cache", "--aot", "--json", "--print", *TAIL),
     "compiles": ("--args", "--calls", "--json", "--print", "--fail-on", *TAIL),
@@ -76,7 +96,13 @@ SHARED = {
     "--debug": cli_options.DebugOption,
     "--timeout": cli_options.TimeoutOption,
 }
-OWN_HELP = {("fusions", "--compile"), ("compiles", "--args")}
+OWN_HELP = {
+    ("fusions", "--compile"),
+    ("compiles", "--args"),
+    # A configuration's own limit (each child's), and the specs of the configurations.
+    ("compare", "--timeout"),
+    ("compare", "--for"),
+}
 
 
 def help_of(command: str) -> str:

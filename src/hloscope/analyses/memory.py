@@ -723,7 +723,9 @@ class _Makers:
             )
         op = self._ops.get(instruction)
         if op is None:
-            return _Made()
+            # An instruction the conversion to MLIR folds away (the entry's root tuple):
+            # its opcode as XLA names it, as XLA's own form shows the op.
+            return _Made(opcode=self._module.hlo_opcodes.get(instruction))
         source = op_source(op, self._root)
         user_source, user_from = op_user_source(op, self._root, self._lowered)
         return _Made(
