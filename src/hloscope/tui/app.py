@@ -453,7 +453,9 @@ class HloscopeApp(WorkingApp):
             compile_for = loaded.options.compile_for
             if view.runs_the_program and compile_for is not None:
                 refusal_text = loader.needs_the_device(view.runs_the_program, compile_for)
-                return PendingView(view.id, f"{view.on_demand}\n\n{refusal_text}", runnable=False)
+                return PendingView(
+                    view.id, f"{view.on_demand}\n\n{refusal_text}", runnable=False
+                ).add_class("view-failure")
             text = f"{view.on_demand}\n\nPress enter to run it."
             failure = self.on_demand_failures.get(view.id)
             if failure:
