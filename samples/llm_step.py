@@ -67,9 +67,9 @@ def decoder_layer(x, layer):
 
 def loss_fn(params, batch):
     x = params["embed"][batch["tokens"]]
-    layer = jax.checkpoint(
-        decoder_layer, policy=REMAT_POLICIES[REMAT]
-    ) if REMAT != "none" else decoder_layer
+    checkpointed = jax.checkpoint(decoder_layer, policy=REMAT_POLICIES.get(REMAT))
+    # LLM_REMAT=none: the layers as they are, nothing recomputed.
+    layer = decoder_layer if REMAT == "none" else checkpointed
     x, _ = jax.lax.scan(layer, x, params["layers"])
     logits = rms_norm(x, params["ln_f"]) @ params["embed"].T
     labels = jax.nn.one_hot(batch["targets"], VOCAB, dtype=logits.dtype)
