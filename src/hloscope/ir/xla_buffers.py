@@ -395,9 +395,18 @@ _USAGE_LINE = re.compile(
 )
 
 
+_OLDER_TOTAL = re.compile(r"Total bytes used: (\d+)(?: \(.*\))?")
+"""The first line of the report of an older XLA (jaxlib 0.8), which lists every
+allocation together and names no memory space."""
+
+
 def parse_memory_usage_report(text: str, where: str) -> tuple[NamedSpace, ...]:
-    """Read a `-memory-usage-report.txt` file's spaces; `where` names it in errors."""
+    """Read a `-memory-usage-report.txt` file's spaces; `where` names it in errors. An
+    older XLA's report names none: no names, as without the file."""
     lines = text.splitlines()
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if _OLDER_TOTAL.fullmatch(first):
+        return ()
     spaces: list[NamedSpace] = []
     header: re.Match[str] | None = None
     for number, raw in enumerate(lines):
