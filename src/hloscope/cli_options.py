@@ -326,13 +326,14 @@ _DIFF_SIDE_OPTIONS: dict[str, Any] = {
 
 
 def _env(given: Sequence[str], option: str) -> tuple[tuple[str, str], ...]:
-    pairs: dict[str, str] = {}
-    for text in given:
-        name, sep, value = text.partition("=")
-        if not sep or not name or any(c.isspace() for c in name):
-            raise typer.BadParameter(f"{option} {text}: expected NAME=VALUE (LLM_STEP=2,512,256,8)")
-        pairs[name] = value
-    return tuple(pairs.items())
+    if not given:
+        return ()
+    from hloscope.sources.entrypoint import parse_env
+
+    try:
+        return tuple(parse_env(given, option).items())
+    except HloscopeError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def _diff_options(**values: Any) -> DiffOptions:

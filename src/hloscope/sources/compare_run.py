@@ -80,18 +80,6 @@ def parse_vary(given: Sequence[str]) -> dict[str, tuple[str, ...]]:
     return varied
 
 
-def parse_env(given: Sequence[str]) -> dict[str, str]:
-    """`--env NAME=VALUE` options as {NAME: VALUE} (the value as it is, commas too)."""
-    env: dict[str, str] = {}
-    for text in given:
-        name, sep, value = text.partition("=")
-        name = name.strip()
-        if not sep or not (name.isascii() and name.isidentifier()):
-            raise HloscopeError(f"--env {text}: expected NAME=VALUE (an environment variable)")
-        env[name] = value
-    return env
-
-
 def configurations(
     targets: Sequence[str],
     specs: Sequence[str],
@@ -103,6 +91,7 @@ def configurations(
     no known form, a `--vary` or `--env` of bad syntax or a target that names nothing
     is a `HloscopeError`. A configuration's label names what varies only."""
     from hloscope.compile_for import parse_compile_for
+    from hloscope.sources.entrypoint import parse_env
     from hloscope.sources.target import parse_target
 
     if not targets:
@@ -146,12 +135,12 @@ def target_options(options: CompareOptions) -> list[str]:
 
 
 def open_command(
-    config: CompareConfig, options: CompareOptions, command: str = "tui"
+    config: CompareConfig, options: CompareOptions
 ) -> tuple[list[str], dict[str, str]]:
-    """The hloscope command line and environment that show one configuration (`tui`,
-    or another view) as the comparison loaded it: its target `--for` its spec, its
-    environment set, reading the compile cache the comparison filled."""
-    words = [*HLOSCOPE, command, config.target, "--for", config.compile_for]
+    """The `hloscope tui` command line and environment that browse one configuration as
+    the comparison loaded it: its target `--for` its spec, its environment set, reading
+    the compile cache the comparison filled."""
+    words = [*HLOSCOPE, "tui", config.target, "--for", config.compile_for]
     return [*words, *target_options(options)], {**os.environ, **config.env}
 
 
@@ -220,16 +209,14 @@ def run_comparison(
     """Every configuration's row, `jobs` children at a time; `on_row(row, done, total)`
     as each finishes (in the order they finish, one call at a time). `stop` set (the
     user quit the browser): the running children are ended, the rest not started."""
-    lock = threading.Lock()
     rows: list[CompareRow] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run_configuration, config, options, stop) for config in configs]
+        # Rows are taken here, on this thread alone, as they finish.
         for future in as_completed(futures):
-            row = future.result()
-            with lock:
-                rows.append(row)
-                if on_row is not None:
-                    on_row(row, len(rows), len(configs))
+            rows.append(future.result())
+            if on_row is not None:
+                on_row(rows[-1], len(rows), len(configs))
     targets = tuple(dict.fromkeys(c.target for c in configs))
     return comparison(targets, rows, sort)
 

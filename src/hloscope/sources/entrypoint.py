@@ -82,6 +82,19 @@ ProgramEnv = tuple[tuple[str, str], ...]
 """Environment variables set for one load of a program (`NAME`, `VALUE`)."""
 
 
+def parse_env(given: Sequence[str], option: str = "--env") -> dict[str, str]:
+    """`NAME=VALUE` options (`--env`, `diff --env-a`) as {NAME: VALUE}, the value as it
+    is, commas too; bad syntax is a `HloscopeError` naming `option`."""
+    env: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.partition("=")
+        name = name.strip()
+        if not sep or not (name.isascii() and name.isidentifier()):
+            raise HloscopeError(f"{option} {text}: expected NAME=VALUE (an environment variable)")
+        env[name] = value
+    return env
+
+
 @contextlib.contextmanager
 def environment_set(env: ProgramEnv | None) -> Iterator[None]:
     """`env` in `os.environ` while the block runs (a program reads it when imported,
