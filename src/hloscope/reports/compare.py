@@ -184,6 +184,11 @@ def row_facts(row: CompareRow) -> dict[str, int | float]:
     return facts
 
 
+def config_targets(configs: Sequence[CompareConfig]) -> tuple[str, ...]:
+    """The configurations' targets, each once, in their order (`Comparison.targets`)."""
+    return tuple(dict.fromkeys(c.target for c in configs))
+
+
 def config_label(env: Mapping[str, str], compile_for: str, target: str | None) -> str:
     """`LLM_MESH=2x8 LLM_REMAT=dots @ tpu:v5e:4x4`, `target` first when given."""
     words = [f"{name}={value}" for name, value in env.items()]

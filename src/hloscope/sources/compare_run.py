@@ -32,6 +32,7 @@ from hloscope.reports.compare import (
     Comparison,
     comparison,
     config_label,
+    config_targets,
     failed_row,
 )
 
@@ -217,8 +218,7 @@ def run_comparison(
             rows.append(future.result())
             if on_row is not None:
                 on_row(rows[-1], len(rows), len(configs))
-    targets = tuple(dict.fromkeys(c.target for c in configs))
-    return comparison(targets, rows, sort)
+    return comparison(config_targets(configs), rows, sort)
 
 
 def _plain(value: Any) -> Any:

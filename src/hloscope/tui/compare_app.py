@@ -28,7 +28,14 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Static
 
 from hloscope.errors import ExitCode, one_line
-from hloscope.reports.compare import CompareConfig, CompareRow, CompareSort, Comparison, comparison
+from hloscope.reports.compare import (
+    CompareConfig,
+    CompareRow,
+    CompareSort,
+    Comparison,
+    comparison,
+    config_targets,
+)
 from hloscope.sources.compare_run import CompareOptions, diff_command, open_command
 from hloscope.tui.app import WorkingApp, run_app
 from hloscope.tui.screens.help import HelpScreen
@@ -76,6 +83,8 @@ class CompareApp(WorkingApp):
     ) -> None:
         super().__init__(driver_class=driver_class)
         self.configs = tuple(configs)
+        self.targets = config_targets(self.configs)
+        """The configurations' targets, each once, as the comparison names them."""
         self.run_comparison = run
         """Runs every configuration, calling back as each finishes (in a worker)."""
         self.sort = sort
@@ -93,12 +102,10 @@ class CompareApp(WorkingApp):
         return compare_key_sections()
 
     def _title_text(self) -> str:
-        targets = " ".join(dict.fromkeys(c.target for c in self.configs))
-        return f"hloscope compare · {targets}"
+        return f"hloscope compare · {' '.join(self.targets)}"
 
     def compose(self) -> ComposeResult:
-        targets = tuple(dict.fromkeys(c.target for c in self.configs))
-        shown = self.report or comparison(targets, (), self.sort)
+        shown = self.report or comparison(self.targets, (), self.sort)
         yield Static(self._title_text(), id="title-bar")
         yield CompareView(shown, len(self.configs), self.cursor)
         yield Footer()
@@ -126,8 +133,7 @@ class CompareApp(WorkingApp):
     def _row_done(self, message: RowDone) -> None:
         self._rows.append(message.row)
         if len(self._rows) < len(self.configs):
-            targets = tuple(dict.fromkeys(c.target for c in self.configs))
-            self.query_one(CompareView).show(comparison(targets, self._rows, self.sort))
+            self.query_one(CompareView).show(comparison(self.targets, self._rows, self.sort))
 
     @on(Finished)
     def _finished(self, message: Finished) -> None:
